@@ -1,0 +1,50 @@
+import { z } from 'zod';
+
+// DESIGN §8: one JSON file per credential schema in SCHEMAS_DIR (a contract).
+export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
+export type ProofType = z.infer<typeof ProofTypeSchema>;
+
+export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
+  z.object({ provider: z.literal('sqlite') }),
+  z.object({
+    provider: z.literal('http'),
+    url: z.url({ protocol: /^https?$/ }),
+    timeoutMs: z.number().int().positive().max(60_000).default(3000),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+  z.object({ provider: z.literal('module'), path: z.string().min(1) }),
+]);
+export type ClaimsSource = z.infer<typeof ClaimsSourceSchema>;
+
+export const DisclosureFrameSchema = z.record(z.string(), z.unknown());
+
+export const SchemaFileSchema = z.object({
+  schemaId: z.string().min(1).max(255),
+  title: z.string().min(1),
+  description: z.string().default(''),
+  proofTypes: z.array(ProofTypeSchema).min(1),
+  expiresInSeconds: z.number().int().positive(),
+  credentialSubject: z.object({ type: z.literal('object') }).loose(),
+  claims: ClaimsSourceSchema,
+  sdJwt: z
+    .object({
+      vct: z.string().min(1),
+      disclosureFrame: DisclosureFrameSchema.optional(),
+    })
+    .optional(),
+  iden3: z
+    .object({
+      type: z.string().min(1),
+      contextUrl: z.url(),
+      contextFile: z.string().min(1),
+      jsonSchemaUrl: z.url(),
+    })
+    .optional(),
+});
+export type SchemaFile = z.infer<typeof SchemaFileSchema>;
+
+/** A schema file as loaded: the validated file plus where it came from. */
+export interface CredentialSchema extends SchemaFile {
+  /** Absolute path of the schema file (for error messages). */
+  readonly file: string;
+}
