@@ -1,0 +1,175 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import { generateHolderKeyPair, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
+import { SdJwtVcIssuer } from '../../src/issuers/sd-jwt/sd-jwt-vc-issuer.js';
+import { loadKeyRing } from '../../src/keys/key-ring.js';
+import { loadSchemas } from '../../src/schemas/schema-registry.js';
+import { tempDir } from '../../test/helpers/tmp.js';
+
+export type Row = { name: string; value: number; unit: string };
+
+/** Calls fn repeatedly for about `ms` and returns operations per second. */
+async function rate(ms: number, fn: () => unknown | Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 50; i++) await fn(); // warm-up
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    for (let i = 0; i < 50; i++) await fn();
+    n += 50;
+  }
+  return (n * 1000) / (performance.now() - start);
+}
+
+const CLAIMS = {
+  givenName: 'Alice',
+  familyName: 'Martin',
+  memberSince: '2021-04-12',
+  tier: 'gold',
+  memberNumber: 1042,
+};
+
+/** In-process: the raw primitive and each stage of an issuance, in the same run. */
+export async function benchPrimitives(): Promise<Row[]> {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const data = Buffer.from('eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJodHRwczovL2lzc3Vlci5leGFtcGxlIn0');
+  const es256 = await rate(1500, () => sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' }));
+
+  const dir = tempDir();
+  const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
+  const schema = loadSchemas(join(process.cwd(), 'schemas')).require('membership-v1');
+  const issuer = new SdJwtVcIssuer('https://issuer.example', () => ring.signing);
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + 3600_000);
+  const sdjwt = await rate(1500, () =>
+    issuer.issue({
+      credentialId: randomUUID(),
+      holderDid: 'did:example:bench',
+      schema,
+      claims: CLAIMS,
+      issuedAt: now,
+      expiresAt,
+      revocationNonce: 1,
+      status: { idx: 1, uri: 'https://issuer.example/statuslist/0' },
+    }),
+  );
+  const holder = parseHolderPublicKey(generateHolderKeyPair('x25519').publicKeyHex, 'pubKey');
+  const sample = (
+    await issuer.issue({
+      credentialId: randomUUID(),
+      holderDid: 'did:example:bench',
+      schema,
+      claims: CLAIMS,
+      issuedAt: now,
+      expiresAt,
+      revocationNonce: 1,
+    })
+  ).credential;
+  const seal = await rate(1500, () => sealEnvelope(holder, sample));
+  return [
+    { name: 'bare ES256 signs/s (node:crypto)', value: es256, unit: '/s' },
+    { name: 'SD-JWT VC issues/s (in-process)', value: sdjwt, unit: '/s' },
+    { name: 'envelope seals/s (X25519)', value: seal, unit: '/s' },
+  ];
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/**
+ * Over HTTP: the real server in a child process (with the mounted emulator), issue-vc at
+ * `concurrency` in flight, each for a new holder so every request signs a new credential.
+ */
+export async function benchHttpIssueVc(
+  options: { seconds?: number; concurrency?: number } = {},
+): Promise<Row[]> {
+  const seconds = options.seconds ?? 8;
+  const concurrency = options.concurrency ?? 32;
+  const dir = tempDir();
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      PORT: '0',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      RATE_LIMIT_HOLDER_PER_MIN: '0',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    let out = '';
+    child.stdout!.setEncoding('utf8');
+    const url = await new Promise<string>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+      child.stdout!.on('data', (chunk: string) => {
+        out += chunk;
+        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+    });
+    child.stdout!.resume();
+    const apiKey = (
+      JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as { apiKey: string }
+    ).apiKey;
+    const holder = generateHolderKeyPair('x25519');
+    const latencies: number[] = [];
+    let failures = 0;
+    let counter = 0;
+    const one = async () => {
+      const t0 = performance.now();
+      const res = await fetch(`${url}/issue-vc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        body: JSON.stringify({
+          holderDID: `did:example:bench-${counter++}`,
+          pubKey: holder.publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+        }),
+      });
+      await res.arrayBuffer();
+      if (res.status !== 201) failures++;
+      return performance.now() - t0;
+    };
+    // Warm-up, then the measured window.
+    const warmEnd = performance.now() + 1500;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < warmEnd) await one();
+      }),
+    );
+    failures = 0;
+    const start = performance.now();
+    const end = start + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < end) latencies.push(await one());
+      }),
+    );
+    const elapsed = (performance.now() - start) / 1000;
+    latencies.sort((a, b) => a - b);
+    return [
+      {
+        name: `issue-vc over HTTP at ${concurrency} in flight`,
+        value: latencies.length / elapsed,
+        unit: '/s',
+      },
+      { name: 'issue-vc p50 latency', value: percentile(latencies, 50), unit: 'ms' },
+      { name: 'issue-vc p99 latency', value: percentile(latencies, 99), unit: 'ms' },
+      { name: 'issue-vc non-201 answers', value: failures, unit: '' },
+    ];
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await once(child, 'exit');
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  for (const row of [...(await benchPrimitives()), ...(await benchHttpIssueVc())]) console.log(row);
+}

@@ -1,0 +1,147 @@
+/**
+ * `npm run demo`: plays the hosting service and the holder against a running issuer (ISSUER_URL,
+ * default http://localhost:3000), or starts one in-process when none answers:
+ * available-vc → decrypt preview → issue-vc → fetch the stored envelope → decrypt → verify the
+ * SD-JWT with keys from /.well-known/jwt-vc-issuer → print the disclosed claims.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair } from 'jose';
+import { x25519DidKey } from '../src/emulator/index.js';
+import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
+import { verifySdJwtVc } from '../src/holder/sd-jwt-verifier.js';
+
+if (existsSync('.env')) process.loadEnvFile('.env');
+const userId = process.env.DEMO_USER_ID ?? 'demo-user-1';
+const schemaId = process.env.DEMO_SCHEMA_ID ?? 'membership-v1';
+
+async function reachable(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/.well-known/jwt-vc-issuer`, { signal: AbortSignal.timeout(1500) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function apiKey(): string {
+  if (process.env.API_KEY) return process.env.API_KEY;
+  const file = join(process.env.KEYS_DIR ?? 'keys', 'dev-secrets.json');
+  if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { apiKey: string }).apiKey;
+  throw new Error('set API_KEY (the issuer x-api-key)');
+}
+
+async function main() {
+  let issuerUrl = (process.env.ISSUER_URL ?? `http://localhost:${process.env.PORT ?? 3000}`).replace(
+    /\/$/,
+    '',
+  );
+  let stop: (() => Promise<void>) | undefined;
+  if (!(await reachable(issuerUrl))) {
+    console.log(`no issuer at ${issuerUrl}: starting one in-process`);
+    const { loadConfig } = await import('../src/config/config.js');
+    const { createContext } = await import('../src/context.js');
+    const { bind, serve } = await import('../src/server.js');
+    const bound = await bind(0, '127.0.0.1');
+    const { config, secrets } = loadConfig({ ...process.env, PORT: undefined, ISSUER_ORIGIN: bound.url });
+    const running = await serve(
+      await createContext(config, secrets, { log: (l) => console.log(`  [issuer] ${l}`) }),
+      bound,
+    );
+    issuerUrl = running.url;
+    stop = () => running.close();
+  }
+  const serviceUrl = (process.env.EMULATOR_URL ?? `${issuerUrl}/emulator/v1`).replace(/\/$/, '');
+  const key = apiKey();
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${issuerUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+    return res;
+  };
+
+  try {
+    // The holder's wallet: an X25519 encryption key (wire default) and a P-256 key for `cnf`.
+    const holder = generateHolderKeyPair('x25519');
+    const holderDid = x25519DidKey(Buffer.from(holder.publicKeyHex, 'hex').subarray(-32));
+    const { publicKey: bindingKey } = await generateKeyPair('ES256');
+    console.log(`holder ${holderDid}`);
+
+    console.log(`\n1. POST ${issuerUrl}/available-vc (userId ${userId})`);
+    const available = (await (
+      await post('/available-vc', { holderDID: holderDid, pubKey: holder.publicKeyHex, userId, schemaId })
+    ).json()) as {
+      data: Array<{
+        schemaId: string;
+        proofType: string;
+        credentialSubject: Parameters<typeof fromPreviewFields>[0];
+      }>;
+    };
+    const offer = available.data.find((d) => d.proofType === 'SD_JWT_VC');
+    if (!offer) throw new Error(`${userId} is not eligible for ${schemaId}`);
+    console.log(
+      '2. preview, decrypted by the holder:',
+      openEnvelope(holder.privateKey, fromPreviewFields(offer.credentialSubject)),
+    );
+
+    console.log(`3. POST ${issuerUrl}/issue-vc`);
+    const issued = await post('/issue-vc', {
+      holderDID: holderDid,
+      pubKey: holder.publicKeyHex,
+      userId,
+      schemaId,
+      proofType: 'SD_JWT_VC',
+      signingKey: { jwk: await exportJWK(bindingKey) },
+    });
+    console.log(`   → ${issued.status}`);
+
+    console.log(`4. fetch the stored envelope from ${serviceUrl}`);
+    const list = (await (
+      await fetch(`${serviceUrl}/_emulator/envelopes?holderDid=${encodeURIComponent(holderDid)}`)
+    ).json()) as {
+      envelopes: Array<{ envelope: Parameters<typeof openEnvelope>[1]; storagePath: string }>;
+    };
+    const stored = list.envelopes.at(-1);
+    if (!stored) throw new Error('no envelope stored for the holder');
+    console.log(`   storagePath ${stored.storagePath}`);
+
+    const compact = openEnvelope(holder.privateKey, stored.envelope) as string;
+    console.log(`5. decrypted: ${compact.slice(0, 60)}… (${compact.split('~').length - 2} disclosures)`);
+
+    const verified = await verifySdJwtVc(issuerUrl, compact);
+    const p = verified.payload as Record<string, unknown>;
+    console.log(
+      `6. verified with ${issuerUrl}/.well-known/jwt-vc-issuer (kid ${String(verified.header.kid)}), status list checked`,
+    );
+    console.log(`   iss ${String(p.iss)}  sub ${String(p.sub)}  vct ${String(p.vct)}`);
+    console.log(
+      `   exp ${new Date(Number(p.exp) * 1000).toISOString()}  cnf ${p.cnf ? 'holder key bound' : 'none'}`,
+    );
+    const {
+      _sd: _a,
+      _sd_alg: _b,
+      cnf: _c,
+      status: _d,
+      iss: _e,
+      sub: _f,
+      vct: _g,
+      iat: _h,
+      exp: _i,
+      id: _j,
+      ...disclosed
+    } = verified.claims;
+    console.log('7. disclosed claims:', disclosed);
+    console.log('\nverified credential ✔');
+  } finally {
+    await stop?.();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`demo failed: ${(err as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,99 @@
+import { createPublicKey } from 'node:crypto';
+import { z } from 'zod';
+import { invalidParameter } from './errors.js';
+
+// spec 4.5: the email is "an individual recipient's account email, never a partner, service,
+// admin or shared address". Compared on the local part without a `+tag`.
+const ROLE_LOCAL_PARTS = new Set([
+  'abuse',
+  'admin',
+  'administrator',
+  'billing',
+  'do-not-reply',
+  'donotreply',
+  'help',
+  'helpdesk',
+  'hostmaster',
+  'info',
+  'mailer-daemon',
+  'no-reply',
+  'noreply',
+  'postmaster',
+  'root',
+  'sales',
+  'security',
+  'support',
+  'team',
+  'webmaster',
+]);
+
+export const isRoleAddress = (email: string): boolean => {
+  const local = email.trim().toLowerCase().split('@')[0] ?? '';
+  return ROLE_LOCAL_PARTS.has(local.split('+')[0] ?? local);
+};
+
+export const EmailBodySchema = z.object({
+  email: z
+    .email()
+    .max(254)
+    .refine((email) => !isRoleAddress(email), 'a role or shared address, not an individual one'),
+});
+export type EmailBody = z.infer<typeof EmailBodySchema>;
+
+const base64Field = (bytes?: number) => {
+  const field = z.base64('not standard base64').min(1, 'required');
+  return bytes === undefined
+    ? field
+    : field.refine((v) => Buffer.from(v, 'base64').length === bytes, `must decode to ${bytes} bytes`);
+};
+
+// The ephemeral key is a DER SPKI (DESIGN 2); parsing it catches an issuer sending raw or hex keys.
+const isSpki = (b64: string): boolean => {
+  try {
+    createPublicKey({ key: Buffer.from(b64, 'base64'), format: 'der', type: 'spki' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// spec 2.7 encrypted envelope; all fields required (spec 4.5). AES-256-GCM: 12-byte IV, 16-byte tag.
+export const EnvelopeSchema = z.object({
+  holderDid: z.string().regex(/^did:[a-z0-9]+:\S+$/, 'must be a DID'),
+  schemaId: z.string().min(1, 'required').max(256),
+  expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
+  data: base64Field(),
+  iv: base64Field(12),
+  authTag: base64Field(16),
+  encryptedKey: base64Field().refine(isSpki, 'must be the base64 of a DER SubjectPublicKeyInfo'),
+  externalId: z.string().min(1, 'required').max(256),
+});
+export type Envelope = z.infer<typeof EnvelopeSchema>;
+
+export const FaultBodySchema = z.object({
+  route: z.enum(['initialize-user', 'dstorage']),
+  count: z.int().min(0).max(1000),
+  status: z.int().min(400).max(599).optional(),
+});
+export type FaultBody = z.infer<typeof FaultBodySchema>;
+
+/** Parses at the edge; the 400 names the first offending field. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  if (!issue || issue.path.length === 0) throw invalidParameter('body', 'must be a JSON object');
+  const field = issue.path.join('.');
+  if (issue.code !== 'invalid_type') throw invalidParameter(field, issue.message);
+  const missing = valueAt(body, issue.path) === undefined;
+  throw invalidParameter(field, missing ? 'required' : `must be a ${issue.expected}`);
+}
+
+function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let value = body;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}

@@ -1,0 +1,93 @@
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { x25519DidKey } from './did-key.js';
+import type { Envelope } from './schemas.js';
+
+export type EmulatedRoute = 'initialize-user' | 'dstorage';
+
+export interface HolderRecord {
+  email: string;
+  userId: string;
+  did: string;
+  /** Hex of the X25519 public key's DER SPKI, as `initialize-user` answers it. */
+  publicKey: string;
+  /**
+   * Hex of the PKCS#8 private key. The real service never lets a partner see this; the emulator
+   * keeps it so the demo and the tests can decrypt as the holder's wallet would.
+   */
+  privateKeyPkcs8Hex: string;
+  createdAt: string;
+}
+
+/** The 201 answer of `POST /dstorage/vcs` (spec 2.7). */
+export interface StoreResponse {
+  storagePath: string;
+  state: 'stored';
+  envelopeVersion: '1';
+  createdAt: string;
+}
+
+export interface StoredEnvelope {
+  envelope: Envelope;
+  response: StoreResponse;
+  idempotencyKey: string | null;
+  partnerId: string;
+}
+
+export interface RequestLogEntry {
+  at: string;
+  route: EmulatedRoute;
+  email: string | null;
+  externalId: string | null;
+  idempotencyKey: string | null;
+  /** 0 until the response is written. */
+  status: number;
+}
+
+// The X25519 DER SPKI is this 12-byte header followed by the raw 32-byte key.
+const X25519_SPKI_HEADER_LENGTH = 12;
+
+/** Emails are compared case-insensitively, as account systems do. */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+/** In-memory state of the emulated hosting service; tests may read and reset it directly. */
+export class EmulatorState {
+  /** By normalized email. */
+  readonly holders = new Map<string, HolderRecord>();
+  /** By `externalId`. */
+  readonly envelopes = new Map<string, StoredEnvelope>();
+  readonly requests: RequestLogEntry[] = [];
+
+  holderByEmail(email: string): HolderRecord | undefined {
+    return this.holders.get(normalizeEmail(email));
+  }
+
+  /** Resolves or creates the holder: the same email always gets the same answer. */
+  resolveHolder(email: string, now: Date): { holder: HolderRecord; created: boolean } {
+    const key = normalizeEmail(email);
+    const existing = this.holders.get(key);
+    if (existing) return { holder: existing, created: false };
+    const { publicKey, privateKey } = generateKeyPairSync('x25519');
+    const spki = publicKey.export({ format: 'der', type: 'spki' });
+    const holder: HolderRecord = {
+      email: key,
+      userId: randomUUID(),
+      did: x25519DidKey(spki.subarray(X25519_SPKI_HEADER_LENGTH)),
+      publicKey: spki.toString('hex'),
+      privateKeyPkcs8Hex: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+      createdAt: now.toISOString(),
+    };
+    this.holders.set(key, holder);
+    return { holder, created: true };
+  }
+
+  envelopesOf(holderDid: string | undefined): StoredEnvelope[] {
+    const all = [...this.envelopes.values()];
+    return holderDid === undefined ? all : all.filter((s) => s.envelope.holderDid === holderDid);
+  }
+
+  reset(): void {
+    this.holders.clear();
+    this.envelopes.clear();
+    this.requests.length = 0;
+  }
+}

@@ -1,0 +1,225 @@
+import {
+  createECDH,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  type KeyObject,
+} from 'node:crypto';
+import { invalidParameter } from '../errors.js';
+import { EnvelopeError } from './envelope-error.js';
+import type { HolderCurve, HolderPublicKey } from './types.js';
+
+type EcCurve = Exclude<HolderCurve, 'x25519'>;
+
+/** OpenSSL names, for `createECDH` and `generateKeyPairSync`. */
+const OPENSSL_CURVE: Record<EcCurve, string> = { p256: 'prime256v1', secp256k1: 'secp256k1' };
+
+interface SpkiForm {
+  curve: HolderCurve;
+  prefix: Buffer;
+  pointLength: number;
+  /** Allowed first byte of the point (SEC 1: 04 uncompressed, 02/03 compressed); none for X25519. */
+  pointTags?: readonly number[];
+}
+
+// DESIGN §2: the exact DER encodings accepted, fixed prefix + raw point. Matching bytes rather than
+// asking OpenSSL keeps out explicit-parameter EC keys and hybrid points, and lets the hot path
+// skip OpenSSL's DER decoder, which costs more than the ECDH itself.
+const SPKI_FORMS: readonly SpkiForm[] = [
+  { curve: 'x25519', prefix: Buffer.from('302a300506032b656e032100', 'hex'), pointLength: 32 },
+  {
+    curve: 'p256',
+    prefix: Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex'),
+    pointLength: 65,
+    pointTags: [0x04],
+  },
+  {
+    curve: 'p256',
+    prefix: Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex'),
+    pointLength: 33,
+    pointTags: [0x02, 0x03],
+  },
+  {
+    curve: 'secp256k1',
+    prefix: Buffer.from('3056301006072a8648ce3d020106052b8104000a034200', 'hex'),
+    pointLength: 65,
+    pointTags: [0x04],
+  },
+  {
+    curve: 'secp256k1',
+    prefix: Buffer.from('3036301006072a8648ce3d020106052b8104000a032200', 'hex'),
+    pointLength: 33,
+    pointTags: [0x02, 0x03],
+  },
+];
+
+const X25519_PREFIX = SPKI_FORMS[0]!.prefix;
+const EC_UNCOMPRESSED_PREFIX: Record<EcCurve, Buffer> = {
+  p256: SPKI_FORMS[1]!.prefix,
+  secp256k1: SPKI_FORMS[3]!.prefix,
+};
+
+/** The curve and raw point of one of the accepted SPKI encodings; undefined for anything else. */
+export function matchSpki(der: Buffer): { curve: HolderCurve; point: Buffer } | undefined {
+  for (const form of SPKI_FORMS) {
+    if (der.length !== form.prefix.length + form.pointLength) continue;
+    if (!der.subarray(0, form.prefix.length).equals(form.prefix)) continue;
+    const point = der.subarray(form.prefix.length);
+    if (form.pointTags && !form.pointTags.includes(point[0]!)) continue;
+    return { curve: form.curve, point };
+  }
+  return undefined;
+}
+
+export function x25519Spki(rawPublicKey: Buffer): Buffer {
+  return Buffer.concat([X25519_PREFIX, rawPublicKey]);
+}
+
+export function ecSpki(curve: EcCurve, uncompressedPoint: Buffer): Buffer {
+  return Buffer.concat([EC_UNCOMPRESSED_PREFIX[curve], uncompressedPoint]);
+}
+
+/** Through JWK, which Node imports without the (slow) OpenSSL DER decoder. */
+function x25519PublicKeyObject(rawPublicKey: Buffer): KeyObject {
+  return createPublicKey({
+    key: { kty: 'OKP', crv: 'X25519', x: rawPublicKey.toString('base64url') },
+    format: 'jwk',
+  });
+}
+
+/** The raw 32-byte X25519 public key of a KeyObject (public or private). */
+export function x25519RawPublicKey(key: KeyObject): Buffer {
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  const { x } = publicKey.export({ format: 'jwk' });
+  if (x === undefined) throw new TypeError('X25519 key without a public value');
+  return Buffer.from(x, 'base64url');
+}
+
+/** An ECDH object holding this EC private key, to agree with raw (possibly compressed) points. */
+export function ecdhFor(curve: EcCurve, privateKey?: KeyObject): ReturnType<typeof createECDH> {
+  const ecdh = createECDH(OPENSSL_CURVE[curve]);
+  if (privateKey === undefined) {
+    ecdh.generateKeys();
+    return ecdh;
+  }
+  const { d } = privateKey.export({ format: 'jwk' });
+  if (d === undefined) throw new TypeError('EC key without a private scalar');
+  ecdh.setPrivateKey(Buffer.from(d, 'base64url'));
+  return ecdh;
+}
+
+// RFC 7748 §6.1 asks to refuse an all-zero X25519 output. That output happens exactly for the
+// u-coordinates (mod p, top bit ignored) of the points of order dividing 8 on Curve25519 and its
+// twist: 0, 1, p - 1 and the two below. OpenSSL refuses them at ECDH time; checking here turns that
+// into a 400 on the field instead of a failed issuance.
+const P25519 = 2n ** 255n - 19n;
+const X25519_LOW_ORDER = new Set<bigint>([
+  0n,
+  1n,
+  P25519 - 1n,
+  0x00b8495f16056286fdb1329ceb8d09da6ac49ff1fae35616aeb8413b7c7aebe0n,
+  0x57119fd0dd4e22d8868e1c58c45c44045bef839c55b1d0b1248c50a3bc959c5fn,
+]);
+
+function isLowOrderX25519(rawPublicKey: Buffer): boolean {
+  const bigEndian = Buffer.from(rawPublicKey).reverse();
+  bigEndian[0]! &= 0x7f;
+  return X25519_LOW_ORDER.has(BigInt(`0x${bigEndian.toString('hex')}`) % P25519);
+}
+
+const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+
+/** Hex with an optional `0x`; undefined when not an even-length, non-empty hex string. */
+export function decodeHex(input: unknown): Buffer | undefined {
+  if (typeof input !== 'string') return undefined;
+  const digits = input.startsWith('0x') || input.startsWith('0X') ? input.slice(2) : input;
+  return HEX.test(digits) ? Buffer.from(digits, 'hex') : undefined;
+}
+
+/**
+ * Validates a holder public key (DESIGN §2): hex, optional `0x`, of the DER SubjectPublicKeyInfo
+ * of an X25519 (wire default), P-256 or secp256k1 key, EC points uncompressed or compressed.
+ * Throws `invalidParameter(field, …)` for anything else, including points not on the curve and
+ * small-order X25519 points.
+ */
+export function parseHolderPublicKey(hex: string, field: string): HolderPublicKey {
+  const spkiDer = decodeHex(hex);
+  if (spkiDer === undefined) throw invalidParameter(field, 'must be an even-length hex string');
+  const match = matchSpki(spkiDer);
+  if (match === undefined) {
+    throw invalidParameter(
+      field,
+      'must be the DER SubjectPublicKeyInfo of an X25519, P-256 or secp256k1 public key',
+    );
+  }
+  if (match.curve === 'x25519') {
+    if (isLowOrderX25519(match.point)) throw invalidParameter(field, 'is a small-order X25519 point');
+    return { curve: 'x25519', spkiDer, keyObject: x25519PublicKeyObject(match.point) };
+  }
+  try {
+    // OpenSSL checks that the point is on the curve (and decompresses it).
+    const keyObject = createPublicKey({ key: spkiDer, format: 'der', type: 'spki' });
+    return { curve: match.curve, spkiDer, keyObject };
+  } catch {
+    throw invalidParameter(field, 'is not a valid point on the curve');
+  }
+}
+
+/** The accepted curve of a key, or undefined for any other key type or curve. */
+export function keyCurve(key: KeyObject): HolderCurve | undefined {
+  if (key.asymmetricKeyType === 'x25519') return 'x25519';
+  if (key.asymmetricKeyType !== 'ec') return undefined;
+  const named = key.asymmetricKeyDetails?.namedCurve;
+  if (named === 'prime256v1') return 'p256';
+  if (named === 'secp256k1') return 'secp256k1';
+  return undefined;
+}
+
+/**
+ * DESIGN §2 ECDH between a private key and a peer's raw point (from its SPKI): the X25519 output,
+ * or the EC shared point's x-coordinate. Throws when OpenSSL refuses the point.
+ */
+export function computeSharedSecret(privateKey: KeyObject, curve: HolderCurve, peerPoint: Buffer): Buffer {
+  if (curve === 'x25519') return diffieHellman({ privateKey, publicKey: x25519PublicKeyObject(peerPoint) });
+  return ecdhFor(curve, privateKey).computeSecret(peerPoint);
+}
+
+/**
+ * Holder side (emulator, demo, tests): a fresh key pair, with the public key in its wire form
+ * (SPKI DER hex, EC points uncompressed) and the private key as PKCS#8 DER hex.
+ */
+export function generateHolderKeyPair(curve: HolderCurve = 'x25519'): {
+  privateKey: KeyObject;
+  publicKeyHex: string;
+  privateKeyPkcs8Hex: string;
+} {
+  const { privateKey, publicKey } =
+    curve === 'x25519'
+      ? generateKeyPairSync('x25519')
+      : generateKeyPairSync('ec', { namedCurve: OPENSSL_CURVE[curve] });
+  return {
+    privateKey,
+    publicKeyHex: publicKey.export({ format: 'der', type: 'spki' }).toString('hex'),
+    privateKeyPkcs8Hex: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+  };
+}
+
+/**
+ * Holder side: a private key from PKCS#8 DER hex (optional `0x`). Throws `EnvelopeError`
+ * `HOLDER_KEY_INVALID` unless it is an X25519, P-256 or secp256k1 private key.
+ */
+export function privateKeyFromPkcs8Hex(hex: string): KeyObject {
+  const der = decodeHex(hex);
+  if (der === undefined) throw new EnvelopeError('HOLDER_KEY_INVALID', 'private key: not a hex string');
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  } catch (cause) {
+    throw new EnvelopeError('HOLDER_KEY_INVALID', 'private key: not a PKCS#8 DER private key', { cause });
+  }
+  if (keyCurve(key) === undefined) {
+    throw new EnvelopeError('HOLDER_KEY_INVALID', 'private key: not an X25519, P-256 or secp256k1 key');
+  }
+  return key;
+}

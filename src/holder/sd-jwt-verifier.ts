@@ -1,0 +1,40 @@
+import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
+import { digest } from '@sd-jwt/crypto-nodejs';
+import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
+import { decodeProtectedHeader, type JWK } from 'jose';
+
+/**
+ * Holder/verifier side, for the demo and the tests: verifies an SD-JWT VC as a wallet would,
+ * with keys only from the issuer's published `/.well-known/jwt-vc-issuer`, status lists fetched
+ * over HTTP, and the library's own verify() (signature, disclosures, exp, status).
+ */
+export async function verifySdJwtVc(issuerUrl: string, compact: string) {
+  const meta = (await (await fetch(`${issuerUrl}/.well-known/jwt-vc-issuer`)).json()) as {
+    issuer: string;
+    jwks: { keys: JWK[] };
+  };
+  const verifier = (data: string, signature: string) => {
+    const { kid } = decodeProtectedHeader(`${data}.${signature}`);
+    const jwk = meta.jwks.keys.find((k) => k.kid === kid);
+    if (!jwk) return false;
+    const key = createPublicKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
+    return cryptoVerify(
+      'sha256',
+      Buffer.from(data),
+      { key, dsaEncoding: 'ieee-p1363' },
+      Buffer.from(signature, 'base64url'),
+    );
+  };
+  const sdjwt = new SDJwtVcInstance({
+    verifier,
+    hasher: digest,
+    statusListFetcher: async (uri: string) => {
+      const res = await fetch(uri);
+      if (res.status !== 200) throw new Error(`status list ${uri} answered ${res.status}`);
+      return res.text();
+    },
+  });
+  const result = await sdjwt.verify(compact);
+  const claims = (await sdjwt.getClaims(compact)) as Record<string, unknown>;
+  return { ...result, claims, header: decodeProtectedHeader(compact.split('~')[0]!), issuerMetadata: meta };
+}

@@ -1,0 +1,42 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { AppError } from '../errors.js';
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * spec 5 / 4.6: a missing or wrong key is 403 (not 401). Hashing both sides first makes the
+ * comparison constant-time whatever the lengths.
+ */
+export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: string): RequestHandler {
+  const want = digest(expected);
+  return (req, _res, next) => {
+    const got = req.get(header);
+    if (typeof got !== 'string' || got.length === 0 || !timingSafeEqual(digest(got), want)) {
+      next(new AppError(403, 'FORBIDDEN', `missing or wrong ${header}`));
+      return;
+    }
+    next();
+  };
+}
+
+/**
+ * Admin routes are for the issuer's own servers: a browser request (it carries Origin, or
+ * Sec-Fetch-Site: cross-site) is refused before the key is even looked at.
+ */
+export const refuseBrowsers: RequestHandler = (req, _res, next) => {
+  if (req.get('origin') !== undefined || req.get('sec-fetch-site') === 'cross-site') {
+    next(new AppError(403, 'FORBIDDEN', 'admin routes are not callable from a browser'));
+    return;
+  }
+  next();
+};
+
+/** Public routes are read by wallets and verifiers anywhere, browsers included. */
+export const openCors: RequestHandler = (_req, res, next) => {
+  res.set('Access-Control-Allow-Origin', '*');
+  res.set('Access-Control-Allow-Methods', 'GET, OPTIONS');
+  res.set('Access-Control-Allow-Headers', 'If-None-Match');
+  res.set('Access-Control-Expose-Headers', 'ETag, RateLimit, RateLimit-Policy');
+  next();
+};

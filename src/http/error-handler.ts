@@ -1,0 +1,46 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError } from '../errors.js';
+
+/** Unknown routes → 404 JSON (DESIGN §10). */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`));
+};
+
+/**
+ * The one place that writes error responses (DESIGN §10): `{ code, message, details? }`.
+ * A 5xx never leaks internals; body-parser errors map to 400/413.
+ */
+export function errorHandler(log: (line: string) => void): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const error = toAppError(err);
+    if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
+      log(`${req.method} ${req.path} failed: ${(err as Error)?.stack ?? String(err)}`);
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    const body: Record<string, unknown> = {
+      code: error.code,
+      message: error.expose ? error.message : 'internal error',
+    };
+    if (error.expose && error.details !== undefined) body.details = error.details;
+    res.status(error.status).json(body);
+  };
+}
+
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { type?: string; status?: number; expose?: boolean };
+  if (e?.type === 'entity.too.large')
+    return new AppError(413, 'PAYLOAD_TOO_LARGE', 'request body is too large');
+  if (e?.type === 'entity.parse.failed')
+    return new AppError(400, 'INVALID_PARAMETER', 'body: malformed JSON', { field: 'body' });
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new AppError(415 as number, 'INVALID_PARAMETER', 'unsupported body encoding');
+  }
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
+    return new AppError(e.status, 'INVALID_PARAMETER', (err as Error).message);
+  }
+  return new AppError(500, 'INTERNAL', 'internal error');
+}

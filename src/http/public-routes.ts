@@ -1,0 +1,64 @@
+import type { Request, Response } from 'express';
+import type { AppContext } from '../context.js';
+import { publishedSigningKeys } from '../keys/published-keys.js';
+
+/** did:web method §3.2: the host, with a port's ':' percent-encoded. */
+export function didWebFromOrigin(origin: string): string {
+  const url = new URL(origin);
+  return `did:web:${url.host.replace(':', '%3A')}`;
+}
+
+/** DESIGN §4 `GET /.well-known/did.json`. */
+export function didDocument(ctx: AppContext) {
+  return async (_req: Request, res: Response) => {
+    const did = didWebFromOrigin(ctx.config.issuerOrigin);
+    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    const doc: Record<string, unknown> = {
+      '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
+      id: did,
+      verificationMethod: keys.map((jwk) => ({
+        id: `${did}#${jwk.kid}`,
+        type: 'JsonWebKey2020',
+        controller: did,
+        publicKeyJwk: publicOnly(jwk),
+      })),
+      assertionMethod: keys.map((jwk) => `${did}#${jwk.kid}`),
+      service: [
+        {
+          id: `${did}#partner-info`,
+          type: 'PartnerInfo',
+          serviceEndpoint: `${ctx.config.issuerOrigin}/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+        },
+      ],
+    };
+    const iden3Did = ctx.iden3Did();
+    if (iden3Did) doc.alsoKnownAs = [iden3Did];
+    res.type('application/did+json').json(doc);
+  };
+}
+
+/** SD-JWT VC issuer metadata (draft-ietf-oauth-sd-jwt-vc §5): `{ issuer, jwks }`. */
+export function jwtVcIssuer(ctx: AppContext) {
+  return async (_req: Request, res: Response) => {
+    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    res.json({ issuer: ctx.config.issuerOrigin, jwks: { keys: keys.map(publicOnly) } });
+  };
+}
+
+/** DESIGN §3: the partner JWT public keys the hosting service checks `kid` against. */
+export function partnerJwks(ctx: AppContext) {
+  return (_req: Request, res: Response) => {
+    res.json({ keys: ctx.keys.current().partnerKeys.map((k) => publicOnly(k.publicJwk)) });
+  };
+}
+
+export function partnerInfo(ctx: AppContext) {
+  return (_req: Request, res: Response) => {
+    res.json({ partnerId: ctx.partnerId });
+  };
+}
+
+function publicOnly(jwk: import('jose').JWK): import('jose').JWK {
+  const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = jwk;
+  return pub;
+}

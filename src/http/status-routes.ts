@@ -1,0 +1,83 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { AppError, notFound } from '../errors.js';
+import { ProofTypeSchema } from '../schemas/schema-file.js';
+import type { StatusService } from '../status/status-service.js';
+import type { IssuanceStore, StatusChange } from '../store/store.js';
+import { NonceSchema } from './nonce.js';
+import { parseInput } from './validate.js';
+
+const STATUS_NAMES = { 0: 'valid', 1: 'revoked', 2: 'suspended' } as const;
+
+/** spec 4.6 `GET /statuslist/:partition` (draft-ietf-oauth-status-list §8). */
+export function statusListPartition(status: StatusService) {
+  return async (req: Request, res: Response) => {
+    const raw = String(req.params.partition);
+    if (!/^\d{1,9}$/.test(raw))
+      throw new AppError(400, 'INVALID_PARAMETER', 'partition: must be a non-negative integer', {
+        field: 'partition',
+      });
+    const published = await status.partitionToken(Number(raw));
+    res.set('ETag', published.etag);
+    res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
+    if (
+      req.fresh ||
+      req
+        .get('if-none-match')
+        ?.split(',')
+        .some((t) => t.trim() === published.etag)
+    ) {
+      res.status(304).end();
+      return;
+    }
+    res.status(200).type('application/statuslist+jwt').send(published.token);
+  };
+}
+
+/** spec 4.6 `GET /revocation-status/:nonce` → `{ isRevoked }` (suspended is not revoked). */
+export function revocationStatus(issuances: IssuanceStore) {
+  return async (req: Request, res: Response) => {
+    const nonce = parseInput(z.object({ nonce: NonceSchema }), req.params, 'query').nonce;
+    const record = await issuances.getByNonce(nonce);
+    if (!record) throw notFound(`nonce: no credential with revocation nonce ${nonce}`);
+    res.json({ isRevoked: record.status === 1, status: STATUS_NAMES[record.status] });
+  };
+}
+
+export const StatusChangeBodySchema = z
+  .object({
+    revocationNonce: NonceSchema.optional(),
+    nonce: NonceSchema.optional(),
+    proofType: ProofTypeSchema.optional(),
+  })
+  .check((ctx) => {
+    if (ctx.value.revocationNonce === undefined && ctx.value.nonce === undefined) {
+      ctx.issues.push({ code: 'custom', path: ['revocationNonce'], message: 'required', input: undefined });
+    }
+  });
+
+/** spec 4.6 `POST /admin/revoke`, and suspend/unsuspend with a 2-bit list. */
+export function changeStatus(status: StatusService, change: StatusChange) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(StatusChangeBodySchema, req.body);
+    const nonce = (body.revocationNonce ?? body.nonce)!;
+    const record = await status.change(nonce, change, body.proofType);
+    res.json({
+      revocationNonce: String(record.revocationNonce),
+      isRevoked: record.status === 1,
+      status: STATUS_NAMES[record.status],
+      revokedAt: record.revokedAt?.toISOString() ?? null,
+      suspendedAt: record.suspendedAt?.toISOString() ?? null,
+    });
+  };
+}
+
+/** `POST /admin/publish-token-status-list` → `{ partitions: [{ partition, uri, size, iat }] }`. */
+export function publishStatusLists(status: StatusService) {
+  return async (_req: Request, res: Response) => {
+    const partitions = await status.publishAll();
+    res.json({
+      partitions: partitions.map(({ partition, uri, size, iat }) => ({ partition, uri, size, iat })),
+    });
+  };
+}

@@ -1,0 +1,276 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { calculateJwkThumbprint, type JWK } from 'jose';
+import { type Envelope, type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
+import { AppError, upstreamUnavailable } from '../errors.js';
+import type { Issuer } from '../issuers/issuer.js';
+import type { ClaimsAnswer, ClaimsProvider } from '../schemas/claims/index.js';
+import type { ProofType } from '../schemas/schema-file.js';
+import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
+import { canonicalJson, sha256Hex } from './canonical.js';
+import type { UploadOutbox } from './outbox.js';
+
+export interface IssuanceServiceDeps {
+  issuerOrigin: string;
+  schemas: SchemaRegistry;
+  claimsProviders: Map<string, ClaimsProvider>;
+  issuers: Map<ProofType, Issuer>;
+  store: IssuanceStore;
+  outbox: UploadOutbox;
+  statusList: { partitionSize: number; bits: 1 | 2 };
+  uploadTimeoutMs: number;
+  now?: () => Date;
+}
+
+export interface PreviewEntry {
+  holderDID: string;
+  schemaId: string;
+  credentialSubject: ReturnType<typeof toPreviewFields>;
+  proofType: ProofType;
+}
+
+/** What any issuance (hosted or direct) hands to `signAndRecord`. */
+export interface SignRequest {
+  channel: Channel;
+  userId: string;
+  holderDid: string;
+  schema: LoadedSchema;
+  proofType: ProofType;
+  claims: Record<string, unknown>;
+  expiresAt: Date;
+  encryptTo: HolderPublicKey;
+  holderJwk?: JWK | undefined;
+  vct?: string | undefined;
+  disclosureFrame?: Record<string, unknown> | undefined;
+  dedupe: boolean;
+}
+
+const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) * 1000);
+
+// DESIGN §8: nonces are random, unique, below 2^53 (exact as a JSON number). 0 is the Iden3 auth claim's.
+export function randomRevocationNonce(): number {
+  const n = Number(randomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
+  return n === 0 ? 1 : n;
+}
+
+/**
+ * The issuance flows of DESIGN §1. Route handlers call these; they never see a credential format.
+ */
+export class IssuanceService {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: IssuanceServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** spec 4.6 available-vc: one encrypted preview per eligible schema and proof type. */
+  async availableVc(req: {
+    holderDid: string;
+    userId: string;
+    pubKey: HolderPublicKey;
+    schemaId?: string | undefined;
+    proofType?: ProofType | undefined;
+  }): Promise<PreviewEntry[]> {
+    const candidates = this.deps.schemas
+      .select({ schemaId: req.schemaId, proofType: req.proofType })
+      .filter(({ schema, proofType }) => this.deps.issuers.get(proofType)?.supports(schema));
+    const answers = new Map<string, Promise<ClaimsAnswer>>();
+    const out: PreviewEntry[] = [];
+    for (const { schema, proofType } of candidates) {
+      // One lookup per schema and proof type (providers may answer per proof type).
+      const key = `${schema.schemaId}\u0000${proofType}`;
+      if (!answers.has(key)) answers.set(key, this.lookupClaims(schema, req.userId, proofType));
+      const answer = await answers.get(key)!;
+      if (!answer.eligible) continue;
+      const { id: _id, ...subject } = answer.credentialSubject;
+      out.push({
+        holderDID: req.holderDid,
+        schemaId: schema.schemaId,
+        credentialSubject: toPreviewFields(sealEnvelope(req.pubKey, subject)),
+        proofType,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * spec 4.6 issue-vc: authoritative claims, sign, encrypt, record, upload. Resolves when the
+   * envelope is stored upstream; throws 502 (after recording) when it is not, and the outbox retries.
+   */
+  async issueHosted(req: {
+    holderDid: string;
+    userId: string;
+    schemaId: string;
+    proofType: ProofType;
+    encryptTo: HolderPublicKey;
+    holderJwk?: JWK | undefined;
+  }): Promise<IssuanceRecord> {
+    const schema = this.deps.schemas.require(req.schemaId);
+    this.requireIssuer(schema, req.proofType);
+    const answer = await this.lookupClaims(schema, req.userId, req.proofType);
+    if (!answer.eligible) {
+      throw new AppError(
+        404,
+        'NOT_FOUND',
+        `userId: no ${schema.schemaId} credential is available for this user`,
+        { field: 'userId' },
+      );
+    }
+    const { id: _id, ...claims } = answer.credentialSubject;
+    const expiresAt = answer.expiresAt ?? new Date(this.now().getTime() + schema.expiresInSeconds * 1000);
+    const record = await this.signAndRecord({
+      channel: 'hosted',
+      userId: req.userId,
+      holderDid: req.holderDid,
+      schema,
+      proofType: req.proofType,
+      claims,
+      expiresAt,
+      encryptTo: req.encryptTo,
+      holderJwk: req.holderJwk,
+      dedupe: true,
+    });
+    return this.uploadWithinRequest(record);
+  }
+
+  requireIssuer(schema: LoadedSchema, proofType: ProofType): Issuer {
+    const issuer = this.deps.issuers.get(proofType);
+    if (!schema.proofTypes.includes(proofType) || !issuer?.supports(schema)) {
+      throw new AppError(
+        400,
+        'INVALID_PARAMETER',
+        `proofType: schema ${schema.schemaId} is not issued as ${proofType}`,
+        {
+          field: 'proofType',
+        },
+      );
+    }
+    return issuer;
+  }
+
+  async lookupClaims(schema: LoadedSchema, userId: string, proofType: ProofType): Promise<ClaimsAnswer> {
+    const provider = this.deps.claimsProviders.get(schema.schemaId);
+    if (!provider) throw new AppError(500, 'INTERNAL', `no claims provider for ${schema.schemaId}`);
+    try {
+      return await provider.lookup({ userId, schemaId: schema.schemaId, proofType });
+    } catch (err) {
+      // DESIGN §8: a provider that cannot answer is an upstream error, never "not eligible".
+      throw upstreamUnavailable(
+        `claims source for ${schema.schemaId} is unavailable: ${(err as Error).message}`,
+      );
+    }
+  }
+
+  /**
+   * Validates, signs, encrypts and commits one issuance (DESIGN §9): the record, its nonce and its
+   * status slot commit together, before any upload. A hosted repeat returns the live original.
+   */
+  async signAndRecord(req: SignRequest): Promise<IssuanceRecord> {
+    const issuer = this.requireIssuer(req.schema, req.proofType);
+    this.deps.schemas.assertClaims(req.schema, req.claims);
+    // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
+    const now = wholeSeconds(this.now());
+    const expiresAt = wholeSeconds(req.expiresAt);
+    if (expiresAt.getTime() <= now.getTime()) {
+      throw new AppError(422, 'CLAIMS_INVALID', 'expiresAt: the credential would already be expired', {
+        field: 'expiresAt',
+      });
+    }
+    const subjectHash = sha256Hex(
+      canonicalJson({
+        claims: req.claims,
+        cnf: req.holderJwk ? await calculateJwkThumbprint(req.holderJwk) : null,
+      }),
+    );
+    if (req.dedupe) {
+      const existing = await this.deps.store.findLiveDuplicate({
+        holderDid: req.holderDid,
+        schemaId: req.schema.schemaId,
+        proofType: req.proofType,
+        subjectHash,
+        now,
+      });
+      if (existing) return existing;
+    }
+    const credentialId = randomUUID();
+    for (let attempt = 0; attempt < 16; attempt++) {
+      const revocationNonce = randomRevocationNonce();
+      const slot: StatusSlot | null = issuer.usesStatusList
+        ? await this.deps.store.proposeStatusSlot(
+            this.deps.statusList.partitionSize,
+            this.deps.statusList.bits,
+          )
+        : null;
+      const signed = await issuer.issue({
+        credentialId,
+        holderDid: req.holderDid,
+        schema: req.schema,
+        claims: req.claims,
+        issuedAt: now,
+        expiresAt,
+        revocationNonce,
+        status: slot ? { idx: slot.index, uri: this.statusListUri(slot.partition) } : undefined,
+        holderJwk: req.holderJwk,
+        vct: req.vct,
+        disclosureFrame: req.disclosureFrame,
+      });
+      const sealed: Envelope = sealEnvelope(req.encryptTo, signed.credential);
+      const issuance: NewIssuance = {
+        credentialId,
+        channel: req.channel,
+        userId: req.userId,
+        holderDid: req.holderDid,
+        schemaId: req.schema.schemaId,
+        proofType: req.proofType,
+        revocationNonce,
+        statusSlot: slot,
+        subjectHash,
+        kid: signed.kid,
+        createdAt: now,
+        expiresAt,
+        envelope: {
+          holderDid: req.holderDid,
+          schemaId: req.schema.schemaId,
+          expiresAt: expiresAt.toISOString(),
+          ...sealed,
+          externalId: credentialId,
+        },
+      };
+      const outcome = await this.deps.store.insertIssuance(issuance, { dedupe: req.dedupe });
+      if (outcome.kind === 'inserted' || outcome.kind === 'duplicate') return outcome.record;
+      // A concurrent issuance took the slot or nonce between proposal and commit: sign again.
+    }
+    throw new AppError(500, 'INTERNAL', 'could not allocate a status slot and nonce');
+  }
+
+  statusListUri(partition: number): string {
+    return `${this.deps.issuerOrigin}/statuslist/${partition}`;
+  }
+
+  /** One upload attempt bounded by UPLOAD_TIMEOUT_MS; the outbox keeps retrying after a failure. */
+  async uploadWithinRequest(record: IssuanceRecord): Promise<IssuanceRecord> {
+    if (record.uploadState === 'uploaded') return record;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const storagePath = await Promise.race([
+        this.deps.outbox.uploadNow(record),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`upload did not finish within ${this.deps.uploadTimeoutMs} ms`)),
+            this.deps.uploadTimeoutMs,
+          );
+        }),
+      ]);
+      return { ...record, uploadState: 'uploaded', storagePath };
+    } catch (err) {
+      throw upstreamUnavailable(
+        `the credential was issued and recorded but the hosting service did not store it yet (${(err as Error).message}); it is retried in the background`,
+        {
+          credentialId: record.credentialId,
+        },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

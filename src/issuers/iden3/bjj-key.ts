@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { BjjSigner } from './bjj-signer.js';
+
+/** The Iden3 issuer key file in KEYS_DIR (DESIGN §6). Its loss changes the issuer DID. */
+export const BJJ_KEY_FILE = 'iden3-bjj.json';
+
+const HEX32 = /^[0-9a-f]{64}$/;
+
+// The file holds the 32 raw private-key bytes js-crypto `PrivateKey` takes, and the compressed public
+// key as a consistency check (a truncated or hand-edited file fails loudly instead of changing the DID).
+export const BjjKeyFileSchema = z.object({
+  kty: z.literal('BabyJubJub'),
+  privateKey: z.string().regex(HEX32, 'expected 64 lowercase hex characters'),
+  publicKey: z.string().regex(HEX32, 'expected 64 lowercase hex characters'),
+  createdAt: z.string(),
+});
+export type BjjKeyFile = z.infer<typeof BjjKeyFileSchema>;
+
+export interface BjjKey {
+  /** Absolute or KEYS_DIR-relative path of the key file (for messages; never the key). */
+  readonly file: string;
+  readonly signer: BjjSigner;
+  /** Compressed public key, hex (js-crypto `PublicKey.hex()`). */
+  readonly publicKeyHex: string;
+}
+
+export interface LoadBjjKeyOptions {
+  /** Dev only: create the file when it is missing. Production runs `keys generate` once instead. */
+  generateIfMissing: boolean;
+}
+
+function toKey(file: string, privateKey: Uint8Array): BjjKey {
+  const signer = new BjjSigner(privateKey);
+  return { file, signer, publicKeyHex: Buffer.from(signer.publicKeyCompressed()).toString('hex') };
+}
+
+function isErrno(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+}
+
+/** Writes a fresh key file; `undefined` when one already exists. */
+async function writeNewKeyFile(keysDir: string): Promise<BjjKey | undefined> {
+  const file = join(keysDir, BJJ_KEY_FILE);
+  await mkdir(keysDir, { recursive: true, mode: 0o700 });
+  const privateKey = randomBytes(32);
+  const key = toKey(file, privateKey);
+  const content: BjjKeyFile = {
+    kty: 'BabyJubJub',
+    privateKey: privateKey.toString('hex'),
+    publicKey: key.publicKeyHex,
+    createdAt: new Date().toISOString(),
+  };
+  // Written to a private temporary name, then hard-linked into place: link() fails if the file exists
+  // (never replace a key: that would silently change the issuer DID) and a concurrent reader never
+  // sees a half-written file.
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await writeFile(tmp, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    await link(tmp, file);
+  } catch (err) {
+    if (isErrno(err, 'EEXIST')) return undefined;
+    throw new Error(`${file}: cannot write the Iden3 key file (${(err as Error).message})`);
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+  return key;
+}
+
+/** `keys generate` (production): writes a fresh key file, mode 0600; fails if one exists. */
+export async function generateBjjKey(keysDir: string): Promise<BjjKey> {
+  const key = await writeNewKeyFile(keysDir);
+  if (!key)
+    throw new Error(`${join(keysDir, BJJ_KEY_FILE)}: already exists; refusing to overwrite an Iden3 key`);
+  return key;
+}
+
+/**
+ * Reads `KEYS_DIR/iden3-bjj.json`. A missing file is created only with `generateIfMissing` (dev);
+ * every other problem is an error naming the file and the field, never showing key material.
+ */
+export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOptions): Promise<BjjKey> {
+  const file = join(keysDir, BJJ_KEY_FILE);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) {
+      if (!options.generateIfMissing) {
+        throw new Error(`${file}: Iden3 key file is missing (run the keys generate command)`);
+      }
+      // undefined: another process starting at the same moment created it first; use theirs.
+      return (await writeNewKeyFile(keysDir)) ?? loadOrCreateBjjKey(keysDir, { generateIfMissing: false });
+    }
+    throw new Error(`${file}: cannot read the Iden3 key file (${(err as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`${file}: not valid JSON`);
+  }
+  const parsed = BjjKeyFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') || '(root)';
+    throw new Error(`${file}: ${field}: ${issue?.message ?? 'invalid'}`);
+  }
+  const key = toKey(file, Buffer.from(parsed.data.privateKey, 'hex'));
+  if (key.publicKeyHex !== parsed.data.publicKey) {
+    throw new Error(`${file}: publicKey does not match privateKey`);
+  }
+  return key;
+}

@@ -1,0 +1,364 @@
+import { performance } from 'node:perf_hooks';
+import { poseidon } from '@iden3/js-crypto';
+import type { Proof } from '@iden3/js-merkletree';
+import { AppError, invalidParameter } from '../../errors.js';
+import type { CredentialSchema } from '../../schemas/schema-file.js';
+import type { SqliteDatabase } from '../../store/sqlite/database.js';
+import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
+import { type BjjKey, loadOrCreateBjjKey } from './bjj-key.js';
+import { buildCoreClaim, merklizeCredential, schemaHashFromTypeIri, subjectIdFromDid } from './core-claim.js';
+import { DEFAULT_IDEN3_DID } from './did-type.js';
+import {
+  IDEN3_PROOFS_CONTEXT_URL,
+  LocalDocumentLoader,
+  type LocalDocumentLoaderFn,
+  VC_2018_CONTEXT_URL,
+} from './document-loader.js';
+import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity, type Iden3State } from './identity.js';
+
+export interface Iden3BjjIssuerOptions {
+  db: SqliteDatabase;
+  keysDir: string;
+  /** Dev only (DESIGN §7): create `KEYS_DIR/iden3-bjj.json` when missing. */
+  generateKeyIfMissing: boolean;
+  /** ISSUER_ORIGIN: `credentialStatus.id` is `<origin>/credential-status/<nonce>`. */
+  origin: string;
+  schemasDir: string;
+  /** IDEN3_METHOD, IDEN3_BLOCKCHAIN, IDEN3_NETWORK: defaults iden3 / privado / test. */
+  didMethod?: string | undefined;
+  blockchain?: string | undefined;
+  network?: string | undefined;
+  /** Only for a DID method / network js-iden3-core does not ship (see `resolveDidType`). */
+  didMethodByte?: number | undefined;
+  networkFlag?: number | undefined;
+}
+
+/** State roots in the hex form Iden3 proofs and status answers use (`Hash.hex()`). */
+export interface Iden3StateJson {
+  state: string;
+  claimsTreeRoot: string;
+  revocationTreeRoot: string;
+  rootOfRoots: string;
+}
+
+/** `@iden3/js-merkletree` `ProofJSON`: siblings and `node_aux` in decimal. */
+export interface MtpJson {
+  existence: boolean;
+  siblings: string[];
+  node_aux?: { key: string; value: string };
+}
+
+/**
+ * DESIGN §4 `GET /credential-status/:nonce`: the `SparseMerkleTreeProof` answer that js-sdk's
+ * `IssuerResolver` and issuer-node read: issuer roots in hex, `mtp` in `ProofJSON` form.
+ */
+export interface CredentialStatusAnswer {
+  issuer: Iden3StateJson;
+  mtp: MtpJson;
+}
+
+export interface IssueTimings {
+  merklizeMs: number;
+  signMs: number;
+  totalMs: number;
+}
+
+const SPARSE_MERKLE_TREE_PROOF = 'SparseMerkleTreeProof';
+/** js-sdk `VerifiableConstants.JSON_SCHEMA_VALIDATOR`, defined by the iden3proofs context. */
+const JSON_SCHEMA_2023 = 'JsonSchema2023';
+const BJJ_SIGNATURE_2021 = 'BJJSignature2021';
+const RESERVED_SUBJECT_KEYS = new Set(['id', 'type', '@context', '@id', '@type']);
+
+interface PreparedSchema {
+  contextUrl: string;
+  type: string;
+  jsonSchemaUrl: string;
+  /** Terms the context defines for the subject; `undefined` when an `@vocab` accepts any key. */
+  terms: ReadonlySet<string> | undefined;
+}
+
+function mtpJson(proof: Proof): MtpJson {
+  const json = proof.toJSON();
+  return json.node_aux
+    ? { existence: json.existence, siblings: json.siblings, node_aux: json.node_aux }
+    : { existence: json.existence, siblings: json.siblings };
+}
+
+function stateJson(s: Iden3State): Iden3StateJson {
+  return {
+    state: s.state.hex(),
+    claimsTreeRoot: s.claimsTreeRoot.hex(),
+    revocationTreeRoot: s.revocationTreeRoot.hex(),
+    rootOfRoots: s.rootOfRoots.hex(),
+  };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The subject terms a context gives `type`: its type-scoped context plus the top-level terms.
+ * JSON-LD silently drops keys a context does not define, and a dropped key would sit in the
+ * credential unsigned, so `issue` refuses claims outside this set.
+ */
+function subjectTerms(contextDoc: unknown, type: string, file: string): ReadonlySet<string> | undefined {
+  const raw = isRecord(contextDoc) ? contextDoc['@context'] : undefined;
+  const contexts = (Array.isArray(raw) ? raw : [raw]).filter(isRecord);
+  const terms = new Set<string>();
+  let typeDefined = false;
+  let vocab = false;
+  for (const ctx of contexts) {
+    for (const [key, def] of Object.entries(ctx)) {
+      if (key === '@vocab') vocab = true;
+      if (key.startsWith('@')) continue;
+      if (key !== type) {
+        terms.add(key);
+        continue;
+      }
+      typeDefined = true;
+      const scoped = isRecord(def) ? def['@context'] : undefined;
+      if (!isRecord(scoped)) continue;
+      for (const k of Object.keys(scoped)) {
+        if (k === '@vocab') vocab = true;
+        if (!k.startsWith('@')) terms.add(k);
+      }
+    }
+  }
+  if (!typeDefined) throw new Error(`${file}: the JSON-LD context does not define the type "${type}"`);
+  return vocab ? undefined : terms;
+}
+
+/**
+ * The Iden3 `BJJ_SIG_2021` back-end (DESIGN §6): W3C credentials with a `BJJSignature2021` proof by
+ * the issuer's BabyJubJub key, `SparseMerkleTreeProof` status backed by the persisted revocation tree.
+ */
+export class Iden3BjjIssuer implements Issuer {
+  readonly proofType = 'BJJ_SIG_2021' as const;
+  readonly usesStatusList = false;
+  /** The issuer DID (`did:iden3:privado:test:…` by default). */
+  readonly did: string;
+  /** Key id recorded with issuances: the DID is derived from this key, so it names the key. */
+  readonly kid: string;
+  /** The local JSON-LD loader (shipped contexts + the schemas' context files); nothing else loads. */
+  readonly documentLoader: LocalDocumentLoaderFn;
+
+  readonly #key: BjjKey;
+  readonly #identity: Iden3Identity;
+  readonly #origin: string;
+  readonly #schemasDir: string;
+  readonly #loader: LocalDocumentLoader;
+  readonly #prepared = new Map<string, PreparedSchema>();
+  readonly #issuerData: Record<string, unknown>;
+
+  private constructor(key: BjjKey, identity: Iden3Identity, origin: string, schemasDir: string) {
+    this.#key = key;
+    this.#identity = identity;
+    this.#origin = origin.replace(/\/+$/, '');
+    this.#schemasDir = schemasDir;
+    this.#loader = new LocalDocumentLoader();
+    this.documentLoader = this.#loader.load;
+    this.did = identity.did.string();
+    this.kid = `${this.did}#bjj`;
+    // BJJSignature2021 issuerData (js-sdk IdentityWallet.issueCredential, issuer-node
+    // ConstructSignProof): the auth claim, its inclusion proof and the state it was proven in (the
+    // genesis state, which verifiers accept unpublished), and the auth claim's credentialStatus.
+    const g = identity.genesis;
+    this.#issuerData = {
+      id: this.did,
+      state: {
+        claimsTreeRoot: g.claimsTreeRoot.hex(),
+        revocationTreeRoot: g.revocationTreeRoot.hex(),
+        rootOfRoots: g.rootOfRoots.hex(),
+        value: g.state.hex(),
+      },
+      authCoreClaim: identity.authClaim.hex(),
+      mtp: mtpJson(identity.authClaimMtp),
+      credentialStatus: this.#credentialStatusEntry(AUTH_CLAIM_REVOCATION_NONCE),
+    };
+  }
+
+  static async open(options: Iden3BjjIssuerOptions): Promise<Iden3BjjIssuer> {
+    const key = await loadOrCreateBjjKey(options.keysDir, {
+      generateIfMissing: options.generateKeyIfMissing,
+    });
+    const identity = await Iden3Identity.open(options.db, key, {
+      method: options.didMethod ?? DEFAULT_IDEN3_DID.method,
+      blockchain: options.blockchain ?? DEFAULT_IDEN3_DID.blockchain,
+      network: options.network ?? DEFAULT_IDEN3_DID.network,
+      methodByte: options.didMethodByte,
+      networkFlag: options.networkFlag,
+    });
+    return new Iden3BjjIssuer(key, identity, options.origin, options.schemasDir);
+  }
+
+  /** Compressed BabyJubJub public key, hex. */
+  get publicKeyHex(): string {
+    return this.#key.publicKeyHex;
+  }
+
+  supports(schema: CredentialSchema): boolean {
+    return schema.iden3 !== undefined;
+  }
+
+  /**
+   * Loads and checks the schema's JSON-LD context (`SCHEMAS_DIR/<contextFile>` defines `type`).
+   * `issue` does it on first use; calling it at start-up turns a bad context file into a start-up
+   * error naming the file.
+   */
+  prepareSchema(schema: CredentialSchema): void {
+    this.#prepare(schema);
+  }
+
+  #prepare(schema: CredentialSchema): PreparedSchema {
+    const block = schema.iden3;
+    if (!block) {
+      throw invalidParameter('schemaId', `schema ${schema.schemaId} has no iden3 block (BJJ_SIG_2021)`);
+    }
+    const cached = this.#prepared.get(schema.schemaId);
+    if (cached && cached.contextUrl === block.contextUrl && cached.type === block.type) return cached;
+    const doc = this.#loader.registerContext(block.contextUrl, this.#schemasDir, block.contextFile);
+    const prepared: PreparedSchema = {
+      contextUrl: block.contextUrl,
+      type: block.type,
+      jsonSchemaUrl: block.jsonSchemaUrl,
+      terms: subjectTerms(doc, block.type, block.contextFile),
+    };
+    this.#prepared.set(schema.schemaId, prepared);
+    return prepared;
+  }
+
+  #credentialStatusEntry(nonce: number) {
+    return {
+      id: `${this.#origin}/credential-status/${nonce}`,
+      revocationNonce: nonce,
+      type: SPARSE_MERKLE_TREE_PROOF,
+    };
+  }
+
+  async issue(input: IssueInput): Promise<IssuedCredential> {
+    return (await this.issueWithTimings(input)).issued;
+  }
+
+  /** `issue`, with where the time went (for scripts/bench). */
+  async issueWithTimings(input: IssueInput): Promise<{ issued: IssuedCredential; timings: IssueTimings }> {
+    const t0 = performance.now();
+    const schema = this.#prepare(input.schema);
+    const nonce = input.revocationNonce;
+    if (!Number.isSafeInteger(nonce) || nonce < 0) {
+      throw invalidParameter('revocationNonce', 'must be a non-negative integer below 2^53');
+    }
+    if (nonce === AUTH_CLAIM_REVOCATION_NONCE) {
+      throw invalidParameter('revocationNonce', '0 is the revocation nonce of the issuer auth claim');
+    }
+    if (input.holderDid === this.did) {
+      // The merklizer cannot encode a graph where one node is both issuer and subject.
+      throw invalidParameter('holderDid', 'must not be the issuer DID');
+    }
+    let subjectId: ReturnType<typeof subjectIdFromDid>;
+    try {
+      subjectId = subjectIdFromDid(input.holderDid);
+    } catch {
+      throw invalidParameter('holderDid', 'not a DID');
+    }
+    for (const key of Object.keys(input.claims)) {
+      // credentialSubject id and type are the kit's (as DESIGN §5 reserves SD-JWT claims), and a key
+      // the context does not define would not be in the merklized root, so not under the signature.
+      if (RESERVED_SUBJECT_KEYS.has(key) || (schema.terms && !schema.terms.has(key))) {
+        throw new AppError(
+          422,
+          'CLAIMS_INVALID',
+          `credentialSubject.${key}: not a ${schema.type} term of ${schema.contextUrl}`,
+          { field: `credentialSubject.${key}` },
+        );
+      }
+    }
+
+    // W3C VC 1.1 with Iden3's layout (js-sdk W3CCredential.fromCredentialRequest, issuer-node).
+    const credential: Record<string, unknown> = {
+      id: `urn:uuid:${input.credentialId}`,
+      '@context': [VC_2018_CONTEXT_URL, IDEN3_PROOFS_CONTEXT_URL, schema.contextUrl],
+      type: ['VerifiableCredential', schema.type],
+      expirationDate: input.expiresAt.toISOString(),
+      issuanceDate: input.issuedAt.toISOString(),
+      credentialSubject: { id: input.holderDid, ...input.claims, type: schema.type },
+      credentialStatus: this.#credentialStatusEntry(nonce),
+      issuer: this.did,
+      credentialSchema: { id: schema.jsonSchemaUrl, type: JSON_SCHEMA_2023 },
+    };
+
+    const t1 = performance.now();
+    const { root, typeIri } = await merklizeCredential(credential, this.documentLoader);
+    const t2 = performance.now();
+
+    const coreClaim = buildCoreClaim({
+      schemaHash: schemaHashFromTypeIri(typeIri),
+      subjectId,
+      revocationNonce: BigInt(nonce),
+      expiresAt: input.expiresAt,
+      merklizedRoot: root,
+    });
+    const { hi, hv } = coreClaim.hiHv();
+    const t3 = performance.now();
+    // BJJSignature2021: EdDSA-Poseidon over Poseidon(hIndex, hValue) of the core claim.
+    const signature = this.#key.signer.signCompressed(poseidon.hash([hi, hv]));
+    const t4 = performance.now();
+
+    credential.proof = [
+      {
+        type: BJJ_SIGNATURE_2021,
+        issuerData: structuredClone(this.#issuerData),
+        coreClaim: coreClaim.hex(),
+        signature: Buffer.from(signature).toString('hex'),
+      },
+    ];
+    const t5 = performance.now();
+    return {
+      issued: { credential, kid: this.kid },
+      timings: { merklizeMs: t2 - t1, signMs: t4 - t3, totalMs: t5 - t0 },
+    };
+  }
+
+  /**
+   * DESIGN §4 status: inserts `nonce` into the revocation tree and records the new state;
+   * `inSameTransaction` (synchronous) commits with it, e.g. the issuance record's revokedAt.
+   * Revoking twice returns the current state (`alreadyRevoked`).
+   */
+  async revoke(
+    nonce: number,
+    inSameTransaction?: () => void,
+  ): Promise<{ state: string; alreadyRevoked: boolean }> {
+    checkNonce(nonce);
+    if (nonce === AUTH_CLAIM_REVOCATION_NONCE) {
+      throw invalidParameter('nonce', '0 is the revocation nonce of the issuer auth claim');
+    }
+    const { state, alreadyRevoked } = await this.#identity.revoke(BigInt(nonce), inSameTransaction);
+    return { state: state.state.hex(), alreadyRevoked };
+  }
+
+  /** DESIGN §4 `GET /credential-status/:nonce`, from the latest state (nonce 0: the auth claim). */
+  async credentialStatus(nonce: number): Promise<CredentialStatusAnswer> {
+    checkNonce(nonce);
+    const { state, proof } = await this.#identity.revocationProof(BigInt(nonce));
+    return { issuer: stateJson(state), mtp: mtpJson(proof) };
+  }
+
+  latestState(): Iden3StateJson {
+    return stateJson(this.#identity.latestState());
+  }
+
+  genesisState(): Iden3StateJson {
+    return stateJson(this.#identity.genesis);
+  }
+
+  /** Whether `stateHex` is a state this issuer has recorded (for a DID resolver of our states). */
+  hasState(stateHex: string): boolean {
+    return this.#identity.findState(stateHex) !== undefined;
+  }
+}
+
+function checkNonce(nonce: number): void {
+  if (!Number.isSafeInteger(nonce) || nonce < 0) {
+    throw invalidParameter('nonce', 'must be a non-negative integer below 2^53');
+  }
+}

@@ -1,0 +1,169 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { AppError } from '../errors.js';
+import { type CredentialSchema, type ProofType, SchemaFileSchema } from './schema-file.js';
+
+// ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as typeof addFormatsModule;
+
+/** DESIGN §5: claims that can never come from claim data. */
+export const RESERVED_CLAIMS = [
+  'cnf',
+  'exp',
+  'iat',
+  'id',
+  'iss',
+  'nonce',
+  'status',
+  'sub',
+  'vct',
+  'vct#integrity',
+] as const;
+
+export class SchemaFileError extends Error {
+  override name = 'SchemaFileError';
+}
+
+export interface LoadedSchema extends CredentialSchema {
+  /** Validates claims (the credentialSubject without `id`) as JSON Schema 2020-12. */
+  validateClaims(claims: unknown): ClaimsProblem[];
+}
+
+export interface ClaimsProblem {
+  claim: string;
+  message: string;
+}
+
+/** Loads every `*.json` directly in SCHEMAS_DIR (DESIGN §8); a bad file stops start-up. */
+export function loadSchemas(dir: string): SchemaRegistry {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  let names: string[];
+  try {
+    names = readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith('.json'))
+      .map((e) => e.name)
+      .sort();
+  } catch (err) {
+    throw new SchemaFileError(`${dir}: cannot read SCHEMAS_DIR (${(err as Error).message})`);
+  }
+  const schemas = new Map<string, LoadedSchema>();
+  for (const name of names) {
+    const file = join(dir, name);
+    const schema = parseSchemaFile(file, ajv);
+    const other = schemas.get(schema.schemaId);
+    if (other)
+      throw new SchemaFileError(`${file}: schemaId ${schema.schemaId} is also defined in ${other.file}`);
+    schemas.set(schema.schemaId, schema);
+  }
+  return new SchemaRegistry(schemas);
+}
+
+function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new SchemaFileError(`${file}: not valid JSON (${(err as Error).message})`);
+  }
+  const parsed = SchemaFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${file}: ${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new SchemaFileError(lines.join('\n'));
+  }
+  const data = parsed.data;
+  if (data.proofTypes.includes('SD_JWT_VC') && !data.sdJwt) {
+    throw new SchemaFileError(`${file}: sdJwt: required when proofTypes lists SD_JWT_VC`);
+  }
+  if (data.proofTypes.includes('BJJ_SIG_2021') && !data.iden3) {
+    throw new SchemaFileError(`${file}: iden3: required when proofTypes lists BJJ_SIG_2021`);
+  }
+  const properties = (data.credentialSubject as { properties?: Record<string, unknown> }).properties ?? {};
+  const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
+  if (reserved.length > 0) {
+    throw new SchemaFileError(
+      `${file}: credentialSubject.properties: reserved claim names ${reserved.join(', ')}`,
+    );
+  }
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(data.credentialSubject);
+  } catch (err) {
+    throw new SchemaFileError(
+      `${file}: credentialSubject: not a valid JSON Schema (${(err as Error).message})`,
+    );
+  }
+  return {
+    ...data,
+    file,
+    validateClaims(claims: unknown): ClaimsProblem[] {
+      if (validate(claims)) return [];
+      return (validate.errors ?? []).map((e) => {
+        const missing = (e.params as { missingProperty?: string; additionalProperty?: string }) ?? {};
+        const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
+        const claim =
+          missing.missingProperty ?? missing.additionalProperty ?? (path || '(credentialSubject)');
+        return {
+          claim: path && (missing.missingProperty || missing.additionalProperty) ? `${path}.${claim}` : claim,
+          message: e.message ?? 'invalid',
+        };
+      });
+    },
+  };
+}
+
+export class SchemaRegistry {
+  constructor(private readonly byId: Map<string, LoadedSchema>) {}
+
+  all(): LoadedSchema[] {
+    return [...this.byId.values()];
+  }
+
+  get(schemaId: string): LoadedSchema | undefined {
+    return this.byId.get(schemaId);
+  }
+
+  /** 404 for an unknown schema (spec 4.6 issue-vc). */
+  require(schemaId: string): LoadedSchema {
+    const schema = this.byId.get(schemaId);
+    if (!schema)
+      throw new AppError(404, 'NOT_FOUND', `schemaId: unknown schema ${schemaId}`, { field: 'schemaId' });
+    return schema;
+  }
+
+  /** Throws 422 naming every failing claim; nothing is signed for such claims. */
+  assertClaims(schema: LoadedSchema, claims: Record<string, unknown>): void {
+    const reserved = RESERVED_CLAIMS.filter((c) => Object.hasOwn(claims, c));
+    const problems = [
+      ...reserved.map((claim) => ({ claim, message: 'reserved claim name' })),
+      ...schema.validateClaims(claims),
+    ];
+    if (problems.length > 0) {
+      throw new AppError(
+        422,
+        'CLAIMS_INVALID',
+        `claims do not fit schema ${schema.schemaId}: ${problems.map((p) => `${p.claim} ${p.message}`).join('; ')}`,
+        { schemaId: schema.schemaId, claims: problems },
+      );
+    }
+  }
+
+  /** Schemas matching the optional filters of /available-vc, with the proof types each offers. */
+  select(filter: {
+    schemaId?: string | undefined;
+    proofType?: ProofType | undefined;
+  }): Array<{ schema: LoadedSchema; proofType: ProofType }> {
+    const out: Array<{ schema: LoadedSchema; proofType: ProofType }> = [];
+    for (const schema of this.byId.values()) {
+      if (filter.schemaId !== undefined && schema.schemaId !== filter.schemaId) continue;
+      for (const proofType of schema.proofTypes) {
+        if (filter.proofType !== undefined && proofType !== filter.proofType) continue;
+        out.push({ schema, proofType });
+      }
+    }
+    return out;
+  }
+}

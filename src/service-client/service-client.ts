@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import type { UploadEnvelope } from '../store/store.js';
+import type { PartnerJwtSigner } from './partner-jwt.js';
+
+/**
+ * Client of the hosting service's direct-issuance API (spec 4.5): timeout through AbortSignal,
+ * explicit status checks, typed errors. Only `dstorage/vcs` is retried (by the outbox), because
+ * `externalId` makes it idempotent.
+ */
+export type UpstreamFailure = 'timeout' | 'network' | 'status' | 'malformed';
+
+export class UpstreamError extends Error {
+  override name = 'UpstreamError';
+  constructor(
+    readonly failure: UpstreamFailure,
+    readonly route: string,
+    message: string,
+    /** HTTP status when `failure` is 'status'. */
+    readonly status?: number,
+    /** The upstream's own message, when it sent one. */
+    readonly upstreamMessage?: string,
+  ) {
+    super(message);
+  }
+
+  /** 4xx answers are final for the request that caused them; everything else may be retried. */
+  get retryable(): boolean {
+    return (
+      this.failure !== 'status' ||
+      this.status === undefined ||
+      this.status >= 500 ||
+      this.status === 429 ||
+      this.status === 408
+    );
+  }
+}
+
+const InitializeUserSchema = z.object({
+  userId: z.string().min(1),
+  did: z.string().min(1),
+  publicKey: z.string().min(1),
+});
+export type InitializedUser = z.infer<typeof InitializeUserSchema>;
+
+const StoreResponseSchema = z.object({
+  storagePath: z.string().min(1),
+  state: z.string().optional(),
+  envelopeVersion: z.string().optional(),
+  createdAt: z.string().optional(),
+});
+export type StoreResponse = z.infer<typeof StoreResponseSchema>;
+
+export class ServiceClient {
+  constructor(
+    private readonly baseUrl: () => string,
+    private readonly jwt: PartnerJwtSigner,
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  // spec 4.5 initialize-user: the email goes in the body, never in the JWT.
+  async initializeUser(email: string): Promise<InitializedUser> {
+    const body = await this.post('/auth/initialize-user', { email }, {}, [200, 201]);
+    return parse(InitializeUserSchema, body, 'auth/initialize-user');
+  }
+
+  // spec 4.5 dstorage/vcs: the same externalId on every retry; also sent as idempotency-key.
+  async storeEnvelope(envelope: UploadEnvelope): Promise<StoreResponse> {
+    const body = await this.post(
+      '/dstorage/vcs',
+      envelope,
+      { 'idempotency-key': envelope.externalId },
+      [200, 201],
+    );
+    return parse(StoreResponseSchema, body, 'dstorage/vcs');
+  }
+
+  private async post(
+    path: string,
+    payload: unknown,
+    headers: Record<string, string>,
+    ok: number[],
+  ): Promise<unknown> {
+    const route = path.slice(1);
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl()}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'x-partner-auth': await this.jwt.token(),
+          ...headers,
+        },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: 'error',
+      });
+    } catch (err) {
+      const timeout = (err as Error).name === 'TimeoutError';
+      throw new UpstreamError(
+        timeout ? 'timeout' : 'network',
+        route,
+        timeout ? `${route} timed out after ${this.timeoutMs} ms` : `${route} unreachable`,
+      );
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (!ok.includes(res.status)) {
+      const upstreamMessage =
+        body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
+          ? (body as { message: string }).message.slice(0, 500)
+          : undefined;
+      throw new UpstreamError(
+        'status',
+        route,
+        `${route} answered ${res.status}`,
+        res.status,
+        upstreamMessage,
+      );
+    }
+    if (body === undefined)
+      throw new UpstreamError('malformed', route, `${route} answered without a JSON body`);
+    return body;
+  }
+}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown, route: string): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new UpstreamError('malformed', route, `${route} answered an unexpected body`);
+  return parsed.data;
+}

@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import { AppError, notFound } from '../errors.js';
+import type { ManagedKey } from '../keys/key-ring.js';
+import type { IssuanceRecord, PartitionRecord, StatusChange, StatusStore } from '../store/store.js';
+import { StatusList, signStatusListToken } from './status-list.js';
+
+export interface PublishedPartition {
+  partition: number;
+  uri: string;
+  size: number;
+  iat: number;
+  token: string;
+  etag: string;
+}
+
+/** Revokes a credential of a back-end that keeps its own status (Iden3 revocation tree). */
+export type ExternalRevoker = (record: IssuanceRecord, inSameTransaction: () => void) => Promise<void>;
+
+/**
+ * Token status lists (draft-ietf-oauth-status-list) and status changes (DESIGN §4, §9). The
+ * statuses live on the issuance rows; a partition's signed token is cached in the store and
+ * dropped on every change to that partition, so both processes sharing a database see it.
+ */
+export class StatusService {
+  constructor(
+    private readonly deps: {
+      issuerOrigin: string;
+      ttlSeconds: number;
+      store: StatusStore;
+      signingKey: () => ManagedKey;
+      /** Back-ends with their own revocation registry, by proof type. */
+      externalRevokers?: Map<string, ExternalRevoker>;
+      lookup: (nonce: number) => Promise<IssuanceRecord | undefined>;
+      now?: () => Date;
+    },
+  ) {}
+
+  get ttlSeconds(): number {
+    return this.deps.ttlSeconds;
+  }
+
+  uri(partition: number): string {
+    return `${this.deps.issuerOrigin}/statuslist/${partition}`;
+  }
+
+  /** The partition's current token: the cached one while fresh, else a newly signed one. */
+  async partitionToken(partition: number): Promise<PublishedPartition> {
+    const record = await this.deps.store.getPartition(partition);
+    if (!record) throw notFound(`no status list partition ${partition}`);
+    const now = this.now();
+    // A cached token is served while it has at least one ttl of life left, so a verifier
+    // that caches it for ttl never holds an expired one.
+    if (
+      record.token &&
+      record.etag &&
+      record.publishedAt &&
+      now.getTime() - record.publishedAt.getTime() < this.deps.ttlSeconds * 1000
+    ) {
+      return this.describe(record, record.token, record.etag, record.publishedAt);
+    }
+    return this.publish(record, now);
+  }
+
+  /** Rebuilds and re-signs every partition (e.g. after a key rotation). */
+  async publishAll(): Promise<PublishedPartition[]> {
+    const now = this.now();
+    const out: PublishedPartition[] = [];
+    for (const record of await this.deps.store.listPartitions()) out.push(await this.publish(record, now));
+    return out;
+  }
+
+  private async publish(record: PartitionRecord, now: Date): Promise<PublishedPartition> {
+    const list = new StatusList(record.size, record.bits);
+    for (const { index, status } of await this.deps.store.nonZeroStatuses(record.partition))
+      list.set(index, status);
+    const iat = Math.floor(now.getTime() / 1000);
+    const key = this.deps.signingKey();
+    const token = await signStatusListToken(
+      {
+        sub: this.uri(record.partition),
+        iat,
+        exp: iat + 2 * this.deps.ttlSeconds,
+        ttl: this.deps.ttlSeconds,
+        bits: record.bits,
+        lst: list.encode(),
+      },
+      { privateKey: key.privateKey, kid: key.kid },
+    );
+    const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
+    await this.deps.store.savePartitionToken(record.partition, token, etag, now);
+    return this.describe(record, token, etag, now);
+  }
+
+  private describe(
+    record: PartitionRecord,
+    token: string,
+    etag: string,
+    publishedAt: Date,
+  ): PublishedPartition {
+    return {
+      partition: record.partition,
+      uri: this.uri(record.partition),
+      size: record.size,
+      iat: Math.floor(publishedAt.getTime() / 1000),
+      token,
+      etag,
+    };
+  }
+
+  /** Revoke, suspend or unsuspend by revocation nonce; the change is visible at once. */
+  async change(nonce: number, change: StatusChange, proofType?: string): Promise<IssuanceRecord> {
+    const record = await this.deps.lookup(nonce);
+    if (!record || (proofType !== undefined && record.proofType !== proofType)) {
+      throw notFound(
+        `revocationNonce: no credential with nonce ${nonce}${proofType ? ` and proofType ${proofType}` : ''}`,
+      );
+    }
+    if (change !== 'revoke') {
+      if (!record.statusSlot) {
+        throw new AppError(
+          400,
+          'INVALID_PARAMETER',
+          `revocationNonce: ${record.proofType} credentials cannot be suspended`,
+          { field: 'revocationNonce' },
+        );
+      }
+      const partition = await this.deps.store.getPartition(record.statusSlot.partition);
+      if (partition?.bits !== 2) {
+        throw new AppError(
+          400,
+          'INVALID_PARAMETER',
+          'suspension needs a 2-bit status list (STATUS_LIST_BITS=2)',
+          { field: 'revocationNonce' },
+        );
+      }
+      if (record.status === 1)
+        throw new AppError(409, 'CONFLICT', 'revocationNonce: the credential is revoked, which is final');
+    }
+    const at = this.now();
+    const external = change === 'revoke' ? this.deps.externalRevokers?.get(record.proofType) : undefined;
+    if (external && record.status !== 1) {
+      let after: IssuanceRecord | undefined;
+      await external(record, () => {
+        after = this.deps.store.changeStatusSync(nonce, change, at);
+      });
+      if (!after) throw new AppError(500, 'INTERNAL', 'status change did not apply');
+      return after;
+    }
+    const after = await this.deps.store.changeStatus(nonce, change, at);
+    if (!after) throw notFound(`revocationNonce: no credential with nonce ${nonce}`);
+    return after;
+  }
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+}

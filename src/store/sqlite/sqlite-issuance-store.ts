@@ -1,0 +1,291 @@
+import { randomInt } from 'node:crypto';
+import type { ProofType } from '../../schemas/schema-file.js';
+import { pickFreeSlot } from '../../status/status-list.js';
+import type {
+  CredentialStatus,
+  InsertOutcome,
+  IssuanceRecord,
+  IssuanceStore,
+  NewIssuance,
+  StatusSlot,
+  UploadEnvelope,
+  UploadState,
+} from '../store.js';
+import type { SqliteDatabase } from './database.js';
+
+interface IssuanceRow {
+  credential_id: string;
+  channel: 'hosted' | 'direct';
+  user_id: string;
+  holder_did: string;
+  schema_id: string;
+  proof_type: ProofType;
+  revocation_nonce: number;
+  status_partition: number | null;
+  status_index: number | null;
+  subject_hash: string;
+  kid: string;
+  created_at: string;
+  expires_at: string;
+  status: CredentialStatus;
+  revoked_at: string | null;
+  suspended_at: string | null;
+  envelope: string;
+  upload_state: UploadState;
+  upload_attempts: number;
+  next_attempt_at: number | null;
+  lease_until: number | null;
+  last_error: string | null;
+  storage_path: string | null;
+  uploaded_at: string | null;
+}
+
+const date = (s: string | null): Date | null => (s === null ? null : new Date(s));
+
+export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
+  return {
+    credentialId: r.credential_id,
+    channel: r.channel,
+    userId: r.user_id,
+    holderDid: r.holder_did,
+    schemaId: r.schema_id,
+    proofType: r.proof_type,
+    revocationNonce: r.revocation_nonce,
+    statusSlot:
+      r.status_partition === null || r.status_index === null
+        ? null
+        : { partition: r.status_partition, index: r.status_index },
+    subjectHash: r.subject_hash,
+    kid: r.kid,
+    createdAt: new Date(r.created_at),
+    expiresAt: new Date(r.expires_at),
+    envelope: JSON.parse(r.envelope) as UploadEnvelope,
+    status: r.status,
+    revokedAt: date(r.revoked_at),
+    suspendedAt: date(r.suspended_at),
+    uploadState: r.upload_state,
+    uploadAttempts: r.upload_attempts,
+    nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
+    lastError: r.last_error,
+    storagePath: r.storage_path,
+    uploadedAt: date(r.uploaded_at),
+  };
+}
+
+// Random probes before falling back to a scan of the partition's allocations.
+const RANDOM_PROBES = 48;
+
+export class SqliteIssuanceStore implements IssuanceStore {
+  private readonly stmts;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.stmts = {
+      openPartition: db.prepare<[], { partition: number; size: number; allocated: number }>(
+        'SELECT partition, size, allocated FROM status_list_partitions WHERE allocated < size ORDER BY partition LIMIT 1',
+      ),
+      maxPartition: db.prepare<[], { m: number | null }>(
+        'SELECT MAX(partition) AS m FROM status_list_partitions',
+      ),
+      createPartition: db.prepare(
+        'INSERT OR IGNORE INTO status_list_partitions (partition, size, bits, allocated, created_at) VALUES (?, ?, ?, 0, ?)',
+      ),
+      slotTaken: db.prepare<[number, number], { x: number }>(
+        'SELECT 1 AS x FROM issuances WHERE status_partition = ? AND status_index = ?',
+      ),
+      slotsOf: db.prepare<[number], { i: number }>(
+        'SELECT status_index AS i FROM issuances WHERE status_partition = ?',
+      ),
+      partition: db.prepare<[number], { size: number; allocated: number }>(
+        'SELECT size, allocated FROM status_list_partitions WHERE partition = ?',
+      ),
+      bumpPartition: db.prepare(
+        'UPDATE status_list_partitions SET allocated = allocated + 1 WHERE partition = ?',
+      ),
+      nonce: db.prepare<[number], { x: number }>('SELECT 1 AS x FROM issuances WHERE revocation_nonce = ?'),
+      duplicate: db.prepare<[string, string, string, string, string], IssuanceRow>(
+        `SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = ? AND subject_hash = ?
+         AND channel = 'hosted' AND status = 0 AND expires_at > ? ORDER BY created_at DESC LIMIT 1`,
+      ),
+      insert: db.prepare(
+        `INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
+           status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at)
+         VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
+           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope, 'pending', @nextAttemptAt)`,
+      ),
+      get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
+      getByNonce: db.prepare<[number], IssuanceRow>('SELECT * FROM issuances WHERE revocation_nonce = ?'),
+      due: db.prepare<[number, number, number], IssuanceRow>(
+        `SELECT * FROM issuances WHERE upload_state = 'pending' AND next_attempt_at <= ?
+         AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at LIMIT ?`,
+      ),
+      lease: db.prepare(
+        `UPDATE issuances SET lease_until = ? WHERE credential_id = ? AND upload_state = 'pending'
+         AND (lease_until IS NULL OR lease_until < ?)`,
+      ),
+      uploaded: db.prepare(
+        `UPDATE issuances SET upload_state = 'uploaded', storage_path = ?, uploaded_at = ?, next_attempt_at = NULL,
+           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?`,
+      ),
+      failed: db.prepare(
+        `UPDATE issuances SET last_error = ?, next_attempt_at = ?, lease_until = NULL, upload_attempts = upload_attempts + 1
+         WHERE credential_id = ? AND upload_state = 'pending'`,
+      ),
+      nextDue: db.prepare<[], { t: number | null }>(
+        "SELECT MIN(next_attempt_at) AS t FROM issuances WHERE upload_state = 'pending'",
+      ),
+      makeDue: db.prepare(
+        "UPDATE issuances SET next_attempt_at = ? WHERE upload_state = 'pending' AND next_attempt_at > ?",
+      ),
+      kidExpiry: db.prepare<[string], { t: string | null }>(
+        'SELECT MAX(expires_at) AS t FROM issuances WHERE kid = ?',
+      ),
+      pending: db.prepare<[], { n: number }>(
+        "SELECT COUNT(*) AS n FROM issuances WHERE upload_state = 'pending'",
+      ),
+    };
+  }
+
+  async proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
+    for (;;) {
+      let open = this.stmts.openPartition.get();
+      if (!open) {
+        const next = (this.stmts.maxPartition.get()?.m ?? -1) + 1;
+        this.stmts.createPartition.run(next, partitionSize, bits, new Date().toISOString());
+        open = this.stmts.openPartition.get();
+        if (!open) continue;
+      }
+      const slot = this.pickSlot(open.partition, open.size);
+      if (slot !== undefined) return { partition: open.partition, index: slot };
+      // The scan found it full while `allocated` said otherwise (another process raced us): retry.
+    }
+  }
+
+  // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
+  private pickSlot(partition: number, size: number): number | undefined {
+    for (let i = 0; i < RANDOM_PROBES; i++) {
+      const idx = randomInt(size);
+      if (!this.stmts.slotTaken.get(partition, idx)) return idx;
+    }
+    const allocated = new Uint8Array(Math.ceil(size / 8));
+    for (const { i } of this.stmts.slotsOf.iterate(partition)) allocated[i >> 3]! |= 1 << (i & 7);
+    const slot = pickFreeSlot(allocated, size);
+    return slot < 0 ? undefined : slot;
+  }
+
+  async nonceInUse(nonce: number): Promise<boolean> {
+    return this.stmts.nonce.get(nonce) !== undefined;
+  }
+
+  async findLiveDuplicate(q: {
+    holderDid: string;
+    schemaId: string;
+    proofType: ProofType;
+    subjectHash: string;
+    now: Date;
+  }) {
+    const row = this.stmts.duplicate.get(
+      q.holderDid,
+      q.schemaId,
+      q.proofType,
+      q.subjectHash,
+      q.now.toISOString(),
+    );
+    return row ? rowToIssuance(row) : undefined;
+  }
+
+  async insertIssuance(n: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome> {
+    const run = this.db.transaction((): InsertOutcome => {
+      if (options.dedupe) {
+        const dup = this.stmts.duplicate.get(
+          n.holderDid,
+          n.schemaId,
+          n.proofType,
+          n.subjectHash,
+          n.createdAt.toISOString(),
+        );
+        if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
+      }
+      if (this.stmts.nonce.get(n.revocationNonce)) return { kind: 'nonce-taken' };
+      if (n.statusSlot) {
+        const p = this.stmts.partition.get(n.statusSlot.partition);
+        if (!p || p.allocated >= p.size || n.statusSlot.index >= p.size) return { kind: 'slot-taken' };
+        if (this.stmts.slotTaken.get(n.statusSlot.partition, n.statusSlot.index))
+          return { kind: 'slot-taken' };
+        this.stmts.bumpPartition.run(n.statusSlot.partition);
+      }
+      this.stmts.insert.run({
+        credentialId: n.credentialId,
+        channel: n.channel,
+        userId: n.userId,
+        holderDid: n.holderDid,
+        schemaId: n.schemaId,
+        proofType: n.proofType,
+        revocationNonce: n.revocationNonce,
+        partition: n.statusSlot?.partition ?? null,
+        index: n.statusSlot?.index ?? null,
+        subjectHash: n.subjectHash,
+        kid: n.kid,
+        createdAt: n.createdAt.toISOString(),
+        expiresAt: n.expiresAt.toISOString(),
+        envelope: JSON.stringify(n.envelope),
+        nextAttemptAt: n.createdAt.getTime(),
+      });
+      return { kind: 'inserted', record: rowToIssuance(this.stmts.get.get(n.credentialId)!) };
+    });
+    // IMMEDIATE: take the write lock first so two processes sharing the file serialize here.
+    return run.immediate();
+  }
+
+  async get(credentialId: string) {
+    const row = this.stmts.get.get(credentialId);
+    return row ? rowToIssuance(row) : undefined;
+  }
+
+  async getByNonce(nonce: number) {
+    const row = this.stmts.getByNonce.get(nonce);
+    return row ? rowToIssuance(row) : undefined;
+  }
+
+  async latestExpiryForKid(kid: string): Promise<Date | undefined> {
+    const t = this.stmts.kidExpiry.get(kid)?.t;
+    return t ? new Date(t) : undefined;
+  }
+
+  async leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]> {
+    const t = now.getTime();
+    return this.db
+      .transaction(() => {
+        const rows = this.stmts.due.all(t, t, limit);
+        return rows
+          .filter((r) => this.stmts.lease.run(t + leaseMs, r.credential_id, t).changes === 1)
+          .map(rowToIssuance);
+      })
+      .immediate();
+  }
+
+  async leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean> {
+    const t = now.getTime();
+    return this.stmts.lease.run(t + leaseMs, credentialId, t).changes === 1;
+  }
+
+  async markUploaded(credentialId: string, storagePath: string, at: Date): Promise<void> {
+    this.stmts.uploaded.run(storagePath, at.toISOString(), credentialId);
+  }
+
+  async markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void> {
+    this.stmts.failed.run(error, nextAttemptAt.getTime(), credentialId);
+  }
+
+  async makePendingDue(now: Date): Promise<void> {
+    this.stmts.makeDue.run(now.getTime(), now.getTime());
+  }
+
+  async nextUploadDue(): Promise<Date | undefined> {
+    const t = this.stmts.nextDue.get()?.t;
+    return t == null ? undefined : new Date(t);
+  }
+
+  async countPendingUploads(): Promise<number> {
+    return this.stmts.pending.get()?.n ?? 0;
+  }
+}

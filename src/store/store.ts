@@ -1,0 +1,148 @@
+import type { ProofType } from '../schemas/schema-file.js';
+
+/**
+ * Storage interfaces (DESIGN §9). Async so that a networked engine (PostgreSQL) can implement
+ * them; `sqlite/` is the embedded default. A new engine is one folder implementing `Store`.
+ */
+
+/** The body of `POST {v1}/dstorage/vcs` (spec 2.7): ciphertext and metadata only. */
+export interface UploadEnvelope {
+  holderDid: string;
+  schemaId: string;
+  expiresAt: string;
+  data: string;
+  iv: string;
+  authTag: string;
+  encryptedKey: string;
+  externalId: string;
+}
+
+export type Channel = 'hosted' | 'direct';
+export type UploadState = 'pending' | 'uploaded';
+/** Token status list values (draft-ietf-oauth-status-list §7.1). */
+export type CredentialStatus = 0 | 1 | 2;
+
+export interface StatusSlot {
+  partition: number;
+  index: number;
+}
+
+export interface NewIssuance {
+  credentialId: string;
+  channel: Channel;
+  userId: string;
+  holderDid: string;
+  schemaId: string;
+  proofType: ProofType;
+  revocationNonce: number;
+  statusSlot: StatusSlot | null;
+  subjectHash: string;
+  kid: string;
+  createdAt: Date;
+  expiresAt: Date;
+  envelope: UploadEnvelope;
+}
+
+export interface IssuanceRecord extends NewIssuance {
+  status: CredentialStatus;
+  revokedAt: Date | null;
+  suspendedAt: Date | null;
+  uploadState: UploadState;
+  uploadAttempts: number;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  storagePath: string | null;
+  uploadedAt: Date | null;
+}
+
+export type InsertOutcome =
+  | { kind: 'inserted'; record: IssuanceRecord }
+  /** A live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and claims. */
+  | { kind: 'duplicate'; record: IssuanceRecord }
+  /** The proposed status slot or partition was taken meanwhile: propose again and re-sign. */
+  | { kind: 'slot-taken' }
+  | { kind: 'nonce-taken' };
+
+export interface IssuanceStore {
+  /** A random free slot of the open partition (opening the next one when full). Not reserved. */
+  proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot>;
+  /** Whether a revocation nonce is already used. */
+  nonceInUse(nonce: number): Promise<boolean>;
+  findLiveDuplicate(q: {
+    holderDid: string;
+    schemaId: string;
+    proofType: ProofType;
+    subjectHash: string;
+    now: Date;
+  }): Promise<IssuanceRecord | undefined>;
+  /** One transaction: duplicate check, slot check, insert (DESIGN §9). */
+  insertIssuance(issuance: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome>;
+  get(credentialId: string): Promise<IssuanceRecord | undefined>;
+  getByNonce(nonce: number): Promise<IssuanceRecord | undefined>;
+
+  /** Latest expiry among credentials signed with `kid` (retired keys stay published until then). */
+  latestExpiryForKid(kid: string): Promise<Date | undefined>;
+
+  /** Outbox: takes a lease on up to `limit` due uploads. */
+  leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]>;
+  /** Outbox: takes the lease on one pending upload; false when another worker holds it or it is done. */
+  leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean>;
+  markUploaded(credentialId: string, storagePath: string, at: Date): Promise<void>;
+  markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void>;
+  /** Start-up: every pending upload becomes due now, whatever its backoff said. */
+  makePendingDue(now: Date): Promise<void>;
+  /** Earliest next attempt among pending uploads. */
+  nextUploadDue(): Promise<Date | undefined>;
+  countPendingUploads(): Promise<number>;
+}
+
+export interface PartitionRecord {
+  partition: number;
+  size: number;
+  bits: 1 | 2;
+  allocated: number;
+  publishedAt: Date | null;
+  token: string | null;
+  etag: string | null;
+}
+
+export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
+
+export interface StatusStore {
+  getPartition(partition: number): Promise<PartitionRecord | undefined>;
+  listPartitions(): Promise<PartitionRecord[]>;
+  /** Indexes with a non-zero status in a partition. */
+  nonZeroStatuses(partition: number): Promise<Array<{ index: number; status: CredentialStatus }>>;
+  /** Caches a freshly signed token for a partition. */
+  savePartitionToken(partition: number, token: string, etag: string, publishedAt: Date): Promise<void>;
+  /**
+   * Applies a status change in one transaction with the partition's cache invalidation.
+   * Returns the record after, or undefined for an unknown nonce.
+   */
+  changeStatus(nonce: number, change: StatusChange, at: Date): Promise<IssuanceRecord | undefined>;
+  /**
+   * The same, synchronously, for a caller that already holds a transaction on the same database
+   * (the Iden3 revocation tree commits with it).
+   */
+  changeStatusSync(nonce: number, change: StatusChange, at: Date): IssuanceRecord | undefined;
+}
+
+export interface ClaimsRecord {
+  userId: string;
+  schemaId: string;
+  claims: Record<string, unknown>;
+  expiresAt: Date | null;
+}
+
+export interface ClaimsStore {
+  getClaims(userId: string, schemaId: string): Promise<ClaimsRecord | undefined>;
+  upsertClaims(records: ClaimsRecord[]): Promise<number>;
+  countClaims(): Promise<number>;
+}
+
+export interface Store {
+  issuances: IssuanceStore;
+  status: StatusStore;
+  claims: ClaimsStore;
+  close(): Promise<void>;
+}

@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildDIDType, DID } from '@iden3/js-iden3-core';
+import { type CredentialSchema, SchemaFileSchema } from '../../../src/schemas/schema-file.js';
+
+export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../schemas');
+
+/** The example schema as the loader would give it (DESIGN §8). */
+export function membershipSchema(): CredentialSchema {
+  const file = join(SCHEMAS_DIR, 'membership-v1.json');
+  return { ...SchemaFileSchema.parse(JSON.parse(readFileSync(file, 'utf8'))), file };
+}
+
+export const MEMBERSHIP_TYPE_IRI = 'https://issuer.example/contexts/membership-v1.jsonld#Membership';
+
+export const MEMBERSHIP_CLAIMS = {
+  givenName: 'Ada',
+  familyName: 'Lovelace',
+  email: 'ada@example.org',
+  memberSince: '2019-03-01',
+  tier: 'gold',
+  memberNumber: 1815,
+};
+
+/** A holder DID of the same network (any Iden3 genesis identifier will do). */
+export function holderIden3Did(seed = 7n): string {
+  return DID.newFromIdenState(buildDIDType('iden3', 'privado', 'test'), seed).string();
+}
+
+export const HOLDER_DID_KEY = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';

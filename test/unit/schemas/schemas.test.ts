@@ -1,0 +1,102 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadSchemas, SchemaFileError } from '../../../src/schemas/schema-registry.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+const base = {
+  schemaId: 'test-v1',
+  title: 'Test',
+  proofTypes: ['SD_JWT_VC'],
+  expiresInSeconds: 3600,
+  credentialSubject: {
+    type: 'object',
+    properties: {
+      name: { type: 'string' },
+      born: { type: 'string', format: 'date' },
+      at: { type: 'string', format: 'date-time' },
+      mail: { type: 'string', format: 'email' },
+      site: { type: 'string', format: 'uri' },
+    },
+    required: ['name'],
+  },
+  claims: { provider: 'sqlite' },
+  sdJwt: { vct: 'https://x.example/vct/test' },
+};
+
+function dirWith(files: Record<string, unknown>): string {
+  const dir = tempDir();
+  for (const [name, body] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true });
+    writeFileSync(join(dir, name), typeof body === 'string' ? body : JSON.stringify(body));
+  }
+  return dir;
+}
+
+// DESIGN §8: schema files are a contract, checked at start-up with the file and field named.
+describe('schemas', () => {
+  it('loads the shipped example schema', () => {
+    const registry = loadSchemas(join(process.cwd(), 'schemas'));
+    expect(registry.get('membership-v1')?.proofTypes).toContain('SD_JWT_VC');
+  });
+
+  it('reads only *.json directly in the folder', () => {
+    const registry = loadSchemas(
+      dirWith({ 'a.json': base, 'contexts/x.json': { not: 'a schema' }, 'notes.txt': 'hi' }),
+    );
+    expect(registry.all().map((s) => s.schemaId)).toEqual(['test-v1']);
+  });
+
+  it.each([
+    ['bad JSON', '{', /bad\.json: not valid JSON/],
+    ['missing schemaId', { ...base, schemaId: undefined }, /bad\.json: schemaId/],
+    ['unknown proof type', { ...base, proofTypes: ['X'] }, /bad\.json: proofTypes/],
+    ['http provider without url', { ...base, claims: { provider: 'http' } }, /bad\.json: claims/],
+    ['SD-JWT without sdJwt block', { ...base, sdJwt: undefined }, /bad\.json: sdJwt/],
+    ['BJJ without iden3 block', { ...base, proofTypes: ['BJJ_SIG_2021'] }, /bad\.json: iden3/],
+    [
+      'reserved claim',
+      { ...base, credentialSubject: { type: 'object', properties: { iss: {} } } },
+      /reserved claim names iss/,
+    ],
+    [
+      'invalid JSON Schema',
+      { ...base, credentialSubject: { type: 'object', properties: { a: { type: 'nope' } } } },
+      /credentialSubject: not a valid JSON Schema/,
+    ],
+  ])('rejects %s', (_name, body, message) => {
+    expect(() => loadSchemas(dirWith({ 'bad.json': body }))).toThrow(message);
+  });
+
+  it('rejects a duplicate schemaId naming both files', () => {
+    expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }))).toThrow(SchemaFileError);
+  });
+
+  it('validates claims as JSON Schema 2020-12 with formats, naming the claim', () => {
+    const registry = loadSchemas(dirWith({ 'a.json': base }));
+    const schema = registry.require('test-v1');
+    expect(
+      schema.validateClaims({
+        name: 'A',
+        born: '2000-01-31',
+        at: '2020-01-01T00:00:00Z',
+        mail: 'a@b.example',
+        site: 'https://x.example',
+      }),
+    ).toEqual([]);
+    const claims = (c: Record<string, unknown>) => schema.validateClaims(c).map((p) => p.claim);
+    expect(claims({})).toEqual(['name']);
+    expect(claims({ name: 'A', born: '2000-13-01' })).toEqual(['born']);
+    expect(claims({ name: 'A', at: 'yesterday' })).toEqual(['at']);
+    expect(claims({ name: 'A', mail: 'nope' })).toEqual(['mail']);
+    expect(claims({ name: 'A', site: 'not a uri' })).toEqual(['site']);
+    expect(() => registry.assertClaims(schema, { name: 'A', iss: 'x' })).toThrow(
+      expect.objectContaining({ status: 422, code: 'CLAIMS_INVALID' }),
+    );
+  });
+
+  it('unknown schemaId → 404', () => {
+    const registry = loadSchemas(dirWith({ 'a.json': base }));
+    expect(() => registry.require('nope')).toThrow(expect.objectContaining({ status: 404 }));
+  });
+});
