@@ -3,6 +3,7 @@ import type { AppContext } from './context.js';
 import { openCors, refuseBrowsers, requireKey } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { availableVc, issueVc } from './http/holder-routes.js';
+import { credentialStatus } from './http/iden3-routes.js';
 import { didDocument, jwtVcIssuer, partnerInfo, partnerJwks } from './http/public-routes.js';
 import { rateLimiter } from './http/rate-limit.js';
 import {
@@ -58,6 +59,16 @@ export function routeTable(ctx: AppContext) {
       group: 'public',
       handler: statusListPartition(ctx.status),
     },
+    ...(ctx.iden3
+      ? ([
+          {
+            method: 'get',
+            path: '/credential-status/:nonce',
+            group: 'public',
+            handler: credentialStatus(ctx.iden3),
+          },
+        ] as const)
+      : []),
   ] as const satisfies ReadonlyArray<{
     method: 'get' | 'post';
     path: string;

@@ -3,6 +3,7 @@ import type { Config, Secrets } from './config/config.js';
 import { createEmulator, type Emulator } from './emulator/index.js';
 import { IssuanceService } from './issuance/issuance-service.js';
 import { UploadOutbox } from './issuance/outbox.js';
+import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { loadOrCreateDevSecrets } from './keys/dev-secrets.js';
@@ -41,6 +42,8 @@ export interface AppContext {
   serviceClient: ServiceClient;
   /** The bundled emulator, mounted at /emulator/v1 when SERVICE_V1_BASE_URL is unset (dev). */
   emulator: Emulator | undefined;
+  /** The Iden3 back-end, when a schema lists BJJ_SIG_2021. */
+  iden3: Iden3BjjIssuer | undefined;
   /** The Iden3 issuer DID once that back-end is on. */
   iden3Did(): string | undefined;
   /** Where this process listens, once it does (used for the mounted emulator's URL). */
@@ -124,6 +127,25 @@ export async function createContext(
 
   const issuers = new Map<ProofType, Issuer>();
   issuers.set('SD_JWT_VC', new SdJwtVcIssuer(config.issuerOrigin, () => ring.signing));
+  // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
+  const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
+  let iden3: Iden3BjjIssuer | undefined;
+  if (bjjSchemas.length > 0) {
+    iden3 = await Iden3BjjIssuer.open({
+      db: store.db,
+      keysDir: config.keysDir,
+      generateKeyIfMissing: !config.production,
+      origin: config.issuerOrigin,
+      schemasDir: config.schemasDir,
+      didMethod: config.iden3.method,
+      blockchain: config.iden3.blockchain,
+      network: config.iden3.network,
+      didMethodByte: config.iden3.methodByte,
+      networkFlag: config.iden3.networkFlag,
+    });
+    for (const schema of bjjSchemas) iden3.prepareSchema(schema);
+    issuers.set('BJJ_SIG_2021', iden3);
+  }
 
   const issuance = new IssuanceService({
     issuerOrigin: config.issuerOrigin,
@@ -142,6 +164,16 @@ export async function createContext(
     store: store.status,
     signingKey: () => ring.signing,
     lookup: (nonce) => store.issuances.getByNonce(nonce),
+    externalRevokers: iden3
+      ? new Map([
+          [
+            'BJJ_SIG_2021',
+            async (record, inSameTransaction) => {
+              await iden3.revoke(record.revocationNonce, inSameTransaction);
+            },
+          ],
+        ])
+      : undefined,
   });
 
   return {
@@ -157,7 +189,8 @@ export async function createContext(
     outbox,
     serviceClient,
     emulator,
-    iden3Did: () => undefined,
+    iden3,
+    iden3Did: () => iden3?.did,
     setListenUrl(url: string) {
       listenUrl = url;
     },

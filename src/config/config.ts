@@ -17,7 +17,14 @@ export interface Config {
   serviceBaseUrl: string | undefined;
   statusList: { partitionSize: number; ttlSeconds: number; bits: 1 | 2 };
   partnerInfoService: string;
-  iden3: { method: string; blockchain: string; network: string };
+  /** `methodByte`/`networkFlag` only for a DID method or network js-iden3-core does not know. */
+  iden3: {
+    method: string;
+    blockchain: string;
+    network: string;
+    methodByte: number | undefined;
+    networkFlag: number | undefined;
+  };
   rateLimits: { holder: number; admin: number; public: number };
   trustProxy: boolean | number | string;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
@@ -132,6 +139,8 @@ export function loadConfig(
         method: env.IDEN3_METHOD ?? 'iden3',
         blockchain: env.IDEN3_BLOCKCHAIN ?? 'privado',
         network: env.IDEN3_NETWORK ?? 'test',
+        methodByte: env.IDEN3_METHOD_BYTE,
+        networkFlag: env.IDEN3_NETWORK_FLAG,
       },
       rateLimits: {
         holder: env.RATE_LIMIT_HOLDER_PER_MIN ?? 10_000,

@@ -129,6 +129,22 @@ describe('claims providers', () => {
     },
   );
 
+  it('BJJ_SIG_2021 on a schema without iden3 settings → 400', async () => {
+    mode = 'ok';
+    const res = await issuer.post('/issue-vc', {
+      holderDID: 'did:example:c',
+      pubKey: holder.publicKeyHex,
+      userId: 'u-1',
+      schemaId: 'remote-v1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe('INVALID_PARAMETER');
+    // No schema lists BJJ here, so the Iden3 back-end is off and has no routes.
+    expect(issuer.ctx.iden3).toBeUndefined();
+    expect((await fetch(`${issuer.url}/credential-status/1`)).status).toBe(404);
+  });
+
   it('module provider', async () => {
     const res = await ask('mod-user', 'module-v1');
     expect(((await res.json()) as { data: unknown[] }).data).toHaveLength(1);

@@ -1,0 +1,231 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  CredentialStatusResolverRegistry,
+  CredentialStatusType,
+  IssuerResolver,
+  ProofType,
+  W3CCredential,
+} from '@0xpolygonid/js-sdk';
+import { Hash, verifyProof } from '@iden3/js-merkletree';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { HOLDER_DID_KEY, holderIden3Did } from '../unit/iden3/fixtures.js';
+
+type Json = Record<string, any>;
+
+// Issue 5: BJJ_SIG_2021 through the same routes, outbox and status routes as SD-JWT, verified by
+// js-sdk against the running server's /credential-status (loopback only).
+describe('hosted BJJ_SIG_2021 issuance', () => {
+  let issuer: TestIssuer;
+  let resolver: Server;
+  let resolverUrl: string;
+  const dir = tempDir();
+  const holder = generateHolderKeyPair();
+
+  beforeAll(async () => {
+    issuer = await startIssuer({ dir });
+    // A DID resolver standing in for the chain: it knows the states this issuer recorded
+    // (unpublished, so js-sdk accepts the genesis state, as for a new issuer).
+    resolver = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const did = decodeURIComponent(url.pathname.replace(/^\/resolver\//, ''));
+      const known =
+        did === issuer.ctx.iden3!.did && issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? '');
+      res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(
+          known
+            ? {
+                didDocument: {
+                  '@context': ['https://www.w3.org/ns/did/v1'],
+                  id: did,
+                  verificationMethod: [
+                    {
+                      id: `${did}#state-info-v1`,
+                      type: 'Iden3StateInfo2023',
+                      controller: did,
+                      published: false,
+                    },
+                  ],
+                },
+                didResolutionMetadata: {},
+              }
+            : { didResolutionMetadata: {} },
+        ),
+      );
+    });
+    await new Promise<void>((ok) => resolver.listen(0, '127.0.0.1', ok));
+    resolverUrl = `http://127.0.0.1:${(resolver.address() as AddressInfo).port}/resolver`;
+  });
+  afterAll(async () => {
+    await issuer.close();
+    await new Promise((ok) => resolver.close(ok));
+    removeDir(dir);
+  });
+
+  const registry = () => {
+    const r = new CredentialStatusResolverRegistry();
+    r.register(CredentialStatusType.SparseMerkleTreeProof, new IssuerResolver());
+    return r;
+  };
+
+  async function issueBjj(holderDid: string): Promise<Json> {
+    const res = await issuer.post('/issue-vc', {
+      holderDID: holderDid,
+      pubKey: holder.publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(res.status).toBe(201);
+    const stored = [...issuer.ctx.emulator!.state.envelopes.values()]
+      .filter((e) => e.envelope.holderDid === holderDid)
+      .at(-1)!;
+    return openEnvelope(holder.privateKey, stored.envelope) as Json;
+  }
+
+  it('available-vc offers BJJ_SIG_2021 with the same preview', async () => {
+    const res = await issuer.post('/available-vc', {
+      holderDID: HOLDER_DID_KEY,
+      pubKey: holder.publicKeyHex,
+      userId: 'demo-user-1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    const body = (await res.json()) as { data: Json[] };
+    expect(body.data).toHaveLength(1);
+    expect(body.data[0]!.proofType).toBe('BJJ_SIG_2021');
+    expect(openEnvelope(holder.privateKey, fromPreviewFields(body.data[0]!.credentialSubject))).toMatchObject(
+      { givenName: 'Alice' },
+    );
+  });
+
+  it('issues a W3C credential js-sdk verifies, revokes it through /admin/revoke, and js-sdk sees it revoked', async () => {
+    const holderDid = holderIden3Did(11n);
+    const vc = await issueBjj(holderDid);
+    expect(vc.issuer).toBe(issuer.ctx.iden3!.did);
+    expect(vc.credentialSubject).toMatchObject({ id: holderDid, givenName: 'Alice', memberNumber: 1042 });
+    const nonce = vc.credentialStatus.revocationNonce as number;
+    expect(vc.credentialStatus).toEqual({
+      id: `${issuer.url}/credential-status/${nonce}`,
+      type: 'SparseMerkleTreeProof',
+      revocationNonce: nonce,
+    });
+    const record = await issuer.ctx.store.issuances.getByNonce(nonce);
+    expect(record).toMatchObject({
+      proofType: 'BJJ_SIG_2021',
+      statusSlot: null,
+      uploadState: 'uploaded',
+      kid: `${issuer.ctx.iden3!.did}#bjj`,
+    });
+
+    const w3c = W3CCredential.fromJSON(vc);
+    const verify = () =>
+      w3c.verifyProof(ProofType.BJJSignature, resolverUrl, {
+        credStatusResolverRegistry: registry(),
+        merklizeOptions: { documentLoader: issuer.ctx.iden3!.documentLoader },
+      });
+    await expect(verify()).resolves.toBe(true);
+
+    const before = await new IssuerResolver().resolve(w3c.credentialStatus);
+    expect(before.mtp.existence).toBe(false);
+    expect(
+      await verifyProof(Hash.fromHex(before.issuer.revocationTreeRoot), before.mtp, BigInt(nonce), 0n),
+    ).toBe(true);
+    expect(await (await fetch(`${issuer.url}/revocation-status/${nonce}`)).json()).toMatchObject({
+      isRevoked: false,
+    });
+
+    const revoked = await issuer.admin('/admin/revoke', {
+      revocationNonce: String(nonce),
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(revoked.status).toBe(200);
+    expect(await revoked.json()).toMatchObject({ revocationNonce: String(nonce), isRevoked: true });
+
+    const after = await new IssuerResolver().resolve(w3c.credentialStatus);
+    expect(after.mtp.existence).toBe(true);
+    expect(after.issuer.state).not.toBe(before.issuer.state);
+    expect(
+      await verifyProof(Hash.fromHex(after.issuer.revocationTreeRoot), after.mtp, BigInt(nonce), 0n),
+    ).toBe(true);
+    expect(await (await fetch(`${issuer.url}/revocation-status/${nonce}`)).json()).toMatchObject({
+      isRevoked: true,
+    });
+    // The auth claim (nonce 0) is untouched: the issuer's other credentials still verify.
+    const other = W3CCredential.fromJSON(await issueBjj(HOLDER_DID_KEY));
+    await expect(
+      other.verifyProof(ProofType.BJJSignature, resolverUrl, {
+        credStatusResolverRegistry: registry(),
+        merklizeOptions: { documentLoader: issuer.ctx.iden3!.documentLoader },
+      }),
+    ).resolves.toBe(true);
+  });
+
+  it('publishes the Iden3 DID in did.json alsoKnownAs', async () => {
+    const did = (await (await fetch(`${issuer.url}/.well-known/did.json`)).json()) as Json;
+    expect(did.alsoKnownAs).toEqual([issuer.ctx.iden3!.did]);
+    expect(issuer.ctx.iden3!.did).toMatch(/^did:iden3:privado:test:/);
+  });
+
+  it('/credential-status: nonce 0 works, non-numeric → 400', async () => {
+    const zero = (await (await fetch(`${issuer.url}/credential-status/0`)).json()) as Json;
+    expect(zero.mtp.existence).toBe(false);
+    expect(Object.keys(zero.issuer).sort()).toEqual([
+      'claimsTreeRoot',
+      'revocationTreeRoot',
+      'rootOfRoots',
+      'state',
+    ]);
+    const bad = await fetch(`${issuer.url}/credential-status/abc`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as Json).code).toBe('INVALID_PARAMETER');
+  });
+
+  it('claims that do not fit the schema → 422, nothing signed', async () => {
+    await issuer.ctx.store.claims.upsertClaims([
+      {
+        userId: 'bjj-bad',
+        schemaId: 'membership-v1',
+        claims: {
+          givenName: 'X',
+          familyName: 'Y',
+          memberSince: '2020-01-01',
+          tier: 'diamond',
+          memberNumber: 2,
+        },
+        expiresAt: null,
+      },
+    ]);
+    const bad = await issuer.post('/issue-vc', {
+      holderDID: HOLDER_DID_KEY,
+      pubKey: holder.publicKeyHex,
+      userId: 'bjj-bad',
+      schemaId: 'membership-v1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as Json).code).toBe('CLAIMS_INVALID');
+  });
+
+  it('a restart keeps the DID, the trees and the revocations', async () => {
+    const did = issuer.ctx.iden3!.did;
+    const state = issuer.ctx.iden3!.latestState();
+    const revokedNonce = (
+      issuer.ctx.store.db
+        .prepare(
+          "SELECT revocation_nonce AS n FROM issuances WHERE proof_type = 'BJJ_SIG_2021' AND status = 1",
+        )
+        .get() as { n: number }
+    ).n;
+    const port = Number(new URL(issuer.url).port);
+    await issuer.close();
+    issuer = await startIssuer({ dir, port });
+    expect(issuer.ctx.iden3!.did).toBe(did);
+    expect(issuer.ctx.iden3!.latestState()).toEqual(state);
+    const status = (await (await fetch(`${issuer.url}/credential-status/${revokedNonce}`)).json()) as Json;
+    expect(status.mtp.existence).toBe(true);
+    expect(status.issuer).toEqual(state);
+  });
+});
