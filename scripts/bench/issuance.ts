@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { type Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
@@ -75,6 +76,34 @@ export async function benchPrimitives(): Promise<Row[]> {
     { name: 'SD-JWT VC issues/s (in-process)', value: sdjwt, unit: '/s' },
     { name: 'envelope seals/s (X25519)', value: seal, unit: '/s' },
   ];
+}
+
+export function postJson(
+  agent: Agent,
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...headers,
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -35,6 +35,8 @@ interface KeySource {
 
 function localKeySource(load: () => Promise<{ keys: JWK[] }>): KeySource {
   let keys: JWK[] = [];
+  // The key set is rebuilt only when the JWKS changes: importing keys costs more than verifying.
+  let cached: { json: string; getKey: JWTVerifyGetKey } | undefined;
   return {
     // Loaded on every request: the in-process issuer answers from memory, and a key it has just
     // rotated in must be accepted at once.
@@ -46,7 +48,9 @@ function localKeySource(load: () => Promise<{ keys: JWK[] }>): KeySource {
         throw unauthorized('partner JWKS could not be loaded');
       }
       keys = jwks.keys;
-      return createLocalJWKSet(jwks)(header, token);
+      const json = JSON.stringify(jwks.keys);
+      if (cached?.json !== json) cached = { json, getKey: createLocalJWKSet(jwks) };
+      return cached.getKey(header, token);
     },
     knownKeys: () => keys,
   };

@@ -26,12 +26,11 @@ const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** HKDF-SHA256(ikm = shared secret, salt = empty, info = "data-enc-aes-256-gcm", 32 bytes). */
+// DESIGN §2 key derivation; exported for the vector tests.
 export function deriveContentKey(sharedSecret: Buffer): Buffer {
   return Buffer.from(hkdfSync('sha256', sharedSecret, HKDF_SALT, HKDF_INFO, KEY_BYTES));
 }
 
-/** A fresh (or, for vectors, the given) ephemeral key on the holder's curve, agreed with the holder. */
 function agreeWithHolder(
   holder: HolderPublicKey,
   fixedPrivateKey: KeyObject | undefined,

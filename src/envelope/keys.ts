@@ -3,6 +3,7 @@ import {
   createPrivateKey,
   createPublicKey,
   diffieHellman,
+  type ECDH,
   generateKeyPairSync,
   type KeyObject,
 } from 'node:crypto';
@@ -60,7 +61,6 @@ const EC_UNCOMPRESSED_PREFIX: Record<EcCurve, Buffer> = {
   secp256k1: SPKI_FORMS[3]!.prefix,
 };
 
-/** The curve and raw point of one of the accepted SPKI encodings; undefined for anything else. */
 export function matchSpki(der: Buffer): { curve: HolderCurve; point: Buffer } | undefined {
   for (const form of SPKI_FORMS) {
     if (der.length !== form.prefix.length + form.pointLength) continue;
@@ -88,7 +88,6 @@ function x25519PublicKeyObject(rawPublicKey: Buffer): KeyObject {
   });
 }
 
-/** The raw 32-byte X25519 public key of a KeyObject (public or private). */
 export function x25519RawPublicKey(key: KeyObject): Buffer {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
   const { x } = publicKey.export({ format: 'jwk' });
@@ -96,8 +95,8 @@ export function x25519RawPublicKey(key: KeyObject): Buffer {
   return Buffer.from(x, 'base64url');
 }
 
-/** An ECDH object holding this EC private key, to agree with raw (possibly compressed) points. */
-export function ecdhFor(curve: EcCurve, privateKey?: KeyObject): ReturnType<typeof createECDH> {
+// ECDH objects work on raw (possibly compressed) points, so sealing never goes through DER.
+export function ecdhFor(curve: EcCurve, privateKey?: KeyObject): ECDH {
   const ecdh = createECDH(OPENSSL_CURVE[curve]);
   if (privateKey === undefined) {
     ecdh.generateKeys();
@@ -130,7 +129,6 @@ function isLowOrderX25519(rawPublicKey: Buffer): boolean {
 
 const HEX = /^(?:[0-9a-fA-F]{2})+$/;
 
-/** Hex with an optional `0x`; undefined when not an even-length, non-empty hex string. */
 export function decodeHex(input: unknown): Buffer | undefined {
   if (typeof input !== 'string') return undefined;
   const digits = input.startsWith('0x') || input.startsWith('0X') ? input.slice(2) : input;
@@ -166,7 +164,6 @@ export function parseHolderPublicKey(hex: string, field: string): HolderPublicKe
   }
 }
 
-/** The accepted curve of a key, or undefined for any other key type or curve. */
 export function keyCurve(key: KeyObject): HolderCurve | undefined {
   if (key.asymmetricKeyType === 'x25519') return 'x25519';
   if (key.asymmetricKeyType !== 'ec') return undefined;
@@ -176,10 +173,7 @@ export function keyCurve(key: KeyObject): HolderCurve | undefined {
   return undefined;
 }
 
-/**
- * DESIGN §2 ECDH between a private key and a peer's raw point (from its SPKI): the X25519 output,
- * or the EC shared point's x-coordinate. Throws when OpenSSL refuses the point.
- */
+// DESIGN §2: the shared secret is the X25519 output, or the EC shared point's x-coordinate.
 export function computeSharedSecret(privateKey: KeyObject, curve: HolderCurve, peerPoint: Buffer): Buffer {
   if (curve === 'x25519') return diffieHellman({ privateKey, publicKey: x25519PublicKeyObject(peerPoint) });
   return ecdhFor(curve, privateKey).computeSecret(peerPoint);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { UploadEnvelope } from '../store/store.js';
+import { HttpFailure, type JsonResponse, postJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';
 
 /**
@@ -81,40 +82,23 @@ export class ServiceClient {
     ok: number[],
   ): Promise<unknown> {
     const route = path.slice(1);
-    let res: Response;
+    let res: JsonResponse;
     try {
-      res = await fetch(`${this.baseUrl()}${path}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          'x-partner-auth': await this.jwt.token(),
-          ...headers,
-        },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(this.timeoutMs),
-        redirect: 'error',
+      res = await postJson(`${this.baseUrl()}${path}`, payload, {
+        headers: { 'x-partner-auth': await this.jwt.token(), ...headers },
+        timeoutMs: this.timeoutMs,
       });
     } catch (err) {
-      const timeout = (err as Error).name === 'TimeoutError';
+      const kind = err instanceof HttpFailure ? err.kind : 'network';
       throw new UpstreamError(
-        timeout ? 'timeout' : 'network',
+        kind,
         route,
-        timeout ? `${route} timed out after ${this.timeoutMs} ms` : `${route} unreachable`,
+        `${route} ${kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : 'unreachable'}`,
       );
     }
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
     if (!ok.includes(res.status)) {
-      const upstreamMessage =
-        body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
-          ? (body as { message: string }).message.slice(0, 500)
-          : undefined;
+      const message = (res.body as { message?: unknown } | undefined)?.message;
+      const upstreamMessage = typeof message === 'string' ? message.slice(0, 500) : undefined;
       throw new UpstreamError(
         'status',
         route,
@@ -123,9 +107,9 @@ export class ServiceClient {
         upstreamMessage,
       );
     }
-    if (body === undefined)
+    if (res.body === undefined)
       throw new UpstreamError('malformed', route, `${route} answered without a JSON body`);
-    return body;
+    return res.body;
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { HttpFailure, type JsonResponse, postJson } from '../../service-client/http-json.js';
 import {
   type ClaimsAnswer,
   type ClaimsProvider,
@@ -24,31 +25,22 @@ export class HttpClaimsProvider implements ClaimsProvider {
   ) {}
 
   async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
-    let res: Response;
+    let res: JsonResponse;
     try {
-      res = await fetch(this.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...this.headers },
-        body: JSON.stringify({ userId: query.userId, schemaId: query.schemaId, proofType: query.proofType }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-        redirect: 'error',
-      });
+      res = await postJson(
+        this.url,
+        { userId: query.userId, schemaId: query.schemaId, proofType: query.proofType },
+        { headers: this.headers, timeoutMs: this.timeoutMs },
+      );
     } catch (err) {
-      const timedOut = (err as Error).name === 'TimeoutError';
+      const timedOut = err instanceof HttpFailure && err.kind === 'timeout';
       throw new ClaimsSourceError(
         timedOut ? `claims source timed out after ${this.timeoutMs} ms` : 'claims source unreachable',
       );
     }
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      throw new ClaimsSourceError(`claims source answered ${res.status}`);
-    }
-    let body: unknown;
-    try {
-      body = await res.json();
-    } catch {
-      throw new ClaimsSourceError('claims source answered with malformed JSON');
-    }
+    // Anything but 200 (redirects included: they are not followed) is an outage, never "not eligible".
+    if (res.status !== 200) throw new ClaimsSourceError(`claims source answered ${res.status}`);
+    const body = res.body;
     const parsed = AnswerSchema.safeParse(body);
     if (!parsed.success)
       throw new ClaimsSourceError(
