@@ -87,13 +87,13 @@ export function createApp(ctx: AppContext): express.Express {
 
   const limits = ctx.config.rateLimits;
   const groups = {
-    holder: [rateLimiter('holder', limits.holder), requireKey('x-api-key', ctx.secrets.apiKey)],
+    holder: [rateLimiter('holder', limits.holder, ctx.rateLimitStore?.('holder')), requireKey('x-api-key', ctx.secrets.apiKey)],
     admin: [
-      rateLimiter('admin', limits.admin),
+      rateLimiter('admin', limits.admin, ctx.rateLimitStore?.('admin')),
       refuseBrowsers,
       requireKey('x-admin-api-key', ctx.secrets.adminApiKey),
     ],
-    public: [rateLimiter('public', limits.public), openCors],
+    public: [rateLimiter('public', limits.public, ctx.rateLimitStore?.('public')), openCors],
   } satisfies Record<string, RequestHandler[]>;
   // One limiter instance per group, shared by the group's routes.
   const json = express.json({ limit: '100kb', strict: true });

@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
+import type { Store } from 'express-rate-limit';
 import type { Config, Secrets } from './config/config.js';
 import { createEmulator, type Emulator } from './emulator/index.js';
+import type { RouteGroup } from './http/rate-limit.js';
 import { IssuanceService } from './issuance/issuance-service.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -46,6 +48,7 @@ export interface AppContext {
   iden3: Iden3BjjIssuer | undefined;
   /** The Iden3 issuer DID once that back-end is on. */
   iden3Did(): string | undefined;
+  rateLimitStore: ((group: RouteGroup) => Store) | undefined;
   /** Where this process listens, once it does (used for the mounted emulator's URL). */
   setListenUrl(url: string): void;
   log: Logger;
@@ -57,6 +60,11 @@ export interface ContextOptions {
   /** Outbox timing (tests use short backoffs). */
   /** Development seed for the sqlite claims table (default examples/claims.json; '' for none). */
   exampleClaimsFile?: string;
+  /**
+   * A shared express-rate-limit Store per route group (e.g. Redis) when several instances run;
+   * default: the library's in-memory store.
+   */
+  rateLimitStore?: (group: RouteGroup) => Store;
   outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number };
 }
 
@@ -190,6 +198,7 @@ export async function createContext(
     serviceClient,
     emulator,
     iden3,
+    rateLimitStore: options.rateLimitStore,
     iden3Did: () => iden3?.did,
     setListenUrl(url: string) {
       listenUrl = url;

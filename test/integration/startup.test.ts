@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/tmp.js';
+
+async function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr };
+}
+
+// DESIGN §7: production refuses every dev default, one line per problem naming the variable.
+describe('start-up', () => {
+  it('production without configuration exits non-zero naming each variable', async () => {
+    const { code, stderr } = await runMain({ NODE_ENV: 'production', PORT: '0' });
+    expect(code).toBe(1);
+    for (const name of ['ISSUER_ORIGIN', 'API_KEY', 'ADMIN_API_KEY', 'PARTNER_ID', 'SERVICE_V1_BASE_URL']) {
+      expect(stderr).toMatch(new RegExp(`^config: ${name}:`, 'm'));
+    }
+  });
+
+  it('production refuses to generate keys, naming the folder', async () => {
+    const dir = tempDir();
+    const { code, stderr } = await runMain({
+      NODE_ENV: 'production',
+      PORT: '0',
+      ISSUER_ORIGIN: 'https://issuer.example.com',
+      API_KEY: 'a'.repeat(40),
+      ADMIN_API_KEY: 'b'.repeat(40),
+      PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
+      SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain(join(dir, 'keys'));
+    expect(stderr).toContain('keys:generate');
+    expect(stderr).not.toContain('a'.repeat(40));
+  });
+});
