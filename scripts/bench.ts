@@ -2,6 +2,7 @@
  * `npm run bench`: speed figures from one run, each next to the raw primitive measured in the
  * same run (issue: "Speed is measured, not asserted"). Sections: `npm run bench -- http status`.
  */
+import { benchBatch } from './bench/batch.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
 import { benchStatusList } from './bench/status-list.js';
@@ -11,6 +12,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   http: () => benchHttpIssueVc(),
   status: benchStatusList,
   iden3: benchIden3,
+  batch: () => benchBatch(),
 };
 const chosen = process.argv.slice(2).filter((a) => a in sections);
 const rows: Row[] = [];

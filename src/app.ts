@@ -1,8 +1,17 @@
 import express, { type RequestHandler } from 'express';
 import type { AppContext } from './context.js';
+import {
+  adminIssueVc,
+  importClaims,
+  issuanceHistory,
+  listKeys,
+  rotateKeys,
+  validateIssueRows,
+} from './http/admin-routes.js';
 import { openCors, refuseBrowsers, requireKey } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { availableVc, issueVc } from './http/holder-routes.js';
+import { idempotent } from './http/idempotency.js';
 import { credentialStatus } from './http/iden3-routes.js';
 import { didDocument, jwtVcIssuer, partnerInfo, partnerJwks } from './http/public-routes.js';
 import { rateLimiter } from './http/rate-limit.js';
@@ -23,7 +32,30 @@ export function routeTable(ctx: AppContext) {
     { method: 'post', path: '/available-vc', group: 'holder', handler: availableVc(ctx.issuance) },
     { method: 'post', path: '/issue-vc', group: 'holder', handler: issueVc(ctx.issuance) },
     // Admin (x-admin-api-key; the issuer's own servers only).
-    { method: 'post', path: '/admin/revoke', group: 'admin', handler: changeStatus(ctx.status, 'revoke') },
+    {
+      method: 'post',
+      path: '/admin/issue-vc',
+      group: 'admin',
+      handler: idempotent(ctx.store.idempotency, 'admin/issue-vc', adminIssueVc(ctx.direct, ctx.status)),
+    },
+    {
+      method: 'post',
+      path: '/admin/issue-vc/validate',
+      group: 'admin',
+      handler: validateIssueRows(ctx.direct),
+    },
+    {
+      method: 'get',
+      path: '/admin/issuance-history',
+      group: 'admin',
+      handler: issuanceHistory(ctx.store.history, ctx.status),
+    },
+    {
+      method: 'post',
+      path: '/admin/revoke',
+      group: 'admin',
+      handler: idempotent(ctx.store.idempotency, 'admin/revoke', changeStatus(ctx.status, 'revoke')),
+    },
     { method: 'post', path: '/admin/suspend', group: 'admin', handler: changeStatus(ctx.status, 'suspend') },
     {
       method: 'post',
@@ -37,6 +69,9 @@ export function routeTable(ctx: AppContext) {
       group: 'admin',
       handler: publishStatusLists(ctx.status),
     },
+    { method: 'post', path: '/admin/claims', group: 'admin', handler: importClaims(ctx) },
+    { method: 'get', path: '/admin/keys', group: 'admin', handler: listKeys(ctx) },
+    { method: 'post', path: '/admin/keys/rotate', group: 'admin', handler: rotateKeys(ctx) },
     // Public (no key).
     { method: 'get', path: '/.well-known/did.json', group: 'public', handler: didDocument(ctx) },
     { method: 'get', path: '/.well-known/jwt-vc-issuer', group: 'public', handler: jwtVcIssuer(ctx) },
@@ -87,7 +122,10 @@ export function createApp(ctx: AppContext): express.Express {
 
   const limits = ctx.config.rateLimits;
   const groups = {
-    holder: [rateLimiter('holder', limits.holder, ctx.rateLimitStore?.('holder')), requireKey('x-api-key', ctx.secrets.apiKey)],
+    holder: [
+      rateLimiter('holder', limits.holder, ctx.rateLimitStore?.('holder')),
+      requireKey('x-api-key', ctx.secrets.apiKey),
+    ],
     admin: [
       rateLimiter('admin', limits.admin, ctx.rateLimitStore?.('admin')),
       refuseBrowsers,

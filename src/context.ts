@@ -3,6 +3,7 @@ import type { Store } from 'express-rate-limit';
 import type { Config, Secrets } from './config/config.js';
 import { createEmulator, type Emulator } from './emulator/index.js';
 import type { RouteGroup } from './http/rate-limit.js';
+import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { IssuanceService } from './issuance/issuance-service.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -39,6 +40,8 @@ export interface AppContext {
   schemas: SchemaRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
+  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  direct: DirectIssuanceService;
   status: StatusService;
   outbox: UploadOutbox;
   serviceClient: ServiceClient;
@@ -66,6 +69,8 @@ export interface ContextOptions {
    */
   rateLimitStore?: (group: RouteGroup) => Store;
   outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number };
+  /** initialize-user retries of direct issuance (tests use short backoffs). */
+  direct?: { attempts?: number; baseDelayMs?: number };
 }
 
 export async function createContext(
@@ -164,6 +169,7 @@ export async function createContext(
     outbox,
     statusList: { partitionSize: config.statusList.partitionSize, bits: config.statusList.bits },
     uploadTimeoutMs: config.uploadTimeoutMs,
+    log,
   });
 
   const status = new StatusService({
@@ -184,6 +190,15 @@ export async function createContext(
       : undefined,
   });
 
+  const direct = new DirectIssuanceService({
+    issuance,
+    schemas,
+    service: serviceClient,
+    history: store.history,
+    status,
+    retry: options.direct,
+  });
+
   return {
     config,
     secrets: { apiKey, adminApiKey },
@@ -193,6 +208,7 @@ export async function createContext(
     schemas,
     issuers,
     issuance,
+    direct,
     status,
     outbox,
     serviceClient,

@@ -4,6 +4,8 @@
  */
 export type ErrorCode =
   | 'INVALID_PARAMETER'
+  /** Only when passing on a hosting-service 401 (spec 4.6 admin issue-vc); the issuer's own key checks answer 403. */
+  | 'UNAUTHORIZED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'CONFLICT'

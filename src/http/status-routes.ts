@@ -13,7 +13,8 @@ const STATUS_NAMES = { 0: 'valid', 1: 'revoked', 2: 'suspended' } as const;
 export function statusListPartition(status: StatusService) {
   return async (req: Request, res: Response) => {
     const raw = String(req.params.partition);
-    if (!/^\d{1,9}$/.test(raw))
+    // Canonical decimal only: the token's `sub` must be the very URL the credentials carry.
+    if (!/^(0|[1-9]\d{0,8})$/.test(raw))
       throw new AppError(400, 'INVALID_PARAMETER', 'partition: must be a non-negative integer', {
         field: 'partition',
       });
@@ -30,7 +31,8 @@ export function statusListPartition(status: StatusService) {
       res.status(304).end();
       return;
     }
-    res.status(200).type('application/statuslist+jwt').send(published.token);
+    // A Buffer, so Express adds no `; charset=utf-8` to the registered media type (§8.2).
+    res.status(200).type('application/statuslist+jwt').send(Buffer.from(published.token));
   };
 }
 

@@ -3,7 +3,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import { type Envelope, type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import type { Issuer } from '../issuers/issuer.js';
-import type { ClaimsAnswer, ClaimsProvider } from '../schemas/claims/index.js';
+import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../schemas/claims/index.js';
 import type { ProofType } from '../schemas/schema-file.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
@@ -20,6 +20,7 @@ export interface IssuanceServiceDeps {
   statusList: { partitionSize: number; bits: 1 | 2 };
   uploadTimeoutMs: number;
   now?: () => Date;
+  log?: (line: string) => void;
 }
 
 export interface PreviewEntry {
@@ -45,6 +46,9 @@ export interface SignRequest {
   dedupe: boolean;
 }
 
+/** The phases `IssuanceService.phaseTimer` reports, in order (claims and upload: hosted only). */
+export type IssuancePhase = 'claims' | 'sign' | 'envelope' | 'record' | 'upload';
+
 const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) * 1000);
 
 // DESIGN §8: nonces are random, unique, below 2^53 (exact as a JSON number). 0 is the Iden3 auth claim's.
@@ -58,6 +62,8 @@ export function randomRevocationNonce(): number {
  */
 export class IssuanceService {
   private readonly now: () => Date;
+  /** Optional probe for scripts/bench: how long each phase of each issuance took, in ms. */
+  phaseTimer: ((phase: IssuancePhase, ms: number) => void) | undefined;
 
   constructor(private readonly deps: IssuanceServiceDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -107,7 +113,9 @@ export class IssuanceService {
   }): Promise<IssuanceRecord> {
     const schema = this.deps.schemas.require(req.schemaId);
     this.requireIssuer(schema, req.proofType);
+    const claimsStart = performance.now();
     const answer = await this.lookupClaims(schema, req.userId, req.proofType);
+    this.mark('claims', claimsStart);
     if (!answer.eligible) {
       throw new AppError(
         404,
@@ -130,7 +138,14 @@ export class IssuanceService {
       holderJwk: req.holderJwk,
       dedupe: true,
     });
-    return this.uploadWithinRequest(record);
+    const uploadStart = performance.now();
+    const uploaded = await this.uploadWithinRequest(record);
+    this.mark('upload', uploadStart);
+    return uploaded;
+  }
+
+  private mark(phase: IssuancePhase, since: number): void {
+    this.phaseTimer?.(phase, performance.now() - since);
   }
 
   requireIssuer(schema: LoadedSchema, proofType: ProofType): Issuer {
@@ -155,9 +170,13 @@ export class IssuanceService {
       return await provider.lookup({ userId, schemaId: schema.schemaId, proofType });
     } catch (err) {
       // DESIGN §8: a provider that cannot answer is an upstream error, never "not eligible".
-      throw upstreamUnavailable(
-        `claims source for ${schema.schemaId} is unavailable: ${(err as Error).message}`,
-      );
+      // Our own providers' messages are safe to pass on; a custom module's may hold internals.
+      const reason = err instanceof ClaimsSourceError ? `: ${err.message}` : '';
+      if (!reason)
+        this.deps.log?.(
+          `claims provider for ${schema.schemaId} failed: ${(err as Error)?.stack ?? String(err)}`,
+        );
+      throw upstreamUnavailable(`claims source for ${schema.schemaId} is unavailable${reason}`);
     }
   }
 
@@ -201,6 +220,7 @@ export class IssuanceService {
             this.deps.statusList.bits,
           )
         : null;
+      const signStart = performance.now();
       const signed = await issuer.issue({
         credentialId,
         holderDid: req.holderDid,
@@ -214,7 +234,10 @@ export class IssuanceService {
         vct: req.vct,
         disclosureFrame: req.disclosureFrame,
       });
+      this.mark('sign', signStart);
+      const sealStart = performance.now();
       const sealed: Envelope = sealEnvelope(req.encryptTo, signed.credential);
+      this.mark('envelope', sealStart);
       const issuance: NewIssuance = {
         credentialId,
         channel: req.channel,
@@ -236,7 +259,9 @@ export class IssuanceService {
           externalId: credentialId,
         },
       };
+      const recordStart = performance.now();
       const outcome = await this.deps.store.insertIssuance(issuance, { dedupe: req.dedupe });
+      this.mark('record', recordStart);
       if (outcome.kind === 'inserted' || outcome.kind === 'duplicate') return outcome.record;
       // A concurrent issuance took the slot or nonce between proposal and commit: sign again.
     }

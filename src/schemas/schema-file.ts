@@ -1,5 +1,19 @@
 import { z } from 'zod';
 
+/** DESIGN §5: claims that can never come from claim data. */
+export const RESERVED_CLAIMS = [
+  'cnf',
+  'exp',
+  'iat',
+  'id',
+  'iss',
+  'nonce',
+  'status',
+  'sub',
+  'vct',
+  'vct#integrity',
+] as const;
+
 // DESIGN §8: one JSON file per credential schema in SCHEMAS_DIR (a contract).
 export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
 export type ProofType = z.infer<typeof ProofTypeSchema>;

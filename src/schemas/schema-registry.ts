@@ -3,25 +3,14 @@ import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { AppError } from '../errors.js';
-import { type CredentialSchema, type ProofType, SchemaFileSchema } from './schema-file.js';
+import { type CredentialSchema, type ProofType, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
   addFormatsModule) as typeof addFormatsModule;
 
-/** DESIGN §5: claims that can never come from claim data. */
-export const RESERVED_CLAIMS = [
-  'cnf',
-  'exp',
-  'iat',
-  'id',
-  'iss',
-  'nonce',
-  'status',
-  'sub',
-  'vct',
-  'vct#integrity',
-] as const;
+// Defined with the schema file contract (no Ajv), so light callers such as the admin CLI can use it.
+export { RESERVED_CLAIMS } from './schema-file.js';
 
 export class SchemaFileError extends Error {
   override name = 'SchemaFileError';

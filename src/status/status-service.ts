@@ -58,26 +58,38 @@ export class StatusService {
     ) {
       return this.describe(record, record.token, record.etag, record.publishedAt);
     }
-    return this.publish(record, now);
+    const published = await this.publish(partition, now);
+    if (!published) throw notFound(`no status list partition ${partition}`);
+    return published;
   }
 
   /** Rebuilds and re-signs every partition (e.g. after a key rotation). */
   async publishAll(): Promise<PublishedPartition[]> {
     const now = this.now();
     const out: PublishedPartition[] = [];
-    for (const record of await this.deps.store.listPartitions()) out.push(await this.publish(record, now));
+    for (const { partition } of await this.deps.store.listPartitions()) {
+      const published = await this.publish(partition, now);
+      if (published) out.push(published);
+    }
     return out;
   }
 
-  private async publish(record: PartitionRecord, now: Date): Promise<PublishedPartition> {
+  /**
+   * Builds and signs a partition's token from a snapshot of its statuses, and caches it unless a
+   * status change landed meanwhile: then this token still answers the request that started before
+   * the change, but the next read builds again and sees it.
+   */
+  private async publish(partition: number, now: Date): Promise<PublishedPartition | undefined> {
+    const snapshot = await this.deps.store.snapshotPartition(partition);
+    if (!snapshot) return undefined;
+    const { record, statuses, ticket } = snapshot;
     const list = new StatusList(record.size, record.bits);
-    for (const { index, status } of await this.deps.store.nonZeroStatuses(record.partition))
-      list.set(index, status);
+    for (const { index, status } of statuses) list.set(index, status);
     const iat = Math.floor(now.getTime() / 1000);
     const key = this.deps.signingKey();
     const token = await signStatusListToken(
       {
-        sub: this.uri(record.partition),
+        sub: this.uri(partition),
         iat,
         exp: iat + 2 * this.deps.ttlSeconds,
         ttl: this.deps.ttlSeconds,
@@ -87,7 +99,7 @@ export class StatusService {
       { privateKey: key.privateKey, kid: key.kid },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
-    await this.deps.store.savePartitionToken(record.partition, token, etag, now);
+    await this.deps.store.savePartitionToken(partition, token, etag, now, ticket);
     return this.describe(record, token, etag, now);
   }
 
@@ -133,8 +145,7 @@ export class StatusService {
           { field: 'revocationNonce' },
         );
       }
-      if (record.status === 1)
-        throw new AppError(409, 'CONFLICT', 'revocationNonce: the credential is revoked, which is final');
+      if (record.status === 1) throw revokedIsFinal();
     }
     const at = this.now();
     const external = change === 'revoke' ? this.deps.externalRevokers?.get(record.proofType) : undefined;
@@ -148,6 +159,8 @@ export class StatusService {
     }
     const after = await this.deps.store.changeStatus(nonce, change, at);
     if (!after) throw notFound(`revocationNonce: no credential with nonce ${nonce}`);
+    // Revoked by someone else between the check above and the update (which then changed nothing).
+    if (change !== 'revoke' && after.status === 1) throw revokedIsFinal();
     return after;
   }
 
@@ -155,3 +168,8 @@ export class StatusService {
     return this.deps.now?.() ?? new Date();
   }
 }
+
+const revokedIsFinal = () =>
+  new AppError(409, 'CONFLICT', 'revocationNonce: the credential is revoked, which is final', {
+    field: 'revocationNonce',
+  });

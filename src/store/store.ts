@@ -108,13 +108,31 @@ export interface PartitionRecord {
 
 export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
+/** What a partition's token is built from, read at one instant. */
+export interface PartitionSnapshot {
+  record: PartitionRecord;
+  /** Indexes with a non-zero status. */
+  statuses: Array<{ index: number; status: CredentialStatus }>;
+  /** Voided by any later status change in the partition (and by a newer snapshot of it). */
+  ticket: string;
+}
+
 export interface StatusStore {
   getPartition(partition: number): Promise<PartitionRecord | undefined>;
   listPartitions(): Promise<PartitionRecord[]>;
-  /** Indexes with a non-zero status in a partition. */
-  nonZeroStatuses(partition: number): Promise<Array<{ index: number; status: CredentialStatus }>>;
-  /** Caches a freshly signed token for a partition. */
-  savePartitionToken(partition: number, token: string, etag: string, publishedAt: Date): Promise<void>;
+  /** Reads a partition's statuses for a rebuild and drops its cached token; undefined if unknown. */
+  snapshotPartition(partition: number): Promise<PartitionSnapshot | undefined>;
+  /**
+   * Caches the token built from a snapshot, unless a status change voided its ticket meanwhile
+   * (a stale token must never be cached); returns whether it was cached.
+   */
+  savePartitionToken(
+    partition: number,
+    token: string,
+    etag: string,
+    publishedAt: Date,
+    ticket: string,
+  ): Promise<boolean>;
   /**
    * Applies a status change in one transaction with the partition's cache invalidation.
    * Returns the record after, or undefined for an unknown nonce.
@@ -140,9 +158,75 @@ export interface ClaimsStore {
   countClaims(): Promise<number>;
 }
 
+/** What admin tooling may see of an issuance: metadata only, never claims or the envelope. */
+export type IssuanceSummary = Pick<
+  IssuanceRecord,
+  | 'credentialId'
+  | 'holderDid'
+  | 'schemaId'
+  | 'proofType'
+  | 'revocationNonce'
+  | 'statusSlot'
+  | 'kid'
+  | 'createdAt'
+  | 'expiresAt'
+  | 'status'
+  | 'revokedAt'
+  | 'uploadState'
+  | 'storagePath'
+>;
+
+/** Admin history filter on the derived status (revoked wins over expired, expired over suspended). */
+export type HistoryStatusFilter = 'valid' | 'revoked' | 'suspended' | 'expired' | 'upload_pending';
+
+export interface HistoryQuery {
+  page: number;
+  limit: number;
+  order: 'createdAt_desc' | 'createdAt_asc';
+  holderDid?: string | undefined;
+  schemaId?: string | undefined;
+  revocationNonce?: number | undefined;
+  proofType?: ProofType | undefined;
+  status?: HistoryStatusFilter | undefined;
+  now: Date;
+}
+
+export interface IssuanceHistoryStore {
+  list(q: HistoryQuery): Promise<{ records: IssuanceSummary[]; total: number }>;
+  /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
+  activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]>;
+}
+
+export type IdempotencyBegin =
+  | { kind: 'started' }
+  | { kind: 'replay'; status: number; body: unknown }
+  /** The key was used with another request body. */
+  | { kind: 'mismatch' }
+  | { kind: 'in-progress' };
+
+/** Idempotency-Key bookkeeping for admin routes: one row per (scope, key). */
+export interface IdempotencyStore {
+  /** Claims the key for a request, or says how it was used. An unfinished claim older than `staleMs` is taken over. */
+  begin(
+    scope: string,
+    key: string,
+    requestHash: string,
+    now: Date,
+    staleMs: number,
+  ): Promise<IdempotencyBegin>;
+  /** Stores the answer to replay. */
+  complete(scope: string, key: string, status: number, body: unknown): Promise<void>;
+  /** Forgets an unfinished claim (the request failed; a retry runs it again). */
+  release(scope: string, key: string): Promise<void>;
+  /** Drops keys created before `before`. */
+  prune(before: Date): Promise<number>;
+}
+
 export interface Store {
   issuances: IssuanceStore;
   status: StatusStore;
   claims: ClaimsStore;
+  history: IssuanceHistoryStore;
+  idempotency: IdempotencyStore;
   close(): Promise<void>;
 }

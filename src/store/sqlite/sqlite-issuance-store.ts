@@ -80,8 +80,10 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
-      openPartition: db.prepare<[], { partition: number; size: number; allocated: number }>(
-        'SELECT partition, size, allocated FROM status_list_partitions WHERE allocated < size ORDER BY partition LIMIT 1',
+      // Only a partition with today's size and bits is open: after a change of
+      // STATUS_LIST_BITS or STATUS_LIST_PARTITION_SIZE new credentials go to a new partition.
+      openPartition: db.prepare<[number, number], { partition: number; size: number; allocated: number }>(
+        'SELECT partition, size, allocated FROM status_list_partitions WHERE allocated < size AND size = ? AND bits = ? ORDER BY partition LIMIT 1',
       ),
       maxPartition: db.prepare<[], { m: number | null }>(
         'SELECT MAX(partition) AS m FROM status_list_partitions',
@@ -147,11 +149,11 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   async proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
     for (;;) {
-      let open = this.stmts.openPartition.get();
+      let open = this.stmts.openPartition.get(partitionSize, bits);
       if (!open) {
         const next = (this.stmts.maxPartition.get()?.m ?? -1) + 1;
         this.stmts.createPartition.run(next, partitionSize, bits, new Date().toISOString());
-        open = this.stmts.openPartition.get();
+        open = this.stmts.openPartition.get(partitionSize, bits);
         if (!open) continue;
       }
       const slot = this.pickSlot(open.partition, open.size);

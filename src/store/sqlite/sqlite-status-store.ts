@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type {
   CredentialStatus,
   IssuanceRecord,
   PartitionRecord,
+  PartitionSnapshot,
   StatusChange,
   StatusStore,
 } from '../store.js';
@@ -28,35 +30,86 @@ const toPartition = (r: PartitionRow): PartitionRecord => ({
   etag: r.etag,
 });
 
+// While a token is being built, its row holds `token = NULL` and the builder's ticket in `etag`
+// (never served: a cached token needs both). Every status change clears `etag`, so the builder
+// can tell, when it comes to cache its token, whether the statuses it read are still current.
+const TICKET_PREFIX = 'building:';
+
+/** Cache column values of a partition, as read by `getPartition`: a ticket is not an ETag. */
+const visible = (r: PartitionRow): PartitionRow =>
+  r.etag?.startsWith(TICKET_PREFIX) ? { ...r, etag: null, token: null } : r;
+
 export class SqliteStatusStore implements StatusStore {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly stmts;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.stmts = {
+      partition: db.prepare<[number], PartitionRow>(
+        'SELECT * FROM status_list_partitions WHERE partition = ?',
+      ),
+      partitions: db.prepare<[], PartitionRow>('SELECT * FROM status_list_partitions ORDER BY partition'),
+      nonZero: db.prepare<[number], { index: number; status: CredentialStatus }>(
+        'SELECT status_index AS "index", status FROM issuances WHERE status_partition = ? AND status != 0',
+      ),
+      claim: db.prepare('UPDATE status_list_partitions SET token = NULL, etag = ? WHERE partition = ?'),
+      save: db.prepare(
+        'UPDATE status_list_partitions SET token = ?, etag = ?, published_at = ? WHERE partition = ? AND etag = ?',
+      ),
+      invalidate: db.prepare(
+        'UPDATE status_list_partitions SET token = NULL, etag = NULL WHERE partition = ?',
+      ),
+      byNonce: db.prepare<[number], Parameters<typeof rowToIssuance>[0]>(
+        'SELECT * FROM issuances WHERE revocation_nonce = ?',
+      ),
+      // Revoked is final; revoking twice keeps the first revokedAt.
+      revoke: db.prepare(
+        `UPDATE issuances SET status = 1, revoked_at = COALESCE(revoked_at, @at), suspended_at = NULL
+         WHERE revocation_nonce = @nonce AND status != 1`,
+      ),
+      suspend: db.prepare(
+        'UPDATE issuances SET status = 2, suspended_at = @at WHERE revocation_nonce = @nonce AND status = 0',
+      ),
+      unsuspend: db.prepare(
+        'UPDATE issuances SET status = 0, suspended_at = NULL WHERE revocation_nonce = @nonce AND status = 2',
+      ),
+    } as const;
+  }
 
   async getPartition(partition: number): Promise<PartitionRecord | undefined> {
-    const row = this.db
-      .prepare<[number], PartitionRow>('SELECT * FROM status_list_partitions WHERE partition = ?')
-      .get(partition);
-    return row ? toPartition(row) : undefined;
+    const row = this.stmts.partition.get(partition);
+    return row ? toPartition(visible(row)) : undefined;
   }
 
   async listPartitions(): Promise<PartitionRecord[]> {
-    return this.db
-      .prepare<[], PartitionRow>('SELECT * FROM status_list_partitions ORDER BY partition')
-      .all()
-      .map(toPartition);
+    return this.stmts.partitions.all().map((r) => toPartition(visible(r)));
   }
 
-  async nonZeroStatuses(partition: number): Promise<Array<{ index: number; status: CredentialStatus }>> {
+  async snapshotPartition(partition: number): Promise<PartitionSnapshot | undefined> {
+    // One write transaction: the statuses read and the ticket taken are the same instant, so any
+    // change after it clears the ticket.
     return this.db
-      .prepare<[number], { index: number; status: CredentialStatus }>(
-        'SELECT status_index AS "index", status FROM issuances WHERE status_partition = ? AND status != 0',
-      )
-      .all(partition);
+      .transaction((): PartitionSnapshot | undefined => {
+        const row = this.stmts.partition.get(partition);
+        if (!row) return undefined;
+        const ticket = `${TICKET_PREFIX}${randomUUID()}`;
+        this.stmts.claim.run(ticket, partition);
+        return {
+          record: toPartition(visible(row)),
+          statuses: this.stmts.nonZero.all(partition),
+          ticket,
+        };
+      })
+      .immediate();
   }
 
-  async savePartitionToken(partition: number, token: string, etag: string, publishedAt: Date): Promise<void> {
-    this.db
-      .prepare('UPDATE status_list_partitions SET token = ?, etag = ?, published_at = ? WHERE partition = ?')
-      .run(token, etag, publishedAt.toISOString(), partition);
+  async savePartitionToken(
+    partition: number,
+    token: string,
+    etag: string,
+    publishedAt: Date,
+    ticket: string,
+  ): Promise<boolean> {
+    return this.stmts.save.run(token, etag, publishedAt.toISOString(), partition, ticket).changes === 1;
   }
 
   async changeStatus(nonce: number, change: StatusChange, at: Date): Promise<IssuanceRecord | undefined> {
@@ -66,28 +119,11 @@ export class SqliteStatusStore implements StatusStore {
   /** Synchronous core; nests (as a savepoint) inside a caller's open transaction. */
   changeStatusSync(nonce: number, change: StatusChange, at: Date): IssuanceRecord | undefined {
     const tx = this.db.transaction(() => {
-      const sql = {
-        // Revoked is final; revoking twice keeps the first revokedAt.
-        revoke: `UPDATE issuances SET status = 1, revoked_at = COALESCE(revoked_at, @at), suspended_at = NULL
-                 WHERE revocation_nonce = @nonce AND status != 1`,
-        suspend:
-          'UPDATE issuances SET status = 2, suspended_at = @at WHERE revocation_nonce = @nonce AND status = 0',
-        unsuspend:
-          'UPDATE issuances SET status = 0, suspended_at = NULL WHERE revocation_nonce = @nonce AND status = 2',
-      }[change];
-      const changed = this.db.prepare(sql).run({ nonce, at: at.toISOString() }).changes;
-      const row = this.db.prepare('SELECT * FROM issuances WHERE revocation_nonce = ?').get(nonce) as
-        | Parameters<typeof rowToIssuance>[0]
-        | undefined;
+      const changed = this.stmts[change].run({ nonce, at: at.toISOString() }).changes;
+      const row = this.stmts.byNonce.get(nonce);
       if (!row) return undefined;
-      if (changed > 0) {
-        // Only this partition's cached token is stale; the next GET re-signs it.
-        if (row.status_partition !== null) {
-          this.db
-            .prepare('UPDATE status_list_partitions SET token = NULL, etag = NULL WHERE partition = ?')
-            .run(row.status_partition);
-        }
-      }
+      // Only this partition's cached token is stale (and any build in flight); the next GET re-signs.
+      if (changed > 0 && row.status_partition !== null) this.stmts.invalidate.run(row.status_partition);
       return rowToIssuance(row);
     });
     return this.db.inTransaction ? tx() : tx.immediate();

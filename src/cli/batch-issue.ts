@@ -1,0 +1,446 @@
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { SingleBar } from 'cli-progress';
+import { stringify } from 'csv-stringify/sync';
+import { ExpirationSchema, type OnDuplicate } from '../issuance/direct-input.js';
+import { RecipientEmailSchema } from '../issuance/recipient-email.js';
+import { AdminApiError, type AdminClient } from './admin-client.js';
+import {
+  buildSubject,
+  InputFileError,
+  type LineProblem,
+  readCsv,
+  SUBJECT_PREFIX,
+  stringCell,
+  subjectColumns,
+} from './csv-input.js';
+import { type CliIo, json } from './output.js';
+
+/** The body of `POST /admin/issue-vc` for one row. */
+export interface IssueBody {
+  userId: string;
+  schemaId: string;
+  vct: string;
+  expiration: string;
+  credentialSubject: Record<string, unknown>;
+  onDuplicate: OnDuplicate;
+}
+
+export interface BatchRow {
+  line: number;
+  email: string;
+  body: IssueBody;
+}
+
+export interface BatchDefaults {
+  schema?: string | undefined;
+  vct?: string | undefined;
+  expiration?: string | undefined;
+  onDuplicate: OnDuplicate;
+}
+
+const FIXED_COLUMNS = new Map([
+  ['email', 'email'],
+  ['expiration', 'expiration'],
+  ['schemaId', 'schemaId'],
+  ['schema', 'schemaId'],
+  ['vct', 'vct'],
+]);
+
+/**
+ * Reads a batch CSV (columns `email`, `expiration`, `schemaId`, `vct`, `credentialSubject.<claim>`;
+ * the options stand in for missing columns or empty cells) and checks every row locally. Every
+ * problem is collected, with its line, so that nothing is sent while any row is bad.
+ */
+export function parseBatchCsv(
+  text: string,
+  defaults: BatchDefaults,
+): { rows: BatchRow[]; problems: LineProblem[] } {
+  const { header, records } = readCsv(text);
+  const { columns, problems } = subjectColumns(header);
+  const fixed = new Map<string, number>();
+  header.forEach((name, index) => {
+    if (name.startsWith(SUBJECT_PREFIX)) return;
+    const canonical = FIXED_COLUMNS.get(name);
+    if (!canonical)
+      problems.push({ line: 1, field: name || `column ${index + 1}`, message: 'unknown column' });
+    else if (fixed.has(canonical)) problems.push({ line: 1, field: name, message: 'a duplicate column' });
+    else fixed.set(canonical, index);
+  });
+  if (!fixed.has('email')) problems.push({ line: 1, field: 'email', message: 'the email column is missing' });
+  for (const [column, option] of [
+    ['schemaId', '--schema'],
+    ['vct', '--vct'],
+    ['expiration', '--expiration'],
+  ] as const) {
+    const fallback = column === 'schemaId' ? defaults.schema : defaults[column];
+    if (!fixed.has(column) && fallback === undefined)
+      problems.push({ line: 1, field: column, message: `no ${column} column and no ${option} option` });
+  }
+  if (problems.length > 0) return { rows: [], problems };
+
+  const rows: BatchRow[] = [];
+  for (const { line, cells } of records) {
+    if (cells.length !== header.length) {
+      problems.push({
+        line,
+        field: 'row',
+        message: `${cells.length} cells where the header has ${header.length}`,
+      });
+      continue;
+    }
+    const cell = (column: string) => {
+      const index = fixed.get(column);
+      return index === undefined ? undefined : stringCell(cells[index]!);
+    };
+    const rowProblems: LineProblem[] = [];
+    const email = RecipientEmailSchema.safeParse(cell('email') ?? '');
+    if (!email.success) rowProblems.push({ line, field: 'email', message: email.error.issues[0]!.message });
+    const expirationText = cell('expiration') ?? defaults.expiration;
+    const expiration = ExpirationSchema.safeParse(expirationText);
+    if (!expiration.success)
+      rowProblems.push({
+        line,
+        field: 'expiration',
+        message: expirationText === undefined ? 'required' : expiration.error.issues[0]!.message,
+      });
+    const schemaId = cell('schemaId') ?? defaults.schema;
+    if (!schemaId) rowProblems.push({ line, field: 'schemaId', message: 'required' });
+    const vct = cell('vct') ?? defaults.vct;
+    if (!vct) rowProblems.push({ line, field: 'vct', message: 'required' });
+    const credentialSubject = buildSubject(cells, columns);
+    if (Object.keys(credentialSubject).length === 0)
+      rowProblems.push({ line, field: 'credentialSubject', message: 'every claim cell is empty' });
+    problems.push(...rowProblems);
+    if (rowProblems.length === 0) {
+      rows.push({
+        line,
+        email: email.data!,
+        body: {
+          userId: email.data!,
+          schemaId: schemaId!,
+          vct: vct!,
+          expiration: expirationText!,
+          credentialSubject,
+          onDuplicate: defaults.onDuplicate,
+        },
+      });
+    }
+  }
+  if (records.length === 0) problems.push({ line: 2, field: 'row', message: 'no data rows' });
+  return { rows, problems };
+}
+
+export const RESULT_COLUMNS = ['row', 'email', 'credentialId', 'revocationNonce', 'status', 'error'] as const;
+export type RowStatus = 'issued' | 'pending' | 'existing' | 'failed';
+/** Rows with these results are done: a rerun skips them. */
+export const DONE_STATUSES: ReadonlySet<string> = new Set<RowStatus>(['issued', 'pending', 'existing']);
+
+export interface ResultLine {
+  row: number;
+  email: string;
+  credentialId: string;
+  revocationNonce: string;
+  status: RowStatus;
+  error: string;
+}
+
+/** Reads a result file; a row reported more than once keeps its last report. */
+export function readResultFile(text: string): Map<number, ResultLine> {
+  const { header, records } = readCsv(text);
+  if (RESULT_COLUMNS.some((c, i) => header[i] !== c)) {
+    throw new InputFileError([
+      { line: 1, field: 'header', message: `a result file starts with ${RESULT_COLUMNS.join(',')}` },
+    ]);
+  }
+  const out = new Map<number, ResultLine>();
+  for (const { line, cells } of records) {
+    const [row, email, credentialId, revocationNonce, status, error] = cells;
+    if (!row || !/^\d+$/.test(row) || !['issued', 'pending', 'existing', 'failed'].includes(status ?? '')) {
+      // A line cut short by an interruption is simply not a result.
+      if (line === records[records.length - 1]?.line) continue;
+      throw new InputFileError([{ line, field: 'row', message: 'not a result line' }]);
+    }
+    out.set(Number(row), {
+      row: Number(row),
+      email: email ?? '',
+      credentialId: credentialId ?? '',
+      revocationNonce: revocationNonce ?? '',
+      status: status as RowStatus,
+      error: error ?? '',
+    });
+  }
+  return out;
+}
+
+const resultCsv = (lines: ResultLine[]): string =>
+  stringify(lines.map((l) => RESULT_COLUMNS.map((c) => String(l[c]))));
+
+/**
+ * The Idempotency-Key of one row: the same input file, result file and row give the same key, so
+ * a resumed run replays what the server already did for a row whose answer never reached the
+ * result file. A new result file is a new batch.
+ */
+export function rowIdempotencyKey(inputFile: string, resultFile: string, line: number): string {
+  const digest = createHash('sha256')
+    .update(`${resolve(inputFile)}\n${resolve(resultFile)}\n${line}`)
+    .digest('hex');
+  return `batch-${digest}`;
+}
+
+export interface BatchRunOptions extends BatchDefaults {
+  file: string;
+  out?: string | undefined;
+  concurrency: number;
+  json: boolean;
+  /** Attempts per row for transient failures (unreachable, 429, 502-504). */
+  attempts?: number;
+}
+
+export interface BatchSummary {
+  total: number;
+  skipped: number;
+  sent: number;
+  issued: number;
+  pending: number;
+  existing: number;
+  failed: number;
+  interrupted: boolean;
+  seconds: number;
+  rowsPerSecond: number;
+  resultFile: string;
+  failures: Array<{ row: number; email: string; error: string }>;
+}
+
+interface IssueAnswer {
+  credentialId: string;
+  revocationNonce: string;
+}
+
+/** `admin batch-issue`: validate everything, then issue with bounded concurrency, resumably. */
+export async function runBatchIssue(
+  client: AdminClient,
+  options: BatchRunOptions,
+  io: CliIo,
+): Promise<number> {
+  const resultFile = resolve(options.out ?? `${options.file}.results.csv`);
+  const { rows, problems } = parseBatchCsv(readFileSync(options.file, 'utf8'), options);
+  const previous = existsSync(resultFile)
+    ? readResultFile(readFileSync(resultFile, 'utf8'))
+    : new Map<number, ResultLine>();
+  for (const row of rows) {
+    const before = previous.get(row.line);
+    if (before && before.email.toLowerCase() !== row.email.toLowerCase()) {
+      problems.push({
+        line: row.line,
+        field: 'email',
+        message: `the result file has ${before.email} on this row: it belongs to another input (use --out)`,
+      });
+    }
+  }
+  const todo = rows.filter((r) => !DONE_STATUSES.has(previous.get(r.line)?.status ?? ''));
+  // Rows that passed the local checks also get the server's, so one run reports every bad row.
+  if (todo.length > 0) problems.push(...(await serverProblems(client, todo)));
+  if (problems.length > 0) {
+    problems.sort((a, b) => a.line - b.line);
+    const badLines = new Set(problems.map((p) => p.line)).size;
+    if (options.json) io.out(json({ ok: false, sent: 0, problems }));
+    else {
+      for (const p of problems) io.err(`line ${p.line}: ${p.field}: ${p.message}`);
+      io.err(`${badLines} line(s) with problems; nothing was sent`);
+    }
+    return 1;
+  }
+
+  if (!existsSync(resultFile)) writeFileSync(resultFile, stringify([[...RESULT_COLUMNS]]));
+  const started = performance.now();
+  const counts = { issued: 0, pending: 0, existing: 0, failed: 0 };
+  const done: ResultLine[] = [];
+  const progress = new Progress(todo.length, io);
+  let stopping = false;
+  const onSigint = () => {
+    stopping = true;
+  };
+  process.on('SIGINT', onSigint);
+  let next = 0;
+  const worker = async () => {
+    while (!stopping && next < todo.length) {
+      const row = todo[next++]!;
+      const result = await sendRow(
+        client,
+        row,
+        rowIdempotencyKey(options.file, resultFile, row.line),
+        options.attempts ?? 4,
+      );
+      // Appended as soon as known: an interruption loses at most the rows in flight, which the
+      // Idempotency-Key replays on the next run.
+      appendFileSync(resultFile, resultCsv([result]));
+      done.push(result);
+      counts[result.status]++;
+      progress.tick(counts.failed);
+    }
+  };
+  try {
+    await Promise.all(
+      Array.from({ length: Math.max(1, Math.min(options.concurrency, todo.length)) }, worker),
+    );
+  } finally {
+    process.off('SIGINT', onSigint);
+    progress.stop();
+  }
+
+  // Rewritten in row order, one line per row, atomically.
+  for (const r of done) previous.set(r.row, r);
+  const tmp = `${resultFile}.tmp`;
+  writeFileSync(
+    tmp,
+    stringify([[...RESULT_COLUMNS]]) + resultCsv([...previous.values()].sort((a, b) => a.row - b.row)),
+  );
+  renameSync(tmp, resultFile);
+
+  const seconds = (performance.now() - started) / 1000;
+  const summary: BatchSummary = {
+    total: rows.length,
+    skipped: rows.length - todo.length,
+    sent: done.length,
+    ...counts,
+    interrupted: stopping,
+    seconds: Math.round(seconds * 1000) / 1000,
+    rowsPerSecond: seconds > 0 ? Math.round((done.length / seconds) * 10) / 10 : 0,
+    resultFile,
+    failures: done
+      .filter((d) => d.status === 'failed')
+      .sort((a, b) => a.row - b.row)
+      .map(({ row, email, error }) => ({ row, email, error })),
+  };
+  if (options.json) io.out(json(summary));
+  else {
+    for (const f of summary.failures) io.err(`line ${f.row}: ${f.email}: ${f.error}`);
+    io.out(
+      `${summary.total} rows: ${counts.issued} issued, ${counts.pending} pending upload, ${counts.existing} existing, ` +
+        `${counts.failed} failed, ${summary.skipped} already done; ${summary.sent} sent in ${seconds.toFixed(1)} s ` +
+        `(${summary.rowsPerSecond} rows/s)${stopping ? '; interrupted' : ''}`,
+    );
+    io.out(`results: ${resultFile}`);
+  }
+  if (stopping) return 130;
+  return counts.failed > 0 ? 1 : 0;
+}
+
+/** The server's own checks of every row (schema, claims, frame), in requests under the body limit. */
+async function serverProblems(client: AdminClient, rows: BatchRow[]): Promise<LineProblem[]> {
+  const problems: LineProblem[] = [];
+  let chunk: BatchRow[] = [];
+  let size = 0;
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    const { body } = await client.call<{ problems: Array<{ row: number; field: string; message: string }> }>(
+      'POST',
+      '/admin/issue-vc/validate',
+      {
+        body: {
+          rows: chunk.map((r) => ({
+            schemaId: r.body.schemaId,
+            vct: r.body.vct,
+            credentialSubject: r.body.credentialSubject,
+          })),
+        },
+      },
+    );
+    for (const p of body.problems)
+      problems.push({ line: chunk[p.row]!.line, field: p.field, message: p.message });
+    chunk = [];
+    size = 0;
+  };
+  for (const row of rows) {
+    const bytes = JSON.stringify(row.body).length + 16;
+    if (chunk.length >= 1000 || size + bytes > 80_000) await flush();
+    chunk.push(row);
+    size += bytes;
+  }
+  await flush();
+  return problems;
+}
+
+async function sendRow(
+  client: AdminClient,
+  row: BatchRow,
+  key: string,
+  attempts: number,
+): Promise<ResultLine> {
+  const base = { row: row.line, email: row.email, credentialId: '', revocationNonce: '', error: '' };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { status, body } = await client.call<IssueAnswer>('POST', '/admin/issue-vc', {
+        body: row.body,
+        headers: { 'idempotency-key': key },
+      });
+      return {
+        ...base,
+        credentialId: body.credentialId,
+        revocationNonce: body.revocationNonce,
+        status: status === 200 ? 'existing' : status === 202 ? 'pending' : 'issued',
+      };
+    } catch (err) {
+      // The admin rate limit paces the batch; waiting for it is not a failed attempt.
+      if (err instanceof AdminApiError && err.status === 429) {
+        attempt--;
+        await delay(err.retryAfterMs ?? 1000);
+        continue;
+      }
+      if (err instanceof AdminApiError && err.transient && attempt < attempts) {
+        await delay(err.retryAfterMs ?? Math.min(8000, 500 * 2 ** (attempt - 1)));
+        continue;
+      }
+      const error = err instanceof AdminApiError ? `${err.status} ${err.code}: ${err.message}` : String(err);
+      return { ...base, status: 'failed', error };
+    }
+  }
+}
+
+/** A bar with rate and ETA on a terminal; a plain line every 5 % otherwise. */
+class Progress {
+  private readonly bar: SingleBar | undefined;
+  private readonly started = performance.now();
+  private readonly step: number;
+  private value = 0;
+
+  constructor(
+    private readonly total: number,
+    private readonly io: CliIo,
+  ) {
+    this.step = Math.max(1, Math.ceil(total / 20));
+    if (io.errIsTTY) {
+      this.bar = new SingleBar({
+        stream: io.errStream,
+        format:
+          '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | failed {failed}',
+        hideCursor: true,
+        etaBuffer: 200,
+      });
+      this.bar.start(total, 0, { rate: '0.0', failed: 0 });
+    }
+  }
+
+  tick(failed: number): void {
+    this.value++;
+    const seconds = (performance.now() - this.started) / 1000;
+    const rate = seconds > 0 ? this.value / seconds : 0;
+    if (this.bar) {
+      this.bar.update(this.value, { rate: rate.toFixed(1), failed });
+      return;
+    }
+    if (this.value % this.step !== 0 && this.value !== this.total) return;
+    const eta = rate > 0 ? Math.round((this.total - this.value) / rate) : 0;
+    const pct = Math.floor((this.value / this.total) * 100);
+    this.io.err(
+      `${this.value}/${this.total} rows (${pct}%), ${rate.toFixed(1)} rows/s, ETA ${eta}s, failed ${failed}`,
+    );
+  }
+
+  stop(): void {
+    this.bar?.stop();
+  }
+}

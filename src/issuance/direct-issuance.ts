@@ -1,0 +1,188 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
+import { AppError, type ErrorCode, upstreamUnavailable } from '../errors.js';
+import { RESERVED_CLAIMS } from '../schemas/schema-file.js';
+import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
+import type { StatusService } from '../status/status-service.js';
+import type { IssuanceHistoryStore, IssuanceSummary } from '../store/store.js';
+import { disclosureFrameProblems, type InputProblem, type OnDuplicate } from './direct-input.js';
+import type { IssuanceService } from './issuance-service.js';
+
+export interface DirectIssueRequest {
+  email: string;
+  schemaId: string;
+  vct: string;
+  expiresAt: Date;
+  credentialSubject: Record<string, unknown>;
+  disclosureFrame?: Record<string, unknown> | undefined;
+  onDuplicate: OnDuplicate;
+}
+
+export interface DirectIssueResult {
+  /** `existing`: onDuplicate=ignore found a valid credential and issued nothing. */
+  outcome: 'issued' | 'existing';
+  record: IssuanceSummary;
+}
+
+export interface DirectIssuanceDeps {
+  issuance: IssuanceService;
+  schemas: SchemaRegistry;
+  service: { initializeUser(email: string): Promise<InitializedUser> };
+  history: IssuanceHistoryStore;
+  status: StatusService;
+  /** initialize-user retries on 5xx, timeouts and network errors (default 3 attempts from 200 ms). */
+  retry?: { attempts?: number; baseDelayMs?: number } | undefined;
+  now?: () => Date;
+}
+
+// spec 4.6: these upstream answers are final and passed on with the same status.
+const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
+  400: 'INVALID_PARAMETER',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+};
+
+/**
+ * spec 4.5 + 4.6 direct issuance (DESIGN §1): resolve the holder by email, sign an SD-JWT VC with
+ * no `cnf`, encrypt it to the holder's key, record it with a status slot and nonce, upload it
+ * through the durable outbox. Signing, sealing and recording are the hosted flow's own steps.
+ */
+export class DirectIssuanceService {
+  private readonly attempts: number;
+  private readonly baseDelayMs: number;
+  private readonly now: () => Date;
+  /** Per holder and schema, so onDuplicate decisions do not race within this process. */
+  private readonly locks = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: DirectIssuanceDeps) {
+    this.attempts = Math.max(1, deps.retry?.attempts ?? 3);
+    this.baseDelayMs = deps.retry?.baseDelayMs ?? 200;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async issue(req: DirectIssueRequest): Promise<DirectIssueResult> {
+    const schema = this.deps.schemas.require(req.schemaId);
+    this.deps.issuance.requireIssuer(schema, 'SD_JWT_VC');
+    // Checked before initialize-user, so a request that cannot succeed creates no account upstream.
+    this.deps.schemas.assertClaims(schema, req.credentialSubject);
+    const user = await this.initializeUser(req.email);
+    const encryptTo = holderKey(user);
+
+    const recorded = await this.exclusive(`${user.did}\u0000${schema.schemaId}`, async () => {
+      const active =
+        req.onDuplicate === 'allow'
+          ? []
+          : await this.deps.history.activeFor(user.did, schema.schemaId, this.now());
+      if (req.onDuplicate === 'ignore') {
+        const valid = active.find((r) => r.status === 0);
+        if (valid) return { outcome: 'existing' as const, record: valid };
+      }
+      const record = await this.deps.issuance.signAndRecord({
+        channel: 'direct',
+        userId: user.userId,
+        holderDid: user.did,
+        schema,
+        proofType: 'SD_JWT_VC',
+        claims: req.credentialSubject,
+        expiresAt: req.expiresAt,
+        encryptTo,
+        vct: req.vct,
+        // spec 4.6: the default frame is every top-level claim, whatever the schema file says.
+        disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(req.credentialSubject) },
+        dedupe: false,
+      });
+      // The new credential is committed first, so a failure here never leaves the holder with none.
+      if (req.onDuplicate === 'revoke') {
+        for (const old of active) await this.deps.status.change(old.revocationNonce, 'revoke');
+      }
+      return { outcome: 'issued' as const, record };
+    });
+    if (recorded.outcome === 'existing') return recorded;
+
+    try {
+      return { outcome: 'issued', record: await this.deps.issuance.uploadWithinRequest(recorded.record) };
+    } catch (err) {
+      // Recorded and queued: the outbox retries with the same externalId; the caller sees pending.
+      if (err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE') return recorded;
+      throw err;
+    }
+  }
+
+  // spec 4.5 initialize-user; spec 7: 500 is "retry with backoff". Resolving an email is idempotent.
+  private async initializeUser(email: string): Promise<InitializedUser> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deps.service.initializeUser(email);
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err;
+        const details = { upstream: err.route, upstreamStatus: err.status ?? null };
+        if (!err.retryable) {
+          const code = err.status === undefined ? undefined : PASSED_ON[err.status];
+          if (code) throw new AppError(err.status!, code, err.upstreamMessage ?? err.message, details);
+          throw upstreamUnavailable(`${err.route} refused the request (${err.message})`, details);
+        }
+        if (attempt >= this.attempts) {
+          throw upstreamUnavailable(`${err.route} failed ${attempt} times (last: ${err.message})`, details);
+        }
+        const backoff = Math.min(5000, this.baseDelayMs * 2 ** (attempt - 1));
+        await delay(Math.round(backoff * (0.8 + Math.random() * 0.4)));
+      }
+    }
+  }
+
+  private async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const mine = previous.then(() => gate);
+    this.locks.set(key, mine);
+    await previous;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.locks.get(key) === mine) this.locks.delete(key);
+    }
+  }
+
+  /**
+   * Every problem of a would-be issue-vc body that the server can tell without issuing: unknown
+   * schema, reserved or invalid claims, a frame that does not fit the claims (batch pre-check).
+   */
+  checkRequest(row: {
+    schemaId: string;
+    credentialSubject: Record<string, unknown>;
+    disclosureFrame?: Record<string, unknown> | undefined;
+  }): InputProblem[] {
+    const schema = this.deps.schemas.get(row.schemaId);
+    if (!schema) return [{ field: 'schemaId', message: `unknown schema ${row.schemaId}` }];
+    try {
+      this.deps.issuance.requireIssuer(schema, 'SD_JWT_VC');
+    } catch {
+      return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as SD_JWT_VC` }];
+    }
+    const problems: InputProblem[] = RESERVED_CLAIMS.filter((c) =>
+      Object.hasOwn(row.credentialSubject, c),
+    ).map((c) => ({ field: `credentialSubject.${c}`, message: 'reserved claim name, set by the issuer' }));
+    for (const p of schema.validateClaims(row.credentialSubject))
+      problems.push({ field: `credentialSubject.${p.claim}`, message: p.message });
+    if (row.disclosureFrame !== undefined)
+      problems.push(...disclosureFrameProblems(row.disclosureFrame, row.credentialSubject));
+    return problems;
+  }
+}
+
+function holderKey(user: InitializedUser): HolderPublicKey {
+  try {
+    return parseHolderPublicKey(user.publicKey, 'publicKey');
+  } catch {
+    throw upstreamUnavailable('initialize-user answered a holder publicKey that is not a supported key', {
+      upstream: 'auth/initialize-user',
+    });
+  }
+}

@@ -1,0 +1,374 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InitializedUser } from '../../src/service-client/service-client.js';
+import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
+
+const ADMIN_SCRIPT = resolve('scripts/admin.ts');
+const HEADER =
+  'email,expiration,credentialSubject.givenName,credentialSubject.familyName,credentialSubject.memberSince,credentialSubject.tier,credentialSubject.memberNumber';
+const row = (email: string, tier = 'gold', n = 1) =>
+  `${email},2099-01-01T00:00:00Z,"""Gi""",Fa,2020-01-01,${tier},${n}`;
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+// The admin CLI end to end: `node --import tsx scripts/admin.ts …` against the real server.
+describe('admin CLI', () => {
+  let issuer: TestIssuer;
+  let work: string;
+
+  const start = (args: string[], env: Record<string, string | undefined> = {}): ChildProcess =>
+    spawn(process.execPath, ['--import', 'tsx', ADMIN_SCRIPT, ...args], {
+      env: Object.fromEntries(
+        Object.entries({
+          ...process.env,
+          NODE_ENV: 'test',
+          ISSUER_URL: issuer.url,
+          ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+          KEYS_DIR: join(work, 'cli-keys'),
+          ...env,
+        }).filter(([, v]) => v !== undefined),
+      ),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  const finish = async (child: ChildProcess): Promise<CliRun> => {
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return { code, stdout, stderr };
+  };
+  const cli = (args: string[], env: Record<string, string | undefined> = {}) => finish(start(args, env));
+  const cliJson = async <T>(args: string[]) => {
+    const run = await cli(['--json', ...args]);
+    return { ...run, json: JSON.parse(run.stdout) as T };
+  };
+  const issuancesOf = async (email: string) => {
+    const holder = issuer.ctx.emulator!.state.holderByEmail(email);
+    if (!holder) return [];
+    const page = (await (
+      await issuer.admin(`/admin/issuance-history?limit=100&holderDid=${encodeURIComponent(holder.did)}`)
+    ).json()) as { data: Array<{ credentialId: string }> };
+    return page.data;
+  };
+
+  beforeAll(async () => {
+    work = tempDir();
+    issuer = await startIssuer({ env: { STATUS_LIST_BITS: '2' } });
+  });
+  afterAll(async () => {
+    await issuer.close();
+    removeDir(work);
+  });
+
+  it('issue: one credential, then a 400 from the server is a non-zero exit naming the field', async () => {
+    const ok = await cliJson<{ outcome: string; credentialId: string; revocationNonce: string }>([
+      'issue',
+      '--email',
+      'cli.single@example.org',
+      '--schema',
+      'membership-v1',
+      '--vct',
+      'urn:vct:cli',
+      '--expiration',
+      '2099-01-01T00:00:00Z',
+      '--subject',
+      JSON.stringify({
+        givenName: 'Si',
+        familyName: 'Ng',
+        memberSince: '2020-01-01',
+        tier: 'basic',
+        memberNumber: 4,
+      }),
+    ]);
+    expect(ok.code).toBe(0);
+    expect(ok.json.outcome).toBe('issued');
+    expect(issuer.ctx.emulator!.state.envelopes.has(ok.json.credentialId)).toBe(true);
+    expect((await issuancesOf('cli.single@example.org')).map((r) => r.credentialId)).toEqual([
+      ok.json.credentialId,
+    ]);
+
+    const subjectFile = join(work, 'subject.json');
+    writeFileSync(subjectFile, '{"givenName":"Si"}');
+    const bad = await cliJson<{ error: { status: number; code: string; details: { field: string } } }>([
+      'issue',
+      '--email',
+      'support@example.org',
+      '--schema',
+      'membership-v1',
+      '--vct',
+      'urn:vct:cli',
+      '--expiration',
+      '2099-01-01T00:00:00Z',
+      '--subject',
+      `@${subjectFile}`,
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.json.error).toMatchObject({
+      status: 400,
+      code: 'INVALID_PARAMETER',
+      details: { field: 'userId' },
+    });
+  });
+
+  it('batch-issue: bad rows are all reported with line numbers and nothing is sent', async () => {
+    const file = join(work, 'bad.csv');
+    writeFileSync(
+      file,
+      [
+        HEADER,
+        row('fine.one@example.org'),
+        row('noreply@example.org'),
+        row('fine.two@example.org', 'bronze'),
+        row('fine.three@example.org'),
+        'late@example.org,2001-01-01,Gi,Fa,2020-01-01,gold,1',
+      ].join('\n'),
+    );
+    const initializeCalls = issuer.ctx.emulator!.state.requests.filter(
+      (r) => r.route === 'initialize-user',
+    ).length;
+    const run = await cliJson<{
+      ok: boolean;
+      sent: number;
+      problems: Array<{ line: number; field: string }>;
+    }>(['batch-issue', file, '--schema', 'membership-v1', '--vct', 'urn:vct:cli']);
+    expect(run.code).toBe(1);
+    expect(run.json.ok).toBe(false);
+    expect(run.json.problems.map((p) => [p.line, p.field])).toEqual([
+      [3, 'email'],
+      [4, 'credentialSubject.tier'],
+      [6, 'expiration'],
+    ]);
+    expect(issuer.ctx.emulator!.state.requests.filter((r) => r.route === 'initialize-user')).toHaveLength(
+      initializeCalls,
+    );
+    expect(await issuancesOf('fine.one@example.org')).toEqual([]);
+    expect(existsSync(`${file}.results.csv`)).toBe(false);
+  });
+
+  it('batch-issue: a run killed half way resumes with the same result file and issues no duplicates', async () => {
+    const emails = Array.from({ length: 6 }, (_, i) => `resume.${i}@example.org`);
+    const file = join(work, 'resume.csv');
+    const results = join(work, 'resume-results.csv');
+    writeFileSync(file, `${[HEADER, ...emails.map((e, i) => row(e, 'gold', i + 1))].join('\n')}\n`);
+
+    // The server holds the 4th holder lookup until the CLI is dead, then finishes that issuance:
+    // a row issued server-side whose answer never reached the result file.
+    const client = issuer.ctx.serviceClient;
+    const original = client.initializeUser.bind(client);
+    let calls = 0;
+    let reached!: () => void;
+    const reachedFourth = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let orphan: { credentialId: string } | undefined;
+    client.initializeUser = async (email: string): Promise<InitializedUser> => {
+      if (++calls === 4) {
+        reached();
+        await released;
+      }
+      return original(email);
+    };
+    try {
+      const child = start([
+        'batch-issue',
+        file,
+        '--schema',
+        'membership-v1',
+        '--vct',
+        'urn:vct:cli',
+        '--concurrency',
+        '1',
+        '--out',
+        results,
+      ]);
+      const exited = finish(child);
+      await reachedFourth;
+      child.kill('SIGKILL');
+      await exited;
+      const partial = readFileSync(results, 'utf8').trim().split('\n');
+      expect(partial).toHaveLength(4);
+      expect(partial.slice(1).map((l) => l.split(',')[1])).toEqual(emails.slice(0, 3));
+
+      const uploaded = once(issuer.ctx.outbox, 'uploaded');
+      release();
+      [orphan] = (await uploaded) as [{ credentialId: string }];
+
+      const resumed = await cliJson<{ skipped: number; sent: number; issued: number; failed: number }>([
+        'batch-issue',
+        file,
+        '--schema',
+        'membership-v1',
+        '--vct',
+        'urn:vct:cli',
+        '--concurrency',
+        '2',
+        '--out',
+        results,
+      ]);
+      expect(resumed.code).toBe(0);
+      expect(resumed.json).toMatchObject({ skipped: 3, sent: 3, issued: 3, failed: 0 });
+    } finally {
+      client.initializeUser = original;
+    }
+
+    const lines = readFileSync(results, 'utf8').trim().split('\n');
+    expect(lines[0]).toBe('row,email,credentialId,revocationNonce,status,error');
+    const byRow = lines.slice(1).map((l) => l.split(','));
+    expect(byRow.map((c) => [c[0], c[1], c[4]])).toEqual(emails.map((e, i) => [String(i + 2), e, 'issued']));
+    // Exactly one credential per holder; the row the dead run never recorded was replayed, not reissued.
+    for (const [i, email] of emails.entries()) {
+      const issued = await issuancesOf(email);
+      expect(issued).toHaveLength(1);
+      expect(issued[0]!.credentialId).toBe(byRow[i]![2]);
+    }
+    expect(byRow[3]![2]).toBe(orphan!.credentialId);
+  });
+
+  it('revoke, suspend, unsuspend and status by nonce', async () => {
+    const issued = (await (
+      await issuer.admin('/admin/issue-vc', {
+        userId: 'cli.revoke@example.org',
+        schemaId: 'membership-v1',
+        vct: 'urn:vct:cli',
+        expiration: '2099-01-01T00:00:00Z',
+        credentialSubject: {
+          givenName: 'R',
+          familyName: 'V',
+          memberSince: '2020-01-01',
+          tier: 'gold',
+          memberNumber: 8,
+        },
+      })
+    ).json()) as { revocationNonce: string };
+    const nonce = issued.revocationNonce;
+    expect((await cliJson<Array<{ status: string }>>(['suspend', nonce])).json[0]!.status).toBe('suspended');
+    expect((await cliJson<{ status: string }>(['status', nonce])).json).toMatchObject({
+      isRevoked: false,
+      status: 'suspended',
+    });
+    expect((await cliJson<Array<{ status: string }>>(['unsuspend', nonce])).json[0]!.status).toBe('valid');
+    const revoked = await cliJson<Array<{ ok: boolean; status: string; revocationNonce: string }>>([
+      'revoke',
+      nonce,
+      '123',
+    ]);
+    expect(revoked.code).toBe(1);
+    expect(revoked.json[0]).toMatchObject({ ok: true, status: 'revoked', revocationNonce: nonce });
+    expect(revoked.json[1]).toMatchObject({ ok: false });
+    const status = await cli(['status', nonce]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain('revoked');
+  });
+
+  it('history --json and as a table', async () => {
+    const page = await cliJson<{
+      data: Array<Record<string, unknown>>;
+      pagination: { total: number; limit: number };
+    }>(['history', '--schema', 'membership-v1', '--limit', '2']);
+    expect(page.code).toBe(0);
+    expect(page.json.data).toHaveLength(2);
+    expect(page.json.pagination.limit).toBe(2);
+    const all = await cliJson<{ data: unknown[]; pagination: { total: number } }>(['history', '--all']);
+    expect(all.json.data).toHaveLength(all.json.pagination.total);
+    const revoked = await cliJson<{ data: Array<{ status: string }> }>(['history', '--status', 'revoked']);
+    expect(revoked.json.data.map((r) => r.status)).toEqual(['revoked']);
+    const bad = await cliJson<{ error: { status: number; details: { field: string } } }>([
+      'history',
+      '--limit',
+      '500',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.json.error).toMatchObject({ status: 400, details: { field: 'limit' } });
+    const text = await cli(['history', '--limit', '3']);
+    expect(text.stdout.split('\n')[0]).toMatch(/^created\s+nonce\s+status/);
+  });
+
+  it('claims import (JSON and CSV), publish-status-lists, keys, did', async () => {
+    const json = join(work, 'claims.json');
+    writeFileSync(
+      json,
+      JSON.stringify([
+        {
+          userId: 'cli-claims-1',
+          claims: {
+            givenName: 'A',
+            familyName: 'B',
+            memberSince: '2020-01-01',
+            tier: 'gold',
+            memberNumber: 1,
+          },
+        },
+      ]),
+    );
+    const imported = await cliJson<{ upserted: number }>([
+      'claims',
+      'import',
+      json,
+      '--schema',
+      'membership-v1',
+    ]);
+    expect(imported.code).toBe(0);
+    expect(imported.json.upserted).toBe(1);
+    expect(await issuer.ctx.store.claims.getClaims('cli-claims-1', 'membership-v1')).toBeDefined();
+    const csv = join(work, 'claims.csv');
+    writeFileSync(
+      csv,
+      [
+        'userId,expiresAt,credentialSubject.givenName,credentialSubject.familyName,credentialSubject.memberSince,credentialSubject.tier,credentialSubject.memberNumber',
+        'cli-claims-2,,C,D,2020-01-01,basic,2',
+        'cli-claims-3,2099-01-01T00:00:00Z,E,F,2020-01-01,bronze,3',
+      ].join('\n'),
+    );
+    const rejected = await cliJson<{ ok: boolean; problems: Array<{ at: string; field: string }> }>([
+      'claims',
+      'import',
+      csv,
+      '--schema',
+      'membership-v1',
+    ]);
+    expect(rejected.code).toBe(1);
+    expect(rejected.json.problems.map((p) => [p.at, p.field])).toEqual([['line 3', 'claims.tier']]);
+    expect(await issuer.ctx.store.claims.getClaims('cli-claims-2', 'membership-v1')).toBeUndefined();
+
+    const published = await cliJson<{ partitions: unknown[] }>(['publish-status-lists']);
+    expect(published.code).toBe(0);
+    expect(published.json.partitions.length).toBeGreaterThan(0);
+
+    const before = issuer.ctx.keys.current().signing.kid;
+    const rotated = await cliJson<{ created: { kid: string } }>(['keys', 'rotate']);
+    expect(rotated.code).toBe(0);
+    expect(issuer.ctx.keys.current().signing.kid).toBe(rotated.json.created.kid);
+    const listed = await cliJson<{ keys: Array<{ kid: string; active: boolean }> }>(['keys', 'list']);
+    expect(listed.json.keys.find((k) => k.kid === before)).toMatchObject({ active: false });
+
+    const generated = await cliJson<Array<{ purpose: string; created: boolean }>>(['keys', 'generate']);
+    expect(generated.json.map((k) => [k.purpose, k.created])).toEqual([
+      ['credential-signing', true],
+      ['partner-jwt', true],
+    ]);
+    expect(
+      (await cliJson<Array<{ created: boolean }>>(['keys', 'generate'])).json.every((k) => !k.created),
+    ).toBe(true);
+
+    const did = await cliJson<{ didWeb: string; iden3: string | null }>(['did']);
+    expect(did.json.didWeb).toBe(`did:web:${new URL(issuer.url).host.replace(':', '%3A')}`);
+    expect(did.json.iden3).toMatch(/^did:iden3:/);
+  });
+
+  it('fails without a usable admin key', async () => {
+    const forbidden = await cli(['--json', 'history'], { ADMIN_API_KEY: 'x'.repeat(40) });
+    expect(forbidden.code).toBe(1);
+    expect(JSON.parse(forbidden.stdout).error).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    const missing = await cli(['--json', 'history'], { ADMIN_API_KEY: undefined });
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout).error).toMatchObject({ code: 'NO_ADMIN_KEY' });
+  });
+});

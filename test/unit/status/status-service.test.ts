@@ -1,0 +1,76 @@
+import { join } from 'node:path';
+import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
+import { afterEach, describe, expect, it } from 'vitest';
+import { generateKey, type ManagedKey } from '../../../src/keys/key-ring.js';
+import { StatusService } from '../../../src/status/status-service.js';
+import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/index.js';
+import { allocateLikeSignAndRecord } from '../../fixtures/status.js';
+import { removeDir, tempDir } from '../../helpers/tmp.js';
+
+// DESIGN §9: a status change is visible at once, even when it lands while a token is being built.
+describe('StatusService token cache', () => {
+  const cleanup: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  async function setup() {
+    const dir = tempDir();
+    const store = openSqliteStore(join(dir, 'issuer.db'));
+    cleanup.push(() => removeDir(dir));
+    cleanup.push(() => store.close());
+    const key = await generateKey(join(dir, 'keys'), 'credential-signing');
+    const nonces: number[] = [];
+    for (let n = 0; n < 3; n++)
+      nonces.push((await allocateLikeSignAndRecord(store.issuances, 16, 2)).revocationNonce);
+    let duringSign: (() => void) | undefined;
+    const service = (signingKey: () => ManagedKey = () => key) =>
+      new StatusService({
+        issuerOrigin: 'https://issuer.example',
+        ttlSeconds: 300,
+        store: store.status,
+        signingKey,
+        lookup: (nonce) => store.issuances.getByNonce(nonce),
+      });
+    // A signing-key lookup that lets a status change land between reading the statuses and caching.
+    const racing = service(() => {
+      const hook = duringSign;
+      duringSign = undefined;
+      hook?.();
+      return key;
+    });
+    return { store, status: service(), racing, nonces, during: (fn: () => void) => (duringSign = fn) };
+  }
+
+  const statusAt = async (store: SqliteStore, token: string, nonce: number) => {
+    const record = await store.issuances.getByNonce(nonce);
+    return getListFromStatusListJWT(token).getStatus(record!.statusSlot!.index);
+  };
+
+  it('a revoke that lands while a GET re-signs the list is not hidden behind the cached token', async () => {
+    const { store, status, racing, nonces, during } = await setup();
+    const nonce = nonces[0]!;
+    during(() => store.status.changeStatusSync(nonce, 'revoke', new Date()));
+    // The racing build started before the revoke: it may answer the old list to its own caller...
+    await racing.partitionToken(0);
+    expect((await store.issuances.getByNonce(nonce))!.status).toBe(1);
+    // ...but every later read sees the revoke.
+    const after = await status.partitionToken(0);
+    expect(await statusAt(store, after.token, nonce)).toBe(1);
+  });
+
+  it('the same holds for publishAll and for suspend', async () => {
+    const { store, status, racing, nonces, during } = await setup();
+    during(() => store.status.changeStatusSync(nonces[1]!, 'suspend', new Date()));
+    await racing.publishAll();
+    expect(await statusAt(store, (await status.partitionToken(0)).token, nonces[1]!)).toBe(2);
+  });
+
+  it('without a change, a build is cached and served until ttl has passed', async () => {
+    const { status } = await setup();
+    const first = await status.partitionToken(0);
+    expect((await status.partitionToken(0)).etag).toBe(first.etag);
+    await status.change(123, 'revoke').catch(() => undefined);
+    expect((await status.partitionToken(0)).etag).toBe(first.etag);
+  });
+});
