@@ -1,36 +1,10 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
+// spec 4.5: an individual recipient's address; the same rule the issuer applies before calling.
+import { isRoleAddress } from '../issuance/recipient-email.js';
 import { invalidParameter } from './errors.js';
 
-// spec 4.5: the email is "an individual recipient's account email, never a partner, service,
-// admin or shared address". Compared on the local part without a `+tag`.
-const ROLE_LOCAL_PARTS = new Set([
-  'abuse',
-  'admin',
-  'administrator',
-  'billing',
-  'do-not-reply',
-  'donotreply',
-  'help',
-  'helpdesk',
-  'hostmaster',
-  'info',
-  'mailer-daemon',
-  'no-reply',
-  'noreply',
-  'postmaster',
-  'root',
-  'sales',
-  'security',
-  'support',
-  'team',
-  'webmaster',
-]);
-
-export const isRoleAddress = (email: string): boolean => {
-  const local = email.trim().toLowerCase().split('@')[0] ?? '';
-  return ROLE_LOCAL_PARTS.has(local.split('+')[0] ?? local);
-};
+export { isRoleAddress };
 
 export const EmailBodySchema = z.object({
   email: z

@@ -1,53 +1,10 @@
-import type { ProofType } from '../../schemas/schema-file.js';
-import type {
-  CredentialStatus,
-  HistoryQuery,
-  HistoryStatusFilter,
-  IssuanceHistoryStore,
-  IssuanceSummary,
-  UploadState,
-} from '../store.js';
+import type { HistoryQuery, HistoryStatusFilter, IssuanceHistoryStore, IssuanceSummary } from '../store.js';
 import type { SqliteDatabase } from './database.js';
-
-interface SummaryRow {
-  credential_id: string;
-  holder_did: string;
-  schema_id: string;
-  proof_type: ProofType;
-  revocation_nonce: number;
-  status_partition: number | null;
-  status_index: number | null;
-  kid: string;
-  created_at: string;
-  expires_at: string;
-  status: CredentialStatus;
-  revoked_at: string | null;
-  upload_state: UploadState;
-  storage_path: string | null;
-}
+import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.
 const COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
   kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
-
-const toSummary = (r: SummaryRow): IssuanceSummary => ({
-  credentialId: r.credential_id,
-  holderDid: r.holder_did,
-  schemaId: r.schema_id,
-  proofType: r.proof_type,
-  revocationNonce: r.revocation_nonce,
-  statusSlot:
-    r.status_partition === null || r.status_index === null
-      ? null
-      : { partition: r.status_partition, index: r.status_index },
-  kid: r.kid,
-  createdAt: new Date(r.created_at),
-  expiresAt: new Date(r.expires_at),
-  status: r.status,
-  revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at),
-  uploadState: r.upload_state,
-  storagePath: r.storage_path,
-});
 
 // Dates are stored as toISOString() text, so text comparison is time order.
 const STATUS_SQL: Record<HistoryStatusFilter, string> = {
@@ -104,13 +61,13 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
            LIMIT @limit OFFSET @offset`,
         )
         .all({ ...params, limit: q.limit, offset: (q.page - 1) * q.limit });
-      return { total, records: rows.map(toSummary) };
+      return { total, records: rows.map(rowToSummary) };
     });
     // One read transaction: the page and the total describe the same snapshot.
     return read.deferred();
   }
 
   async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {
-    return this.active.all(holderDid, schemaId, now.toISOString()).map(toSummary);
+    return this.active.all(holderDid, schemaId, now.toISOString()).map(rowToSummary);
   }
 }

@@ -6,6 +6,7 @@ import type {
   InsertOutcome,
   IssuanceRecord,
   IssuanceStore,
+  IssuanceSummary,
   NewIssuance,
   StatusSlot,
   UploadEnvelope,
@@ -42,11 +43,28 @@ interface IssuanceRow {
 
 const date = (s: string | null): Date | null => (s === null ? null : new Date(s));
 
-export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
+/** The columns admin history may read: metadata only, never the envelope. */
+export type SummaryRow = Pick<
+  IssuanceRow,
+  | 'credential_id'
+  | 'holder_did'
+  | 'schema_id'
+  | 'proof_type'
+  | 'revocation_nonce'
+  | 'status_partition'
+  | 'status_index'
+  | 'kid'
+  | 'created_at'
+  | 'expires_at'
+  | 'status'
+  | 'revoked_at'
+  | 'upload_state'
+  | 'storage_path'
+>;
+
+export function rowToSummary(r: SummaryRow): IssuanceSummary {
   return {
     credentialId: r.credential_id,
-    channel: r.channel,
-    userId: r.user_id,
     holderDid: r.holder_did,
     schemaId: r.schema_id,
     proofType: r.proof_type,
@@ -55,19 +73,27 @@ export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
       r.status_partition === null || r.status_index === null
         ? null
         : { partition: r.status_partition, index: r.status_index },
-    subjectHash: r.subject_hash,
     kid: r.kid,
     createdAt: new Date(r.created_at),
     expiresAt: new Date(r.expires_at),
-    envelope: JSON.parse(r.envelope) as UploadEnvelope,
     status: r.status,
     revokedAt: date(r.revoked_at),
-    suspendedAt: date(r.suspended_at),
     uploadState: r.upload_state,
+    storagePath: r.storage_path,
+  };
+}
+
+export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
+  return {
+    ...rowToSummary(r),
+    channel: r.channel,
+    userId: r.user_id,
+    subjectHash: r.subject_hash,
+    envelope: JSON.parse(r.envelope) as UploadEnvelope,
+    suspendedAt: date(r.suspended_at),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
     lastError: r.last_error,
-    storagePath: r.storage_path,
     uploadedAt: date(r.uploaded_at),
   };
 }
