@@ -353,6 +353,7 @@ describe('admin CLI', () => {
     expect(generated.json.map((k) => [k.purpose, k.created])).toEqual([
       ['credential-signing', true],
       ['partner-jwt', true],
+      ['iden3-bjj', true],
     ]);
     expect(
       (await cliJson<Array<{ created: boolean }>>(['keys', 'generate'])).json.every((k) => !k.created),
