@@ -155,6 +155,7 @@ export async function createContext(
       network: config.iden3.network,
       didMethodByte: config.iden3.methodByte,
       networkFlag: config.iden3.networkFlag,
+      merklizeWorkers: config.iden3.merklizeWorkers,
     });
     for (const schema of bjjSchemas) iden3.prepareSchema(schema);
     issuers.set('BJJ_SIG_2021', iden3);
@@ -222,6 +223,7 @@ export async function createContext(
     log,
     async close() {
       await outbox.stop();
+      await iden3?.close();
       await store.close();
     },
   };

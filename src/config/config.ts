@@ -24,6 +24,8 @@ export interface Config {
     network: string;
     methodByte: number | undefined;
     networkFlag: number | undefined;
+    /** Worker threads merklizing BJJ credentials; undefined = one per core (at most 8). */
+    merklizeWorkers: number | undefined;
   };
   rateLimits: { holder: number; admin: number; public: number };
   trustProxy: boolean | number | string;
@@ -141,6 +143,7 @@ export function loadConfig(
         network: env.IDEN3_NETWORK ?? 'test',
         methodByte: env.IDEN3_METHOD_BYTE,
         networkFlag: env.IDEN3_NETWORK_FLAG,
+        merklizeWorkers: env.IDEN3_MERKLIZE_WORKERS,
       },
       rateLimits: {
         holder: env.RATE_LIMIT_HOLDER_PER_MIN ?? 10_000,

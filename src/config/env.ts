@@ -49,6 +49,7 @@ export const EnvSchema = z.object({
     .optional(),
   IDEN3_METHOD_BYTE: int('IDEN3_METHOD_BYTE', 1, 254).optional(),
   IDEN3_NETWORK_FLAG: int('IDEN3_NETWORK_FLAG', 0, 255).optional(),
+  IDEN3_MERKLIZE_WORKERS: int('IDEN3_MERKLIZE_WORKERS', 0, 64).optional(),
   RATE_LIMIT_HOLDER_PER_MIN: int('RATE_LIMIT_HOLDER_PER_MIN', 0, 10_000_000).optional(),
   RATE_LIMIT_ADMIN_PER_MIN: int('RATE_LIMIT_ADMIN_PER_MIN', 0, 10_000_000).optional(),
   RATE_LIMIT_PUBLIC_PER_MIN: int('RATE_LIMIT_PUBLIC_PER_MIN', 0, 10_000_000).optional(),

@@ -6,7 +6,13 @@ import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { SqliteDatabase } from '../../store/sqlite/database.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
 import { type BjjKey, loadOrCreateBjjKey } from './bjj-key.js';
-import { buildCoreClaim, merklizeCredential, schemaHashFromTypeIri, subjectIdFromDid } from './core-claim.js';
+import {
+  buildCoreClaim,
+  type MerklizedCredential,
+  merklizeCredential,
+  schemaHashFromTypeIri,
+  subjectIdFromDid,
+} from './core-claim.js';
 import { DEFAULT_IDEN3_DID } from './did-type.js';
 import {
   IDEN3_PROOFS_CONTEXT_URL,
@@ -15,6 +21,7 @@ import {
   VC_2018_CONTEXT_URL,
 } from './document-loader.js';
 import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity, type Iden3State } from './identity.js';
+import { type ContextSource, defaultMerklizeWorkers, MerklizePool } from './merklize-pool.js';
 
 export interface Iden3BjjIssuerOptions {
   db: SqliteDatabase;
@@ -31,6 +38,11 @@ export interface Iden3BjjIssuerOptions {
   /** Only for a DID method / network js-iden3-core does not ship (see `resolveDidType`). */
   didMethodByte?: number | undefined;
   networkFlag?: number | undefined;
+  /**
+   * Worker threads that merklize credentials (`MerklizePool`); 0 merklizes on the calling thread.
+   * Default: one per core, at most 8, none on a single core.
+   */
+  merklizeWorkers?: number | undefined;
 }
 
 /** State roots in the hex form Iden3 proofs and status answers use (`Hash.hex()`). */
@@ -57,8 +69,13 @@ export interface CredentialStatusAnswer {
   mtp: MtpJson;
 }
 
+/** Where one `issue` spent its time (scripts/bench). */
 export interface IssueTimings {
+  /** Merklizing the credential (in a worker, or on this thread without a pool). */
   merklizeMs: number;
+  /** With a pool: waiting for a worker and passing messages; 0 without. */
+  queueMs: number;
+  /** Core claim, hIndex/hValue and the BabyJubJub signature. */
   signMs: number;
   totalMs: number;
 }
@@ -73,6 +90,8 @@ interface PreparedSchema {
   contextUrl: string;
   type: string;
   jsonSchemaUrl: string;
+  /** How a merklize worker loads the context (the shipped ones it has already). */
+  contextSource: ContextSource;
   /** Terms the context defines for the subject; `undefined` when an `@vocab` accepts any key. */
   terms: ReadonlySet<string> | undefined;
 }
@@ -150,9 +169,17 @@ export class Iden3BjjIssuer implements Issuer {
   readonly #loader: LocalDocumentLoader;
   readonly #prepared = new Map<string, PreparedSchema>();
   readonly #issuerData: Record<string, unknown>;
+  readonly #pool: MerklizePool | undefined;
 
-  private constructor(key: BjjKey, identity: Iden3Identity, origin: string, schemasDir: string) {
+  private constructor(
+    key: BjjKey,
+    identity: Iden3Identity,
+    origin: string,
+    schemasDir: string,
+    merklizeWorkers: number,
+  ) {
     this.#key = key;
+    this.#pool = merklizeWorkers > 0 ? new MerklizePool(merklizeWorkers) : undefined;
     this.#identity = identity;
     this.#origin = origin.replace(/\/+$/, '');
     this.#schemasDir = schemasDir;
@@ -189,7 +216,16 @@ export class Iden3BjjIssuer implements Issuer {
       methodByte: options.didMethodByte,
       networkFlag: options.networkFlag,
     });
-    return new Iden3BjjIssuer(key, identity, options.origin, options.schemasDir);
+    const workers = options.merklizeWorkers ?? defaultMerklizeWorkers();
+    if (!Number.isInteger(workers) || workers < 0) {
+      throw new Error('merklizeWorkers must be a non-negative integer');
+    }
+    return new Iden3BjjIssuer(key, identity, options.origin, options.schemasDir, workers);
+  }
+
+  /** Stops the merklize workers (idle ones never keep the process alive). */
+  async close(): Promise<void> {
+    await this.#pool?.close();
   }
 
   /** Compressed BabyJubJub public key, hex. */
@@ -222,6 +258,7 @@ export class Iden3BjjIssuer implements Issuer {
       contextUrl: block.contextUrl,
       type: block.type,
       jsonSchemaUrl: block.jsonSchemaUrl,
+      contextSource: { url: block.contextUrl, schemasDir: this.#schemasDir, contextFile: block.contextFile },
       terms: subjectTerms(doc, block.type, block.contextFile),
     };
     this.#prepared.set(schema.schemaId, prepared);
@@ -288,7 +325,17 @@ export class Iden3BjjIssuer implements Issuer {
     };
 
     const t1 = performance.now();
-    const { root, typeIri } = await merklizeCredential(credential, this.documentLoader);
+    let merklizeMs: number;
+    let merklized: MerklizedCredential;
+    if (this.#pool) {
+      const pooled = await this.#pool.merklize(credential, [schema.contextSource]);
+      merklized = pooled;
+      merklizeMs = pooled.ms;
+    } else {
+      merklized = await merklizeCredential(credential, this.documentLoader);
+      merklizeMs = performance.now() - t1;
+    }
+    const { root, typeIri } = merklized;
     const t2 = performance.now();
 
     const coreClaim = buildCoreClaim({
@@ -299,10 +346,9 @@ export class Iden3BjjIssuer implements Issuer {
       merklizedRoot: root,
     });
     const { hi, hv } = coreClaim.hiHv();
-    const t3 = performance.now();
     // BJJSignature2021: EdDSA-Poseidon over Poseidon(hIndex, hValue) of the core claim.
     const signature = this.#key.signer.signCompressed(poseidon.hash([hi, hv]));
-    const t4 = performance.now();
+    const t3 = performance.now();
 
     credential.proof = [
       {
@@ -312,10 +358,10 @@ export class Iden3BjjIssuer implements Issuer {
         signature: Buffer.from(signature).toString('hex'),
       },
     ];
-    const t5 = performance.now();
+    const t4 = performance.now();
     return {
       issued: { credential, kid: this.kid },
-      timings: { merklizeMs: t2 - t1, signMs: t4 - t3, totalMs: t5 - t0 },
+      timings: { merklizeMs, queueMs: t2 - t1 - merklizeMs, signMs: t3 - t2, totalMs: t4 - t0 },
     };
   }
 

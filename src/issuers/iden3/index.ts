@@ -9,3 +9,4 @@ export {
   type IssueTimings,
   type MtpJson,
 } from './iden3-bjj-issuer.js';
+export { defaultMerklizeWorkers, MerklizePool } from './merklize-pool.js';

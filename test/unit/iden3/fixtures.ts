@@ -23,9 +23,12 @@ export const MEMBERSHIP_CLAIMS = {
   memberNumber: 1815,
 };
 
-/** A holder DID of the same network (any Iden3 genesis identifier will do). */
+/**
+ * A holder DID of the same network (any Iden3 genesis identifier will do), one per seed. The genesis
+ * id keeps the top 27 bytes of the state, so the seed is shifted past the 5 bytes it drops.
+ */
 export function holderIden3Did(seed = 7n): string {
-  return DID.newFromIdenState(buildDIDType('iden3', 'privado', 'test'), seed).string();
+  return DID.newFromIdenState(buildDIDType('iden3', 'privado', 'test'), seed << 40n).string();
 }
 
 export const HOLDER_DID_KEY = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';

@@ -156,6 +156,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await new Promise((ok) => server.close(ok));
+  await issuer.close();
   db.close();
   rmSync(keysDir, { recursive: true, force: true });
 });
