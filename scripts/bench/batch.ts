@@ -1,42 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { removeDir, tempDir } from '../../test/helpers/tmp.js';
+import { startBenchServer } from './server.js';
 
 type Row = { name: string; value: number; unit: string };
-
-/** The real server in a child process (mounted emulator, admin rate limit off); resolves with its URL. */
-async function startServer(dir: string): Promise<{ child: ChildProcess; url: string; adminApiKey: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      PORT: '0',
-      KEYS_DIR: join(dir, 'keys'),
-      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      RATE_LIMIT_ADMIN_PER_MIN: '0',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.setEncoding('utf8');
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-    child.stdout!.on('data', (chunk: string) => {
-      out += chunk;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) resolveUrl(m[1]!);
-    });
-  });
-  child.stdout!.resume();
-  const { adminApiKey } = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
-    adminApiKey: string;
-  };
-  return { child, url, adminApiKey };
-}
 
 /**
  * `npm run bench -- batch`: `admin batch-issue` with `rows` CSV rows (one new holder each) against
@@ -48,8 +18,8 @@ export async function benchBatch(
 ): Promise<Array<{ name: string; value: number; unit: string }>> {
   const rows = options.rows ?? 10_000;
   const concurrency = options.concurrency ?? 32;
-  const dir = tempDir();
-  const { child, url, adminApiKey } = await startServer(dir);
+  const server = await startBenchServer({ RATE_LIMIT_ADMIN_PER_MIN: '0' });
+  const { url, adminApiKey, dir } = server;
   try {
     const csv = join(dir, 'batch.csv');
     const lines = [
@@ -97,9 +67,7 @@ export async function benchBatch(
       { name: 'batch-issue failed rows', value: summary.failed, unit: '' },
     ] satisfies Row[];
   } finally {
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
-    removeDir(dir);
+    await server.close();
   }
 }
 

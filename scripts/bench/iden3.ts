@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -16,10 +14,11 @@ import type { IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
 import { removeDir, startIssuer, tempDir } from '../../test/helpers/issuer.js';
 import { holderIden3Did, membershipSchema, SCHEMAS_DIR } from '../../test/unit/iden3/fixtures.js';
+import { startBenchServer } from './server.js';
 
 type Row = { name: string; value: number; unit: string };
 
-const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const _ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const SIGN_SECONDS = 2;
 const REFERENCE_SIGN_SECONDS = 2;
 const REVOCATIONS = 300;
@@ -281,34 +280,9 @@ async function benchIssuanceSplit(): Promise<Row[]> {
  * the mounted emulator), `HTTP_CONCURRENCY` in flight, a new Iden3 holder per request.
  */
 async function benchHttpIssueVcBjj(): Promise<Row[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-iden3-http-'));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      PORT: '0',
-      KEYS_DIR: join(dir, 'keys'),
-      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      RATE_LIMIT_HOLDER_PER_MIN: '0',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server = await startBenchServer({ RATE_LIMIT_HOLDER_PER_MIN: '0' });
+  const { url, apiKey, child } = server;
   try {
-    let out = '';
-    child.stdout!.setEncoding('utf8');
-    const url = await new Promise<string>((ok, fail) => {
-      child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${out}`)));
-      child.stdout!.on('data', (chunk: string) => {
-        out += chunk;
-        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-        if (m) ok(m[1]!);
-      });
-    });
-    child.stdout!.resume();
-    const { apiKey } = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
-      apiKey: string;
-    };
     const holder = generateHolderKeyPair('x25519');
     let failures = 0;
     const one = async () => {
@@ -362,9 +336,7 @@ async function benchHttpIssueVcBjj(): Promise<Row[]> {
       ...cpuRows,
     ];
   } finally {
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
-    rmSync(dir, { recursive: true, force: true });
+    await server.close();
   }
 }
 

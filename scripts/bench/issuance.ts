@@ -1,7 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { type Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -11,6 +8,7 @@ import { SdJwtVcIssuer } from '../../src/issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { loadSchemas } from '../../src/schemas/schema-registry.js';
 import { tempDir } from '../../test/helpers/tmp.js';
+import { startBenchServer } from './server.js';
 
 export type Row = { name: string; value: number; unit: string };
 
@@ -119,33 +117,9 @@ export async function benchHttpIssueVc(
 ): Promise<Row[]> {
   const seconds = options.seconds ?? 8;
   const concurrency = options.concurrency ?? 32;
-  const dir = tempDir();
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      PORT: '0',
-      KEYS_DIR: join(dir, 'keys'),
-      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      RATE_LIMIT_HOLDER_PER_MIN: '0',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server = await startBenchServer({ RATE_LIMIT_HOLDER_PER_MIN: '0' });
+  const { url, apiKey } = server;
   try {
-    let out = '';
-    child.stdout!.setEncoding('utf8');
-    const url = await new Promise<string>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-      child.stdout!.on('data', (chunk: string) => {
-        out += chunk;
-        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-    });
-    child.stdout!.resume();
-    const apiKey = (
-      JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as { apiKey: string }
-    ).apiKey;
     const holder = generateHolderKeyPair('x25519');
     const latencies: number[] = [];
     let failures = 0;
@@ -194,8 +168,7 @@ export async function benchHttpIssueVc(
       { name: 'issue-vc non-201 answers', value: failures, unit: '' },
     ];
   } finally {
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
+    await server.close();
   }
 }
 

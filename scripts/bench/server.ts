@@ -1,0 +1,67 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { removeDir, tempDir } from '../../test/helpers/tmp.js';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
+
+export interface BenchServer {
+  url: string;
+  apiKey: string;
+  adminApiKey: string;
+  /** Its working folder (keys, database). */
+  dir: string;
+  child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/**
+ * The real server (`src/main.ts`, development defaults, mounted emulator) in a child process on an
+ * ephemeral port, with its own keys and database; the load comes from this process.
+ */
+export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+  const dir = tempDir();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      PORT: '0',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+    child.stdout!.on('data', (chunk: string) => {
+      out += chunk;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+  });
+  child.stdout!.resume();
+  const secrets = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
+    apiKey: string;
+    adminApiKey: string;
+  };
+  return {
+    url,
+    apiKey: secrets.apiKey,
+    adminApiKey: secrets.adminApiKey,
+    dir,
+    child,
+    async close() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+      removeDir(dir);
+    },
+  };
+}
