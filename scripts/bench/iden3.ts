@@ -1,5 +1,5 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +14,7 @@ import type { IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
 import { removeDir, startIssuer, tempDir } from '../../test/helpers/issuer.js';
 import { holderIden3Did, membershipSchema, SCHEMAS_DIR } from '../../test/unit/iden3/fixtures.js';
-import { startBenchServer } from './server.js';
+import { processCpuMs, startBenchServer } from './server.js';
 
 type Row = { name: string; value: number; unit: string };
 
@@ -73,16 +73,6 @@ async function inFlight(concurrency: number, ms: number, one: () => Promise<unkn
  * CPU time (user + system, all threads) a process has used, from /proc (Linux, USER_HZ = 100);
  * undefined elsewhere. On a shared machine throughput follows the neighbours, CPU per credential not.
  */
-function processCpuMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
 // A fresh Iden3 holder per credential: nothing is deduplicated, every request signs a new credential.
 let holderSeed = BigInt(Date.now()) * 1000n;
 const nextHolderDid = () => holderIden3Did(holderSeed++);

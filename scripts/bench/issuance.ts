@@ -8,7 +8,7 @@ import { SdJwtVcIssuer } from '../../src/issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { loadSchemas } from '../../src/schemas/schema-registry.js';
 import { tempDir } from '../../test/helpers/tmp.js';
-import { startBenchServer } from './server.js';
+import { processCpuMs, startBenchServer } from './server.js';
 
 export type Row = { name: string; value: number; unit: string };
 
@@ -148,6 +148,7 @@ export async function benchHttpIssueVc(
       }),
     );
     failures = 0;
+    const cpu0 = processCpuMs(server.child.pid!);
     const start = performance.now();
     const end = start + seconds * 1000;
     await Promise.all(
@@ -156,7 +157,18 @@ export async function benchHttpIssueVc(
       }),
     );
     const elapsed = (performance.now() - start) / 1000;
+    const cpu1 = processCpuMs(server.child.pid!);
     latencies.sort((a, b) => a - b);
+    const cpuRows: Row[] =
+      cpu0 === undefined || cpu1 === undefined
+        ? []
+        : [
+            {
+              name: 'issue-vc server CPU (issuer + mounted emulator)',
+              value: (cpu1 - cpu0) / latencies.length,
+              unit: 'ms/request',
+            },
+          ];
     return [
       {
         name: `issue-vc over HTTP at ${concurrency} in flight`,
@@ -166,6 +178,7 @@ export async function benchHttpIssueVc(
       { name: 'issue-vc p50 latency', value: percentile(latencies, 50), unit: 'ms' },
       { name: 'issue-vc p99 latency', value: percentile(latencies, 99), unit: 'ms' },
       { name: 'issue-vc non-201 answers', value: failures, unit: '' },
+      ...cpuRows,
     ];
   } finally {
     await server.close();

@@ -65,3 +65,15 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
     },
   };
 }
+
+/** CPU time (user + system, all threads) a process has used, in ms, from /proc (Linux). */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name; utime and stime are the 14th and 15th, in clock ticks (10 ms).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}

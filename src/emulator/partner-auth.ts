@@ -29,6 +29,8 @@ const CLOCK_SKEW_SECONDS = 30;
 
 interface KeySource {
   getKey: JWTVerifyGetKey;
+  /** In-process sources: a fingerprint of the current key set, so a verified token can be reused. */
+  fingerprint?: () => Promise<string>;
   /** The keys last seen, to tell an unknown kid from a kid whose key does not fit the alg. */
   knownKeys: () => JWK[];
 }
@@ -52,6 +54,7 @@ function localKeySource(load: () => Promise<{ keys: JWK[] }>): KeySource {
       if (cached?.json !== json) cached = { json, getKey: createLocalJWKSet(jwks) };
       return cached.getKey(header, token);
     },
+    fingerprint: async () => JSON.stringify((await load()).keys),
     knownKeys: () => keys,
   };
 }
@@ -133,12 +136,21 @@ function checkClaims(payload: JWTPayload, expectedPartnerId: string | undefined,
 export function createPartnerVerifier(options: PartnerVerifierOptions): PartnerVerifier {
   const source =
     typeof options.jwks === 'string' ? remoteKeySource(options.jwks) : localKeySource(options.jwks);
+  // The issuer reuses one token for minutes: a token already verified against the same key set
+  // only needs its expiry checked again (in-process key sources only).
+  const verified = new Map<string, { keys: string; claims: PartnerClaims }>();
   return async (token) => {
     if (token === undefined || token.length === 0) {
       throw unauthorized(`${PARTNER_AUTH_HEADER} header missing`);
     }
-    const { kid, alg } = checkHeader(token);
     const currentDate = options.now();
+    const nowSeconds = Math.floor(currentDate.getTime() / 1000);
+    const keys = await source.fingerprint?.().catch(() => undefined);
+    const hit = verified.get(token);
+    if (hit && keys !== undefined && hit.keys === keys && hit.claims.exp + CLOCK_SKEW_SECONDS > nowSeconds) {
+      return hit.claims;
+    }
+    const { kid, alg } = checkHeader(token);
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, source.getKey, {
@@ -151,6 +163,11 @@ export function createPartnerVerifier(options: PartnerVerifierOptions): PartnerV
     } catch (err) {
       throw mapVerifyError(err, kid, alg, source);
     }
-    return checkClaims(payload, options.partnerId, Math.floor(currentDate.getTime() / 1000));
+    const claims = checkClaims(payload, options.partnerId, nowSeconds);
+    if (keys !== undefined) {
+      if (verified.size >= 256) verified.clear();
+      verified.set(token, { keys, claims });
+    }
+    return claims;
   };
 }

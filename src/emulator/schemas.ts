@@ -22,9 +22,13 @@ const base64Field = (bytes?: number) => {
 };
 
 // The ephemeral key is a DER SPKI (DESIGN 2); parsing it catches an issuer sending raw or hex keys.
+// X25519, the wire default, has one fixed 12-byte prefix, so its check needs no key parse.
+const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
 const isSpki = (b64: string): boolean => {
+  const der = Buffer.from(b64, 'base64');
+  if (der.length === 44 && der.subarray(0, 12).equals(X25519_SPKI_PREFIX)) return true;
   try {
-    createPublicKey({ key: Buffer.from(b64, 'base64'), format: 'der', type: 'spki' });
+    createPublicKey({ key: der, format: 'der', type: 'spki' });
     return true;
   } catch {
     return false;

@@ -2,14 +2,16 @@ import type { ClaimsRecord, ClaimsStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 
 export class SqliteClaimsStore implements ClaimsStore {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly byUser;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.byUser = db.prepare<[string, string], { claims: string; expires_at: string | null }>(
+      'SELECT claims, expires_at FROM claims WHERE user_id = ? AND schema_id = ?',
+    );
+  }
 
   async getClaims(userId: string, schemaId: string): Promise<ClaimsRecord | undefined> {
-    const row = this.db
-      .prepare<[string, string], { claims: string; expires_at: string | null }>(
-        'SELECT claims, expires_at FROM claims WHERE user_id = ? AND schema_id = ?',
-      )
-      .get(userId, schemaId);
+    const row = this.byUser.get(userId, schemaId);
     if (!row) return undefined;
     return {
       userId,
