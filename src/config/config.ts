@@ -88,16 +88,17 @@ export function loadConfig(
     problems.push('DATABASE_URL: must be sqlite:<path>');
   }
 
+  // Strength rules bind production; a development or test setup may use any non-empty key.
   for (const name of ['API_KEY', 'ADMIN_API_KEY'] as const) {
     const value = env[name];
     if (value === undefined) {
       if (production) problems.push(`${name}: required in production`);
-    } else if (value.length < MIN_SECRET_LENGTH) {
-      problems.push(`${name}: must be at least ${MIN_SECRET_LENGTH} characters`);
+    } else if (production && value.length < MIN_SECRET_LENGTH) {
+      problems.push(`${name}: must be at least ${MIN_SECRET_LENGTH} characters in production`);
     }
   }
-  if (env.API_KEY !== undefined && env.API_KEY === env.ADMIN_API_KEY) {
-    problems.push('ADMIN_API_KEY: must differ from API_KEY');
+  if (production && env.API_KEY !== undefined && env.API_KEY === env.ADMIN_API_KEY) {
+    problems.push('ADMIN_API_KEY: must differ from API_KEY in production');
   }
   if (production && env.PARTNER_ID === undefined) problems.push('PARTNER_ID: required in production');
 

@@ -39,8 +39,11 @@ function toAppError(err: unknown): AppError {
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new AppError(415 as number, 'INVALID_PARAMETER', 'unsupported body encoding');
   }
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
-    return new AppError(e.status, 'INVALID_PARAMETER', (err as Error).message);
+  // Express's own 4xx errors, e.g. a path parameter that is not valid percent-encoding (URIError).
+  if (err instanceof URIError)
+    return new AppError(400, 'INVALID_PARAMETER', 'path: malformed percent-encoding', { field: 'path' });
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    return new AppError(e.status, 'INVALID_PARAMETER', e.expose ? (err as Error).message : 'invalid request');
   }
   return new AppError(500, 'INTERNAL', 'internal error');
 }

@@ -251,6 +251,7 @@ export class IssuanceService {
         kid: signed.kid,
         createdAt: now,
         expiresAt,
+        uploadDueAt: new Date(Date.now() + this.deps.uploadTimeoutMs + 1000),
         envelope: {
           holderDid: req.holderDid,
           schemaId: req.schema.schemaId,

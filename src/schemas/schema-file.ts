@@ -26,7 +26,18 @@ export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
     timeoutMs: z.number().int().positive().max(60_000).default(3000),
     headers: z.record(z.string(), z.string()).optional(),
   }),
-  z.object({ provider: z.literal('module'), path: z.string().min(1) }),
+  // DESIGN §8 names no field for the module's path: `path` (or `module`), relative to SCHEMAS_DIR.
+  z
+    .object({
+      provider: z.literal('module'),
+      path: z.string().min(1).optional(),
+      module: z.string().min(1).optional(),
+    })
+    .refine((v) => v.path !== undefined || v.module !== undefined, {
+      message: 'module provider needs path',
+      path: ['path'],
+    })
+    .transform((v) => ({ provider: v.provider, path: (v.path ?? v.module)! })),
 ]);
 export type ClaimsSource = z.infer<typeof ClaimsSourceSchema>;
 

@@ -64,22 +64,26 @@ function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
     throw new SchemaFileError(lines.join('\n'));
   }
   const data = parsed.data;
-  if (data.proofTypes.includes('SD_JWT_VC') && !data.sdJwt) {
-    throw new SchemaFileError(`${file}: sdJwt: required when proofTypes lists SD_JWT_VC`);
-  }
   if (data.proofTypes.includes('BJJ_SIG_2021') && !data.iden3) {
     throw new SchemaFileError(`${file}: iden3: required when proofTypes lists BJJ_SIG_2021`);
   }
-  const properties = (data.credentialSubject as { properties?: Record<string, unknown> }).properties ?? {};
+  const subjectSchema = withoutSubjectId(data.credentialSubject);
+  const properties = (subjectSchema as { properties?: Record<string, unknown> }).properties ?? {};
   const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
   if (reserved.length > 0) {
     throw new SchemaFileError(
       `${file}: credentialSubject.properties: reserved claim names ${reserved.join(', ')}`,
     );
   }
+  const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(data.sdJwt?.disclosureFrame).has(c));
+  if (frameReserved.length > 0) {
+    throw new SchemaFileError(
+      `${file}: sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`,
+    );
+  }
   let validate: ValidateFunction;
   try {
-    validate = ajv.compile(data.credentialSubject);
+    validate = ajv.compile(subjectSchema);
   } catch (err) {
     throw new SchemaFileError(
       `${file}: credentialSubject: not a valid JSON Schema (${(err as Error).message})`,
@@ -102,6 +106,27 @@ function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
       });
     },
   };
+}
+
+/**
+ * The subject's `id` is the holder DID, written by the issuer, never a claim (claims arrive without
+ * it), so a schema that lists it (as Iden3 JSON schemas do) is validated without it.
+ */
+function withoutSubjectId(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = schema.properties as Record<string, unknown> | undefined;
+  if (!properties || !('id' in properties)) return schema;
+  const { id: _id, ...rest } = properties;
+  const required = Array.isArray(schema.required)
+    ? schema.required.filter((r) => r !== 'id')
+    : schema.required;
+  return { ...schema, properties: rest, ...(required === undefined ? {} : { required }) };
+}
+
+/** Top-level claim names a disclosure frame makes disclosable or descends into. */
+function disclosedNames(frame: Record<string, unknown> | undefined): Set<string> {
+  if (!frame) return new Set();
+  const sd = Array.isArray(frame._sd) ? frame._sd.filter((n): n is string => typeof n === 'string') : [];
+  return new Set([...sd, ...Object.keys(frame).filter((k) => k !== '_sd' && k !== '_sd_decoy')]);
 }
 
 export class SchemaRegistry {

@@ -41,6 +41,11 @@ export interface NewIssuance {
   createdAt: Date;
   expiresAt: Date;
   envelope: UploadEnvelope;
+  /**
+   * When the background worker may first take the upload (default: at once). The request that
+   * records an issuance uploads it itself first, so it leaves the worker out until then.
+   */
+  uploadDueAt?: Date | undefined;
 }
 
 export interface IssuanceRecord extends NewIssuance {
@@ -89,7 +94,7 @@ export interface IssuanceStore {
   leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean>;
   markUploaded(credentialId: string, storagePath: string, at: Date): Promise<void>;
   markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void>;
-  /** Start-up: every pending upload becomes due now, whatever its backoff said. */
+  /** Start-up: every pending upload becomes due now, whatever its backoff said, and stale leases drop. */
   makePendingDue(now: Date): Promise<void>;
   /** Earliest next attempt among pending uploads. */
   nextUploadDue(): Promise<Date | undefined>;

@@ -139,6 +139,12 @@ describe('holder routes reject bad input', () => {
     );
   });
 
+  it('malformed percent-encoding in a path → 400, not 500', async () => {
+    for (const path of ['/revocation-status/%E0', '/statuslist/%', '/credential-status/%zz']) {
+      await expectError(await fetch(`${issuer.url}${path}`), 400, 'INVALID_PARAMETER');
+    }
+  });
+
   it('unknown route → 404 JSON', async () => {
     await expectError(await fetch(`${issuer.url}/nope`), 404, 'NOT_FOUND');
     await expectError(await issuer.post('/issue-vc/extra', valid), 404, 'NOT_FOUND');

@@ -68,6 +68,19 @@ describe('claims providers', () => {
     );
     mkdirSync(join(schemas, 'providers'));
     writeFileSync(
+      join(schemas, 'broken.json'),
+      JSON.stringify({
+        ...common,
+        schemaId: 'broken-v1',
+        claims: { provider: 'module', module: 'providers/broken.mjs' },
+        sdJwt: { vct: 'urn:vct:broken' },
+      }),
+    );
+    writeFileSync(
+      join(schemas, 'providers', 'broken.mjs'),
+      'export const claimsProvider = { async lookup() { return { eligible: true }; } };\n',
+    );
+    writeFileSync(
       join(schemas, 'providers', 'static.mjs'),
       'export default { async lookup({ userId }) { return userId === "mod-user" ? { eligible: true, credentialSubject: { name: "Mo" } } : { eligible: false }; } };\n',
     );
@@ -143,6 +156,12 @@ describe('claims providers', () => {
     // No schema lists BJJ here, so the Iden3 back-end is off and has no routes.
     expect(issuer.ctx.iden3).toBeUndefined();
     expect((await fetch(`${issuer.url}/credential-status/1`)).status).toBe(404);
+  });
+
+  it('a module provider with a malformed answer → 502, never a crash or "not eligible"', async () => {
+    const res = await ask('anyone', 'broken-v1');
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { code: string }).code).toBe('UPSTREAM_UNAVAILABLE');
   });
 
   it('module provider', async () => {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bind } from '../../src/server.js';
 import { tempDir } from '../helpers/tmp.js';
 
 async function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
@@ -42,5 +43,14 @@ describe('start-up', () => {
     expect(stderr).toContain(join(dir, 'keys'));
     expect(stderr).toContain('keys:generate');
     expect(stderr).not.toContain('a'.repeat(40));
+  });
+
+  it('a request that arrives while the server is still starting gets 503, not silence', async () => {
+    const bound = await bind(0, '127.0.0.1');
+    const res = await fetch(`${bound.url}/.well-known/did.json`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    await res.body?.cancel();
+    await new Promise((ok) => bound.server.close(ok));
   });
 });

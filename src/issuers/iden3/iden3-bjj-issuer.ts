@@ -21,7 +21,7 @@ import {
   VC_2018_CONTEXT_URL,
 } from './document-loader.js';
 import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity, type Iden3State } from './identity.js';
-import { type ContextSource, defaultMerklizeWorkers, MerklizePool } from './merklize-pool.js';
+import { type ContextSource, defaultMerklizeWorkers, MerklizeError, MerklizePool } from './merklize-pool.js';
 
 export interface Iden3BjjIssuerOptions {
   db: SqliteDatabase;
@@ -290,13 +290,13 @@ export class Iden3BjjIssuer implements Issuer {
     }
     if (input.holderDid === this.did) {
       // The merklizer cannot encode a graph where one node is both issuer and subject.
-      throw invalidParameter('holderDid', 'must not be the issuer DID');
+      throw invalidParameter('holderDID', 'must not be the issuer DID');
     }
     let subjectId: ReturnType<typeof subjectIdFromDid>;
     try {
       subjectId = subjectIdFromDid(input.holderDid);
     } catch {
-      throw invalidParameter('holderDid', 'not a DID');
+      throw invalidParameter('holderDID', 'not a DID');
     }
     for (const key of Object.keys(input.claims)) {
       // credentialSubject id and type are the kit's (as DESIGN §5 reserves SD-JWT claims), and a key
@@ -327,13 +327,29 @@ export class Iden3BjjIssuer implements Issuer {
     const t1 = performance.now();
     let merklizeMs: number;
     let merklized: MerklizedCredential;
-    if (this.#pool) {
-      const pooled = await this.#pool.merklize(credential, [schema.contextSource]);
-      merklized = pooled;
-      merklizeMs = pooled.ms;
-    } else {
-      merklized = await merklizeCredential(credential, this.documentLoader);
-      merklizeMs = performance.now() - t1;
+    try {
+      if (this.#pool) {
+        const pooled = await this.#pool.merklize(credential, [schema.contextSource]);
+        merklized = pooled;
+        merklizeMs = pooled.ms;
+      } else {
+        merklized = await merklizeCredential(credential, this.documentLoader);
+        merklizeMs = performance.now() - t1;
+      }
+    } catch (err) {
+      // Claims that fit the JSON Schema but not the JSON-LD context's types (e.g. text for an
+      // xsd:integer term) fail here: the claims are at fault, not the server.
+      if (err instanceof MerklizeError || !this.#pool) {
+        throw new AppError(
+          422,
+          'CLAIMS_INVALID',
+          `claims do not fit the JSON-LD context of ${input.schema.schemaId}: ${(err as Error).message}`,
+          {
+            schemaId: input.schema.schemaId,
+          },
+        );
+      }
+      throw err;
     }
     const { root, typeIri } = merklized;
     const t2 = performance.now();

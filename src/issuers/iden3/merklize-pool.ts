@@ -54,6 +54,11 @@ function spawnWorker(): Worker {
  * one merklization per core while the main thread keeps HTTP, the database and the signing key.
  * Workers start on first use; an idle worker does not keep the process alive.
  */
+/** The credential itself could not be merklized (as opposed to a pool or worker failure). */
+export class MerklizeError extends Error {
+  override name = 'MerklizeError';
+}
+
 export class MerklizePool {
   readonly size: number;
   readonly #slots: Slot[] = [];
@@ -100,7 +105,7 @@ export class MerklizePool {
       if (!p) return;
       slot.pending.delete(reply.id);
       if (slot.pending.size === 0) slot.worker.unref();
-      if ('error' in reply) p.reject(new Error(reply.error));
+      if ('error' in reply) p.reject(new MerklizeError(reply.error));
       else p.resolve({ root: reply.root, typeIri: reply.typeIri, ms: reply.ms });
     });
     // A worker that dies takes only its own requests with it; the next request starts a new one.

@@ -2,7 +2,6 @@ import { sign as cryptoSign } from 'node:crypto';
 import { digest, generateSalt } from '@sd-jwt/crypto-nodejs';
 import { SDJwtVcInstance, type SdJwtVcPayload } from '@sd-jwt/sd-jwt-vc';
 import type { DisclosureFrame, Signer } from '@sd-jwt/types';
-import { AppError } from '../../errors.js';
 import type { ManagedKey } from '../../keys/key-ring.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
@@ -23,18 +22,13 @@ export class SdJwtVcIssuer implements Issuer {
   ) {}
 
   supports(schema: CredentialSchema): boolean {
-    return schema.proofTypes.includes('SD_JWT_VC') && schema.sdJwt !== undefined;
+    return schema.proofTypes.includes('SD_JWT_VC');
   }
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
     const key = this.currentKey();
-    const vct = input.vct ?? input.schema.sdJwt?.vct;
-    if (!vct)
-      throw new AppError(
-        400,
-        'INVALID_PARAMETER',
-        `schemaId: schema ${input.schema.schemaId} has no sdJwt.vct`,
-      );
+    // Without an sdJwt.vct the schema identifier is the type (spec 4.4 accepts either as vct).
+    const vct = input.vct ?? input.schema.sdJwt?.vct ?? input.schema.schemaId;
     const payload: SdJwtVcPayload = {
       ...input.claims,
       iss: this.issuerOrigin,

@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ClaimsProvider } from './claims-provider.js';
+import { type ClaimsProvider, parseClaimsAnswer } from './claims-provider.js';
 
 /**
  * DESIGN §8 `module` provider: a JS/TS module (path relative to SCHEMAS_DIR, or absolute)
@@ -17,5 +17,7 @@ export async function loadModuleClaimsProvider(path: string, schemasDir: string)
       `${file}: must export a ClaimsProvider (an object with lookup()) as default, claimsProvider or createClaimsProvider()`,
     );
   }
-  return candidate as ClaimsProvider;
+  const provider = candidate as ClaimsProvider;
+  // The module's answers are checked like the http provider's: a malformed one is an outage.
+  return { lookup: async (query) => parseClaimsAnswer(await provider.lookup(query)) };
 }

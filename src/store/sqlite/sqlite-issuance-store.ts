@@ -159,10 +159,13 @@ export class SqliteIssuanceStore implements IssuanceStore {
          WHERE credential_id = ? AND upload_state = 'pending'`,
       ),
       nextDue: db.prepare<[], { t: number | null }>(
-        "SELECT MIN(next_attempt_at) AS t FROM issuances WHERE upload_state = 'pending'",
+        // A leased upload is not due before its lease ends (else the worker would spin on it).
+        "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_until, 0))) AS t FROM issuances WHERE upload_state = 'pending'",
       ),
       makeDue: db.prepare(
-        "UPDATE issuances SET next_attempt_at = ? WHERE upload_state = 'pending' AND next_attempt_at > ?",
+        // Also drops leases: at start-up a lease can only be a dead process's (a live one that
+        // shares the file may upload the same envelope again, which externalId makes harmless).
+        "UPDATE issuances SET next_attempt_at = MIN(next_attempt_at, ?), lease_until = NULL WHERE upload_state = 'pending'",
       ),
       kidExpiry: db.prepare<[string], { t: string | null }>(
         'SELECT MAX(expires_at) AS t FROM issuances WHERE kid = ?',
@@ -256,7 +259,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
         createdAt: n.createdAt.toISOString(),
         expiresAt: n.expiresAt.toISOString(),
         envelope: JSON.stringify(n.envelope),
-        nextAttemptAt: n.createdAt.getTime(),
+        nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
       });
       return { kind: 'inserted', record: rowToIssuance(this.stmts.get.get(n.credentialId)!) };
     });
@@ -305,7 +308,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
   }
 
   async makePendingDue(now: Date): Promise<void> {
-    this.stmts.makeDue.run(now.getTime(), now.getTime());
+    this.stmts.makeDue.run(now.getTime());
   }
 
   async nextUploadDue(): Promise<Date | undefined> {

@@ -77,7 +77,6 @@ describe('config', () => {
     ['ISSUER_ORIGIN', 'issuer.example.com'],
     ['DATABASE_URL', 'mysql://x'],
     ['DATABASE_URL', 'postgres://db/issuer'],
-    ['API_KEY', 'short'],
     ['PARTNER_ID', 'not-a-uuid'],
     ['STATUS_LIST_PARTITION_SIZE', '100'],
     ['STATUS_LIST_PARTITION_SIZE', '0'],
@@ -106,8 +105,15 @@ describe('config', () => {
     expect(config.rateLimits.admin).toBe(0);
   });
 
-  it('never prints a secret in a problem line', () => {
-    const lines = problems({ API_KEY: 'tooshort-secret' });
+  it('production requires strong, distinct keys and never prints a secret in a problem line', () => {
+    const lines = problems({ ...production, API_KEY: 'tooshort-secret' });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^API_KEY:/);
     expect(lines.join('\n')).not.toContain('tooshort-secret');
+    expect(problems({ ...production, ADMIN_API_KEY: production.API_KEY })[0]).toMatch(/^ADMIN_API_KEY:/);
+  });
+
+  it('development accepts any non-empty keys', () => {
+    expect(problems({ API_KEY: 'test-key', ADMIN_API_KEY: 'test-key' })).toEqual([]);
   });
 });

@@ -509,6 +509,17 @@ describe('Iden3BjjIssuer: bad input', () => {
     }
   });
 
+  it('refuses claims whose values do not fit the context types (422, not 500)', async () => {
+    for (const claims of [
+      { ...MEMBERSHIP_CLAIMS, memberNumber: 'one thousand' },
+      { ...MEMBERSHIP_CLAIMS, memberSince: 'not a date' },
+    ]) {
+      const err = await appError(issuer.issue(input({ claims })));
+      expect(err.status).toBe(422);
+      expect(err.code).toBe('CLAIMS_INVALID');
+    }
+  });
+
   it('refuses a holder that is not a DID, nonce 0 and unsafe nonces (400)', async () => {
     for (const p of [
       issuer.issue(input({ holderDid: 'not a did' })),

@@ -52,7 +52,11 @@ describe('schemas', () => {
     ['missing schemaId', { ...base, schemaId: undefined }, /bad\.json: schemaId/],
     ['unknown proof type', { ...base, proofTypes: ['X'] }, /bad\.json: proofTypes/],
     ['http provider without url', { ...base, claims: { provider: 'http' } }, /bad\.json: claims/],
-    ['SD-JWT without sdJwt block', { ...base, sdJwt: undefined }, /bad\.json: sdJwt/],
+    [
+      'a reserved claim in the disclosure frame',
+      { ...base, sdJwt: { vct: 'x', disclosureFrame: { _sd: ['name', 'iss'] } } },
+      /sdJwt\.disclosureFrame: reserved claim names iss/,
+    ],
     ['BJJ without iden3 block', { ...base, proofTypes: ['BJJ_SIG_2021'] }, /bad\.json: iden3/],
     [
       'reserved claim',
@@ -66,6 +70,24 @@ describe('schemas', () => {
     ],
   ])('rejects %s', (_name, body, message) => {
     expect(() => loadSchemas(dirWith({ 'bad.json': body }))).toThrow(message);
+  });
+
+  it('accepts an SD-JWT schema without an sdJwt block (vct defaults to the schemaId)', () => {
+    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt: undefined } }));
+    expect(registry.require('test-v1').sdJwt).toBeUndefined();
+  });
+
+  it('validates claims without the subject id a schema may list (the holder DID is not a claim)', () => {
+    const withId = {
+      ...base,
+      credentialSubject: {
+        type: 'object',
+        properties: { id: { type: 'string' }, name: { type: 'string' } },
+        required: ['id', 'name'],
+      },
+    };
+    const registry = loadSchemas(dirWith({ 'a.json': withId }));
+    expect(registry.require('test-v1').validateClaims({ name: 'A' })).toEqual([]);
   });
 
   it('rejects a duplicate schemaId naming both files', () => {
