@@ -44,30 +44,18 @@ export async function benchPrimitives(): Promise<Row[]> {
   const issuer = new SdJwtVcIssuer('https://issuer.example', () => ring.signing);
   const now = new Date();
   const expiresAt = new Date(now.getTime() + 3600_000);
-  const sdjwt = await rate(1500, () =>
-    issuer.issue({
-      credentialId: randomUUID(),
-      holderDid: 'did:example:bench',
-      schema,
-      claims: CLAIMS,
-      issuedAt: now,
-      expiresAt,
-      revocationNonce: 1,
-      status: { idx: 1, uri: 'https://issuer.example/statuslist/0' },
-    }),
-  );
+  const input = {
+    holderDid: 'did:example:bench',
+    schema,
+    claims: CLAIMS,
+    issuedAt: now,
+    expiresAt,
+    revocationNonce: 1,
+    status: { idx: 1, uri: 'https://issuer.example/statuslist/0' },
+  };
+  const sdjwt = await rate(1500, () => issuer.issue({ ...input, credentialId: randomUUID() }));
   const holder = parseHolderPublicKey(generateHolderKeyPair('x25519').publicKeyHex, 'pubKey');
-  const sample = (
-    await issuer.issue({
-      credentialId: randomUUID(),
-      holderDid: 'did:example:bench',
-      schema,
-      claims: CLAIMS,
-      issuedAt: now,
-      expiresAt,
-      revocationNonce: 1,
-    })
-  ).credential;
+  const sample = (await issuer.issue({ ...input, credentialId: randomUUID() })).credential;
   const seal = await rate(1500, () => sealEnvelope(holder, sample));
   return [
     { name: 'bare ES256 signs/s (node:crypto)', value: es256, unit: '/s' },

@@ -98,6 +98,8 @@ export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
   };
 }
 
+type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
+
 // Random probes before falling back to a scan of the partition's allocations.
 const RANDOM_PROBES = 48;
 
@@ -207,33 +209,19 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.nonce.get(nonce) !== undefined;
   }
 
-  async findLiveDuplicate(q: {
-    holderDid: string;
-    schemaId: string;
-    proofType: ProofType;
-    subjectHash: string;
-    now: Date;
-  }) {
-    const row = this.stmts.duplicate.get(
-      q.holderDid,
-      q.schemaId,
-      q.proofType,
-      q.subjectHash,
-      q.now.toISOString(),
-    );
+  async findLiveDuplicate(q: DuplicateQuery) {
+    const row = this.liveDuplicate(q);
     return row ? rowToIssuance(row) : undefined;
+  }
+
+  private liveDuplicate(q: DuplicateQuery): IssuanceRow | undefined {
+    return this.stmts.duplicate.get(q.holderDid, q.schemaId, q.proofType, q.subjectHash, q.now.toISOString());
   }
 
   async insertIssuance(n: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome> {
     const run = this.db.transaction((): InsertOutcome => {
       if (options.dedupe) {
-        const dup = this.stmts.duplicate.get(
-          n.holderDid,
-          n.schemaId,
-          n.proofType,
-          n.subjectHash,
-          n.createdAt.toISOString(),
-        );
+        const dup = this.liveDuplicate({ ...n, now: n.createdAt });
         if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
       }
       if (this.stmts.nonce.get(n.revocationNonce)) return { kind: 'nonce-taken' };
