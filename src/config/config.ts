@@ -79,7 +79,9 @@ export function loadConfig(
   const databaseUrl = env.DATABASE_URL ?? 'sqlite:./data/issuer.db';
   let databasePath = '';
   if (databaseUrl.startsWith('sqlite:')) {
-    const p = databaseUrl.slice('sqlite:'.length);
+    // sqlite:<path>; the URL-style sqlite://<relative> and sqlite:///<absolute> mean the same.
+    const rest = databaseUrl.slice('sqlite:'.length);
+    const p = rest.startsWith('//') ? rest.slice(2) : rest;
     if (!p) problems.push('DATABASE_URL: sqlite: needs a path, e.g. sqlite:./data/issuer.db');
     databasePath = p === ':memory:' ? p : resolve(cwd, p);
   } else if (/^postgres(ql)?:/.test(databaseUrl)) {

@@ -91,6 +91,16 @@ describe('config', () => {
     expect(lines.every((l) => l.startsWith(`${name}:`))).toBe(true);
   });
 
+  it.each([
+    ['sqlite:./x.db', '/srv/issuer/x.db'],
+    ['sqlite:/var/lib/issuer.db', '/var/lib/issuer.db'],
+    ['sqlite://./x.db', '/srv/issuer/x.db'],
+    ['sqlite:///var/lib/issuer.db', '/var/lib/issuer.db'],
+    ['sqlite::memory:', ':memory:'],
+  ])('DATABASE_URL %s → %s', (url, path) => {
+    expect(loadConfig({ DATABASE_URL: url }, '/srv/issuer').config.database.path).toBe(path);
+  });
+
   it('reports every problem at once', () => {
     expect(problems({ PORT: 'x', STATUS_LIST_BITS: '9', PARTNER_ID: 'y' })).toHaveLength(3);
   });
