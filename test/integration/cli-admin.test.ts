@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InitializedUser } from '../../src/service-client/service-client.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
@@ -247,7 +248,7 @@ describe('admin CLI', () => {
           memberNumber: 8,
         },
       })
-    ).json()) as { revocationNonce: string };
+    ).json()) as { revocationNonce: string; status: { idx: number; uri: string } };
     const nonce = issued.revocationNonce;
     expect((await cliJson<Array<{ status: string }>>(['suspend', nonce])).json[0]!.status).toBe('suspended');
     expect((await cliJson<{ status: string }>(['status', nonce])).json).toMatchObject({
@@ -266,6 +267,9 @@ describe('admin CLI', () => {
     const status = await cli(['status', nonce]);
     expect(status.code).toBe(0);
     expect(status.stdout).toContain('revoked');
+    // The CLI's revoke reaches the token status list too (issue: revocation and status lists).
+    const list = getListFromStatusListJWT(await (await fetch(issued.status.uri)).text());
+    expect(list.getStatus(issued.status.idx)).toBe(1);
   });
 
   it('history --json and as a table', async () => {
