@@ -13,7 +13,7 @@ export interface OutboxOptions {
 }
 
 export interface OutboxEvents {
-  uploaded: [record: IssuanceRecord, storagePath: string];
+  uploaded: [record: IssuanceRecord, storagePath: string | null];
   failed: [record: IssuanceRecord, error: Error, nextAttemptAt: Date];
 }
 
@@ -62,11 +62,11 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
    * One attempt now (inside the request), under the same lease as the worker. Resolves with the
    * storage path, or rejects after recording the failure and scheduling the retry.
    */
-  async uploadNow(record: IssuanceRecord): Promise<string> {
+  async uploadNow(record: IssuanceRecord): Promise<string | null> {
     const leased = await this.store.leaseUpload(record.credentialId, new Date(), this.leaseMs);
     if (!leased) {
       const current = await this.store.get(record.credentialId);
-      if (current?.uploadState === 'uploaded' && current.storagePath) return current.storagePath;
+      if (current?.uploadState === 'uploaded') return current.storagePath;
       throw new Error('upload is being retried by the background worker');
     }
     return this.track(this.attempt(record));
@@ -78,12 +78,13 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     return p;
   }
 
-  private async attempt(record: IssuanceRecord): Promise<string> {
+  private async attempt(record: IssuanceRecord): Promise<string | null> {
     try {
       const res = await this.client.storeEnvelope(record.envelope);
-      await this.store.markUploaded(record.credentialId, res.storagePath, new Date());
-      this.emit('uploaded', record, res.storagePath);
-      return res.storagePath;
+      const storagePath = res.storagePath ?? null;
+      await this.store.markUploaded(record.credentialId, storagePath, new Date());
+      this.emit('uploaded', record, storagePath);
+      return storagePath;
     } catch (err) {
       const error = err as Error;
       const attempts = record.uploadAttempts + 1;

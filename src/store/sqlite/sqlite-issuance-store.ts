@@ -287,7 +287,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.lease.run(t + leaseMs, credentialId, t).changes === 1;
   }
 
-  async markUploaded(credentialId: string, storagePath: string, at: Date): Promise<void> {
+  async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
     this.stmts.uploaded.run(storagePath, at.toISOString(), credentialId);
   }
 
