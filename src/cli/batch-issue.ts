@@ -22,6 +22,7 @@ import { type CliIo, json } from './output.js';
 export interface IssueBody {
   userId: string;
   schemaId: string;
+  /** Left empty by the CSV when neither a vct cell nor --vct is given: the schema's own is filled in. */
   vct: string;
   expiration: string;
   credentialSubject: Record<string, unknown>;
@@ -72,7 +73,6 @@ export function parseBatchCsv(
   if (!fixed.has('email')) problems.push({ line: 1, field: 'email', message: 'the email column is missing' });
   for (const [column, option] of [
     ['schemaId', '--schema'],
-    ['vct', '--vct'],
     ['expiration', '--expiration'],
   ] as const) {
     const fallback = column === 'schemaId' ? defaults.schema : defaults[column];
@@ -108,8 +108,8 @@ export function parseBatchCsv(
       });
     const schemaId = cell('schemaId') ?? defaults.schema;
     if (!schemaId) rowProblems.push({ line, field: 'schemaId', message: 'required' });
-    const vct = cell('vct') ?? defaults.vct;
-    if (!vct) rowProblems.push({ line, field: 'vct', message: 'required' });
+    // Without a vct cell or --vct, the schema's own vct is used (the server names it when validating).
+    const vct = cell('vct') ?? defaults.vct ?? '';
     const credentialSubject = buildSubject(cells, columns);
     if (Object.keys(credentialSubject).length === 0)
       rowProblems.push({ line, field: 'credentialSubject', message: 'every claim cell is empty' });
@@ -121,7 +121,7 @@ export function parseBatchCsv(
         body: {
           userId: email.data!,
           schemaId: schemaId!,
-          vct: vct!,
+          vct,
           expiration: expirationText!,
           credentialSubject,
           onDuplicate: defaults.onDuplicate,
@@ -336,21 +336,22 @@ async function serverProblems(client: AdminClient, rows: BatchRow[]): Promise<Li
   let size = 0;
   const flush = async () => {
     if (chunk.length === 0) return;
-    const { body } = await client.call<{ problems: Array<{ row: number; field: string; message: string }> }>(
-      'POST',
-      '/admin/issue-vc/validate',
-      {
-        body: {
-          rows: chunk.map((r) => ({
-            schemaId: r.body.schemaId,
-            vct: r.body.vct,
-            credentialSubject: r.body.credentialSubject,
-          })),
-        },
+    const { body } = await client.call<{
+      problems: Array<{ row: number; field: string; message: string }>;
+      vct?: Record<string, string>;
+    }>('POST', '/admin/issue-vc/validate', {
+      body: {
+        rows: chunk.map((r) => ({
+          schemaId: r.body.schemaId,
+          vct: r.body.vct || undefined,
+          credentialSubject: r.body.credentialSubject,
+        })),
       },
-    );
+    });
     for (const p of body.problems)
       problems.push({ line: chunk[p.row]!.line, field: p.field, message: p.message });
+    for (const row of chunk)
+      if (!row.body.vct) row.body.vct = body.vct?.[row.body.schemaId] ?? row.body.schemaId;
     chunk = [];
     size = 0;
   };

@@ -105,7 +105,14 @@ export function validateIssueRows(direct: DirectIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(ValidateRowsBodySchema, req.body);
     const problems = body.rows.flatMap((row, i) => direct.checkRequest(row).map((p) => ({ row: i, ...p })));
-    res.json({ problems });
+    // The vct each schema issues under by default, for rows that bring none.
+    const vct = Object.fromEntries(
+      [...new Set(body.rows.map((r) => r.schemaId))].flatMap((id) => {
+        const v = direct.defaultVct(id);
+        return v === undefined ? [] : [[id, v]];
+      }),
+    );
+    res.json({ problems, vct });
   };
 }
 

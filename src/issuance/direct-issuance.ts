@@ -154,6 +154,12 @@ export class DirectIssuanceService {
    * Every problem of a would-be issue-vc body that the server can tell without issuing: unknown
    * schema, reserved or invalid claims, a frame that does not fit the claims (batch pre-check).
    */
+  /** The schema's `sdJwt.vct`, else its schemaId (spec 4.4 accepts either as a vct). */
+  defaultVct(schemaId: string): string | undefined {
+    const schema = this.deps.schemas.get(schemaId);
+    return schema ? (schema.sdJwt?.vct ?? schema.schemaId) : undefined;
+  }
+
   checkRequest(row: {
     schemaId: string;
     credentialSubject: Record<string, unknown>;

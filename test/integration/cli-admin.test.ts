@@ -183,8 +183,7 @@ describe('admin CLI', () => {
         file,
         '--schema',
         'membership-v1',
-        '--vct',
-        'urn:vct:cli',
+        // No --vct: the schema's own vct is used.
         '--concurrency',
         '1',
         '--out',
@@ -207,8 +206,7 @@ describe('admin CLI', () => {
         file,
         '--schema',
         'membership-v1',
-        '--vct',
-        'urn:vct:cli',
+        // No --vct: the schema's own vct is used.
         '--concurrency',
         '2',
         '--out',

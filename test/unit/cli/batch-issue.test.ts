@@ -61,7 +61,7 @@ describe('batch CSV (admin batch-issue)', () => {
       onDuplicate: 'allow',
     });
     expect(header.problems.map((p) => p.field).sort()).toEqual(
-      ['credentialSubject.cnf', 'email', 'expiration', 'mail', 'schemaId', 'vct'].sort(),
+      ['credentialSubject.cnf', 'email', 'expiration', 'mail', 'schemaId'].sort(),
     );
   });
 
