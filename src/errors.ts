@@ -21,8 +21,14 @@ export class AppError extends Error {
   readonly details: unknown;
   readonly expose: boolean;
 
-  constructor(status: number, code: ErrorCode, message: string, details?: unknown) {
-    super(message);
+  constructor(
+    status: number,
+    code: ErrorCode,
+    message: string,
+    details?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
     this.name = 'AppError';
     this.status = status;
     this.code = code;
@@ -36,5 +42,5 @@ export const invalidParameter = (field: string, message: string): AppError =>
 
 export const notFound = (message: string): AppError => new AppError(404, 'NOT_FOUND', message);
 
-export const upstreamUnavailable = (message: string, details?: unknown): AppError =>
-  new AppError(502, 'UPSTREAM_UNAVAILABLE', message, details);
+export const upstreamUnavailable = (message: string, details?: unknown, cause?: unknown): AppError =>
+  new AppError(502, 'UPSTREAM_UNAVAILABLE', message, details, { cause });

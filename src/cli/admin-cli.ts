@@ -258,7 +258,9 @@ export async function runAdminCli(
     .description('issuance history, newest first (GET /admin/issuance-history); never claim values')
     .option('--holder-did <did>', 'only this holder')
     .option('--schema <schemaId>', 'only this schema')
+    .option('--schema-id <schemaId>', 'the same as --schema')
     .option('--nonce <revocationNonce>', 'only this revocation nonce')
+    .option('--revocation-nonce <revocationNonce>', 'the same as --nonce')
     .option('--proof-type <type>', 'SD_JWT_VC or BJJ_SIG_2021')
     .option('--status <status>', 'valid, revoked, suspended, expired or upload_pending')
     .option('--order <order>', 'createdAt_desc (default) or createdAt_asc')
@@ -273,8 +275,8 @@ export async function runAdminCli(
         };
         const query = {
           holderDid: opts.holderDid as string | undefined,
-          schemaId: opts.schema as string | undefined,
-          revocationNonce: opts.nonce as string | undefined,
+          schemaId: (opts.schema ?? opts.schemaId) as string | undefined,
+          revocationNonce: (opts.nonce ?? opts.revocationNonce) as string | undefined,
           proofType: opts.proofType as string | undefined,
           status: opts.status as string | undefined,
           order: opts.order as string | undefined,

@@ -33,9 +33,11 @@ export function loadCliSettings(
       if (typeof dev.adminApiKey === 'string') adminApiKey = dev.adminApiKey;
     }
   }
-  const url = (options.url ?? merged.ISSUER_URL ?? `http://localhost:${merged.PORT ?? 3000}`).replace(
-    /\/+$/,
-    '',
-  );
+  const url = (
+    options.url ??
+    merged.ISSUER_URL ??
+    merged.ISSUER_ORIGIN ??
+    `http://localhost:${merged.PORT ?? 3000}`
+  ).replace(/\/+$/, '');
   return { url, adminApiKey, keysDir };
 }

@@ -14,11 +14,14 @@ export function statusListPartition(status: StatusService) {
   return async (req: Request, res: Response) => {
     const raw = String(req.params.partition);
     // Canonical decimal only: the token's `sub` must be the very URL the credentials carry.
-    if (!/^(0|[1-9]\d{0,8})$/.test(raw))
+    if (!/^(0|[1-9]\d*)$/.test(raw))
       throw new AppError(400, 'INVALID_PARAMETER', 'partition: must be a non-negative integer', {
         field: 'partition',
       });
-    const published = await status.partitionToken(Number(raw));
+    // A well-formed number beyond any partition we could have is simply unknown.
+    const partition = Number(raw);
+    if (!Number.isSafeInteger(partition)) throw notFound(`no status list partition ${raw}`);
+    const published = await status.partitionToken(partition);
     res.set('ETag', published.etag);
     res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
     if (

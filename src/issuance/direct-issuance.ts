@@ -105,9 +105,23 @@ export class DirectIssuanceService {
     try {
       return { outcome: 'issued', record: await this.deps.issuance.uploadWithinRequest(recorded.record) };
     } catch (err) {
+      if (!(err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE')) throw err;
+      // spec 4.6: a final answer of the hosting service (400/401/403/404/409) is passed on with its
+      // status and message. The credential stays recorded (details.credentialId) and queued.
+      const cause = err.cause;
+      const code =
+        cause instanceof UpstreamError && !cause.retryable && cause.status !== undefined
+          ? PASSED_ON[cause.status]
+          : undefined;
+      if (cause instanceof UpstreamError && code) {
+        throw new AppError(cause.status!, code, cause.upstreamMessage ?? cause.message, {
+          upstream: cause.route,
+          upstreamStatus: cause.status,
+          credentialId: recorded.record.credentialId,
+        });
+      }
       // Recorded and queued: the outbox retries with the same externalId; the caller sees pending.
-      if (err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE') return recorded;
-      throw err;
+      return recorded;
     }
   }
 

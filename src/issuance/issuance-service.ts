@@ -291,9 +291,8 @@ export class IssuanceService {
     } catch (err) {
       throw upstreamUnavailable(
         `the credential was issued and recorded but the hosting service did not store it yet (${(err as Error).message}); it is retried in the background`,
-        {
-          credentialId: record.credentialId,
-        },
+        { credentialId: record.credentialId },
+        err,
       );
     } finally {
       clearTimeout(timer);

@@ -291,6 +291,19 @@ describe('admin direct issuance', () => {
     });
   });
 
+  it('a final dstorage answer (409) is passed on with its status; the credential stays recorded', async () => {
+    const emulator = issuer.ctx.emulator!;
+    emulator.faults.failNext('dstorage', 1, 409);
+    const res = await issuer.admin('/admin/issue-vc', issueBody());
+    expect(res.status).toBe(409);
+    const body = (await res.json()) as { code: string; details: { credentialId: string; upstream: string } };
+    expect(body.code).toBe('CONFLICT');
+    expect(body.details.upstream).toBe('dstorage/vcs');
+    expect(await issuer.ctx.store.issuances.get(body.details.credentialId)).toMatchObject({
+      uploadState: 'pending',
+    });
+  });
+
   describe('Idempotency-Key', () => {
     it('replays the first answer for the same key and body; another body is 409', async () => {
       const body = issueBody();

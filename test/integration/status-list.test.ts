@@ -296,18 +296,21 @@ describe('token status lists and revocation (1-bit)', () => {
       expect(fromPage.headers.get('access-control-allow-origin')).toBeNull();
     });
 
-    it.each(['abc', '-1', '1.5', '01', '1e3', '99999999999'])('GET /statuslist/%s → 400', async (p) => {
+    it.each(['abc', '-1', '1.5', '01', '1e3'])('GET /statuslist/%s → 400', async (p) => {
       const res = await fetch(`${issuer.url}/statuslist/${p}`);
       expect(res.status).toBe(400);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       expect(((await res.json()) as { code: string }).code).toBe('INVALID_PARAMETER');
     });
 
-    it('an unknown partition → 404 JSON', async () => {
-      const res = await fetch(`${issuer.url}/statuslist/7`);
-      expect(res.status).toBe(404);
-      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-      expect(((await res.json()) as { code: string }).code).toBe('NOT_FOUND');
-    });
+    it.each(['7', '99999999999', '123456789012345678901234'])(
+      'an unknown partition (%s) → 404 JSON',
+      async (p) => {
+        const res = await fetch(`${issuer.url}/statuslist/${p}`);
+        expect(res.status).toBe(404);
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(((await res.json()) as { code: string }).code).toBe('NOT_FOUND');
+      },
+    );
   });
 });

@@ -21,7 +21,8 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
 
   constructor(private readonly db: SqliteDatabase) {
     this.active = db.prepare<[string, string, string], SummaryRow>(
-      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND status != 1 AND expires_at > ?
+      // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
+      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = 'SD_JWT_VC' AND status != 1 AND expires_at > ?
        ORDER BY created_at DESC, rowid DESC`,
     );
   }
