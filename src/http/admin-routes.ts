@@ -77,6 +77,7 @@ export function adminIssueVc(direct: DirectIssuanceService, status: StatusServic
       credentialSubject: body.credentialSubject,
       disclosureFrame: body.disclosureFrame,
       onDuplicate: body.onDuplicate,
+      idempotencyKey: req.get('idempotency-key'),
     });
     const answer = issueAnswer(status, result);
     res.status(answer.httpStatus).json(answer.body);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, upstreamUnavailable } from '../errors.js';
@@ -17,6 +18,11 @@ export interface DirectIssueRequest {
   credentialSubject: Record<string, unknown>;
   disclosureFrame?: Record<string, unknown> | undefined;
   onDuplicate: OnDuplicate;
+  /**
+   * The request's Idempotency-Key: the credential id is derived from it, so a request re-run after
+   * a crash (between recording and answering) finds its credential instead of signing another.
+   */
+  idempotencyKey?: string | undefined;
 }
 
 export interface DirectIssueResult {
@@ -71,16 +77,20 @@ export class DirectIssuanceService {
     const user = await this.initializeUser(req.email);
     const encryptTo = holderKey(user);
 
+    const credentialId = req.idempotencyKey === undefined ? undefined : credentialIdFor(req.idempotencyKey);
     const recorded = await this.exclusive(`${user.did}\u0000${schema.schemaId}`, async () => {
       const active =
         req.onDuplicate === 'allow'
           ? []
-          : await this.deps.history.activeFor(user.did, schema.schemaId, this.now());
+          : (await this.deps.history.activeFor(user.did, schema.schemaId, this.now())).filter(
+              (r) => r.credentialId !== credentialId,
+            );
       if (req.onDuplicate === 'ignore') {
         const valid = active.find((r) => r.status === 0);
         if (valid) return { outcome: 'existing' as const, record: valid };
       }
       const record = await this.deps.issuance.signAndRecord({
+        credentialId,
         channel: 'direct',
         userId: user.userId,
         holderDid: user.did,
@@ -205,4 +215,13 @@ function holderKey(user: InitializedUser): HolderPublicKey {
       upstream: 'auth/initialize-user',
     });
   }
+}
+
+/** A UUID (RFC 9562 version 8) derived from an Idempotency-Key: the same key, the same credential. */
+export function credentialIdFor(idempotencyKey: string): string {
+  const h = createHash('sha256').update(`admin/issue-vc\u0000${idempotencyKey}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x80;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

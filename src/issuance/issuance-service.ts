@@ -32,6 +32,8 @@ export interface PreviewEntry {
 
 /** What any issuance (hosted or direct) hands to `signAndRecord`. */
 export interface SignRequest {
+  /** A caller-chosen credential id (derived from an Idempotency-Key); random by default. */
+  credentialId?: string | undefined;
   channel: Channel;
   userId: string;
   holderDid: string;
@@ -211,7 +213,7 @@ export class IssuanceService {
       });
       if (existing) return existing;
     }
-    const credentialId = randomUUID();
+    const credentialId = req.credentialId ?? randomUUID();
     for (let attempt = 0; attempt < 16; attempt++) {
       const revocationNonce = randomRevocationNonce();
       const slot: StatusSlot | null = issuer.usesStatusList

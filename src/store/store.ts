@@ -62,7 +62,7 @@ export interface IssuanceRecord extends NewIssuance {
 
 export type InsertOutcome =
   | { kind: 'inserted'; record: IssuanceRecord }
-  /** A live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and claims. */
+  /** The same credential id recorded before, or a live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and claims. */
   | { kind: 'duplicate'; record: IssuanceRecord }
   /** The proposed status slot or partition was taken meanwhile: propose again and re-sign. */
   | { kind: 'slot-taken' }

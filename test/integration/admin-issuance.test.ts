@@ -305,6 +305,32 @@ describe('admin direct issuance', () => {
   });
 
   describe('Idempotency-Key', () => {
+    it('a request re-run after a crash between recording and answering finds its credential', async () => {
+      const body = issueBody({ onDuplicate: 'revoke' });
+      const key = `crash-${nextEmail()}`;
+      const first = (await (
+        await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key })
+      ).json()) as IssueAnswer;
+      // As if the process had died before storing the answer, long enough ago to be taken over.
+      issuer.ctx.store.db
+        .prepare(
+          "UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = '2000-01-01T00:00:00.000Z' WHERE key = ?",
+        )
+        .run(key);
+      const rerun = await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key });
+      expect(rerun.status).toBe(201);
+      const again = (await rerun.json()) as IssueAnswer;
+      expect(again.credentialId).toBe(first.credentialId);
+      const history = (await (
+        await issuer.admin(`/admin/issuance-history?holderDid=${encodeURIComponent(first.holderDid)}`)
+      ).json()) as {
+        data: Array<{ credentialId: string; status: string }>;
+      };
+      expect(history.data).toEqual([
+        expect.objectContaining({ credentialId: first.credentialId, status: 'valid' }),
+      ]);
+    });
+
     it('replays the first answer for the same key and body; another body is 409', async () => {
       const body = issueBody();
       const key = `issue-${nextEmail()}`;

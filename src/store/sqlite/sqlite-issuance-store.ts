@@ -220,6 +220,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   async insertIssuance(n: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome> {
     const run = this.db.transaction((): InsertOutcome => {
+      // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
+      const same = this.stmts.get.get(n.credentialId);
+      if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
       if (options.dedupe) {
         const dup = this.liveDuplicate({ ...n, now: n.createdAt });
         if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
