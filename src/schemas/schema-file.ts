@@ -45,12 +45,14 @@ export const DisclosureFrameSchema = z.record(z.string(), z.unknown());
 
 export const SchemaFileSchema = z.object({
   schemaId: z.string().min(1).max(255),
-  title: z.string().min(1),
+  // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
+  // a value that is present must still be right.
+  title: z.string().min(1).optional(),
   description: z.string().default(''),
   proofTypes: z.array(ProofTypeSchema).min(1),
-  expiresInSeconds: z.number().int().positive(),
+  expiresInSeconds: z.number().int().positive().default(31_536_000),
   credentialSubject: z.object({ type: z.literal('object') }).loose(),
-  claims: ClaimsSourceSchema,
+  claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
   sdJwt: z
     .object({
       vct: z.string().min(1),

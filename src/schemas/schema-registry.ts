@@ -91,6 +91,7 @@ function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
   }
   return {
     ...data,
+    title: data.title ?? data.schemaId,
     file,
     validateClaims(claims: unknown): ClaimsProblem[] {
       if (validate(claims)) return [];

@@ -90,6 +90,16 @@ describe('schemas', () => {
     expect(registry.require('test-v1').validateClaims({ name: 'A' })).toEqual([]);
   });
 
+  it('defaults title, expiry and claims source when a file leaves them out', () => {
+    const { title: _t, expiresInSeconds: _e, claims: _c, ...minimal } = base;
+    const schema = loadSchemas(dirWith({ 'a.json': minimal })).require('test-v1');
+    expect(schema).toMatchObject({
+      title: 'test-v1',
+      expiresInSeconds: 31536000,
+      claims: { provider: 'sqlite' },
+    });
+  });
+
   it('rejects a duplicate schemaId naming both files', () => {
     expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }))).toThrow(SchemaFileError);
   });
