@@ -252,7 +252,21 @@ export class SqliteIssuanceStore implements IssuanceStore {
         envelope: JSON.stringify(n.envelope),
         nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
       });
-      return { kind: 'inserted', record: rowToIssuance(this.stmts.get.get(n.credentialId)!) };
+      // What was just written, without reading it back (and re-parsing the envelope).
+      const { uploadDueAt, ...issuance } = n;
+      const record: IssuanceRecord = {
+        ...issuance,
+        status: 0,
+        revokedAt: null,
+        suspendedAt: null,
+        uploadState: 'pending',
+        uploadAttempts: 0,
+        nextAttemptAt: uploadDueAt ?? n.createdAt,
+        lastError: null,
+        storagePath: null,
+        uploadedAt: null,
+      };
+      return { kind: 'inserted', record };
     });
     // IMMEDIATE: take the write lock first so two processes sharing the file serialize here.
     return run.immediate();
