@@ -2,17 +2,40 @@
  * `npm run bench`: speed figures from one run, each next to the raw primitive measured in the
  * same run (issue: "Speed is measured, not asserted"). Sections: `npm run bench -- http status`.
  */
+
+import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
+import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
 import { benchStatusList } from './bench/status-list.js';
+import { benchStoreEngines } from './bench/store-engines.js';
 
 const sections: Record<string, () => Promise<Row[]>> = {
   primitives: benchPrimitives,
+  hosted: async () => [
+    ...(await benchHostedIssueVc({ workers: 1 })),
+    ...(await benchHostedIssueVc({ workers: 2 })),
+  ],
   http: () => benchHttpIssueVc(),
   status: benchStatusList,
   iden3: benchIden3,
   batch: () => benchBatch(),
+  store: benchStoreEngines,
+  // Issue 9: the same hosted run on SQLite and on PostgreSQL with one and two processes
+  // (WORKERS=2: two instances on one database); BENCH_DATABASE_URL names the server.
+  postgres: async () => {
+    const rows = await benchHostedIssueVc({ workers: 1 });
+    for (const workers of [1, 2]) {
+      const db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
+      try {
+        rows.push(...(await benchHostedIssueVc({ workers, databaseUrl: db.url })));
+      } finally {
+        await db.drop();
+      }
+    }
+    return rows;
+  },
 };
 const chosen = process.argv.slice(2).filter((a) => a in sections);
 const rows: Row[] = [];
@@ -35,6 +58,60 @@ if (http !== undefined && stages.length > 0) {
   console.log(`  issue-vc/s ÷ slowest stage (${slowest[0]}) ${(http / slowest[1]!).toFixed(3)}`);
 }
 
+// Issue 13: the ceiling is one bare ES256 signature plus one seal, per credential, on one core.
+const es256 = get('bare ES256 signs/s');
+const seal = get('envelope seals/s');
+const bjj = get('iden3: BJJ issue-vc over HTTP');
+if (es256 !== undefined && seal !== undefined) {
+  const ceiling = 1 / (1 / es256 + 1 / seal);
+  console.log(`\n  ceiling: bare ES256 sign + one seal, one core ${fmt(ceiling).padStart(25)} credentials/s`);
+  if (bjj !== undefined) {
+    console.log(
+      `  BJJ issue-vc/s ÷ ceiling credentials/s (goal ≥ 0.025) ${(bjj / ceiling).toFixed(4).padStart(14)}`,
+    );
+  }
+}
+const mzLibrary = get('iden3: merklization, library path');
+const mzOurs = get('iden3: merklization, ours');
+if (mzLibrary !== undefined && mzOurs !== undefined) {
+  console.log(`  merklization ms/credential: library ${fmt(mzLibrary)}, ours ${fmt(mzOurs)}`);
+}
+const ceilingMs = get('ceiling cost per credential');
+if (ceilingMs !== undefined) {
+  const hosted = (w: number) =>
+    rows.find((r) => r.name === `hosted issue-vc WORKERS=${w}: server CPU per issuance`);
+  const rate = (w: number) =>
+    rows.find((r) => r.name.startsWith(`hosted issue-vc WORKERS=${w}: issuances/s`));
+  if (hosted(1)) {
+    console.log('\nhosted SD-JWT (same run; goal ≤ 4×)');
+    for (const w of [1, 2]) {
+      const cpu = hosted(w);
+      if (cpu)
+        console.log(
+          `  WORKERS=${w}: server CPU per issuance ÷ ceiling cost ${(cpu.value / ceilingMs).toFixed(2)}×`,
+        );
+    }
+    if (rate(1) && rate(2))
+      console.log(`  WORKERS=2 ÷ WORKERS=1 issuances/s ${(rate(2)!.value / rate(1)!.value).toFixed(2)}×`);
+  }
+}
+
 function fmt(v: number): string {
   return v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2);
+}
+
+// Issue 9: PostgreSQL's server CPU per hosted issuance next to SQLite's (goal ≤ 1.25×).
+const cpuOf = (tag: string) => get(`hosted issue-vc${tag}: server CPU per issuance`);
+const sqliteCpu = cpuOf(' WORKERS=1');
+const pgCpu = cpuOf(' PostgreSQL WORKERS=1');
+if (sqliteCpu !== undefined && pgCpu !== undefined) {
+  console.log('\nPostgreSQL vs SQLite, hosted issue-vc (same run; goal ≤ 1.25×)');
+  console.log(
+    `  server CPU per issuance, PostgreSQL ÷ SQLite, one process ${(pgCpu / sqliteCpu).toFixed(2).padStart(10)}`,
+  );
+  const pg2 = cpuOf(' PostgreSQL WORKERS=2');
+  if (pg2 !== undefined)
+    console.log(
+      `  server CPU per issuance, PostgreSQL two processes ÷ SQLite ${(pg2 / sqliteCpu).toFixed(2).padStart(10)}`,
+    );
 }

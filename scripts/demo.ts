@@ -3,25 +3,35 @@
  * default http://localhost:3000), or starts one in-process when none answers:
  * available-vc → decrypt preview → issue-vc → fetch the stored envelope → decrypt → verify the
  * SD-JWT with keys from /.well-known/jwt-vc-issuer → print the disclosed claims.
+ *
+ * It issues real credentials, so it refuses a production issuer: one whose public metadata names
+ * an https issuer (production requires an https ISSUER_ORIGIN; development defaults to
+ * http://localhost), and any run with NODE_ENV=production.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair } from 'jose';
+import { DEV_EMULATOR_FILE } from '../src/dev/development.js';
+import { verifySdJwtVc } from '../src/dev/holder-sd-jwt-verifier.js';
 import { x25519DidKey } from '../src/emulator/index.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
-import { verifySdJwtVc } from '../src/holder/sd-jwt-verifier.js';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const userId = process.env.DEMO_USER_ID ?? 'demo-user-1';
 const schemaId = process.env.DEMO_SCHEMA_ID ?? 'membership-v1';
 
-async function reachable(url: string): Promise<boolean> {
+/** The issuer's `jwt-vc-issuer` metadata `issuer`, or undefined when nothing answers there. */
+async function reachable(url: string): Promise<string | undefined> {
   try {
     const res = await fetch(`${url}/.well-known/jwt-vc-issuer`, { signal: AbortSignal.timeout(1500) });
-    await res.body?.cancel();
-    return res.ok;
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    const issuer = ((await res.json()) as { issuer?: unknown }).issuer;
+    return typeof issuer === 'string' ? issuer : '';
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -32,27 +42,59 @@ function apiKey(): string {
   throw new Error('set API_KEY (the issuer x-api-key)');
 }
 
+/** The emulator `npm start` runs in development writes its URL to KEYS_DIR/dev-emulator.json. */
+function announcedEmulatorUrl(): string {
+  const file = join(process.env.KEYS_DIR ?? 'keys', DEV_EMULATOR_FILE);
+  if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
+  throw new Error(`set EMULATOR_URL (the hosting service v1 base URL); no ${file} from a development issuer`);
+}
+
 async function main() {
   let issuerUrl = (process.env.ISSUER_URL ?? `http://localhost:${process.env.PORT ?? 3000}`).replace(
     /\/$/,
     '',
   );
   let stop: (() => Promise<void>) | undefined;
-  if (!(await reachable(issuerUrl))) {
+  let emulatorUrl: string | undefined;
+  if (process.env.NODE_ENV === 'production') {
+    console.error('demo: refuses to run with NODE_ENV=production (it issues real credentials to demo users)');
+    process.exit(1);
+  }
+  const origin = await reachable(issuerUrl);
+  if (origin?.startsWith('https:')) {
+    console.error(
+      `demo: ${issuerUrl} is a production issuer (its origin ${origin} is https); the demo runs against a development server only`,
+    );
+    process.exit(1);
+  }
+  if (origin === undefined) {
     console.log(`no issuer at ${issuerUrl}: starting one in-process`);
     const { loadConfig } = await import('../src/config/config.js');
     const { createContext } = await import('../src/context.js');
+    const { startDevelopment } = await import('../src/dev/development.js');
     const { bind, serve } = await import('../src/server.js');
     const bound = await bind(0, '127.0.0.1');
-    const { config, secrets } = loadConfig({ ...process.env, PORT: undefined, ISSUER_ORIGIN: bound.url });
-    const running = await serve(
-      await createContext(config, secrets, { log: (l) => console.log(`  [issuer] ${l}`) }),
-      bound,
-    );
+    const loaded = loadConfig({ ...process.env, PORT: undefined, ISSUER_ORIGIN: bound.url });
+    const { createLogger } = await import('../src/observability/logger.js');
+    // The in-process issuer's lines, readable beside the demo's own output.
+    const log = createLogger({ level: 'warn', format: 'pretty' });
+    let ctx: Awaited<ReturnType<typeof createContext>> | undefined;
+    // As `npm start` does in development: secrets, the emulator on its own port, example claims.
+    const dev = await startDevelopment(loaded.config, loaded.secrets, {
+      log,
+      partnerJwks: async () => ({ keys: ctx?.keys.current().partnerKeys.map((k) => k.publicJwk) ?? [] }),
+    });
+    ctx = await createContext(dev.config, dev.secrets, { log });
+    await dev.seedExamples(ctx.store.claims);
+    const running = await serve(ctx, bound);
     issuerUrl = running.url;
-    stop = () => running.close();
+    emulatorUrl = dev.emulator?.url;
+    stop = async () => {
+      await running.close();
+      await dev.close();
+    };
   }
-  const serviceUrl = (process.env.EMULATOR_URL ?? `${issuerUrl}/emulator/v1`).replace(/\/$/, '');
+  const serviceUrl = (process.env.EMULATOR_URL ?? emulatorUrl ?? announcedEmulatorUrl()).replace(/\/$/, '');
   const key = apiKey();
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${issuerUrl}${path}`, {

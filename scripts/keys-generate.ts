@@ -1,15 +1,28 @@
 /**
  * `npm run keys:generate`: creates the production keys in KEYS_DIR (default ./keys), once:
  * credential-signing, partner-JWT and the Iden3 BabyJubJub key. Existing keys are kept (rotate
- * with `npm run admin -- keys rotate`).
+ * with `npm run admin -- keys rotate`), except that under NODE_ENV=production the keys a
+ * development start generated are moved to KEYS_DIR/development/ and replaced.
+ * `-- --x5c` (development only): also a development CA (KEYS_DIR/dev-ca.json, dev-ca.pem) and a
+ * leaf for ISSUER_ORIGIN's host on the active credential-signing key, for SD_JWT_ISSUER=x5c.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateMissingKeys } from '../src/cli/keys.js';
+import { describeGenerated, generateMissingKeys } from '../src/cli/keys.js';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
-for (const key of await generateMissingKeys(resolve(process.env.KEYS_DIR ?? './keys'))) {
-  console.log(
-    `${key.purpose}: ${key.created ? 'created' : 'keeping'} ${key.kid} (${key.file}${key.created ? ', mode 0600' : ''})`,
-  );
+const keysDir = resolve(process.env.KEYS_DIR ?? './keys');
+const production = process.env.NODE_ENV === 'production';
+for (const key of await generateMissingKeys(keysDir, { production })) {
+  console.log(describeGenerated(key));
+}
+if (process.argv.includes('--x5c')) {
+  const { generateDevChain } = await import('../src/cli/key-certificates.js');
+  try {
+    const out = await generateDevChain(keysDir, process.env);
+    console.log(`x5c: ${out.kid} certified for ${out.host} by the development CA (trust ${out.caPem})`);
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exitCode = 1;
+  }
 }

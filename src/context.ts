@@ -1,151 +1,228 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
-import type { Config, Secrets } from './config/config.js';
-import { createEmulator, type Emulator } from './emulator/index.js';
-import type { RouteGroup } from './http/rate-limit.js';
+import { createClaimsProviders } from './claims/index.js';
+import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
+import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
+import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { IssuanceService } from './issuance/issuance-service.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
+import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
-import { loadOrCreateDevSecrets } from './keys/dev-secrets.js';
-import { type KeyRing, loadKeyRing } from './keys/key-ring.js';
-import { seedExampleClaims } from './schemas/claims/example-claims.js';
-import { createClaimsProviders } from './schemas/claims/index.js';
-import type { ProofType } from './schemas/schema-file.js';
+import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from './keys/sealed-key.js';
+import { claimDatabaseEnvironment, developmentStateProblems } from './live/development-state.js';
+import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
+import { Lifecycle } from './observability/lifecycle.js';
+import { createLogger } from './observability/logger.js';
+import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
+import { observe } from './observability/observer.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
+import { buildTypeMetadata, type TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
-import { openSqliteStore, type SqliteStore } from './store/sqlite/index.js';
+import type { OpenedStore } from './store/open-store.js';
+import { openPostgresStore } from './store/postgres/index.js';
+import { openSqliteStore } from './store/sqlite/index.js';
 
-export type Logger = (line: string) => void;
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
-/** Reloadable key ring: `keys rotate` writes files; the server re-reads them on reload(). */
-export interface KeyHolder {
-  current(): KeyRing;
-  reload(): Promise<KeyRing>;
-}
+export type { KeyHolder };
 
 /**
- * Everything the app needs, built once (atproto's AppContext). Tests build it with overrides.
+ * Everything the app needs, built once (atproto's AppContext). `createContext` only assembles
+ * parts; start-up policy (development secrets, the emulator, example claims) lives in `main.ts`
+ * and `src/dev/`. Tests build it with overrides.
  */
 export interface AppContext {
   config: Config;
-  secrets: { apiKey: string; adminApiKey: string };
+  /** `adminApiKeys`: every accepted admin key with its actor name (ADMIN_API_KEY as `admin`). */
+  secrets: { apiKey: string; adminApiKeys: NamedKey[]; metricsToken: string | undefined };
+  /** The package version (OpenAPI `info.version`). */
+  version: string;
   partnerId: string;
   keys: KeyHolder;
-  store: SqliteStore;
+  /** SQLite (embedded default) or PostgreSQL (several instances on one database), by DATABASE_URL. */
+  store: OpenedStore;
   schemas: SchemaRegistry;
+  /** SD_JWT_ISSUER: `iss` and JOSE header of credentials and status list tokens. */
+  identification: IssuerIdentification;
+  /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
+  typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
   /** spec 4.6 admin issue-vc: direct issuance by email. */
   direct: DirectIssuanceService;
+  /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
+  hashEmail: EmailHasher;
   status: StatusService;
   outbox: UploadOutbox;
   serviceClient: ServiceClient;
-  /** The bundled emulator, mounted at /emulator/v1 when SERVICE_V1_BASE_URL is unset (dev). */
-  emulator: Emulator | undefined;
   /** The Iden3 back-end, when a schema lists BJJ_SIG_2021. */
   iden3: Iden3BjjIssuer | undefined;
   /** The Iden3 issuer DID once that back-end is on. */
   iden3Did(): string | undefined;
   rateLimitStore: ((group: RouteGroup) => Store) | undefined;
-  /** Where this process listens, once it does (used for the mounted emulator's URL). */
-  setListenUrl(url: string): void;
+  /** REDIS_URL's shared counters (fail-open count for metrics), when set. */
+  sharedRateLimits: SharedRateLimits | undefined;
   log: Logger;
+  /** What the services report; src/observability/observer.ts turns it into logs and metrics. */
+  telemetry: Telemetry;
+  /** This app's own Prometheus registry and instruments. */
+  metrics: IssuerMetrics;
+  /** Recovery done, in-flight requests, drain state (readiness, graceful shutdown). */
+  lifecycle: Lifecycle;
   close(): Promise<void>;
 }
 
-export interface ContextOptions {
+/** Parts a test (or another start-up) passes in instead of the default ones. */
+export interface ContextOverrides {
+  /** Default: a pino logger from LOG_LEVEL and LOG_FORMAT. Tests pass a silent or capturing one. */
   log?: Logger;
-  /** Outbox timing (tests use short backoffs). */
-  /** Development seed for the sqlite claims table (default examples/claims.json; '' for none). */
-  exampleClaimsFile?: string;
+  /** The hosting-service client (tests pass a fake); default: HTTP to SERVICE_V1_BASE_URL. */
+  serviceClient?: ServiceClient;
   /**
    * A shared express-rate-limit Store per route group (e.g. Redis) when several instances run;
    * default: the library's in-memory store.
    */
   rateLimitStore?: (group: RouteGroup) => Store;
+  /** Outbox timing (tests use short backoffs). */
   outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number };
+  /** The development example claims production refuses to find in its database. */
+  exampleClaimsFile?: string;
   /** initialize-user retries of direct issuance (tests use short backoffs). */
   direct?: { attempts?: number; baseDelayMs?: number };
+  /** How often an instance on PostgreSQL checks the key ring version (default 2000 ms). */
+  keysPollMs?: number;
 }
 
 export async function createContext(
   config: Config,
   secrets: Secrets,
-  options: ContextOptions = {},
+  overrides: ContextOverrides = {},
 ): Promise<AppContext> {
-  const log = options.log ?? ((line: string) => console.log(line));
-  // Dev defaults (DESIGN §7); production config validation has already refused to get here without them.
-  let apiKey = secrets.apiKey;
-  let adminApiKey = secrets.adminApiKey;
-  let partnerId = config.partnerId;
-  if (!apiKey || !adminApiKey || !partnerId) {
-    if (config.production)
-      throw new Error('API_KEY, ADMIN_API_KEY and PARTNER_ID are required in production');
-    const dev = loadOrCreateDevSecrets(config.keysDir);
-    if (dev.created) {
-      // Printed once, at generation, so the developer can register them; never again.
-      log(`generated development secrets in ${dev.file}:`);
-      if (!apiKey) log(`  API_KEY=${dev.secrets.apiKey}`);
-      if (!adminApiKey) log(`  ADMIN_API_KEY=${dev.secrets.adminApiKey}`);
-      if (!partnerId) log(`  PARTNER_ID=${dev.secrets.partnerId}`);
-    } else {
-      log(`using development secrets from ${dev.file}`);
-    }
-    apiKey ??= dev.secrets.apiKey;
-    adminApiKey ??= dev.secrets.adminApiKey;
-    partnerId ??= dev.secrets.partnerId;
-  }
+  const log = overrides.log ?? createLogger(config.log);
+  const telemetry = new Telemetry();
+  const lifecycle = new Lifecycle();
+  const { apiKey, adminApiKey, metricsToken } = secrets;
+  const adminApiKeys: NamedKey[] = [
+    ...(adminApiKey ? [{ name: DEFAULT_ADMIN_ACTOR, key: adminApiKey }] : []),
+    ...secrets.adminApiKeys,
+  ];
+  const { partnerId, serviceBaseUrl } = config;
+  // Production config validation refuses to get here without them; development start-up
+  // (src/dev/development.ts) fills them in first.
+  if (!apiKey || adminApiKeys.length === 0 || !partnerId)
+    throw new Error('API_KEY, ADMIN_API_KEY (or ADMIN_API_KEYS) and PARTNER_ID are required');
+  if (!serviceBaseUrl) throw new Error('SERVICE_V1_BASE_URL is required');
 
-  let ring = await loadKeyRing(config.keysDir, { generateIfMissing: !config.production });
-  const keys: KeyHolder = {
-    current: () => ring,
-    reload: async () => {
-      ring = await loadKeyRing(config.keysDir, { generateIfMissing: false });
-      return ring;
-    },
-  };
+  if (config.production) {
+    const problems = await developmentStateProblems(config, secrets);
+    if (problems.length > 0) throw new Error(problems.join('\n'));
+  }
+  const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
 
   const schemas = loadSchemas(config.schemasDir);
-  const store = openSqliteStore(config.database.path);
-  const claimsProviders = await createClaimsProviders(schemas, store.claims, config.schemasDir);
-  if (!config.production) {
-    const seeded = await seedExampleClaims(
-      store.claims,
-      options.exampleClaimsFile ?? resolve('examples/claims.json'),
+  const typeMetadata = buildTypeMetadata(schemas.all(), config.issuerOrigin);
+  // The config holds the URL without its password; the secrets hold it whole.
+  let store: OpenedStore;
+  try {
+    store =
+      config.database.kind === 'sqlite'
+        ? openSqliteStore(config.database.path)
+        : await openPostgresStore(secrets.databaseUrl, { poolMax: config.database.poolMax, log });
+  } catch (err) {
+    throw new Error(
+      `DATABASE_URL: cannot open ${config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : config.database.url} (${(err as Error).message})`,
     );
-    if (seeded > 0) log(`seeded ${seeded} example claims records from examples/claims.json (development)`);
   }
+  try {
+    await claimDatabaseEnvironment(
+      store,
+      config,
+      overrides.exampleClaimsFile ?? resolve('examples/claims.json'),
+    );
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  // One machine keeps its keys as files; several instances share them through the database,
+  // sealed (README "Running several instances": the key decision). Config refuses production
+  // on PostgreSQL without KEY_ENCRYPTION_KEY.
+  const keys: KeyHolder =
+    store.kind === 'sqlite'
+      ? await fileKeyHolder(
+          config.keysDir,
+          !config.production,
+          (ring) => identification.assertUsable(ring),
+          config.production ? 'production' : 'development',
+          {
+            // WORKERS=N: a rotation through one worker reaches its siblings within a poll.
+            pollMs: overrides.keysPollMs ?? 2000,
+            onReload: (ring) =>
+              log.info(
+                { event: 'keys_reloaded', signingKid: ring.signing.kid },
+                'keys: KEYS_DIR changed; reloaded',
+              ),
+            onError: (err) =>
+              log.warn(
+                { event: 'key_reload_failed', error: (err as Error).message },
+                'keys: KEYS_DIR changed but does not load; keeping the current keys',
+              ),
+          },
+        )
+      : await databaseKeyHolder(store.keys, {
+          check: (ring) => identification.assertUsable(ring),
+          keysDir: config.keysDir,
+          generateIfMissing: !config.production,
+          kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
+          pollMs: overrides.keysPollMs ?? 2000,
+          environment: config.production ? 'production' : 'development',
+          log,
+        });
+  const claimsProviders = await createClaimsProviders(schemas, store.claims, config.schemasDir);
 
-  let listenUrl: string | undefined;
-  const emulator =
-    config.serviceBaseUrl === undefined
-      ? createEmulator({
-          jwks: async () => ({ keys: ring.partnerKeys.map((k) => k.publicJwk) }),
-          partnerId,
-        })
-      : undefined;
-  const serviceBaseUrl = () => {
-    if (config.serviceBaseUrl) return config.serviceBaseUrl;
-    if (!listenUrl) throw new Error('the bundled emulator is not reachable before the server listens');
-    return `${listenUrl}/emulator/v1`;
-  };
-  const jwt = new PartnerJwtSigner({ partnerId, issuerOrigin: config.issuerOrigin, key: () => ring.partner });
-  const serviceClient = new ServiceClient(serviceBaseUrl, jwt);
-  const outbox = new UploadOutbox(store.issuances, serviceClient, { ...options.outbox, log });
+  const serviceClient =
+    overrides.serviceClient ??
+    new ServiceClient(
+      () => serviceBaseUrl,
+      new PartnerJwtSigner({
+        partnerId,
+        issuerOrigin: config.issuerOrigin,
+        key: () => keys.current().partner,
+      }),
+      undefined,
+      telemetry,
+    );
+  const outbox = new UploadOutbox(store.issuances, serviceClient, {
+    maxAttempts: config.uploadMaxAttempts,
+    ...overrides.outbox,
+    log,
+  });
+  const metrics = new IssuerMetrics(uploadBacklog(store.issuances));
+  observe(telemetry, outbox, metrics, log);
 
   const issuers = new Map<ProofType, Issuer>();
-  issuers.set('SD_JWT_VC', new SdJwtVcIssuer(config.issuerOrigin, () => ring.signing));
+  issuers.set(
+    'SD_JWT_VC',
+    new SdJwtVcIssuer(
+      identification,
+      () => keys.current().signing,
+      (vct) => typeMetadata.get(vct)?.integrity,
+    ),
+  );
   // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
   const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
   let iden3: Iden3BjjIssuer | undefined;
   if (bjjSchemas.length > 0) {
     iden3 = await Iden3BjjIssuer.open({
-      db: store.db,
+      store: store.iden3,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
       origin: config.issuerOrigin,
@@ -171,58 +248,78 @@ export async function createContext(
     statusList: { partitionSize: config.statusList.partitionSize, bits: config.statusList.bits },
     uploadTimeoutMs: config.uploadTimeoutMs,
     log,
+    telemetry,
   });
 
   const status = new StatusService({
     issuerOrigin: config.issuerOrigin,
     ttlSeconds: config.statusList.ttlSeconds,
     store: store.status,
-    signingKey: () => ring.signing,
+    signingKey: () => keys.current().signing,
+    header: (key) => identification.header(key),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
+    telemetry,
     externalRevokers: iden3
       ? new Map([
           [
             'BJJ_SIG_2021',
-            async (record, inSameTransaction) => {
-              await iden3.revoke(record.revocationNonce, inSameTransaction);
-            },
+            async (record, statusChange) => (await iden3.revoke(record.revocationNonce, statusChange)).record,
           ],
         ])
       : undefined,
   });
 
+  // REDIS_URL: counters shared by every instance (a test passes its own store instead).
+  const shared: SharedRateLimits | undefined =
+    overrides.rateLimitStore || !secrets.redisUrl
+      ? undefined
+      : redisRateLimits(secrets.redisUrl, {
+          log,
+          onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
+        });
+
+  const hashEmail = emailHasher(store.meta);
   const direct = new DirectIssuanceService({
     issuance,
+    hashEmail,
     schemas,
     service: serviceClient,
     history: store.history,
     status,
-    retry: options.direct,
+    locks: store.kind === 'postgres' ? store.locks : undefined,
+    retry: overrides.direct,
+    deadlineMs: config.adminIssueDeadlineMs,
   });
 
   return {
     config,
-    secrets: { apiKey, adminApiKey },
+    secrets: { apiKey, adminApiKeys, metricsToken },
+    version: PACKAGE_VERSION,
     partnerId,
     keys,
     store,
     schemas,
+    identification,
+    typeMetadata,
     issuers,
     issuance,
     direct,
+    hashEmail,
     status,
     outbox,
     serviceClient,
-    emulator,
     iden3,
-    rateLimitStore: options.rateLimitStore,
+    rateLimitStore: overrides.rateLimitStore ?? shared?.store,
+    sharedRateLimits: shared,
     iden3Did: () => iden3?.did,
-    setListenUrl(url: string) {
-      listenUrl = url;
-    },
     log,
+    telemetry,
+    metrics,
+    lifecycle,
     async close() {
       await outbox.stop();
+      keys.close();
+      await shared?.close();
       await iden3?.close();
       await store.close();
     },

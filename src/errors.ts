@@ -1,19 +1,27 @@
 /**
  * The one error type of the kit (DESIGN §10). Handlers and services throw it; only the HTTP error
- * handler turns it into a response. `expose` is false for 5xx so internals never leak.
+ * handler turns it into a response. A code fixes its status (`ERROR_STATUS`); `expose` is false
+ * for 5xx so internals never leak.
  */
-export type ErrorCode =
-  | 'INVALID_PARAMETER'
+export const ERROR_STATUS = {
+  INVALID_PARAMETER: 400,
   /** Only when passing on a hosting-service 401 (spec 4.6 admin issue-vc); the issuer's own key checks answer 403. */
-  | 'UNAUTHORIZED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'CONFLICT'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'CLAIMS_INVALID'
-  | 'RATE_LIMITED'
-  | 'UPSTREAM_UNAVAILABLE'
-  | 'INTERNAL';
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  /** A body in a content-encoding or charset the server does not read (the JSON body parser's 415). */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  CLAIMS_INVALID: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UPSTREAM_UNAVAILABLE: 502,
+  /** The server is still starting (`src/server.ts` answers it before the app is attached). */
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
 
 export class AppError extends Error {
   readonly status: number;
@@ -22,25 +30,35 @@ export class AppError extends Error {
   readonly expose: boolean;
 
   constructor(
-    status: number,
     code: ErrorCode,
     message: string,
     details?: unknown,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown /** Only through `fromUpstream`. */; status?: number },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
-    this.status = status;
     this.code = code;
+    this.status = options?.status ?? ERROR_STATUS[code];
     this.details = details;
-    this.expose = status < 500 || code === 'UPSTREAM_UNAVAILABLE';
+    this.expose = this.status < 500 || code === 'UPSTREAM_UNAVAILABLE';
+  }
+
+  /**
+   * Passes on a 4xx status another party chose, where the table would say otherwise: the hosting
+   * service's final answer (spec 4.6 admin issue-vc: 400/401/403/404/409 with its message), or the
+   * body parser's in front of the handlers (415 and its other 4xx).
+   */
+  static fromUpstream(status: number, code: ErrorCode, message: string, details?: unknown): AppError {
+    if (!Number.isInteger(status) || status < 400 || status > 499)
+      throw new RangeError(`only a 4xx status is passed on, got ${status}`);
+    return new AppError(code, message, details, { status });
   }
 }
 
 export const invalidParameter = (field: string, message: string): AppError =>
-  new AppError(400, 'INVALID_PARAMETER', `${field}: ${message}`, { field });
+  new AppError('INVALID_PARAMETER', `${field}: ${message}`, { field });
 
-export const notFound = (message: string): AppError => new AppError(404, 'NOT_FOUND', message);
+export const notFound = (message: string): AppError => new AppError('NOT_FOUND', message);
 
 export const upstreamUnavailable = (message: string, details?: unknown, cause?: unknown): AppError =>
-  new AppError(502, 'UPSTREAM_UNAVAILABLE', message, details, { cause });
+  new AppError('UPSTREAM_UNAVAILABLE', message, details, { cause });

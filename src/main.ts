@@ -1,10 +1,26 @@
+import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { WORKER_READY } from './cluster.js';
 import { loadConfig } from './config/config.js';
 import { ConfigError } from './config/env.js';
-import { createContext } from './context.js';
-import { bind, serve } from './server.js';
+import type { AppContext } from './context.js';
+import type { Development } from './dev/development.js';
+import { createLogger } from './observability/logger.js';
 
-// One process entry: config → keys/context → server → signals (STYLE: src/main.ts).
+/** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
+async function schemaProblems(dir: string): Promise<string[]> {
+  const { loadSchemas, SchemaFileError } = await import('./schemas/schema-registry.js');
+  try {
+    loadSchemas(dir);
+    return [];
+  } catch (err) {
+    if (err instanceof SchemaFileError) return err.message.split('\n');
+    throw err;
+  }
+}
+
+// One process entry: config → (cluster primary | development start-up → keys/context → server) → signals (STYLE: src/main.ts).
 async function main(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   let loaded: ReturnType<typeof loadConfig>;
@@ -12,48 +28,148 @@ async function main(): Promise<void> {
     loaded = loadConfig(process.env);
   } catch (err) {
     if (err instanceof ConfigError) {
+      // Every problem in one run: the schema files' too, though the config stops start-up anyway.
       for (const line of err.problems) console.error(`config: ${line}`);
+      for (const line of await schemaProblems(resolve(process.env.SCHEMAS_DIR || './schemas')))
+        console.error(`config: ${line}`);
       process.exit(1);
     }
     throw err;
   }
   let { config, secrets } = loaded;
-  const bound = await bind(config.port, config.host);
-  if (config.port === 0 && !process.env.ISSUER_ORIGIN && !config.production) {
+  const log = createLogger(config.log);
+  if (config.production && config.insecureUpstream && config.serviceBaseUrl?.startsWith('http:'))
+    log.warn(
+      { event: 'insecure_upstream', url: config.serviceBaseUrl },
+      'ALLOW_INSECURE_UPSTREAM=1: partner JWTs and envelopes go over plain http',
+    );
+  if (cluster.isPrimary && config.workers > 1) {
+    // WORKERS=N: this process forks and supervises; the workers run everything below.
+    const { runPrimary } = await import('./cluster.js');
+    return runPrimary(config, secrets, log);
+  }
+  // Loaded here, not above: a cluster primary never loads the app.
+  const [{ createContext }, { bind, serve }] = await Promise.all([
+    import('./context.js'),
+    import('./server.js'),
+  ]);
+  // The first (or only) process binds before loading (answering 503 meanwhile, so that an
+  // ephemeral port is known for the dev origin) and resumes the uploads a previous run left; a
+  // later worker joins the listener only once it can serve, and leaves its siblings' leases alone.
+  const first = !cluster.isWorker || cluster.worker?.id === 1;
+  // A failed listen is one line naming the variables (issue 12: a raw EADDRINUSE stack named nothing):
+  // a `listen_failed` log line, and the plain `start-up:` line on stderr every failed start writes.
+  const listen = async (port: number, host: string, names: ListenNames) => {
+    try {
+      return await bind(port, host);
+    } catch (err) {
+      const problem = listenProblem(err as NodeJS.ErrnoException, port, host, names);
+      log.fatal({ event: 'listen_failed', port, host, code: (err as NodeJS.ErrnoException).code }, problem);
+      console.error(`start-up: ${problem}`);
+      process.exit(1);
+    }
+  };
+  let bound = first ? await listen(config.port, config.host, ['PORT', 'HOST']) : undefined;
+  let adminBound =
+    first && config.admin
+      ? await listen(config.admin.port, config.admin.host, ['ADMIN_PORT', 'ADMIN_HOST'])
+      : undefined;
+  if (bound && config.port === 0 && !process.env.ISSUER_ORIGIN && !config.production) {
     // An ephemeral port (benchmarks, scripts): the dev origin follows the port actually bound.
     ({ config, secrets } = loadConfig({
       ...process.env,
       ISSUER_ORIGIN: bound.url.replace('127.0.0.1', 'localhost'),
     }));
   }
-  let ctx: Awaited<ReturnType<typeof createContext>>;
+  let ctx: AppContext | undefined;
+  let dev: Development | undefined;
   try {
-    ctx = await createContext(config, secrets);
+    if (!config.production) {
+      // Loaded only in development: the production process never imports the emulator.
+      const { startDevelopment } = await import('./dev/development.js');
+      dev = await startDevelopment(config, secrets, {
+        log,
+        // The emulator checks partner JWTs against the issuer's current keys (rotation included).
+        partnerJwks: async () => ({ keys: ctx?.keys.current().partnerKeys.map((k) => k.publicJwk) ?? [] }),
+        announceEmulator: true,
+      });
+      ({ config, secrets } = dev);
+    }
+    ctx = await createContext(config, secrets, { log });
+    await dev?.seedExamples(ctx.store.claims);
+    bound ??= await bind(config.port, config.host);
+    if (config.admin) adminBound ??= await bind(config.admin.port, config.admin.host);
   } catch (err) {
-    console.error(`start-up: ${(err as Error).message}`);
-    bound.server.close();
+    // Plain lines on stderr, one per problem, where a failed start is looked for.
+    for (const line of (err as Error).message.split('\n')) console.error(`start-up: ${line}`);
+    bound?.server.close();
+    adminBound?.server.close();
+    await dev?.close();
     process.exit(1);
   }
-  const running = await serve(ctx, bound);
-  console.log(`issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv})`);
-  if (ctx.emulator)
-    console.log(`hosting-service emulator mounted at ${running.url}/emulator/v1 (SERVICE_V1_BASE_URL unset)`);
+  const running = await serve(ctx, bound, { recoverUploads: first, admin: adminBound });
+  if (cluster.isWorker) {
+    log.info(
+      { event: 'worker_serving', worker: cluster.worker?.id, pid: process.pid, url: running.url },
+      `worker ${cluster.worker?.id} (pid ${process.pid}) serving ${running.url}`,
+    );
+    process.send?.(WORKER_READY);
+  } else
+    log.info(
+      { event: 'listening', url: running.url, origin: config.issuerOrigin, nodeEnv: config.nodeEnv },
+      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv})`,
+    );
+  if (running.admin && !cluster.isWorker)
+    log.info(
+      { event: 'admin_listening', url: running.admin.url },
+      `admin routes listening on ${running.admin.url} only`,
+    );
+  if (dev?.emulator)
+    log.info(
+      { event: 'emulator_listening', url: dev.emulator.url },
+      'hosting-service emulator listening (SERVICE_V1_BASE_URL unset)',
+    );
+  if (config.production && !secrets.metricsToken && !cluster.isWorker)
+    log.warn({ event: 'metrics_open' }, 'METRICS_TOKEN is unset: /metrics is open to anyone who reaches it');
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: shutting down`);
-    running.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
+    log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    running
+      .close()
+      .then(() => dev?.close())
+      .then(
+        () => {
+          log.info({ event: 'stopped' }, 'stopped');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          log.fatal({ event: 'shutdown_failed', err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+type ListenNames = [port: 'PORT' | 'ADMIN_PORT', host: 'HOST' | 'ADMIN_HOST'];
+
+/** What a failed listen means, naming the port and host variables. */
+function listenProblem(err: NodeJS.ErrnoException, port: number, host: string, [P, H]: ListenNames): string {
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `${P} ${port} is in use (${H} ${host}); stop the other process or choose another ${P}`;
+    case 'EACCES':
+      return `${P} ${port} needs privileges this process does not have (${H} ${host})`;
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return `${H} ${host} is not an address of this machine (${P} ${port})`;
+    default:
+      return `cannot listen on ${H} ${host} ${P} ${port} (${err.message})`;
+  }
 }
 
 await main();

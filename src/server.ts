@@ -2,17 +2,23 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { AppContext } from './context.js';
+import { ERROR_STATUS, type ErrorCode } from './errors.js';
 
 export interface RunningServer {
   server: Server;
   /** http://host:port of the listening socket. */
   url: string;
+  /** The ADMIN_PORT listener, when there is one. */
+  admin: { server: Server; url: string } | undefined;
   close(): Promise<void>;
 }
 
 function starting(_req: IncomingMessage, res: ServerResponse): void {
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
-  res.end(JSON.stringify({ code: 'UNAVAILABLE', message: 'starting up' }));
+  res.writeHead(ERROR_STATUS.UNAVAILABLE, {
+    'content-type': 'application/json; charset=utf-8',
+    'retry-after': '1',
+  });
+  res.end(JSON.stringify({ code: 'UNAVAILABLE' satisfies ErrorCode, message: 'starting up' }));
 }
 
 /** Binds a socket (port 0 = ephemeral) before the app exists, so the origin can be known first. */
@@ -29,22 +35,57 @@ export async function bind(port: number, host: string): Promise<{ server: Server
   return { server, url: `http://${urlHost}:${address.port}` };
 }
 
-/** Serves the app on a bound socket and starts the upload outbox (which retries every pending upload). */
-export async function serve(ctx: AppContext, bound: { server: Server; url: string }): Promise<RunningServer> {
-  const app = createApp(ctx);
-  bound.server.off('request', starting);
-  bound.server.on('request', app);
-  ctx.setListenUrl(bound.url);
-  await ctx.outbox.start();
+/**
+ * Serves the app on a bound socket and starts the upload outbox; with `recoverUploads` (the default;
+ * not for a later worker of a running cluster) every pending upload is retried at once. With
+ * `admin` (ADMIN_PORT), admin routes answer there only and 404 on the main socket.
+ */
+export async function serve(
+  ctx: AppContext,
+  bound: { server: Server; url: string },
+  options: { recoverUploads?: boolean; admin?: { server: Server; url: string } | undefined } = {},
+): Promise<RunningServer> {
+  const admin = options.admin;
+  attach(bound.server, createApp(ctx, admin ? 'public' : 'all'));
+  if (admin) attach(admin.server, createApp(ctx, 'admin'));
+  await ctx.outbox.start({ recover: options.recoverUploads ?? true });
+  ctx.lifecycle.recovered = true;
   return {
     server: bound.server,
     url: bound.url,
-    async close() {
-      await new Promise<void>((resolve) => {
-        bound.server.close(() => resolve());
-        bound.server.closeAllConnections();
-      });
-      await ctx.close();
-    },
+    admin,
+    close: () => drain(ctx, [bound.server, ...(admin ? [admin.server] : [])], ctx.config.shutdownGraceMs),
   };
+}
+
+function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse) => void): void {
+  server.off('request', starting);
+  server.on('request', app);
+}
+
+/**
+ * issue 10 graceful drain: readiness turns 503 at once and new requests are refused; the listeners
+ * stop accepting; requests in flight finish, up to `graceMs`; the Idempotency-Key claims of those
+ * that could not are released (a retry is not told 409); the outbox stops after its current upload;
+ * the database closes.
+ */
+export async function drain(ctx: AppContext, servers: Server[], graceMs: number): Promise<void> {
+  ctx.lifecycle.draining = true;
+  const closed = Promise.all(
+    servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+  );
+  for (const server of servers) server.closeIdleConnections();
+  const inFlight = ctx.lifecycle.inFlight;
+  const finished = await ctx.lifecycle.idle(graceMs);
+  if (!finished) {
+    const released = await ctx.lifecycle.abandon();
+    ctx.log.warn(
+      { event: 'drain_timeout', graceMs, unfinished: ctx.lifecycle.inFlight, releasedClaims: released },
+      'shutdown grace ran out; closing the remaining connections',
+    );
+  }
+  for (const server of servers) server.closeAllConnections();
+  await closed;
+  await ctx.close();
+  ctx.log.info({ event: 'drained', inFlightAtStart: inFlight, finished }, 'server closed');
 }

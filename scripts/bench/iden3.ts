@@ -8,12 +8,16 @@ import { PrivateKey } from '@iden3/js-crypto';
 import { generateHolderKeyPair, parseHolderPublicKey } from '../../src/envelope/index.js';
 import type { IssuancePhase } from '../../src/issuance/issuance-service.js';
 import { BjjSigner } from '../../src/issuers/iden3/bjj-signer.js';
+import { MemoizedPoseidonHasher, merklizeCredential } from '../../src/issuers/iden3/core-claim.js';
+import { LocalDocumentLoader } from '../../src/issuers/iden3/document-loader.js';
 import { Iden3BjjIssuer, type IssueTimings } from '../../src/issuers/iden3/iden3-bjj-issuer.js';
 import { defaultMerklizeWorkers } from '../../src/issuers/iden3/merklize-pool.js';
 import type { IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
+import { sqliteIden3Store } from '../../src/store/sqlite/index.js';
 import { removeDir, startIssuer, tempDir } from '../../test/helpers/issuer.js';
 import { holderIden3Did, membershipSchema, SCHEMAS_DIR } from '../../test/unit/iden3/fixtures.js';
+import { referenceMerklize } from '../../test/unit/iden3/reference-merklize.js';
 import { processCpuMs, startBenchServer } from './server.js';
 
 type Row = { name: string; value: number; unit: string };
@@ -27,6 +31,7 @@ const WARMUP = 5;
 const HTTP_CONCURRENCY = 32;
 const HTTP_SECONDS = 10;
 const SPLIT_ISSUES = 30;
+const MERKLIZE_CREDENTIALS = 30;
 
 const round = (value: number, digits: number) => Number(value.toFixed(digits));
 
@@ -93,7 +98,7 @@ async function benchInProcess(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-iden3-'));
   const db = openSqlite(join(dir, 'bench.db'));
   const base = {
-    db,
+    store: sqliteIden3Store(db),
     keysDir: join(dir, 'keys'),
     generateKeyIfMissing: true,
     origin: 'https://issuer.example',
@@ -198,7 +203,7 @@ async function benchInProcess(): Promise<Row[]> {
 
 /**
  * Hosted BJJ issuance in process through the app's own IssuanceService (the real context, claims
- * from SQLite, the mounted emulator), one at a time, with the time of each phase: claim lookup,
+ * from SQLite, the bundled emulator), one at a time, with the time of each phase: claim lookup,
  * merklization, signing (core claim + BJJ), envelope, storage (the issuance record) and upload.
  */
 async function benchIssuanceSplit(): Promise<Row[]> {
@@ -267,7 +272,7 @@ async function benchIssuanceSplit(): Promise<Row[]> {
 
 /**
  * `POST /issue-vc` with `proofType: BJJ_SIG_2021` against the real server in a child process (with
- * the mounted emulator), `HTTP_CONCURRENCY` in flight, a new Iden3 holder per request.
+ * the bundled emulator), `HTTP_CONCURRENCY` in flight, a new Iden3 holder per request.
  */
 async function benchHttpIssueVcBjj(): Promise<Row[]> {
   const server = await startBenchServer({ RATE_LIMIT_HOLDER_PER_MIN: '0' });
@@ -331,6 +336,82 @@ async function benchHttpIssueVcBjj(): Promise<Row[]> {
 }
 
 /**
+ * Merklization alone, on this thread, one credential at a time: the library path
+ * (`@iden3/js-jsonld-merklization` + `@iden3/js-merkletree` + js-crypto Poseidon, the test reference)
+ * against the kit's (merklize.ts + poseidon.ts), on the same issued credentials (each a new holder,
+ * id, nonce and member number). Both warm up first (JIT, contexts, memos of constant values).
+ */
+async function benchMerklization(): Promise<Row[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-mz-'));
+  const db = openSqlite(join(dir, 'bench.db'));
+  const issuer = await Iden3BjjIssuer.open({
+    store: sqliteIden3Store(db),
+    keysDir: join(dir, 'keys'),
+    generateKeyIfMissing: true,
+    origin: 'https://issuer.example',
+    schemasDir: SCHEMAS_DIR,
+    merklizeWorkers: 0,
+  });
+  try {
+    const schema = membershipSchema();
+    const loader = new LocalDocumentLoader();
+    const block = schema.iden3!;
+    loader.registerContext(block.contextUrl, SCHEMAS_DIR, block.contextFile);
+    const credentials: Record<string, unknown>[] = [];
+    for (let i = 0; i < MERKLIZE_CREDENTIALS + WARMUP; i++) {
+      const issued = await issuer.issue({
+        credentialId: randomUUID(),
+        holderDid: nextHolderDid(),
+        schema,
+        claims: {
+          givenName: 'Ada',
+          familyName: 'Lovelace',
+          memberSince: '2019-03-01',
+          tier: 'gold',
+          memberNumber: i + 1,
+        },
+        issuedAt: new Date(),
+        expiresAt: new Date(Date.now() + 365 * 86_400_000),
+        revocationNonce: randomInt(1, 2 ** 47),
+      });
+      credentials.push(issued.credential as Record<string, unknown>);
+    }
+    const msPer = async (fn: (c: Record<string, unknown>) => Promise<unknown>) => {
+      for (const c of credentials.slice(0, WARMUP)) await fn(c);
+      const t0 = performance.now();
+      for (const c of credentials.slice(WARMUP)) await fn(c);
+      return (performance.now() - t0) / MERKLIZE_CREDENTIALS;
+    };
+    const library = await msPer((c) => referenceMerklize(c, loader.load));
+    // A hasher of its own: issue() above merklized these credentials through the default one, whose
+    // memo would answer their per-credential hashes too. The warm-up fills it with the constant ones.
+    const hasher = new MemoizedPoseidonHasher();
+    const ours = await msPer((c) => merklizeCredential(c, loader.load, hasher));
+    return [
+      {
+        name: 'iden3: merklization, library path (js-merkletree, js-crypto)',
+        value: round(library, 2),
+        unit: 'ms/credential',
+      },
+      {
+        name: 'iden3: merklization, ours (merklize.ts, poseidon.ts)',
+        value: round(ours, 2),
+        unit: 'ms/credential',
+      },
+      {
+        name: 'iden3: merklization speed-up over the library path',
+        value: round(library / ours, 1),
+        unit: 'x',
+      },
+    ];
+  } finally {
+    await issuer.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * DESIGN §11 figures for the Iden3 back-end: BabyJubJub signatures (ours vs js-crypto), revocation-tree
  * inserts, issue() in process with its time split, hosted issuance in process split by phase, and
  * BJJ issue-vc over HTTP against the real server.
@@ -338,6 +419,7 @@ async function benchHttpIssueVcBjj(): Promise<Row[]> {
 export async function benchIden3(): Promise<Row[]> {
   return [
     { name: 'iden3: merklize workers (default: one per core)', value: defaultMerklizeWorkers(), unit: '' },
+    ...(await benchMerklization()),
     ...(await benchInProcess()),
     ...(await benchIssuanceSplit()),
     ...(await benchHttpIssueVcBjj()),

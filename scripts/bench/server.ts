@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
@@ -18,12 +18,15 @@ export interface BenchServer {
 }
 
 /**
- * The real server (`src/main.ts`, development defaults, mounted emulator) in a child process on an
+ * The real server (`src/main.ts`, development defaults, the bundled emulator) in a child process on an
  * ephemeral port, with its own keys and database; the load comes from this process.
  */
-export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
-  const dir = tempDir();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export async function startBenchServer(
+  env: Record<string, string> = {},
+  options: { dir?: string; nodeArgs?: string[] } = {},
+): Promise<BenchServer> {
+  const dir = options.dir ?? tempDir();
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -76,4 +79,22 @@ export function processCpuMs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU time of a process and its direct children (the workers of `WORKERS=N`), in ms. */
+export function processTreeCpuMs(pid: number): number | undefined {
+  const own = processCpuMs(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) total += processCpuMs(Number(entry)) ?? 0;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
 }

@@ -10,7 +10,7 @@ import {
 import type { CryptoKey } from 'jose';
 import { generateKeyPair, SignJWT } from 'jose';
 import { StatusList, StatusValue, signStatusListToken } from '../../src/status/status-list.js';
-import { allocateLikeSignAndRecord, issueInProcess, seedMembers } from '../../test/fixtures/status.js';
+import { allocateThroughSignAndRecord, issueInProcess, seedMembers } from '../../test/fixtures/status.js';
 import { removeDir, startIssuer } from '../../test/helpers/issuer.js';
 
 const SIZE = 1_000_000;
@@ -135,8 +135,8 @@ async function benchRevokeToVisible(partitionSize: number, samples = 21): Promis
   try {
     const { issuances, status } = issuer.ctx.store;
     for (let n = 0; n < partitionSize / 100; n++) {
-      const { revocationNonce } = await allocateLikeSignAndRecord(issuances, partitionSize, 1);
-      status.changeStatusSync(revocationNonce, 'revoke', new Date());
+      const { revocationNonce } = await allocateThroughSignAndRecord(issuances, partitionSize, 1);
+      await status.changeStatus(revocationNonce, 'revoke', new Date());
     }
     const users = await seedMembers(issuer, 'bench-revoke', samples);
     const credentials = [];

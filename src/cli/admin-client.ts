@@ -74,7 +74,9 @@ export class AdminClient {
       throw new AdminApiError(
         0,
         timeout ? 'TIMEOUT' : 'UNREACHABLE',
-        timeout ? `${url.origin} did not answer within ${this.timeoutMs} ms` : `cannot reach ${url.origin}`,
+        timeout
+          ? `${url.origin} did not answer within ${this.timeoutMs} ms`
+          : `cannot reach ${url.origin}: ${networkCause(err)}`,
       );
     }
     const text = await res.text();
@@ -97,4 +99,18 @@ export class AdminClient {
     }
     return { status: res.status, body: body as T };
   }
+}
+
+/**
+ * The real reason a fetch failed (undici wraps it as `fetch failed` with a `cause`): the errno
+ * (ECONNREFUSED, ENOTFOUND, ECONNRESET) or the TLS error code, and its message.
+ */
+export function networkCause(err: unknown): string {
+  let cause: unknown = err;
+  while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause;
+  if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0];
+  const e = cause as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  const message = typeof e.message === 'string' ? e.message : String(cause);
+  return code && !message.includes(code) ? `${code} ${message}` : message;
 }

@@ -212,6 +212,8 @@ export interface BatchSummary {
   rowsPerSecond: number;
   resultFile: string;
   failures: Array<{ row: number; email: string; error: string }>;
+  /** Why sending stopped early: the server answered 503 (shutting down or starting). */
+  unavailable?: string;
 }
 
 interface IssueAnswer {
@@ -254,26 +256,41 @@ export async function runBatchIssue(
     return 1;
   }
 
-  if (!existsSync(resultFile)) writeFileSync(resultFile, stringify([[...RESULT_COLUMNS]]));
+  // A new result file is a new batch: its Idempotency-Keys are new, so only --on-duplicate ignore
+  // keeps rows another result file recorded as issued from being issued again.
+  if (options.out !== undefined && !existsSync(resultFile) && options.onDuplicate !== 'ignore')
+    io.err(
+      `warning: ${resultFile} is a new result file: rows already issued under another result file (such as ${resolve(`${options.file}.results.csv`)}) will be issued again unless --on-duplicate ignore is given`,
+    );
+  // Owner-only: the results name holders (emails) and credential ids.
+  if (!existsSync(resultFile)) writeFileSync(resultFile, stringify([[...RESULT_COLUMNS]]), { mode: 0o600 });
   const started = performance.now();
   const counts = { issued: 0, pending: 0, existing: 0, failed: 0 };
   const done: ResultLine[] = [];
   const progress = new Progress(todo.length, io);
   let stopping = false;
+  /** Set when the server answers 503 (starting or shutting down): no new row is sent. */
+  let unavailable: string | undefined;
   const onSigint = () => {
     stopping = true;
   };
   process.on('SIGINT', onSigint);
   let next = 0;
   const worker = async () => {
-    while (!stopping && next < todo.length) {
+    while (!stopping && unavailable === undefined && next < todo.length) {
       const row = todo[next++]!;
       const result = await sendRow(
         client,
         row,
         rowIdempotencyKey(options.file, resultFile, row.line),
         options.attempts ?? 4,
+        io,
       );
+      // Not a failure of the row: it stays without a result, and a rerun sends it.
+      if ('unavailable' in result) {
+        unavailable ??= result.unavailable;
+        continue;
+      }
       // Appended as soon as known: an interruption loses at most the rows in flight, which the
       // Idempotency-Key replays on the next run.
       appendFileSync(resultFile, resultCsv([result]));
@@ -297,6 +314,7 @@ export async function runBatchIssue(
   writeFileSync(
     tmp,
     stringify([[...RESULT_COLUMNS]]) + resultCsv([...previous.values()].sort((a, b) => a.row - b.row)),
+    { mode: 0o600 },
   );
   renameSync(tmp, resultFile);
 
@@ -306,7 +324,8 @@ export async function runBatchIssue(
     skipped: rows.length - todo.length,
     sent: done.length,
     ...counts,
-    interrupted: stopping,
+    interrupted: stopping || unavailable !== undefined,
+    ...(unavailable ? { unavailable } : {}),
     seconds: Math.round(seconds * 1000) / 1000,
     rowsPerSecond: seconds > 0 ? Math.round((done.length / seconds) * 10) / 10 : 0,
     resultFile,
@@ -323,9 +342,14 @@ export async function runBatchIssue(
         `${counts.failed} failed, ${summary.skipped} already done; ${summary.sent} sent in ${seconds.toFixed(1)} s ` +
         `(${summary.rowsPerSecond} rows/s)${stopping ? '; interrupted' : ''}`,
     );
+    if (unavailable)
+      io.err(
+        `stopped sending: ${unavailable}; ${todo.length - done.length} row(s) not sent: rerun the same command to resume`,
+      );
     io.out(`results: ${resultFile}`);
   }
   if (stopping) return 130;
+  if (unavailable) return 1;
   return counts.failed > 0 ? 1 : 0;
 }
 
@@ -365,13 +389,18 @@ async function serverProblems(client: AdminClient, rows: BatchRow[]): Promise<Li
   return problems;
 }
 
+/** How many times a row answered `409` in-progress is waited for before it counts as failed. */
+const IN_PROGRESS_WAITS = 30;
+
 async function sendRow(
   client: AdminClient,
   row: BatchRow,
   key: string,
   attempts: number,
-): Promise<ResultLine> {
+  io: CliIo,
+): Promise<ResultLine | { unavailable: string }> {
   const base = { row: row.line, email: row.email, credentialId: '', revocationNonce: '', error: '' };
+  let waits = 0;
   for (let attempt = 1; ; attempt++) {
     try {
       const { status, body } = await client.call<IssueAnswer>('POST', '/admin/issue-vc', {
@@ -389,6 +418,24 @@ async function sendRow(
       if (err instanceof AdminApiError && err.status === 429) {
         attempt--;
         await delay(err.retryAfterMs ?? 1000);
+        continue;
+      }
+      // The server is shutting down (or still starting): stop sending, leave the row for a rerun.
+      if (err instanceof AdminApiError && err.status === 503)
+        return { unavailable: `the server answered 503 ${err.code}: ${err.message}` };
+      // The same row is still being issued (an earlier attempt whose answer was lost): wait for it.
+      const inProgress =
+        err instanceof AdminApiError &&
+        err.status === 409 &&
+        (err.details as { reason?: unknown } | undefined)?.reason === 'in-progress';
+      if (inProgress && waits < IN_PROGRESS_WAITS) {
+        waits++;
+        attempt--;
+        const waitMs = err.retryAfterMs ?? 1000;
+        io.err(
+          `line ${row.line}: ${row.email}: the server is still issuing this row (409 in-progress); retrying in ${(waitMs / 1000).toFixed(1)} s`,
+        );
+        await delay(waitMs);
         continue;
       }
       if (err instanceof AdminApiError && err.transient && attempt < attempts) {

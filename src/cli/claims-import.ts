@@ -18,12 +18,19 @@ export interface ImportProblem {
   message: string;
 }
 
+/** An ISO 8601 date-time with an offset, or a plain date (midnight UTC), as batch-issue takes. */
+const ExpiresAtSchema = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], {
+    error: 'must be an ISO 8601 date-time with an offset, or a date (2027-01-31)',
+  })
+  .transform((s) => (s.length === 10 ? `${s}T00:00:00Z` : s));
+
 // The format of examples/claims.json; schemaId may come from --schema instead.
 const JsonRecordSchema = z.object({
   userId: z.string().min(1),
   schemaId: z.string().min(1).optional(),
   claims: z.record(z.string(), z.unknown()),
-  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  expiresAt: ExpiresAtSchema.optional(),
 });
 
 /**
@@ -87,6 +94,8 @@ function fromCsv(text: string, schema: string | undefined) {
   }
   if (index('userId') < 0)
     problems.push({ at: 'line 1', field: 'userId', message: 'the userId column is missing' });
+  if (index('schemaId') < 0 && !schema)
+    problems.push({ at: 'line 1', field: 'schemaId', message: 'no schemaId column and no --schema option' });
   if (problems.length > 0) return { records, at, problems };
   for (const { line, cells } of rows) {
     const where = `line ${line}`;
@@ -100,19 +109,16 @@ function fromCsv(text: string, schema: string | undefined) {
     }
     const cell = (name: string) => (index(name) < 0 ? undefined : stringCell(cells[index(name)]!));
     const userId = cell('userId');
-    const expiresAt = cell('expiresAt');
+    const expiresCell = cell('expiresAt');
+    const expires = expiresCell === undefined ? undefined : ExpiresAtSchema.safeParse(expiresCell);
     const schemaId = pickSchema(cell('schemaId'), schema);
     if (!userId) problems.push({ at: where, field: 'userId', message: 'required' });
     if (typeof schemaId !== 'string')
       problems.push({ at: where, field: 'schemaId', message: schemaId.message });
-    if (expiresAt !== undefined && !z.iso.datetime({ offset: true }).safeParse(expiresAt).success)
-      problems.push({
-        at: where,
-        field: 'expiresAt',
-        message: 'must be an ISO 8601 date-time with an offset',
-      });
-    if (!userId || typeof schemaId !== 'string') continue;
-    records.push({ userId, schemaId, claims: buildSubject(cells, columns), expiresAt });
+    if (expires && !expires.success)
+      problems.push({ at: where, field: 'expiresAt', message: expires.error.issues[0]!.message });
+    if (!userId || typeof schemaId !== 'string' || (expires && !expires.success)) continue;
+    records.push({ userId, schemaId, claims: buildSubject(cells, columns), expiresAt: expires?.data });
     at.push(where);
   }
   return { records, at, problems };
@@ -121,7 +127,7 @@ function fromCsv(text: string, schema: string | undefined) {
 /** `admin claims import`: checks every record with the server (dry run), then upserts them all. */
 export async function runClaimsImport(
   client: AdminClient,
-  options: { file: string; schema?: string | undefined; json: boolean },
+  options: { file: string; schema?: string | undefined; reason?: string | undefined; json: boolean },
   io: CliIo,
 ): Promise<number> {
   const { records, at, problems } = readClaimsFile(options.file, options.schema);
@@ -151,7 +157,7 @@ export async function runClaimsImport(
   if (problems.length > 0) {
     if (options.json) io.out(json({ ok: false, upserted: 0, problems }));
     else {
-      for (const p of problems) io.err(`${p.at}: ${p.field}: ${p.message}`);
+      for (const line of groupProblems(problems)) io.err(line);
       io.err('nothing was imported');
     }
     return 1;
@@ -159,7 +165,7 @@ export async function runClaimsImport(
   let upserted = 0;
   for (const { items } of chunks) {
     const { body } = await client.call<{ upserted: number }>('POST', '/admin/claims', {
-      body: { records: items },
+      body: { records: items, ...(options.reason ? { reason: options.reason } : {}) },
     });
     upserted += body.upserted;
   }
@@ -185,4 +191,22 @@ function chunk(records: ClaimsImportRecord[]): Array<{ start: number; items: Cla
   });
   if (current.items.length > 0) out.push(current);
   return out;
+}
+
+/**
+ * One line per distinct problem (field and message), naming where it occurs: the same missing
+ * value on 51 records is one line, not 51.
+ */
+export function groupProblems(problems: ImportProblem[]): string[] {
+  const groups = new Map<string, { field: string; message: string; at: string[] }>();
+  for (const p of problems) {
+    const key = `${p.field}\u0000${p.message}`;
+    const group = groups.get(key) ?? { field: p.field, message: p.message, at: [] };
+    group.at.push(p.at);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map(({ field, message, at }) => {
+    const where = at.length > 3 ? `${at.slice(0, 3).join(', ')} and ${at.length - 3} more` : at.join(', ');
+    return `${where}: ${field}: ${message}`;
+  });
 }

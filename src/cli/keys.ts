@@ -1,9 +1,12 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../issuers/iden3/bjj-key.js';
-import { generateKey, type KeyPurpose, readKeys } from '../keys/key-ring.js';
+import { generateKey, isActive, type KeyPurpose, readKeys } from '../keys/key-ring.js';
 
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
+
+/** Where production `keys:generate` moves the development keys it replaces (inside KEYS_DIR). */
+export const DEVELOPMENT_KEYS_SUBDIR = 'development';
 
 export interface GeneratedKey {
   purpose: KeyPurpose | 'iden3-bjj';
@@ -11,25 +14,66 @@ export interface GeneratedKey {
   kid: string;
   file: string;
   created: boolean;
+  /** Development key files moved aside (production only): their new paths. */
+  movedAside: string[];
 }
 
 /**
  * `npm run keys:generate` and `admin keys generate`: on files, before the first production start.
  * Creates the missing active key of each purpose in KEYS_DIR, and the Iden3 BabyJubJub key, and
- * keeps existing ones (rotation goes through the running server).
+ * keeps existing ones (rotation goes through the running server). With `production`, key files a
+ * development start generated are never kept: they move to KEYS_DIR/development/ (where nothing
+ * reads them) and production keys take their place.
  */
-export async function generateMissingKeys(dir: string): Promise<GeneratedKey[]> {
+export async function generateMissingKeys(
+  dir: string,
+  options: { production: boolean } = { production: false },
+): Promise<GeneratedKey[]> {
+  const moved = new Map<string, string[]>();
+  const moveAside = (purpose: string, file: string) => {
+    const aside = join(dir, DEVELOPMENT_KEYS_SUBDIR);
+    mkdirSync(aside, { recursive: true, mode: 0o700 });
+    const to = join(aside, basename(file));
+    renameSync(file, to);
+    moved.set(purpose, [...(moved.get(purpose) ?? []), to]);
+  };
+  if (options.production) {
+    for (const key of await readKeys(dir))
+      if (key.environment === 'development') moveAside(key.purpose, key.file);
+    if (existsSync(join(dir, BJJ_KEY_FILE))) {
+      const bjj = await loadOrCreateBjjKey(dir, { generateIfMissing: false });
+      if (bjj.environment === 'development') moveAside('iden3-bjj', bjj.file);
+    }
+  }
   const keys = await readKeys(dir);
   const out: GeneratedKey[] = [];
   for (const purpose of PURPOSES) {
-    const active = keys.find((k) => k.purpose === purpose && !k.retiredAt);
+    const active = keys.find((k) => k.purpose === purpose && isActive(k));
     const key = active ?? (await generateKey(dir, purpose));
-    out.push({ purpose, kid: key.kid, file: key.file, created: !active });
+    out.push({
+      purpose,
+      kid: key.kid,
+      file: key.file,
+      created: !active,
+      movedAside: moved.get(purpose) ?? [],
+    });
   }
   const bjjExists = existsSync(join(dir, BJJ_KEY_FILE));
   const bjj = bjjExists
     ? await loadOrCreateBjjKey(dir, { generateIfMissing: false })
     : await generateBjjKey(dir);
-  out.push({ purpose: 'iden3-bjj', kid: bjj.publicKeyHex, file: bjj.file, created: !bjjExists });
+  out.push({
+    purpose: 'iden3-bjj',
+    kid: bjj.publicKeyHex,
+    file: bjj.file,
+    created: !bjjExists,
+    movedAside: moved.get('iden3-bjj') ?? [],
+  });
   return out;
+}
+
+/** One line per key for `keys:generate` and `admin keys generate`. */
+export function describeGenerated(key: GeneratedKey): string {
+  const moved = key.movedAside.map((f) => `moved development key ${f} aside; `).join('');
+  return `${key.purpose}: ${moved}${key.created ? 'created' : 'keeping'} ${key.kid} (${key.file}${key.created ? ', mode 0600' : ''})`;
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { DEV_SECRETS_FILE } from '../keys/dev-secrets.js';
+import { DEV_SECRETS_FILE } from '../live/development-files.js';
 
 /**
  * Where the admin CLI finds its server and key (the CLI's only reader of the environment):
@@ -12,6 +12,12 @@ export interface CliSettings {
   url: string;
   adminApiKey: string | undefined;
   keysDir: string;
+  production: boolean;
+  /** DATABASE_URL as the server reads it (for `backup`, which works on the file). */
+  databaseUrl: string;
+  /** The environment as the server would read it (process environment over `.env`): for `doctor`. */
+  env: Record<string, string | undefined>;
+  cwd: string;
 }
 
 export function loadCliSettings(
@@ -25,7 +31,9 @@ export function loadCliSettings(
   for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') merged[k] = v;
 
   const keysDir = resolve(cwd, merged.KEYS_DIR ?? './keys');
-  let adminApiKey = merged.ADMIN_API_KEY;
+  // Without ADMIN_API_KEY, the first named key of ADMIN_API_KEYS (`name:key,…`).
+  let adminApiKey =
+    merged.ADMIN_API_KEY ?? merged.ADMIN_API_KEYS?.split(',')[0]?.split(':').slice(1).join(':');
   if (adminApiKey === undefined && merged.NODE_ENV !== 'production') {
     const file = join(keysDir, DEV_SECRETS_FILE);
     if (existsSync(file)) {
@@ -33,11 +41,23 @@ export function loadCliSettings(
       if (typeof dev.adminApiKey === 'string') adminApiKey = dev.adminApiKey;
     }
   }
+  // The admin listener when there is one, else the local main listener; never ISSUER_ORIGIN (the
+  // public origin sits behind a proxy that may not forward admin routes at all).
+  const adminHost = merged.ADMIN_HOST && merged.ADMIN_HOST !== '0.0.0.0' ? merged.ADMIN_HOST : 'localhost';
   const url = (
     options.url ??
     merged.ISSUER_URL ??
-    merged.ISSUER_ORIGIN ??
-    `http://localhost:${merged.PORT ?? 3000}`
+    (merged.ADMIN_PORT
+      ? `http://${adminHost.includes(':') ? `[${adminHost}]` : adminHost}:${merged.ADMIN_PORT}`
+      : `http://localhost:${merged.PORT ?? 3000}`)
   ).replace(/\/+$/, '');
-  return { url, adminApiKey, keysDir };
+  return {
+    url,
+    adminApiKey,
+    keysDir,
+    production: merged.NODE_ENV === 'production',
+    databaseUrl: merged.DATABASE_URL ?? 'sqlite:./data/issuer.db',
+    env: merged,
+    cwd,
+  };
 }

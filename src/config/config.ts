@@ -1,19 +1,29 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseKeyEncryptionKey } from '../keys/sealed-key.js';
+import { DEFAULT_DATABASE_URL, parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
+import { secretProblem } from './secret-strength.js';
+import type { TrustProxy } from './trust-proxy.js';
 
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   production: boolean;
   port: number;
   host: string;
+  /** ADMIN_PORT/ADMIN_HOST: when set, admin routes answer only on this listener. */
+  admin: { port: number; host: string } | undefined;
+  /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
+  insecureUpstream: boolean;
   /** Public origin, no trailing slash. Defines `did:web` (spec 4.6). */
   issuerOrigin: string;
-  database: { kind: 'sqlite'; path: string };
+  /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
+  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
   keysDir: string;
   schemasDir: string;
   /** Unset in dev: generated and kept in the keys folder. */
   partnerId: string | undefined;
-  /** Unset in dev: the bundled emulator is mounted and used. */
+  /** Unset in dev: `npm start` runs the bundled emulator beside the server and passes its URL in. */
   serviceBaseUrl: string | undefined;
   statusList: { partitionSize: number; ttlSeconds: number; bits: 1 | 2 };
   partnerInfoService: string;
@@ -28,26 +38,63 @@ export interface Config {
     merklizeWorkers: number | undefined;
   };
   rateLimits: { holder: number; admin: number; public: number };
-  trustProxy: boolean | number | string;
+  /** Express `trust proxy` (`src/config/trust-proxy.ts`); never `true` in production. */
+  trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
   uploadTimeoutMs: number;
+  /** How verifiers find the credential-signing key (issue 14): `iss` and the JOSE header. */
+  sdJwtIssuer: SdJwtIssuerMode;
+  /** Worker processes behind one listener (node:cluster); `auto` resolves to one per core. */
+  workers: number;
+  log: { level: LogLevel; format: 'json' | 'pretty' };
+  /** How long a SIGTERM/SIGINT drain lets in-flight requests finish. */
+  shutdownGraceMs: number;
+  /** Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good). */
+  uploadMaxAttempts: number;
+  /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
+  adminIssueDeadlineMs: number;
 }
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export type SdJwtIssuerMode = 'url' | 'did:web' | 'x5c';
 
 /** Kept off `Config` so that printing the config can never print a secret. */
 export interface Secrets {
   apiKey: string | undefined;
   adminApiKey: string | undefined;
+  /** ADMIN_API_KEYS: named admin keys; the name is the actor in the audit log. */
+  adminApiKeys: NamedKey[];
+  /** Bearer token `GET /metrics` requires; unset = open. */
+  metricsToken?: string | undefined;
+  /** DATABASE_URL as given (default sqlite:./data/issuer.db), for `openStore`. */
+  databaseUrl: string;
+  /** KEY_ENCRYPTION_KEY (32 bytes): seals the private keys kept in a PostgreSQL database. */
+  keyEncryptionKey: Buffer | undefined;
+  /** REDIS_URL as given: shared rate-limit counters. */
+  redisUrl: string | undefined;
 }
 
-const MIN_SECRET_LENGTH = 32;
+export interface NamedKey {
+  name: string;
+  key: string;
+}
+
+/** The actor name of the single ADMIN_API_KEY. */
+export const DEFAULT_ADMIN_ACTOR = 'admin';
 
 /** DESIGN §7: validates everything, collecting one line per problem, then throws ConfigError. */
 export function loadConfig(
   source: NodeJS.ProcessEnv,
   cwd = process.cwd(),
 ): { config: Config; secrets: Secrets } {
-  const env: Env = parseEnv(source);
-  const problems: string[] = [];
+  const parsed = parseEnv(source);
+  const env: Env = parsed.env;
+  const problems: string[] = [...parsed.problems];
+  // A variable already reported as malformed is not reported again as missing.
+  const missing = (name: keyof Env, line: string) => {
+    if (!parsed.invalid.has(name)) problems.push(line);
+  };
   const production = env.NODE_ENV === 'production';
   const port = env.PORT ?? 3000;
 
@@ -56,7 +103,10 @@ export function loadConfig(
   );
   function checkOrigin(value: string | undefined): string {
     if (value === undefined) {
-      problems.push('ISSUER_ORIGIN: required in production (the public https origin of this issuer)');
+      missing(
+        'ISSUER_ORIGIN',
+        'ISSUER_ORIGIN: required in production (the public https origin of this issuer)',
+      );
       return '';
     }
     let url: URL;
@@ -76,43 +126,73 @@ export function loadConfig(
     return value;
   }
 
-  const databaseUrl = env.DATABASE_URL ?? 'sqlite:./data/issuer.db';
-  let databasePath = '';
-  if (databaseUrl.startsWith('sqlite:')) {
-    // sqlite:<path>; the URL-style sqlite://<relative> and sqlite:///<absolute> mean the same.
-    const rest = databaseUrl.slice('sqlite:'.length);
-    const p = rest.startsWith('//') ? rest.slice(2) : rest;
-    if (!p) problems.push('DATABASE_URL: sqlite: needs a path, e.g. sqlite:./data/issuer.db');
-    databasePath = p === ':memory:' ? p : resolve(cwd, p);
-  } else if (/^postgres(ql)?:/.test(databaseUrl)) {
-    problems.push('DATABASE_URL: postgres is not supported yet; use sqlite:<path>');
-  } else {
-    problems.push('DATABASE_URL: must be sqlite:<path>');
+  const databaseUrl = env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const target = parseDatabaseUrl(databaseUrl, cwd);
+  if (typeof target === 'string') problems.push(`DATABASE_URL: ${target}`);
+  const database: Config['database'] =
+    typeof target === 'string' || target.kind === 'sqlite'
+      ? { kind: 'sqlite', path: typeof target === 'string' ? '' : target.path }
+      : { kind: 'postgres', url: redactDatabaseUrl(target.url), poolMax: env.DATABASE_POOL_MAX ?? 10 };
+
+  let keyEncryptionKey: Buffer | undefined;
+  if (env.KEY_ENCRYPTION_KEY !== undefined) {
+    const parsed = parseKeyEncryptionKey(env.KEY_ENCRYPTION_KEY);
+    if (typeof parsed === 'string') problems.push(`KEY_ENCRYPTION_KEY: ${parsed}`);
+    else keyEncryptionKey = parsed;
+  } else if (production && database.kind === 'postgres') {
+    problems.push(
+      'KEY_ENCRYPTION_KEY: required in production with PostgreSQL (it seals the signing keys kept in the database)',
+    );
   }
+  if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
+    problems.push('REDIS_URL: must be redis://[user:password@]host[:port][/db] or rediss://…');
 
   // Strength rules bind production; a development or test setup may use any non-empty key.
-  for (const name of ['API_KEY', 'ADMIN_API_KEY'] as const) {
-    const value = env[name];
-    if (value === undefined) {
-      if (production) problems.push(`${name}: required in production`);
-    } else if (production && value.length < MIN_SECRET_LENGTH) {
-      problems.push(`${name}: must be at least ${MIN_SECRET_LENGTH} characters in production`);
-    }
+  const adminApiKeys = parseNamedKeys(env.ADMIN_API_KEYS, problems);
+  if (env.ADMIN_API_KEY !== undefined && adminApiKeys.some((k) => k.name === DEFAULT_ADMIN_ACTOR))
+    problems.push(`ADMIN_API_KEYS: the name ${DEFAULT_ADMIN_ACTOR} is ADMIN_API_KEY's; choose another`);
+  const strength = (name: string, value: string) => {
+    const problem = production ? secretProblem(value) : undefined;
+    if (problem) problems.push(`${name}: ${problem} in production`);
+  };
+  if (env.API_KEY === undefined) {
+    if (production) missing('API_KEY', 'API_KEY: required in production');
+  } else strength('API_KEY', env.API_KEY);
+  if (env.ADMIN_API_KEY === undefined) {
+    if (production && adminApiKeys.length === 0 && !parsed.invalid.has('ADMIN_API_KEYS'))
+      missing('ADMIN_API_KEY', 'ADMIN_API_KEY: required in production (or named keys in ADMIN_API_KEYS)');
+  } else strength('ADMIN_API_KEY', env.ADMIN_API_KEY);
+  for (const k of adminApiKeys) strength(`ADMIN_API_KEYS (${k.name})`, k.key);
+  if (env.METRICS_TOKEN !== undefined) strength('METRICS_TOKEN', env.METRICS_TOKEN);
+  if (production && env.API_KEY !== undefined) {
+    if (env.API_KEY === env.ADMIN_API_KEY)
+      problems.push('ADMIN_API_KEY: must differ from API_KEY in production');
+    for (const k of adminApiKeys)
+      if (k.key === env.API_KEY)
+        problems.push(`ADMIN_API_KEYS (${k.name}): must differ from API_KEY in production`);
   }
-  if (production && env.API_KEY !== undefined && env.API_KEY === env.ADMIN_API_KEY) {
-    problems.push('ADMIN_API_KEY: must differ from API_KEY in production');
-  }
-  if (production && env.PARTNER_ID === undefined) problems.push('PARTNER_ID: required in production');
+  // Issue 12: with `true`, any client's rotating X-Forwarded-For escapes every rate limit.
+  if (production && env.TRUST_PROXY === true)
+    problems.push(
+      'TRUST_PROXY: true is refused in production (any client could pick its address); give the hop count or the proxy addresses/subnets',
+    );
+  if (production && env.PARTNER_ID === undefined) missing('PARTNER_ID', 'PARTNER_ID: required in production');
 
+  const insecureUpstream = env.ALLOW_INSECURE_UPSTREAM === '1';
   let serviceBaseUrl = env.SERVICE_V1_BASE_URL;
   if (serviceBaseUrl === undefined) {
     if (production)
-      problems.push('SERVICE_V1_BASE_URL: required in production (the bundled emulator is for development)');
+      missing(
+        'SERVICE_V1_BASE_URL',
+        'SERVICE_V1_BASE_URL: required in production (the bundled emulator is for development)',
+      );
   } else {
     try {
       const url = new URL(serviceBaseUrl);
-      if (production && url.protocol !== 'https:')
-        problems.push('SERVICE_V1_BASE_URL: must be https in production');
+      if (production && url.protocol !== 'https:' && !insecureUpstream)
+        problems.push(
+          'SERVICE_V1_BASE_URL: must be https in production (ALLOW_INSECURE_UPSTREAM=1 allows http for a staging sidecar)',
+        );
       if (url.protocol !== 'https:' && url.protocol !== 'http:')
         problems.push('SERVICE_V1_BASE_URL: must be http or https');
       serviceBaseUrl = serviceBaseUrl.replace(/\/+$/, '');
@@ -128,8 +208,13 @@ export function loadConfig(
       production,
       port,
       host: env.HOST ?? '127.0.0.1',
+      admin:
+        env.ADMIN_PORT === undefined
+          ? undefined
+          : { port: env.ADMIN_PORT, host: env.ADMIN_HOST ?? '127.0.0.1' },
+      insecureUpstream,
       issuerOrigin,
-      database: { kind: 'sqlite', path: databasePath },
+      database,
       keysDir: resolve(cwd, env.KEYS_DIR ?? './keys'),
       schemasDir: resolve(cwd, env.SCHEMAS_DIR ?? './schemas'),
       partnerId: env.PARTNER_ID,
@@ -153,17 +238,42 @@ export function loadConfig(
         admin: env.RATE_LIMIT_ADMIN_PER_MIN ?? 1200,
         public: env.RATE_LIMIT_PUBLIC_PER_MIN ?? 6000,
       },
-      trustProxy: parseTrustProxy(env.TRUST_PROXY),
+      trustProxy: env.TRUST_PROXY ?? false,
       uploadTimeoutMs: env.UPLOAD_TIMEOUT_MS ?? 10_000,
+      sdJwtIssuer: env.SD_JWT_ISSUER ?? 'url',
+      workers: env.WORKERS === 'auto' ? availableParallelism() : (env.WORKERS ?? 1),
+      log: { level: env.LOG_LEVEL ?? 'info', format: env.LOG_FORMAT ?? 'json' },
+      shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 10_000,
+      uploadMaxAttempts: env.UPLOAD_MAX_ATTEMPTS ?? 10,
+      adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
     },
-    secrets: { apiKey: env.API_KEY, adminApiKey: env.ADMIN_API_KEY },
+    secrets: {
+      apiKey: env.API_KEY,
+      adminApiKey: env.ADMIN_API_KEY,
+      adminApiKeys,
+      metricsToken: env.METRICS_TOKEN,
+      databaseUrl,
+      keyEncryptionKey,
+      redisUrl: env.REDIS_URL,
+    },
   };
 }
 
-// Express's `trust proxy`: needed behind a reverse proxy so rate limits key on the client IP.
-function parseTrustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  if (/^\d+$/.test(value)) return Number(value);
-  return value;
+/** `name:key,…` (names of letters, digits, `-`, `_`); problems name the entry, never the key. */
+function parseNamedKeys(value: string | undefined, problems: string[]): NamedKey[] {
+  if (value === undefined) return [];
+  const keys: NamedKey[] = [];
+  value.split(',').forEach((entry, i) => {
+    const at = entry.indexOf(':');
+    const name = at < 0 ? '' : entry.slice(0, at).trim();
+    const key = at < 0 ? '' : entry.slice(at + 1).trim();
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || key === '')
+      problems.push(`ADMIN_API_KEYS: entry ${i + 1} must be name:key (name of letters, digits, - and _)`);
+    else if (keys.some((k) => k.name === name))
+      problems.push(`ADMIN_API_KEYS: the name ${name} appears twice`);
+    else if (keys.some((k) => k.key === key))
+      problems.push(`ADMIN_API_KEYS (${name}): the same key as another name`);
+    else keys.push({ name, key });
+  });
+  return keys;
 }

@@ -6,9 +6,9 @@ import type { EmulatorFaults } from './faults.js';
 import { FaultInjector } from './faults.js';
 import type { JwksSource, PartnerClaims } from './partner-auth.js';
 import { createPartnerVerifier, PARTNER_AUTH_HEADER } from './partner-auth.js';
-import type { Envelope } from './schemas.js';
-import { EmailBodySchema, EnvelopeSchema, FaultBodySchema, parseBody } from './schemas.js';
-import type { EmulatedRoute, HolderRecord, RequestLogEntry, StoredEnvelope } from './state.js';
+import type { VcUpload } from './schemas.js';
+import { EmailBodySchema, FaultBodySchema, parseBody, VcUploadSchema } from './schemas.js';
+import type { EmulatedRoute, EmulatorStoredVc, HolderRecord, RequestLogEntry } from './state.js';
 import { EmulatorState } from './state.js';
 
 export interface EmulatorOptions {
@@ -43,9 +43,10 @@ const ENVELOPE_FIELDS = [
   'authTag',
   'encryptedKey',
   'externalId',
-] as const satisfies readonly (keyof Envelope)[];
+  'proofType',
+] as const satisfies readonly (keyof VcUpload)[];
 
-const sameEnvelope = (a: Envelope, b: Envelope): boolean => ENVELOPE_FIELDS.every((f) => a[f] === b[f]);
+const sameEnvelope = (a: VcUpload, b: VcUpload): boolean => ENVELOPE_FIELDS.every((f) => a[f] === b[f]);
 
 const holderView = (h: HolderRecord) => ({
   userId: h.userId,
@@ -54,7 +55,7 @@ const holderView = (h: HolderRecord) => ({
   privateKeyPkcs8Hex: h.privateKeyPkcs8Hex,
 });
 
-const envelopeView = (s: StoredEnvelope) => ({
+const envelopeView = (s: EmulatorStoredVc) => ({
   ...s.response,
   envelope: s.envelope,
   idempotencyKey: s.idempotencyKey,
@@ -92,6 +93,7 @@ export function createEmulator(options: EmulatorOptions): Emulator {
         email: null,
         externalId: null,
         idempotencyKey: req.get(IDEMPOTENCY_KEY_HEADER) ?? null,
+        requestId: req.get('x-request-id') ?? null,
         status: 0,
       };
       state.requests.push(entry);
@@ -135,7 +137,7 @@ export function createEmulator(options: EmulatorOptions): Emulator {
 
   // spec 4.5 dstorage/vcs: idempotent by externalId, the same value being reused on retries.
   const storeEnvelope: RequestHandler = (req, res) => {
-    const envelope = parseBody(EnvelopeSchema, req.body);
+    const envelope = parseBody(VcUploadSchema, req.body);
     const existing = state.envelopes.get(envelope.externalId);
     if (existing) {
       if (!sameEnvelope(existing.envelope, envelope)) {
@@ -145,7 +147,7 @@ export function createEmulator(options: EmulatorOptions): Emulator {
       return;
     }
     const holderPart = createHash('sha256').update(envelope.holderDid).digest('hex').slice(0, 16);
-    const stored: StoredEnvelope = {
+    const stored: EmulatorStoredVc = {
       envelope,
       response: {
         storagePath: `vcs/${holderPart}/${randomUUID()}`,

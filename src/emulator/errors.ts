@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import type { RequestLogEntry } from './state.js';
 
 /**
  * Codes of the emulated hosting service. Kept apart from the kit's `AppError` on purpose: this is
@@ -61,7 +60,8 @@ export function codeForStatus(status: number): EmulatorErrorCode {
  * already asked for the log).
  */
 export function send(res: Response, status: number, body: unknown): void {
-  const entry = res.locals.requestLogEntry as RequestLogEntry | undefined;
+  // The RequestLogEntry of this request (state.ts), typed by the one field set here.
+  const entry = res.locals.requestLogEntry as { status: number } | undefined;
   if (entry) entry.status = status;
   res.status(status).json(body);
 }

@@ -6,15 +6,15 @@ export { EmulatorError } from './errors.js';
 export type { EmulatorFaults } from './faults.js';
 export type { JwksSource, PartnerClaims } from './partner-auth.js';
 export { PARTNER_AUTH_HEADER } from './partner-auth.js';
-export type { Envelope } from './schemas.js';
-export { EnvelopeSchema, isRoleAddress } from './schemas.js';
+export type { VcUpload } from './schemas.js';
+export { isRoleAddress, VcUploadSchema } from './schemas.js';
 export type { EmulatorServer, EmulatorServerOptions } from './server.js';
 export { startEmulatorServer } from './server.js';
 export type {
   EmulatedRoute,
+  EmulatorStoredVc,
   HolderRecord,
   RequestLogEntry,
-  StoredEnvelope,
   StoreResponse,
 } from './state.js';
 export { EmulatorState } from './state.js';

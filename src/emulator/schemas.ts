@@ -35,8 +35,10 @@ const isSpki = (b64: string): boolean => {
   }
 };
 
-// spec 2.7 encrypted envelope; all fields required (spec 4.5). AES-256-GCM: 12-byte IV, 16-byte tag.
-export const EnvelopeSchema = z.object({
+// The body of `POST /dstorage/vcs` as the service checks it: the spec 2.7 encrypted envelope plus its
+// metadata; all fields required (spec 4.5). AES-256-GCM: 12-byte IV, 16-byte tag. The emulator keeps
+// its own copy of the rule on purpose: it is the other side of the wire.
+export const VcUploadSchema = z.object({
   holderDid: z.string().regex(/^did:[a-z0-9]+:\S+$/, 'must be a DID'),
   schemaId: z.string().min(1, 'required').max(256),
   expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
@@ -45,8 +47,10 @@ export const EnvelopeSchema = z.object({
   authTag: base64Field(16),
   encryptedKey: base64Field().refine(isSpki, 'must be the base64 of a DER SubjectPublicKeyInfo'),
   externalId: z.string().min(1, 'required').max(256),
+  // Beside the spec 2.7 fields, as the reference issuer sends it (issue 14); recorded, optional.
+  proofType: z.enum(['SD_JWT_VC', 'BJJ_SIG_2021'], 'must be SD_JWT_VC or BJJ_SIG_2021').optional(),
 });
-export type Envelope = z.infer<typeof EnvelopeSchema>;
+export type VcUpload = z.infer<typeof VcUploadSchema>;
 
 export const FaultBodySchema = z.object({
   route: z.enum(['initialize-user', 'dstorage']),

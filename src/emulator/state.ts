@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { x25519DidKey } from './did-key.js';
-import type { Envelope } from './schemas.js';
+import type { VcUpload } from './schemas.js';
 
 export type EmulatedRoute = 'initialize-user' | 'dstorage';
 
@@ -26,8 +26,8 @@ export interface StoreResponse {
   createdAt: string;
 }
 
-export interface StoredEnvelope {
-  envelope: Envelope;
+export interface EmulatorStoredVc {
+  envelope: VcUpload;
   response: StoreResponse;
   idempotencyKey: string | null;
   partnerId: string;
@@ -39,6 +39,8 @@ export interface RequestLogEntry {
   email: string | null;
   externalId: string | null;
   idempotencyKey: string | null;
+  /** The caller's `x-request-id`, when it sent one. */
+  requestId: string | null;
   /** 0 until the response is written. */
   status: number;
 }
@@ -54,7 +56,7 @@ export class EmulatorState {
   /** By normalized email. */
   readonly holders = new Map<string, HolderRecord>();
   /** By `externalId`. */
-  readonly envelopes = new Map<string, StoredEnvelope>();
+  readonly envelopes = new Map<string, EmulatorStoredVc>();
   readonly requests: RequestLogEntry[] = [];
 
   holderByEmail(email: string): HolderRecord | undefined {
@@ -80,7 +82,7 @@ export class EmulatorState {
     return { holder, created: true };
   }
 
-  envelopesOf(holderDid: string | undefined): StoredEnvelope[] {
+  envelopesOf(holderDid: string | undefined): EmulatorStoredVc[] {
     const all = [...this.envelopes.values()];
     return holderDid === undefined ? all : all.filter((s) => s.envelope.holderDid === holderDid);
   }

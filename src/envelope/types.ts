@@ -1,16 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 
-/** DESIGN §2 / spec 2.7 encrypted envelope: four standard-base64 fields. */
-export interface Envelope {
-  /** AES-256-GCM ciphertext of the UTF-8 of `JSON.stringify(value)`. */
-  data: string;
-  /** 12-byte AES-GCM IV. */
-  iv: string;
-  /** 16-byte AES-GCM tag. */
-  authTag: string;
-  /** DER SubjectPublicKeyInfo of the ephemeral ECDH public key. */
-  encryptedKey: string;
-}
+export type { Envelope } from '../model.js';
 
 /** spec 4.6 `/available-vc` names for the same four fields. */
 export interface PreviewFields {

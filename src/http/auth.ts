@@ -13,9 +13,33 @@ export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: st
   return (req, _res, next) => {
     const got = req.get(header);
     if (typeof got !== 'string' || got.length === 0 || !timingSafeEqual(digest(got), want)) {
-      next(new AppError(403, 'FORBIDDEN', `missing or wrong ${header}`));
+      next(new AppError('FORBIDDEN', `missing or wrong ${header}`));
       return;
     }
+    next();
+  };
+}
+
+/**
+ * The admin key check with named keys (ADMIN_API_KEY as `admin`, ADMIN_API_KEYS): every key is
+ * compared (no early exit, so the time does not tell which name matched or how many there are),
+ * and the matching key's name becomes `res.locals.actor`, the actor of the audit log.
+ */
+export function requireAdminKey(keys: ReadonlyArray<{ name: string; key: string }>): RequestHandler {
+  const wants = keys.map((k) => ({ name: k.name, digest: digest(k.key) }));
+  return (req, res, next) => {
+    const got = req.get('x-admin-api-key');
+    let actor: string | undefined;
+    if (typeof got === 'string' && got.length > 0) {
+      const have = digest(got);
+      for (const want of wants)
+        if (timingSafeEqual(have, want.digest) && actor === undefined) actor = want.name;
+    }
+    if (actor === undefined) {
+      next(new AppError('FORBIDDEN', 'missing or wrong x-admin-api-key'));
+      return;
+    }
+    res.locals.actor = actor;
     next();
   };
 }
@@ -26,7 +50,7 @@ export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: st
  */
 export const refuseBrowsers: RequestHandler = (req, _res, next) => {
   if (req.get('origin') !== undefined || req.get('sec-fetch-site') === 'cross-site') {
-    next(new AppError(403, 'FORBIDDEN', 'admin routes are not callable from a browser'));
+    next(new AppError('FORBIDDEN', 'admin routes are not callable from a browser'));
     return;
   }
   next();

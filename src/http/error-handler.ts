@@ -1,20 +1,26 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../errors.js';
+import type { Logger } from '../model.js';
+import { routeLabel } from './observability.js';
 
 /** Unknown routes → 404 JSON (DESIGN §10). */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new AppError(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`));
+  next(new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`));
 };
 
 /**
  * The one place that writes error responses (DESIGN §10): `{ code, message, details? }`.
  * A 5xx never leaks internals; body-parser errors map to 400/413.
  */
-export function errorHandler(log: (line: string) => void): ErrorRequestHandler {
+export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const error = toAppError(err);
+    const logger = req.log ?? log;
     if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
-      log(`${req.method} ${req.path} failed: ${(err as Error)?.stack ?? String(err)}`);
+      logger.error({ event: 'request_failed', route: routeLabel(req), err }, 'request failed');
+    } else if (error.code === 'FORBIDDEN') {
+      // The reason names the header, never its value.
+      logger.warn({ event: 'auth_failed', route: routeLabel(req), reason: error.message }, 'request refused');
     }
     if (res.headersSent) {
       res.end();
@@ -32,18 +38,24 @@ export function errorHandler(log: (line: string) => void): ErrorRequestHandler {
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as { type?: string; status?: number; expose?: boolean };
-  if (e?.type === 'entity.too.large')
-    return new AppError(413, 'PAYLOAD_TOO_LARGE', 'request body is too large');
+  if (e?.type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'request body is too large');
   if (e?.type === 'entity.parse.failed')
-    return new AppError(400, 'INVALID_PARAMETER', 'body: malformed JSON', { field: 'body' });
+    return new AppError('INVALID_PARAMETER', 'body: malformed JSON', { field: 'body' });
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    return new AppError(415 as number, 'INVALID_PARAMETER', 'unsupported body encoding');
+    return new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      e.type === 'charset.unsupported' ? 'unsupported body charset' : 'unsupported body encoding',
+    );
   }
   // Express's own 4xx errors, e.g. a path parameter that is not valid percent-encoding (URIError).
   if (err instanceof URIError)
-    return new AppError(400, 'INVALID_PARAMETER', 'path: malformed percent-encoding', { field: 'path' });
+    return new AppError('INVALID_PARAMETER', 'path: malformed percent-encoding', { field: 'path' });
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
-    return new AppError(e.status, 'INVALID_PARAMETER', e.expose ? (err as Error).message : 'invalid request');
+    return AppError.fromUpstream(
+      e.status,
+      'INVALID_PARAMETER',
+      e.expose ? (err as Error).message : 'invalid request',
+    );
   }
-  return new AppError(500, 'INTERNAL', 'internal error');
+  return new AppError('INTERNAL', 'internal error');
 }

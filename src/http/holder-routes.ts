@@ -1,11 +1,9 @@
-import { createPublicKey } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { JWK } from 'jose';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../envelope/index.js';
-import { invalidParameter } from '../errors.js';
 import type { IssuanceService } from '../issuance/issuance-service.js';
-import { ProofTypeSchema } from '../schemas/schema-file.js';
+import { ProofTypeSchema } from '../model.js';
+import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
 import { parseInput } from './validate.js';
 
 // spec 4.6: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
@@ -28,7 +26,7 @@ export const IssueVcBodySchema = z
     holderDID: id,
     pubKey: z.string().min(1).max(1024).optional(),
     encryptionKey: z.string().min(1).max(1024).optional(),
-    signingKey: z.object({ jwk: z.looseObject({ kty: z.string() }) }).optional(),
+    signingKey: z.object({ jwk: HolderBindingJwkSchema }).optional(),
     userId: id,
     schemaId: z.string().min(1).max(255),
     proofType: proofType.default('SD_JWT_VC'),
@@ -70,7 +68,7 @@ export function issueVc(issuance: IssuanceService) {
       body.encryptionKey !== undefined
         ? parseHolderPublicKey(body.encryptionKey, 'encryptionKey')
         : parseHolderPublicKey(body.pubKey!, 'pubKey');
-    const holderJwk = body.signingKey ? publicJwk(body.signingKey.jwk) : undefined;
+    const holderJwk = body.signingKey ? assertPublicKey(body.signingKey.jwk, 'signingKey.jwk') : undefined;
     await issuance.issueHosted({
       holderDid: body.holderDID,
       userId: body.userId,
@@ -81,15 +79,4 @@ export function issueVc(issuance: IssuanceService) {
     });
     res.status(201).end();
   };
-}
-
-function publicJwk(jwk: Record<string, unknown>): JWK {
-  if ('d' in jwk || 'p' in jwk || 'k' in jwk)
-    throw invalidParameter('signingKey.jwk', 'must be a public key (no private members)');
-  try {
-    createPublicKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
-  } catch {
-    throw invalidParameter('signingKey.jwk', 'not a valid public JWK');
-  }
-  return jwk as JWK;
 }

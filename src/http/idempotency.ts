@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 import { canonicalJson, sha256Hex } from '../issuance/canonical.js';
+import type { Lifecycle } from '../observability/lifecycle.js';
 import type { IdempotencyStore } from '../store/store.js';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -16,7 +17,13 @@ const PRUNE_EVERY_MS = 3600_000;
  * a repeat while the first is still running is 409. Failed requests are forgotten, so a retry
  * with the same key runs again. Without the header the route behaves as usual.
  */
-export function idempotent(store: IdempotencyStore, scope: string, handler: RequestHandler): RequestHandler {
+export function idempotent(
+  store: IdempotencyStore,
+  scope: string,
+  handler: RequestHandler,
+  /** A drain that runs out of grace releases the claims of requests still running (issue 10). */
+  lifecycle?: Pick<Lifecycle, 'holdUntilDone'>,
+): RequestHandler {
   let lastPrune = 0;
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
@@ -25,7 +32,7 @@ export function idempotent(store: IdempotencyStore, scope: string, handler: Requ
       return;
     }
     if (!KEY.test(key)) {
-      throw new AppError(400, 'INVALID_PARAMETER', 'Idempotency-Key: 1 to 255 visible ASCII characters', {
+      throw new AppError('INVALID_PARAMETER', 'Idempotency-Key: 1 to 255 visible ASCII characters', {
         field: 'Idempotency-Key',
       });
     }
@@ -41,13 +48,12 @@ export function idempotent(store: IdempotencyStore, scope: string, handler: Requ
         res.status(begun.status).json(begun.body);
         return;
       case 'mismatch':
-        throw new AppError(409, 'CONFLICT', 'Idempotency-Key: already used with a different request body', {
+        throw new AppError('CONFLICT', 'Idempotency-Key: already used with a different request body', {
           field: 'Idempotency-Key',
           reason: 'mismatch',
         });
       case 'in-progress':
         throw new AppError(
-          409,
           'CONFLICT',
           'Idempotency-Key: the first request with this key is still running; retry later',
           { field: 'Idempotency-Key', reason: 'in-progress' },
@@ -55,6 +61,7 @@ export function idempotent(store: IdempotencyStore, scope: string, handler: Requ
       case 'started':
         break;
     }
+    const done = lifecycle?.holdUntilDone(() => store.release(scope, key)) ?? (() => {});
 
     // The answer is stored before it is sent, so a repeat can never overtake the first answer.
     let settled = false;
@@ -62,6 +69,7 @@ export function idempotent(store: IdempotencyStore, scope: string, handler: Requ
     res.json = (body: unknown) => {
       if (settled) return send(body);
       settled = true;
+      done();
       const status = res.statusCode;
       const saved =
         status >= 200 && status < 300 ? store.complete(scope, key, status, body) : store.release(scope, key);
@@ -72,7 +80,12 @@ export function idempotent(store: IdempotencyStore, scope: string, handler: Requ
       return res;
     };
     // A client that hangs up does not stop the request: its answer is still stored for the retry.
-    await handler(req, res, next);
+    try {
+      await handler(req, res, next);
+    } finally {
+      // A thrown error reaches the error handler, whose res.json above releases the claim.
+      if (!settled) done();
+    }
     if (!settled) {
       // The handler answered without a JSON body: nothing to replay.
       settled = true;

@@ -1,12 +1,9 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.js';
+import { didWebFromOrigin } from '../issuers/sd-jwt/issuer-identification.js';
 import { publishedSigningKeys } from '../keys/published-keys.js';
 
-/** did:web method §3.2: the host, with a port's ':' percent-encoded. */
-export function didWebFromOrigin(origin: string): string {
-  const url = new URL(origin);
-  return `did:web:${url.host.replace(':', '%3A')}`;
-}
+export { didWebFromOrigin };
 
 /** DESIGN §4 `GET /.well-known/did.json`. */
 export function didDocument(ctx: AppContext) {

@@ -1,13 +1,12 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../errors.js';
-import { ProofTypeSchema } from '../schemas/schema-file.js';
+import { ProofTypeSchema, STATUS_NAMES, type StatusChange } from '../model.js';
 import type { StatusService } from '../status/status-service.js';
-import type { IssuanceStore, StatusChange } from '../store/store.js';
+import type { AuditStore, IssuanceStore } from '../store/store.js';
+import { auditActor, ReasonField } from './admin/fields.js';
 import { NonceSchema } from './nonce.js';
 import { parseInput } from './validate.js';
-
-const STATUS_NAMES = { 0: 'valid', 1: 'revoked', 2: 'suspended' } as const;
 
 /** spec 4.6 `GET /statuslist/:partition` (draft-ietf-oauth-status-list §8). */
 export function statusListPartition(status: StatusService) {
@@ -15,7 +14,7 @@ export function statusListPartition(status: StatusService) {
     const raw = String(req.params.partition);
     // Canonical decimal only: the token's `sub` must be the very URL the credentials carry.
     if (!/^(0|[1-9]\d*)$/.test(raw))
-      throw new AppError(400, 'INVALID_PARAMETER', 'partition: must be a non-negative integer', {
+      throw new AppError('INVALID_PARAMETER', 'partition: must be a non-negative integer', {
         field: 'partition',
       });
     // A well-formed number beyond any partition we could have is simply unknown.
@@ -54,6 +53,7 @@ export const StatusChangeBodySchema = z
     revocationNonce: NonceSchema.optional(),
     nonce: NonceSchema.optional(),
     proofType: ProofTypeSchema.optional(),
+    reason: ReasonField,
   })
   .check((ctx) => {
     if (ctx.value.revocationNonce === undefined && ctx.value.nonce === undefined) {
@@ -66,7 +66,7 @@ export function changeStatus(status: StatusService, change: StatusChange) {
   return async (req: Request, res: Response) => {
     const body = parseInput(StatusChangeBodySchema, req.body);
     const nonce = (body.revocationNonce ?? body.nonce)!;
-    const record = await status.change(nonce, change, body.proofType);
+    const record = await status.change(nonce, change, body.proofType, auditActor(res, body.reason));
     res.json({
       revocationNonce: String(record.revocationNonce),
       isRevoked: record.status === 1,
@@ -78,9 +78,17 @@ export function changeStatus(status: StatusService, change: StatusChange) {
 }
 
 /** `POST /admin/publish-token-status-list` → `{ partitions: [{ partition, uri, size, iat }] }`. */
-export function publishStatusLists(status: StatusService) {
-  return async (_req: Request, res: Response) => {
+export function publishStatusLists(status: StatusService, audit: AuditStore) {
+  return async (req: Request, res: Response) => {
+    const reason = parseInput(z.object({ reason: ReasonField }), req.body ?? {}).reason;
     const partitions = await status.publishAll();
+    // Each partition is signed and stored on its own: the record follows them.
+    await audit.record({
+      ...auditActor(res, reason),
+      at: new Date(),
+      action: 'status-list.publish',
+      target: partitions.map((p) => p.partition).join(',') || '(none)',
+    });
     res.json({
       partitions: partitions.map(({ partition, uri, size, iat }) => ({ partition, uri, size, iat })),
     });

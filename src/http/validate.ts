@@ -16,5 +16,5 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: 'body
     .slice(0, 10)
     .map((i) => `${i.field}: ${i.message}`)
     .join('; ');
-  throw new AppError(400, 'INVALID_PARAMETER', message, { field: issues[0]!.field, issues });
+  throw new AppError('INVALID_PARAMETER', message, { field: issues[0]!.field, issues });
 }

@@ -1,13 +1,15 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, upstreamUnavailable } from '../errors.js';
-import { RESERVED_CLAIMS } from '../schemas/schema-file.js';
+import type { AuditActor } from '../model.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
 import type { StatusService } from '../status/status-service.js';
-import type { IssuanceHistoryStore, IssuanceSummary } from '../store/store.js';
+import type { IssuanceHistoryStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
+import { backoffWithJitter } from './backoff.js';
 import { disclosureFrameProblems, type InputProblem, type OnDuplicate } from './direct-input.js';
+import type { EmailHasher } from './email-hash.js';
 import type { IssuanceService } from './issuance-service.js';
 
 export interface DirectIssueRequest {
@@ -23,6 +25,8 @@ export interface DirectIssueRequest {
    * a crash (between recording and answering) finds its credential instead of signing another.
    */
   idempotencyKey?: string | undefined;
+  /** Who asked: recorded with the new credential (and with each revocation onDuplicate makes). */
+  audit?: AuditActor | undefined;
 }
 
 export interface DirectIssueResult {
@@ -34,13 +38,35 @@ export interface DirectIssueResult {
 export interface DirectIssuanceDeps {
   issuance: IssuanceService;
   schemas: SchemaRegistry;
-  service: { initializeUser(email: string): Promise<InitializedUser> };
+  service: {
+    initializeUser(
+      email: string,
+      options?: { timeoutMs?: number; attempt?: number },
+    ): Promise<InitializedUser>;
+  };
   history: IssuanceHistoryStore;
+  /** Issue 11: the recipient's email is recorded as this keyed hash, for `history --email`. */
+  hashEmail: EmailHasher;
   status: StatusService;
+  /**
+   * Shared by every instance on one database (PostgreSQL): the onDuplicate decision per holder and
+   * schema then holds across instances, not only within this process.
+   */
+  locks?: NamedLockStore | undefined;
   /** initialize-user retries on 5xx, timeouts and network errors (default 3 attempts from 200 ms). */
   retry?: { attempts?: number; baseDelayMs?: number } | undefined;
+  /**
+   * ADMIN_ISSUE_DEADLINE_MS: one bound for the whole request, initialize-user retries and the
+   * upload wait together (default 15 s). Past it, initialize-user is a 502 and an upload pending.
+   */
+  deadlineMs?: number | undefined;
   now?: () => Date;
 }
+
+// The locked part (duplicate check, sign, record, revoke the old ones) takes milliseconds; the
+// lease only matters when an instance dies holding it.
+const SHARED_LOCK_LEASE_MS = 30_000;
+const SHARED_LOCK_WAIT_MS = 30_000;
 
 // spec 4.6: these upstream answers are final and passed on with the same status.
 const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
@@ -59,6 +85,7 @@ const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
 export class DirectIssuanceService {
   private readonly attempts: number;
   private readonly baseDelayMs: number;
+  private readonly deadlineMs: number;
   private readonly now: () => Date;
   /** Per holder and schema, so onDuplicate decisions do not race within this process. */
   private readonly locks = new Map<string, Promise<void>>();
@@ -66,19 +93,61 @@ export class DirectIssuanceService {
   constructor(private readonly deps: DirectIssuanceDeps) {
     this.attempts = Math.max(1, deps.retry?.attempts ?? 3);
     this.baseDelayMs = deps.retry?.baseDelayMs ?? 200;
+    this.deadlineMs = deps.deadlineMs ?? 15_000;
     this.now = deps.now ?? (() => new Date());
   }
 
   async issue(req: DirectIssueRequest): Promise<DirectIssueResult> {
+    const deadline = Date.now() + this.deadlineMs;
     const schema = this.deps.schemas.require(req.schemaId);
+    const recorded = await this.deps.issuance.untilRecorded('SD_JWT_VC', 'direct', () =>
+      this.record(req, schema, deadline),
+    );
+    if (recorded.outcome === 'existing') {
+      this.deps.issuance.report('SD_JWT_VC', 'direct', 'existing');
+      return recorded;
+    }
+    try {
+      return {
+        outcome: 'issued',
+        record: await this.deps.issuance.uploadWithinRequest(recorded.record, deadline),
+      };
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE')) throw err;
+      // spec 4.6: a final answer of the hosting service (400/401/403/404/409) is passed on with its
+      // status and message. The credential stays recorded (details.credentialId) and queued.
+      const cause = err.cause;
+      const code =
+        cause instanceof UpstreamError && !cause.retryable && cause.status !== undefined
+          ? PASSED_ON[cause.status]
+          : undefined;
+      if (cause instanceof UpstreamError && code) {
+        throw AppError.fromUpstream(cause.status!, code, cause.upstreamMessage ?? cause.message, {
+          upstream: cause.route,
+          upstreamStatus: cause.status,
+          credentialId: recorded.record.credentialId,
+        });
+      }
+      // Recorded and queued: the outbox retries with the same externalId; the caller sees pending.
+      return recorded;
+    }
+  }
+
+  /** Up to the committed record: resolve the holder, then sign and record (or find the existing one). */
+  private async record(
+    req: DirectIssueRequest,
+    schema: ReturnType<SchemaRegistry['require']>,
+    deadline: number,
+  ) {
     this.deps.issuance.requireIssuer(schema, 'SD_JWT_VC');
     // Checked before initialize-user, so a request that cannot succeed creates no account upstream.
     this.deps.schemas.assertClaims(schema, req.credentialSubject);
-    const user = await this.initializeUser(req.email);
+    const user = await this.initializeUser(req.email, deadline);
     const encryptTo = holderKey(user);
+    const emailHash = await this.deps.hashEmail(req.email);
 
     const credentialId = req.idempotencyKey === undefined ? undefined : credentialIdFor(req.idempotencyKey);
-    const recorded = await this.exclusive(`${user.did}\u0000${schema.schemaId}`, async () => {
+    return this.exclusive(`${user.did}\u0000${schema.schemaId}`, async () => {
       const active =
         req.onDuplicate === 'allow'
           ? []
@@ -103,56 +172,45 @@ export class DirectIssuanceService {
         // spec 4.6: the default frame is every top-level claim, whatever the schema file says.
         disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(req.credentialSubject) },
         dedupe: false,
+        emailHash,
+        audit: req.audit,
       });
       // The new credential is committed first, so a failure here never leaves the holder with none.
       if (req.onDuplicate === 'revoke') {
-        for (const old of active) await this.deps.status.change(old.revocationNonce, 'revoke');
+        for (const old of active)
+          await this.deps.status.change(old.revocationNonce, 'revoke', undefined, req.audit);
       }
       return { outcome: 'issued' as const, record };
     });
-    if (recorded.outcome === 'existing') return recorded;
-
-    try {
-      return { outcome: 'issued', record: await this.deps.issuance.uploadWithinRequest(recorded.record) };
-    } catch (err) {
-      if (!(err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE')) throw err;
-      // spec 4.6: a final answer of the hosting service (400/401/403/404/409) is passed on with its
-      // status and message. The credential stays recorded (details.credentialId) and queued.
-      const cause = err.cause;
-      const code =
-        cause instanceof UpstreamError && !cause.retryable && cause.status !== undefined
-          ? PASSED_ON[cause.status]
-          : undefined;
-      if (cause instanceof UpstreamError && code) {
-        throw new AppError(cause.status!, code, cause.upstreamMessage ?? cause.message, {
-          upstream: cause.route,
-          upstreamStatus: cause.status,
-          credentialId: recorded.record.credentialId,
-        });
-      }
-      // Recorded and queued: the outbox retries with the same externalId; the caller sees pending.
-      return recorded;
-    }
   }
 
   // spec 4.5 initialize-user; spec 7: 500 is "retry with backoff". Resolving an email is idempotent.
-  private async initializeUser(email: string): Promise<InitializedUser> {
+  private async initializeUser(email: string, deadline: number): Promise<InitializedUser> {
+    const pastDeadline = (last: string, details: object) =>
+      upstreamUnavailable(
+        `auth/initialize-user did not succeed within ADMIN_ISSUE_DEADLINE_MS (${this.deadlineMs} ms; last: ${last})`,
+        details,
+      );
     for (let attempt = 1; ; attempt++) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw pastDeadline('no time left', { upstream: 'auth/initialize-user' });
       try {
-        return await this.deps.service.initializeUser(email);
+        return await this.deps.service.initializeUser(email, { timeoutMs: left, attempt });
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw err;
         const details = { upstream: err.route, upstreamStatus: err.status ?? null };
         if (!err.retryable) {
           const code = err.status === undefined ? undefined : PASSED_ON[err.status];
-          if (code) throw new AppError(err.status!, code, err.upstreamMessage ?? err.message, details);
+          if (code)
+            throw AppError.fromUpstream(err.status!, code, err.upstreamMessage ?? err.message, details);
           throw upstreamUnavailable(`${err.route} refused the request (${err.message})`, details);
         }
         if (attempt >= this.attempts) {
           throw upstreamUnavailable(`${err.route} failed ${attempt} times (last: ${err.message})`, details);
         }
-        const backoff = Math.min(5000, this.baseDelayMs * 2 ** (attempt - 1));
-        await delay(Math.round(backoff * (0.8 + Math.random() * 0.4)));
+        const wait = backoffWithJitter(attempt, this.baseDelayMs, 5000);
+        if (Date.now() + wait >= deadline) throw pastDeadline(err.message, details);
+        await delay(wait);
       }
     }
   }
@@ -167,23 +225,45 @@ export class DirectIssuanceService {
     this.locks.set(key, mine);
     await previous;
     try {
-      return await fn();
+      return await (this.deps.locks ? this.shared(this.deps.locks, key, fn) : fn());
     } finally {
       release();
       if (this.locks.get(key) === mine) this.locks.delete(key);
     }
   }
 
-  /**
-   * Every problem of a would-be issue-vc body that the server can tell without issuing: unknown
-   * schema, reserved or invalid claims, a frame that does not fit the claims (batch pre-check).
-   */
+  private async shared<T>(locks: NamedLockStore, key: string, fn: () => Promise<T>): Promise<T> {
+    // Hashed: the key joins holder and schema with a NUL, which PostgreSQL text cannot hold.
+    const name = `direct:${createHash('sha256').update(key).digest('base64url')}`;
+    const owner = randomUUID();
+    const deadline = Date.now() + SHARED_LOCK_WAIT_MS;
+    for (let attempt = 1; !(await locks.tryAcquire(name, owner, SHARED_LOCK_LEASE_MS)); attempt++) {
+      if (Date.now() > deadline)
+        throw new AppError('UNAVAILABLE', 'another instance is issuing to this holder and schema; retry');
+      await delay(backoffWithJitter(attempt, 10, 200));
+    }
+    try {
+      return await fn();
+    } finally {
+      await locks.release(name, owner);
+    }
+  }
+
   /** The schema's `sdJwt.vct`, else its schemaId (spec 4.4 accepts either as a vct). */
   defaultVct(schemaId: string): string | undefined {
     const schema = this.deps.schemas.get(schemaId);
     return schema ? (schema.sdJwt?.vct ?? schema.schemaId) : undefined;
   }
 
+  /** The schema's credential lifetime (`expiresInSeconds`): the CLI's default `--expiration`. */
+  defaultLifetimeSeconds(schemaId: string): number | undefined {
+    return this.deps.schemas.get(schemaId)?.expiresInSeconds;
+  }
+
+  /**
+   * Every problem of a would-be issue-vc body that the server can tell without issuing: unknown
+   * schema, reserved or invalid claims, a frame that does not fit the claims (batch pre-check).
+   */
   checkRequest(row: {
     schemaId: string;
     credentialSubject: Record<string, unknown>;
@@ -196,11 +276,9 @@ export class DirectIssuanceService {
     } catch {
       return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as SD_JWT_VC` }];
     }
-    const problems: InputProblem[] = RESERVED_CLAIMS.filter((c) =>
-      Object.hasOwn(row.credentialSubject, c),
-    ).map((c) => ({ field: `credentialSubject.${c}`, message: 'reserved claim name, set by the issuer' }));
-    for (const p of schema.validateClaims(row.credentialSubject))
-      problems.push({ field: `credentialSubject.${p.claim}`, message: p.message });
+    const problems: InputProblem[] = schema
+      .claimProblems(row.credentialSubject)
+      .map((p) => ({ field: `credentialSubject.${p.claim}`, message: p.message }));
     if (row.disclosureFrame !== undefined)
       problems.push(...disclosureFrameProblems(row.disclosureFrame, row.credentialSubject));
     return problems;

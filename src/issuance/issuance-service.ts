@@ -1,10 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
+import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../claims/index.js';
 import { type Envelope, type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import type { Issuer } from '../issuers/issuer.js';
-import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../schemas/claims/index.js';
-import type { ProofType } from '../schemas/schema-file.js';
+import type {
+  AuditActor,
+  Channel as IssuanceChannel,
+  IssuanceOutcome,
+  Logger,
+  ProofType,
+  Telemetry,
+} from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
@@ -16,11 +23,14 @@ export interface IssuanceServiceDeps {
   claimsProviders: Map<string, ClaimsProvider>;
   issuers: Map<ProofType, Issuer>;
   store: IssuanceStore;
-  outbox: UploadOutbox;
+  /** Only the in-request attempt is the service's; the outbox's worker runs on its own. */
+  outbox: Pick<UploadOutbox, 'uploadNow'>;
   statusList: { partitionSize: number; bits: 1 | 2 };
   uploadTimeoutMs: number;
   now?: () => Date;
-  log?: (line: string) => void;
+  log?: Logger;
+  /** Reports issuances and claims lookups (logs and metrics). */
+  telemetry?: Telemetry;
 }
 
 export interface PreviewEntry {
@@ -46,6 +56,10 @@ export interface SignRequest {
   vct?: string | undefined;
   disclosureFrame?: Record<string, unknown> | undefined;
   dedupe: boolean;
+  /** A direct issuance's keyed recipient-email hash (store.ts NewIssuance.emailHash). */
+  emailHash?: string | undefined;
+  /** An admin's issuance: recorded in the audit log with the credential. */
+  audit?: AuditActor | undefined;
 }
 
 /** The phases `IssuanceService.phaseTimer` reports, in order (claims and upload: hosted only). */
@@ -64,6 +78,8 @@ export function randomRevocationNonce(): number {
  */
 export class IssuanceService {
   private readonly now: () => Date;
+  /** Records this service has just inserted: their insert holds the upload lease. */
+  private readonly leasedByInsert = new WeakSet<IssuanceRecord>();
   /** Optional probe for scripts/bench: how long each phase of each issuance took, in ms. */
   phaseTimer: ((phase: IssuancePhase, ms: number) => void) | undefined;
 
@@ -114,21 +130,35 @@ export class IssuanceService {
     holderJwk?: JWK | undefined;
   }): Promise<IssuanceRecord> {
     const schema = this.deps.schemas.require(req.schemaId);
+    const record = await this.untilRecorded(req.proofType, 'hosted', () => this.recordHosted(schema, req));
+    const uploadStart = performance.now();
+    const uploaded = await this.uploadWithinRequest(record);
+    this.mark('upload', uploadStart);
+    return uploaded;
+  }
+
+  private async recordHosted(
+    schema: LoadedSchema,
+    req: {
+      holderDid: string;
+      userId: string;
+      proofType: ProofType;
+      encryptTo: HolderPublicKey;
+      holderJwk?: JWK | undefined;
+    },
+  ): Promise<IssuanceRecord> {
     this.requireIssuer(schema, req.proofType);
     const claimsStart = performance.now();
     const answer = await this.lookupClaims(schema, req.userId, req.proofType);
     this.mark('claims', claimsStart);
     if (!answer.eligible) {
-      throw new AppError(
-        404,
-        'NOT_FOUND',
-        `userId: no ${schema.schemaId} credential is available for this user`,
-        { field: 'userId' },
-      );
+      throw new AppError('NOT_FOUND', `userId: no ${schema.schemaId} credential is available for this user`, {
+        field: 'userId',
+      });
     }
     const { id: _id, ...claims } = answer.credentialSubject;
     const expiresAt = answer.expiresAt ?? new Date(this.now().getTime() + schema.expiresInSeconds * 1000);
-    const record = await this.signAndRecord({
+    return this.signAndRecord({
       channel: 'hosted',
       userId: req.userId,
       holderDid: req.holderDid,
@@ -140,10 +170,21 @@ export class IssuanceService {
       holderJwk: req.holderJwk,
       dedupe: true,
     });
-    const uploadStart = performance.now();
-    const uploaded = await this.uploadWithinRequest(record);
-    this.mark('upload', uploadStart);
-    return uploaded;
+  }
+
+  /** Counts one issuance outcome (`issuer_issuances_total`). */
+  report(proofType: ProofType, channel: IssuanceChannel, outcome: IssuanceOutcome): void {
+    this.deps.telemetry?.emit('issuance', { proofType, channel, outcome });
+  }
+
+  /** Runs an issuance up to its committed record; a throw before it counts as `failed`. */
+  async untilRecorded<T>(proofType: ProofType, channel: IssuanceChannel, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.report(proofType, channel, 'failed');
+      throw err;
+    }
   }
 
   private mark(phase: IssuancePhase, since: number): void {
@@ -154,7 +195,6 @@ export class IssuanceService {
     const issuer = this.deps.issuers.get(proofType);
     if (!schema.proofTypes.includes(proofType) || !issuer?.supports(schema)) {
       throw new AppError(
-        400,
         'INVALID_PARAMETER',
         `proofType: schema ${schema.schemaId} is not issued as ${proofType}`,
         {
@@ -167,17 +207,25 @@ export class IssuanceService {
 
   async lookupClaims(schema: LoadedSchema, userId: string, proofType: ProofType): Promise<ClaimsAnswer> {
     const provider = this.deps.claimsProviders.get(schema.schemaId);
-    if (!provider) throw new AppError(500, 'INTERNAL', `no claims provider for ${schema.schemaId}`);
+    if (!provider) throw new AppError('INTERNAL', `no claims provider for ${schema.schemaId}`);
+    const started = performance.now();
+    const done = (outcome: 'eligible' | 'not_eligible' | 'error') =>
+      this.deps.telemetry?.emit('claimsLookup', {
+        schemaId: schema.schemaId,
+        provider: schema.claims.provider,
+        outcome,
+        seconds: (performance.now() - started) / 1000,
+      });
     try {
-      return await provider.lookup({ userId, schemaId: schema.schemaId, proofType });
+      const answer = await provider.lookup({ userId, schemaId: schema.schemaId, proofType });
+      done(answer.eligible ? 'eligible' : 'not_eligible');
+      return answer;
     } catch (err) {
+      done('error');
       // DESIGN §8: a provider that cannot answer is an upstream error, never "not eligible".
       // Our own providers' messages are safe to pass on; a custom module's may hold internals.
       const reason = err instanceof ClaimsSourceError ? `: ${err.message}` : '';
-      if (!reason)
-        this.deps.log?.(
-          `claims provider for ${schema.schemaId} failed: ${(err as Error)?.stack ?? String(err)}`,
-        );
+      if (!reason) this.deps.log?.error({ event: 'claims_provider_error', schemaId: schema.schemaId, err });
       throw upstreamUnavailable(`claims source for ${schema.schemaId} is unavailable${reason}`);
     }
   }
@@ -193,7 +241,7 @@ export class IssuanceService {
     const now = wholeSeconds(this.now());
     const expiresAt = wholeSeconds(req.expiresAt);
     if (expiresAt.getTime() <= now.getTime()) {
-      throw new AppError(422, 'CLAIMS_INVALID', 'expiresAt: the credential would already be expired', {
+      throw new AppError('CLAIMS_INVALID', 'expiresAt: the credential would already be expired', {
         field: 'expiresAt',
       });
     }
@@ -211,7 +259,10 @@ export class IssuanceService {
         subjectHash,
         now,
       });
-      if (existing) return existing;
+      if (existing) {
+        this.report(req.proofType, req.channel, 'existing');
+        return existing;
+      }
     }
     const credentialId = req.credentialId ?? randomUUID();
     for (let attempt = 0; attempt < 16; attempt++) {
@@ -254,6 +305,7 @@ export class IssuanceService {
         createdAt: now,
         expiresAt,
         uploadDueAt: new Date(Date.now() + this.deps.uploadTimeoutMs + 1000),
+        emailHash: req.emailHash,
         envelope: {
           holderDid: req.holderDid,
           schemaId: req.schema.schemaId,
@@ -263,30 +315,40 @@ export class IssuanceService {
         },
       };
       const recordStart = performance.now();
-      const outcome = await this.deps.store.insertIssuance(issuance, { dedupe: req.dedupe });
+      const outcome = await this.deps.store.insertIssuance(issuance, {
+        dedupe: req.dedupe,
+        audit: req.audit,
+      });
       this.mark('record', recordStart);
-      if (outcome.kind === 'inserted' || outcome.kind === 'duplicate') return outcome.record;
+      if (outcome.kind === 'inserted') this.leasedByInsert.add(outcome.record);
+      if (outcome.kind === 'inserted' || outcome.kind === 'duplicate') {
+        this.report(req.proofType, req.channel, outcome.kind === 'inserted' ? 'issued' : 'existing');
+        return outcome.record;
+      }
       // A concurrent issuance took the slot or nonce between proposal and commit: sign again.
     }
-    throw new AppError(500, 'INTERNAL', 'could not allocate a status slot and nonce');
+    throw new AppError('INTERNAL', 'could not allocate a status slot and nonce');
   }
 
   statusListUri(partition: number): string {
     return `${this.deps.issuerOrigin}/statuslist/${partition}`;
   }
 
-  /** One upload attempt bounded by UPLOAD_TIMEOUT_MS; the outbox keeps retrying after a failure. */
-  async uploadWithinRequest(record: IssuanceRecord): Promise<IssuanceRecord> {
+  /**
+   * The upload inside the request, bounded by UPLOAD_TIMEOUT_MS and by the caller's `deadline`
+   * (epoch ms) if sooner; the outbox keeps retrying after a failure. An identical request already
+   * uploading the same credential is waited for, not reported as a failure.
+   */
+  async uploadWithinRequest(record: IssuanceRecord, deadline?: number): Promise<IssuanceRecord> {
     if (record.uploadState === 'uploaded') return record;
+    const until = Math.min(Date.now() + this.deps.uploadTimeoutMs, deadline ?? Number.POSITIVE_INFINITY);
+    const waitMs = Math.max(0, until - Date.now());
     let timer: NodeJS.Timeout | undefined;
     try {
       const storagePath = await Promise.race([
-        this.deps.outbox.uploadNow(record),
+        this.deps.outbox.uploadNow(record, { leased: this.leasedByInsert.delete(record), deadline: until }),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`upload did not finish within ${this.deps.uploadTimeoutMs} ms`)),
-            this.deps.uploadTimeoutMs,
-          );
+          timer = setTimeout(() => reject(new Error(`upload did not finish within ${waitMs} ms`)), waitMs);
         }),
       ]);
       return { ...record, uploadState: 'uploaded', storagePath };

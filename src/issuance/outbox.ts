@@ -1,6 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { ServiceClient } from '../service-client/service-client.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from '../model.js';
+import { type ServiceClient, UpstreamError } from '../service-client/service-client.js';
 import type { IssuanceRecord, IssuanceStore } from '../store/store.js';
+import { backoffWithJitter } from './backoff.js';
 
 export interface OutboxOptions {
   /** First retry delay; doubles per failure, capped at `maxBackoffMs` (issue: 30 s). */
@@ -9,24 +12,41 @@ export interface OutboxOptions {
   /** How long a worker owns an upload before another may take it over. */
   leaseMs?: number;
   batchSize?: number;
-  log?: (line: string) => void;
+  /** Attempts before an upload becomes `failed` (UPLOAD_MAX_ATTEMPTS, default 10). */
+  maxAttempts?: number;
+  /**
+   * Attempts before giving up when the hosting service refuses for good (a 4xx other than 408 and
+   * 429: retrying the same envelope cannot change its answer). Default 3, at most `maxAttempts`.
+   */
+  maxRefusedAttempts?: number;
+  log?: Logger;
 }
+
+/** How often a request waiting on another process's upload of the same credential looks again. */
+const FOREIGN_UPLOAD_POLL_MS = 50;
 
 export interface OutboxEvents {
   uploaded: [record: IssuanceRecord, storagePath: string | null];
   failed: [record: IssuanceRecord, error: Error, nextAttemptAt: Date];
+  /** The upload became `failed`: no more attempts until `retryFailed` (metrics count this). */
+  gave_up: [record: IssuanceRecord, error: Error, attempts: number];
 }
 
 /**
  * The durable upload outbox (DESIGN §9). Every issuance is committed before its upload; an
  * upload that fails stays pending with its envelope and is retried with the same externalId,
- * with exponential backoff capped at 30 s, also after a restart.
+ * with exponential backoff capped at 30 s, also after a restart, for a bounded number of
+ * attempts; then it is `failed` until an admin retries it (`npm run admin -- uploads retry`).
  */
 export class UploadOutbox extends EventEmitter<OutboxEvents> {
   private readonly baseBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
+  private readonly maxAttempts: number;
+  private readonly maxRefusedAttempts: number;
+  /** This process's running attempt per credential, shared by identical concurrent requests. */
+  private readonly attempts = new Map<string, Promise<string | null>>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private draining: Promise<void> | undefined;
@@ -42,12 +62,19 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.leaseMs = options.leaseMs ?? 60_000;
     this.batchSize = options.batchSize ?? 32;
+    this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
+    this.maxRefusedAttempts = Math.min(this.maxAttempts, Math.max(1, options.maxRefusedAttempts ?? 3));
   }
 
-  /** Starts the worker; every pending upload is retried at once. */
-  start(): Promise<void> {
+  /**
+   * Starts the worker. With `recover` (a process starting alone) every pending upload is retried at
+   * once and leases left by a dead process drop; without it (a worker joining live siblings) their
+   * leases are kept and due uploads are taken as usual.
+   */
+  async start(options: { recover?: boolean } = {}): Promise<void> {
     this.running = true;
-    return this.store.makePendingDue(new Date()).then(() => this.drain());
+    if (options.recover ?? true) await this.store.makePendingDue(new Date());
+    await this.drain();
   }
 
   async stop(): Promise<void> {
@@ -59,17 +86,49 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
 
   /**
-   * One attempt now (inside the request), under the same lease as the worker. Resolves with the
-   * storage path, or rejects after recording the failure and scheduling the retry.
+   * The upload of one credential inside a request, under the same lease as the worker. Resolves
+   * with the storage path, or rejects after recording the failure and scheduling the retry.
+   * `leased`: the caller has just inserted the record, whose insert took the lease (store.ts
+   * `uploadDueAt`). When another request of this process is uploading the same credential
+   * (identical concurrent issue-vc), waits for that attempt; when another process holds the lease,
+   * looks at the record until it is uploaded or `deadline` (epoch ms) passes, taking the lease if
+   * it is released.
    */
-  async uploadNow(record: IssuanceRecord): Promise<string | null> {
-    const leased = await this.store.leaseUpload(record.credentialId, new Date(), this.leaseMs);
-    if (!leased) {
-      const current = await this.store.get(record.credentialId);
+  async uploadNow(
+    record: IssuanceRecord,
+    options: { leased?: boolean; deadline?: number } = {},
+  ): Promise<string | null> {
+    const id = record.credentialId;
+    const deadline = options.deadline ?? Date.now();
+    const leasedByInsert = options.leased === true;
+    for (;;) {
+      const running = this.attempts.get(id);
+      if (running && !leasedByInsert) return running;
+      if (leasedByInsert || (await this.store.leaseUpload(id, new Date(), this.leaseMs))) {
+        // Registered before any await, so a concurrent caller of this process finds it.
+        const attempt = this.track(this.attempt(record)).finally(() => this.attempts.delete(id));
+        this.attempts.set(id, attempt);
+        return attempt;
+      }
+      const current = await this.store.get(id);
       if (current?.uploadState === 'uploaded') return current.storagePath;
-      throw new Error('upload is being retried by the background worker');
+      if (current?.uploadState === 'failed')
+        throw new Error(`the upload was given up (${current.lastError ?? 'refused'}); see uploads retry`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('upload is being retried by the background worker');
+      // Another process's lease: no event reaches this one, so its record is looked at again.
+      await delay(Math.min(FOREIGN_UPLOAD_POLL_MS, left));
     }
-    return this.track(this.attempt(record));
+  }
+
+  /**
+   * Puts `failed` uploads back in the queue (attempts from 0) and wakes the worker. Returns the
+   * credential ids resumed; an id that is not `failed` is left alone.
+   */
+  async retryFailed(credentialIds: string[] | 'all'): Promise<string[]> {
+    const resumed = await this.store.retryFailedUploads(credentialIds, new Date());
+    if (resumed.length > 0) void this.drain();
+    return resumed;
   }
 
   private track<T>(p: Promise<T>): Promise<T> {
@@ -80,21 +139,32 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
 
   private async attempt(record: IssuanceRecord): Promise<string | null> {
     try {
-      const res = await this.client.storeEnvelope(record.envelope);
+      const res = await this.client.storeEnvelope(
+        record.envelope,
+        record.proofType,
+        record.uploadAttempts + 1,
+      );
       const storagePath = res.storagePath ?? null;
       await this.store.markUploaded(record.credentialId, storagePath, new Date());
       this.emit('uploaded', record, storagePath);
       return storagePath;
     } catch (err) {
       const error = err as Error;
-      const attempts = record.uploadAttempts + 1;
-      const delay = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** (attempts - 1));
-      // ±20 % jitter so a fleet of pending uploads does not retry in lock-step.
-      const next = new Date(Date.now() + Math.round(delay * (0.8 + Math.random() * 0.4)));
-      await this.store.markUploadFailed(record.credentialId, error.message.slice(0, 500), next);
-      this.options.log?.(
-        `upload ${record.credentialId} failed (attempt ${attempts}): ${error.message}; retry at ${next.toISOString()}`,
+      const refused = error instanceof UpstreamError && !error.retryable;
+      const next = new Date(
+        Date.now() + backoffWithJitter(record.uploadAttempts + 1, this.baseBackoffMs, this.maxBackoffMs),
       );
+      const { attempts, gaveUp } = await this.store.markUploadFailed(
+        record.credentialId,
+        error.message.slice(0, 500),
+        next,
+        refused ? this.maxRefusedAttempts : this.maxAttempts,
+      );
+      // The observer (src/observability/observer.ts) logs and counts both outcomes.
+      if (gaveUp) {
+        this.emit('gave_up', record, error, attempts);
+        throw error;
+      }
       this.emit('failed', record, error, next);
       this.schedule(next);
       throw error;
@@ -129,7 +199,7 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
         const next = await this.store.nextUploadDue();
         if (next) this.schedule(next);
       } catch (err) {
-        this.options.log?.(`outbox: ${(err as Error).message}`);
+        this.options.log?.error({ event: 'outbox_error', err }, 'outbox worker failed; retrying');
         this.schedule(new Date(Date.now() + this.baseBackoffMs));
       } finally {
         this.draining = undefined;

@@ -1,5 +1,6 @@
 import type { JWK } from 'jose';
-import type { CredentialSchema, ProofType } from '../schemas/schema-file.js';
+import type { ProofType } from '../model.js';
+import type { CredentialSchema } from '../schemas/schema-file.js';
 
 /** A token status list entry (draft-ietf-oauth-status-list §6.1): `status.status_list`. */
 export interface StatusListEntry {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProofTypeSchema } from '../model.js';
 
 /** DESIGN §5: claims that can never come from claim data. */
 export const RESERVED_CLAIMS = [
@@ -15,9 +16,6 @@ export const RESERVED_CLAIMS = [
 ] as const;
 
 // DESIGN §8: one JSON file per credential schema in SCHEMAS_DIR (a contract).
-export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
-export type ProofType = z.infer<typeof ProofTypeSchema>;
-
 export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
   z.object({ provider: z.literal('sqlite') }),
   z.object({
@@ -43,6 +41,30 @@ export type ClaimsSource = z.infer<typeof ClaimsSourceSchema>;
 
 export const DisclosureFrameSchema = z.record(z.string(), z.unknown());
 
+const cssColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/, 'must be an RGB colour like #1A2B3C');
+
+/**
+ * draft-ietf-oauth-sd-jwt-vc "Type Metadata" display entry, in the draft's own shape: one per
+ * locale, with the simple rendering (colours, logo).
+ */
+export const TypeDisplaySchema = z.object({
+  locale: z.string().regex(/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag'),
+  name: z.string().min(1),
+  description: z.string().optional(),
+  rendering: z
+    .object({
+      simple: z
+        .object({
+          logo: z.object({ uri: z.url(), alt_text: z.string().optional() }).optional(),
+          background_color: cssColor.optional(),
+          text_color: cssColor.optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+export type TypeDisplay = z.infer<typeof TypeDisplaySchema>;
+
 export const SchemaFileSchema = z.object({
   schemaId: z.string().min(1).max(255),
   // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
@@ -57,6 +79,8 @@ export const SchemaFileSchema = z.object({
     .object({
       vct: z.string().min(1),
       disclosureFrame: DisclosureFrameSchema.optional(),
+      /** Type metadata display (issue 14); without it, `title` and `description` are used. */
+      display: z.array(TypeDisplaySchema).min(1).optional(),
     })
     .optional(),
   iden3: z

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { AppError } from '../errors.js';
-import { type CredentialSchema, type ProofType, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
+import type { ProofType } from '../model.js';
+import { type CredentialSchema, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -19,6 +20,8 @@ export class SchemaFileError extends Error {
 export interface LoadedSchema extends CredentialSchema {
   /** Validates claims (the credentialSubject without `id`) as JSON Schema 2020-12. */
   validateClaims(claims: unknown): ClaimsProblem[];
+  /** DESIGN §5: every problem of claims about to be signed: reserved names first, then the JSON Schema's. */
+  claimProblems(claims: Record<string, unknown>): ClaimsProblem[];
 }
 
 export interface ClaimsProblem {
@@ -26,7 +29,10 @@ export interface ClaimsProblem {
   message: string;
 }
 
-/** Loads every `*.json` directly in SCHEMAS_DIR (DESIGN §8); a bad file stops start-up. */
+/**
+ * Loads every `*.json` directly in SCHEMAS_DIR (DESIGN §8); bad files stop start-up with every
+ * problem of every file in one SchemaFileError (one line each).
+ */
 export function loadSchemas(dir: string): SchemaRegistry {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   addFormats(ajv);
@@ -40,14 +46,22 @@ export function loadSchemas(dir: string): SchemaRegistry {
     throw new SchemaFileError(`${dir}: cannot read SCHEMAS_DIR (${(err as Error).message})`);
   }
   const schemas = new Map<string, LoadedSchema>();
+  const problems: string[] = [];
   for (const name of names) {
     const file = join(dir, name);
-    const schema = parseSchemaFile(file, ajv);
+    let schema: LoadedSchema;
+    try {
+      schema = parseSchemaFile(file, ajv);
+    } catch (err) {
+      if (!(err instanceof SchemaFileError)) throw err;
+      problems.push(...err.message.split('\n'));
+      continue;
+    }
     const other = schemas.get(schema.schemaId);
-    if (other)
-      throw new SchemaFileError(`${file}: schemaId ${schema.schemaId} is also defined in ${other.file}`);
-    schemas.set(schema.schemaId, schema);
+    if (other) problems.push(`${file}: schemaId ${schema.schemaId} is also defined in ${other.file}`);
+    else schemas.set(schema.schemaId, schema);
   }
+  if (problems.length > 0) throw new SchemaFileError(problems.join('\n'));
   return new SchemaRegistry(schemas);
 }
 
@@ -64,45 +78,57 @@ function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
     throw new SchemaFileError(lines.join('\n'));
   }
   const data = parsed.data;
+  const problems: string[] = [];
   if (data.proofTypes.includes('BJJ_SIG_2021') && !data.iden3) {
-    throw new SchemaFileError(`${file}: iden3: required when proofTypes lists BJJ_SIG_2021`);
+    problems.push(`${file}: iden3: required when proofTypes lists BJJ_SIG_2021`);
   }
   const subjectSchema = withoutSubjectId(data.credentialSubject);
   const properties = (subjectSchema as { properties?: Record<string, unknown> }).properties ?? {};
   const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
   if (reserved.length > 0) {
-    throw new SchemaFileError(
-      `${file}: credentialSubject.properties: reserved claim names ${reserved.join(', ')}`,
-    );
+    problems.push(`${file}: credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
   }
   const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(data.sdJwt?.disclosureFrame).has(c));
   if (frameReserved.length > 0) {
-    throw new SchemaFileError(
-      `${file}: sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`,
-    );
+    problems.push(`${file}: sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`);
   }
-  let validate: ValidateFunction;
+  let validate: ValidateFunction | undefined;
   try {
     validate = ajv.compile(subjectSchema);
   } catch (err) {
-    throw new SchemaFileError(
-      `${file}: credentialSubject: not a valid JSON Schema (${(err as Error).message})`,
-    );
+    problems.push(`${file}: credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
   }
+  if (problems.length > 0 || !validate) throw new SchemaFileError(problems.join('\n'));
+  const validClaims = validate;
   return {
     ...data,
     title: data.title ?? data.schemaId,
     file,
+    claimProblems(claims: Record<string, unknown>): ClaimsProblem[] {
+      return [
+        ...RESERVED_CLAIMS.filter((c) => Object.hasOwn(claims, c)).map((claim) => ({
+          claim,
+          message: 'reserved claim name',
+        })),
+        ...this.validateClaims(claims),
+      ];
+    },
     validateClaims(claims: unknown): ClaimsProblem[] {
-      if (validate(claims)) return [];
-      return (validate.errors ?? []).map((e) => {
+      if (validClaims(claims)) return [];
+      return (validClaims.errors ?? []).map((e) => {
         const missing = (e.params as { missingProperty?: string; additionalProperty?: string }) ?? {};
         const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
         const claim =
           missing.missingProperty ?? missing.additionalProperty ?? (path || '(credentialSubject)');
+        // An enum names its allowed values (the admin fixing a CSV cell needs them).
+        const allowed = (e.params as { allowedValues?: unknown[] }).allowedValues;
+        const message =
+          e.keyword === 'enum' && Array.isArray(allowed)
+            ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`
+            : (e.message ?? 'invalid');
         return {
           claim: path && (missing.missingProperty || missing.additionalProperty) ? `${path}.${claim}` : claim,
-          message: e.message ?? 'invalid',
+          message,
         };
       });
     },
@@ -145,20 +171,15 @@ export class SchemaRegistry {
   require(schemaId: string): LoadedSchema {
     const schema = this.byId.get(schemaId);
     if (!schema)
-      throw new AppError(404, 'NOT_FOUND', `schemaId: unknown schema ${schemaId}`, { field: 'schemaId' });
+      throw new AppError('NOT_FOUND', `schemaId: unknown schema ${schemaId}`, { field: 'schemaId' });
     return schema;
   }
 
   /** Throws 422 naming every failing claim; nothing is signed for such claims. */
   assertClaims(schema: LoadedSchema, claims: Record<string, unknown>): void {
-    const reserved = RESERVED_CLAIMS.filter((c) => Object.hasOwn(claims, c));
-    const problems = [
-      ...reserved.map((claim) => ({ claim, message: 'reserved claim name' })),
-      ...schema.validateClaims(claims),
-    ];
+    const problems = schema.claimProblems(claims);
     if (problems.length > 0) {
       throw new AppError(
-        422,
         'CLAIMS_INVALID',
         `claims do not fit schema ${schema.schemaId}: ${problems.map((p) => `${p.claim} ${p.message}`).join('; ')}`,
         { schemaId: schema.schemaId, claims: problems },

@@ -1,13 +1,10 @@
 import { z } from 'zod';
-import type { UploadEnvelope } from '../store/store.js';
+import type { ProofType, Telemetry } from '../model.js';
+import { currentRequestId } from '../observability/request-context.js';
+import type { UploadBody } from '../store/store.js';
 import { HttpFailure, type JsonResponse, postJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';
 
-/**
- * Client of the hosting service's direct-issuance API (spec 4.5): timeout through AbortSignal,
- * explicit status checks, typed errors. Only `dstorage/vcs` is retried (by the outbox), because
- * `externalId` makes it idempotent.
- */
 export type UpstreamFailure = 'timeout' | 'network' | 'status' | 'malformed';
 
 export class UpstreamError extends Error {
@@ -53,26 +50,39 @@ const StoreResponseSchema = z.object({
 });
 export type StoreResponse = z.infer<typeof StoreResponseSchema>;
 
+/**
+ * Client of the hosting service's direct-issuance API (spec 4.5): timeout through AbortSignal,
+ * explicit status checks, typed errors. Only `dstorage/vcs` is retried (by the outbox), because
+ * `externalId` makes it idempotent.
+ */
 export class ServiceClient {
   constructor(
     private readonly baseUrl: () => string,
     private readonly jwt: PartnerJwtSigner,
     private readonly timeoutMs = 10_000,
+    /** Reports every call's outcome (logs and metrics). */
+    private readonly telemetry?: Telemetry,
   ) {}
 
   // spec 4.5 initialize-user: the email goes in the body, never in the JWT.
-  async initializeUser(email: string): Promise<InitializedUser> {
-    const body = await this.post('/auth/initialize-user', { email }, {}, [200, 201]);
+  /** `timeoutMs`: a shorter bound than the client's own (what is left of a request's deadline). */
+  async initializeUser(
+    email: string,
+    options: { timeoutMs?: number; attempt?: number } = {},
+  ): Promise<InitializedUser> {
+    const body = await this.post('/auth/initialize-user', { email }, {}, [200, 201], options);
     return parse(InitializeUserSchema, body, 'auth/initialize-user');
   }
 
   // spec 4.5 dstorage/vcs: the same externalId on every retry; also sent as idempotency-key.
-  async storeEnvelope(envelope: UploadEnvelope): Promise<StoreResponse> {
+  // `proofType` beside the spec 2.7 fields, as the reference issuer sends it (issue 14).
+  async storeEnvelope(envelope: UploadBody, proofType: ProofType, attempt?: number): Promise<StoreResponse> {
     const body = await this.post(
       '/dstorage/vcs',
-      envelope,
+      { ...envelope, proofType },
       { 'idempotency-key': envelope.externalId },
       [200, 201],
+      { attempt },
     );
     return parse(StoreResponseSchema, body, 'dstorage/vcs');
   }
@@ -82,20 +92,53 @@ export class ServiceClient {
     payload: unknown,
     headers: Record<string, string>,
     ok: number[],
+    options: { attempt?: number; timeoutMs?: number },
+  ): Promise<unknown> {
+    const route = path.slice(1);
+    const { attempt } = options;
+    try {
+      const body = await this.send(path, payload, headers, ok, options.timeoutMs);
+      this.telemetry?.emit('upstreamCall', { call: route, outcome: 'ok', attempt });
+      return body;
+    } catch (err) {
+      const e = err as UpstreamError;
+      this.telemetry?.emit('upstreamCall', {
+        call: route,
+        outcome: 'failed',
+        failure: e.failure,
+        status: e.status,
+        attempt,
+      });
+      throw err;
+    }
+  }
+
+  private async send(
+    path: string,
+    payload: unknown,
+    headers: Record<string, string>,
+    ok: number[],
+    timeoutMs = this.timeoutMs,
   ): Promise<unknown> {
     const route = path.slice(1);
     let res: JsonResponse;
+    // The request we are serving, if any, is named to the hosting service too (issue 10).
+    const requestId = currentRequestId();
     try {
       res = await postJson(`${this.baseUrl()}${path}`, payload, {
-        headers: { 'x-partner-auth': await this.jwt.token(), ...headers },
-        timeoutMs: this.timeoutMs,
+        headers: {
+          'x-partner-auth': await this.jwt.token(),
+          ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
+          ...headers,
+        },
+        timeoutMs,
       });
     } catch (err) {
       const kind = err instanceof HttpFailure ? err.kind : 'network';
       throw new UpstreamError(
         kind,
         route,
-        `${route} ${kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : 'unreachable'}`,
+        `${route} ${kind === 'timeout' ? `timed out after ${timeoutMs} ms` : 'unreachable'}`,
       );
     }
     if (!ok.includes(res.status)) {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { AppError, notFound } from '../errors.js';
 import type { ManagedKey } from '../keys/key-ring.js';
-import type { IssuanceRecord, PartitionRecord, StatusChange, StatusStore } from '../store/store.js';
+import type { AuditActor, StatusChange, Telemetry } from '../model.js';
+import type { IssuanceRecord, PartitionRecord, StatusChangeRequest, StatusStore } from '../store/store.js';
 import { StatusList, signStatusListToken } from './status-list.js';
 
 export interface PublishedPartition {
@@ -13,8 +14,15 @@ export interface PublishedPartition {
   etag: string;
 }
 
-/** Revokes a credential of a back-end that keeps its own status (Iden3 revocation tree). */
-export type ExternalRevoker = (record: IssuanceRecord, inSameTransaction: () => void) => Promise<void>;
+/**
+ * Revokes a credential of a back-end that keeps its own status (Iden3 revocation tree), committing
+ * `statusChange` with its own change; answers the record after, or undefined when the back-end had
+ * it revoked already and applied nothing (the caller applies the change then).
+ */
+export type ExternalRevoker = (
+  record: IssuanceRecord,
+  statusChange: StatusChangeRequest,
+) => Promise<IssuanceRecord | undefined>;
 
 /**
  * Token status lists (draft-ietf-oauth-status-list) and status changes (DESIGN §4, §9). The
@@ -28,10 +36,14 @@ export class StatusService {
       ttlSeconds: number;
       store: StatusStore;
       signingKey: () => ManagedKey;
+      /** Issue 14: the token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
+      header?: (key: ManagedKey) => { kid: string; x5c?: string[] };
       /** Back-ends with their own revocation registry, by proof type. */
       externalRevokers?: Map<string, ExternalRevoker>;
       lookup: (nonce: number) => Promise<IssuanceRecord | undefined>;
       now?: () => Date;
+      /** Reports status changes and list builds and reads (logs, metrics). */
+      telemetry?: Telemetry;
     },
   ) {}
 
@@ -56,10 +68,12 @@ export class StatusService {
       record.publishedAt &&
       now.getTime() - record.publishedAt.getTime() < this.deps.ttlSeconds * 1000
     ) {
+      this.deps.telemetry?.emit('statusListServed', { partition, builtAt: record.publishedAt });
       return this.describe(record, record.token, record.etag, record.publishedAt);
     }
     const published = await this.publish(partition, now);
     if (!published) throw notFound(`no status list partition ${partition}`);
+    this.deps.telemetry?.emit('statusListServed', { partition, builtAt: now });
     return published;
   }
 
@@ -80,6 +94,7 @@ export class StatusService {
    * the change, but the next read builds again and sees it.
    */
   private async publish(partition: number, now: Date): Promise<PublishedPartition | undefined> {
+    const started = performance.now();
     const snapshot = await this.deps.store.snapshotPartition(partition);
     if (!snapshot) return undefined;
     const { record, statuses, ticket } = snapshot;
@@ -96,10 +111,15 @@ export class StatusService {
         bits: record.bits,
         lst: list.encode(),
       },
-      { privateKey: key.privateKey, kid: key.kid },
+      { privateKey: key.privateKey, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
     await this.deps.store.savePartitionToken(partition, token, etag, now, ticket);
+    this.deps.telemetry?.emit('statusListBuilt', {
+      partition,
+      seconds: (performance.now() - started) / 1000,
+      builtAt: now,
+    });
     return this.describe(record, token, etag, now);
   }
 
@@ -119,8 +139,36 @@ export class StatusService {
     };
   }
 
-  /** Revoke, suspend or unsuspend by revocation nonce; the change is visible at once. */
-  async change(nonce: number, change: StatusChange, proofType?: string): Promise<IssuanceRecord> {
+  /**
+   * Revoke, suspend or unsuspend by revocation nonce; the change is visible at once. With `audit`,
+   * the change is recorded in the audit log in its own transaction, and its actor named in the log
+   * line.
+   */
+  async change(
+    nonce: number,
+    change: StatusChange,
+    proofType?: string,
+    audit?: AuditActor,
+  ): Promise<IssuanceRecord> {
+    const after = await this.apply(nonce, change, proofType, audit);
+    // Taken after the commit: a list whose snapshot began at or after this instant carries it.
+    const at = this.now();
+    this.deps.telemetry?.emit('statusChange', {
+      nonce,
+      change,
+      actor: audit?.actor ?? 'system',
+      partition: after.statusSlot?.partition ?? null,
+      at,
+    });
+    return after;
+  }
+
+  private async apply(
+    nonce: number,
+    change: StatusChange,
+    proofType: string | undefined,
+    audit: AuditActor | undefined,
+  ): Promise<IssuanceRecord> {
     const record = await this.deps.lookup(nonce);
     if (!record || (proofType !== undefined && record.proofType !== proofType)) {
       throw notFound(
@@ -130,7 +178,6 @@ export class StatusService {
     if (change !== 'revoke') {
       if (!record.statusSlot) {
         throw new AppError(
-          400,
           'INVALID_PARAMETER',
           `revocationNonce: ${record.proofType} credentials cannot be suspended`,
           { field: 'revocationNonce' },
@@ -138,26 +185,22 @@ export class StatusService {
       }
       const partition = await this.deps.store.getPartition(record.statusSlot.partition);
       if (partition?.bits !== 2) {
-        throw new AppError(
-          400,
-          'INVALID_PARAMETER',
-          'suspension needs a 2-bit status list (STATUS_LIST_BITS=2)',
-          { field: 'revocationNonce' },
-        );
+        throw new AppError('INVALID_PARAMETER', 'suspension needs a 2-bit status list (STATUS_LIST_BITS=2)', {
+          field: 'revocationNonce',
+        });
       }
       if (record.status === 1) throw revokedIsFinal();
     }
     const at = this.now();
     const external = change === 'revoke' ? this.deps.externalRevokers?.get(record.proofType) : undefined;
     if (external && record.status !== 1) {
-      let after: IssuanceRecord | undefined;
-      await external(record, () => {
-        after = this.deps.store.changeStatusSync(nonce, change, at);
-      });
-      if (!after) throw new AppError(500, 'INTERNAL', 'status change did not apply');
+      const after =
+        (await external(record, { nonce, change, at, audit })) ??
+        (await this.deps.store.changeStatus(nonce, change, at, audit));
+      if (!after) throw new AppError('INTERNAL', 'status change did not apply');
       return after;
     }
-    const after = await this.deps.store.changeStatus(nonce, change, at);
+    const after = await this.deps.store.changeStatus(nonce, change, at, audit);
     if (!after) throw notFound(`revocationNonce: no credential with nonce ${nonce}`);
     // Revoked by someone else between the check above and the update (which then changed nothing).
     if (change !== 'revoke' && after.status === 1) throw revokedIsFinal();
@@ -170,6 +213,6 @@ export class StatusService {
 }
 
 const revokedIsFinal = () =>
-  new AppError(409, 'CONFLICT', 'revocationNonce: the credential is revoked, which is final', {
+  new AppError('CONFLICT', 'revocationNonce: the credential is revoked, which is final', {
     field: 'revocationNonce',
   });

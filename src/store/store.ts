@@ -1,30 +1,31 @@
-import type { ProofType } from '../schemas/schema-file.js';
+import type {
+  AuditAction,
+  AuditActor,
+  Channel,
+  CredentialStatus,
+  Envelope,
+  ProofType,
+  StatusChange,
+  StatusSlot,
+  UploadState,
+} from '../model.js';
+
+export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
 
 /**
  * Storage interfaces (DESIGN §9). Async so that a networked engine (PostgreSQL) can implement
  * them; `sqlite/` is the embedded default. A new engine is one folder implementing `Store`.
  */
 
-/** The body of `POST {v1}/dstorage/vcs` (spec 2.7): ciphertext and metadata only. */
-export interface UploadEnvelope {
+/**
+ * The stored body of `POST {v1}/dstorage/vcs` (spec 2.7): the sealed envelope plus the metadata the
+ * hosting service files it under; never the plaintext.
+ */
+export interface UploadBody extends Envelope {
   holderDid: string;
   schemaId: string;
   expiresAt: string;
-  data: string;
-  iv: string;
-  authTag: string;
-  encryptedKey: string;
   externalId: string;
-}
-
-export type Channel = 'hosted' | 'direct';
-export type UploadState = 'pending' | 'uploaded';
-/** Token status list values (draft-ietf-oauth-status-list §7.1). */
-export type CredentialStatus = 0 | 1 | 2;
-
-export interface StatusSlot {
-  partition: number;
-  index: number;
 }
 
 export interface NewIssuance {
@@ -40,15 +41,21 @@ export interface NewIssuance {
   kid: string;
   createdAt: Date;
   expiresAt: Date;
-  envelope: UploadEnvelope;
+  envelope: UploadBody;
   /**
    * When the background worker may first take the upload (default: at once). The request that
-   * records an issuance uploads it itself first, so it leaves the worker out until then.
+   * records an issuance uploads it itself first, so it leaves the worker out until then: the
+   * insert also holds the upload's lease until then (no separate lease write; see `leaseUpload`).
    */
   uploadDueAt?: Date | undefined;
+  /**
+   * A direct issuance's keyed hash of its recipient's normalised email (src/issuance/email-hash.ts),
+   * the admin history's `email` filter; never the address. Written only, never read back.
+   */
+  emailHash?: string | undefined;
 }
 
-export interface IssuanceRecord extends NewIssuance {
+export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash'> {
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -81,7 +88,11 @@ export interface IssuanceStore {
     now: Date;
   }): Promise<IssuanceRecord | undefined>;
   /** One transaction: duplicate check, slot check, insert (DESIGN §9). */
-  insertIssuance(issuance: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome>;
+  /** With `audit`, an `issue` audit row (target: the credential id) commits with the insert. */
+  insertIssuance(
+    issuance: NewIssuance,
+    options: { dedupe: boolean; audit?: AuditActor | undefined },
+  ): Promise<InsertOutcome>;
   get(credentialId: string): Promise<IssuanceRecord | undefined>;
   getByNonce(nonce: number): Promise<IssuanceRecord | undefined>;
 
@@ -93,12 +104,30 @@ export interface IssuanceStore {
   /** Outbox: takes the lease on one pending upload; false when another worker holds it or it is done. */
   leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean>;
   markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void>;
-  markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void>;
+  /**
+   * Records a failed attempt. When it is the `giveUpAfter`-th attempt, the upload becomes `failed`
+   * (no further attempts until `retryFailedUploads`); else it stays pending until `nextAttemptAt`.
+   */
+  markUploadFailed(
+    credentialId: string,
+    error: string,
+    nextAttemptAt: Date,
+    giveUpAfter: number,
+  ): Promise<{ attempts: number; gaveUp: boolean }>;
+  /**
+   * Puts `failed` uploads (the given ones, or all) back to pending, due at `now`, attempts from 0.
+   * Returns the credential ids resumed.
+   */
+  retryFailedUploads(credentialIds: string[] | 'all', now: Date): Promise<string[]>;
   /** Start-up: every pending upload becomes due now, whatever its backoff said, and stale leases drop. */
   makePendingDue(now: Date): Promise<void>;
   /** Earliest next attempt among pending uploads. */
   nextUploadDue(): Promise<Date | undefined>;
   countPendingUploads(): Promise<number>;
+  /** When the oldest upload still pending was issued (`doctor`, readiness and the metrics). */
+  oldestPendingUpload(): Promise<Date | undefined>;
+  /** Uploads the outbox gave up on (`doctor`, readiness and the metrics). */
+  countFailedUploads(): Promise<number>;
 }
 
 export interface PartitionRecord {
@@ -110,8 +139,6 @@ export interface PartitionRecord {
   token: string | null;
   etag: string | null;
 }
-
-export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
 /** What a partition's token is built from, read at one instant. */
 export interface PartitionSnapshot {
@@ -142,12 +169,21 @@ export interface StatusStore {
    * Applies a status change in one transaction with the partition's cache invalidation.
    * Returns the record after, or undefined for an unknown nonce.
    */
-  changeStatus(nonce: number, change: StatusChange, at: Date): Promise<IssuanceRecord | undefined>;
-  /**
-   * The same, synchronously, for a caller that already holds a transaction on the same database
-   * (the Iden3 revocation tree commits with it).
-   */
-  changeStatusSync(nonce: number, change: StatusChange, at: Date): IssuanceRecord | undefined;
+  changeStatus(
+    nonce: number,
+    change: StatusChange,
+    at: Date,
+    audit?: AuditActor,
+  ): Promise<IssuanceRecord | undefined>;
+}
+
+/** A status change to apply together with another write (`Iden3Store.commitIden3State`). */
+export interface StatusChangeRequest {
+  nonce: number;
+  change: StatusChange;
+  at: Date;
+  /** Recorded (action: the change, target: the nonce) in the same transaction. */
+  audit?: AuditActor | undefined;
 }
 
 export interface ClaimsRecord {
@@ -159,7 +195,8 @@ export interface ClaimsRecord {
 
 export interface ClaimsStore {
   getClaims(userId: string, schemaId: string): Promise<ClaimsRecord | undefined>;
-  upsertClaims(records: ClaimsRecord[]): Promise<number>;
+  /** With `audit`, a `claims.import` audit row commits with the records. */
+  upsertClaims(records: ClaimsRecord[], audit?: AuditActor): Promise<number>;
   countClaims(): Promise<number>;
 }
 
@@ -182,7 +219,13 @@ export type IssuanceSummary = Pick<
 >;
 
 /** Admin history filter on the derived status (revoked wins over expired, expired over suspended). */
-export type HistoryStatusFilter = 'valid' | 'revoked' | 'suspended' | 'expired' | 'upload_pending';
+export type HistoryStatusFilter =
+  | 'valid'
+  | 'revoked'
+  | 'suspended'
+  | 'expired'
+  | 'upload_pending'
+  | 'upload_failed';
 
 export interface HistoryQuery {
   page: number;
@@ -193,6 +236,8 @@ export interface HistoryQuery {
   revocationNonce?: number | undefined;
   proofType?: ProofType | undefined;
   status?: HistoryStatusFilter | undefined;
+  /** The keyed hash of a normalised email: direct issuances to that address only. */
+  emailHash?: string | undefined;
   now: Date;
 }
 
@@ -227,11 +272,150 @@ export interface IdempotencyStore {
   prune(before: Date): Promise<number>;
 }
 
+/** The three trees of an Iden3 identity (DESIGN §6). */
+export type Iden3TreeName = 'claims' | 'revocation' | 'roots';
+
+/** A Merkle tree node as stored: its type byte and its two 32-byte halves (64 bytes). */
+export interface Iden3StoredNode {
+  type: number;
+  data: Uint8Array;
+}
+
+/** Tree writes computed ahead of a commit: content-addressed nodes and the new roots. */
+export interface Iden3TreeWrites {
+  nodes: Array<{ tree: Iden3TreeName; key: Uint8Array; node: Iden3StoredNode }>;
+  roots: Array<{ tree: Iden3TreeName; root: Uint8Array }>;
+}
+
+/** One recorded state of the issuer identity; hashes in hex (`Hash.hex()`). */
+export interface Iden3StateRecord {
+  /** Increases with every state. */
+  seq: number;
+  state: string;
+  claimsTreeRoot: string;
+  revocationTreeRoot: string;
+  rootOfRoots: string;
+  createdAt: string;
+}
+
+export interface NewIden3State {
+  state: string;
+  claimsTreeRoot: string;
+  revocationTreeRoot: string;
+  rootOfRoots: string;
+  change: 'genesis' | 'revocation';
+  revocationNonce: bigint | null;
+  createdAt: string;
+}
+
+export interface Iden3IdentityRecord {
+  did: string;
+  /** Hex of the BabyJubJub public key. */
+  publicKey: string;
+  /** Hex of the auth claim. */
+  authClaim: string;
+}
+
+/**
+ * Iden3 identity storage (DESIGN §6, §9): tree nodes, roots, the identity and its states. Tree
+ * changes are computed first (reads only), then written with the new state in one transaction.
+ */
+export interface Iden3Store {
+  getNode(tree: Iden3TreeName, key: Uint8Array): Promise<Iden3StoredNode | undefined>;
+  getRoot(tree: Iden3TreeName): Promise<Uint8Array | undefined>;
+  getIdentity(): Promise<Iden3IdentityRecord | undefined>;
+  latestState(): Promise<Iden3StateRecord | undefined>;
+  genesisState(): Promise<Iden3StateRecord | undefined>;
+  findState(stateHex: string): Promise<Iden3StateRecord | undefined>;
+  /**
+   * Genesis, in one transaction: the trees, the identity and its first state. When another process
+   * recorded an identity meanwhile, writes nothing and returns false.
+   */
+  createIden3Identity(
+    genesis: Iden3TreeWrites & { identity: Iden3IdentityRecord; state: NewIden3State },
+  ): Promise<boolean>;
+  /**
+   * One transaction: unless a state newer than `baseSeq` was recorded meanwhile (then nothing is
+   * written: `committed` false), writes the tree nodes and roots, records the state, and applies
+   * `statusChange` (the issuance record's revocation) with it.
+   */
+  commitIden3State(
+    commit: Iden3TreeWrites & { baseSeq: number; state: NewIden3State; statusChange?: StatusChangeRequest },
+  ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
+}
+
+/** One row of the audit log (issue 11). */
+export interface AuditEntry {
+  at: Date;
+  actor: string;
+  action: AuditAction;
+  target: string;
+  reason?: string | undefined;
+}
+
+export interface AuditQuery {
+  page: number;
+  limit: number;
+  action?: AuditAction | undefined;
+  actor?: string | undefined;
+}
+
+export interface AuditStore {
+  /** For changes that are not one database transaction (key rotation writes files; publishing). */
+  record(entry: AuditEntry): Promise<void>;
+  /** Newest first. */
+  list(q: AuditQuery): Promise<{ records: AuditEntry[]; total: number }>;
+}
+
+/** What the database knows about itself (`environment`: the kind of start that created it). */
+export interface MetaStore {
+  get(key: string): Promise<string | undefined>;
+  /** Writes `value` unless the key has one; returns the value now stored. */
+  setIfAbsent(key: string, value: string): Promise<string>;
+}
+
+/** A signing or partner key as kept in the database: the private part sealed (src/keys/sealed-key.ts). */
+export interface StoredKey {
+  kid: string;
+  purpose: 'credential-signing' | 'partner-jwt';
+  createdAt: Date;
+  retiredAt: Date | null;
+  sealed: string;
+}
+
+/**
+ * Keys shared by several instances (PostgreSQL). Every change bumps `version`, which instances
+ * poll (one cheap read) to reload their key ring.
+ */
+export interface KeyMaterialStore {
+  version(): Promise<number>;
+  list(): Promise<StoredKey[]>;
+  /** Stores `keys` when no key is stored yet (the first start imports KEYS_DIR); false otherwise. */
+  importIfEmpty(keys: StoredKey[]): Promise<boolean>;
+  /** One transaction: retires the active key of `created.purpose` at `at`, adds `created`. */
+  rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }>;
+}
+
+/**
+ * Leased locks across instances (PostgreSQL). No connection is held while locked; a holder that
+ * dies loses the lock when its lease ends.
+ */
+export interface NamedLockStore {
+  /** Takes `name` for `owner` unless another owner holds an unexpired lease; returns whether taken. */
+  tryAcquire(name: string, owner: string, leaseMs: number): Promise<boolean>;
+  release(name: string, owner: string): Promise<void>;
+}
+
 export interface Store {
   issuances: IssuanceStore;
+  audit: AuditStore;
+  meta: MetaStore;
   status: StatusStore;
   claims: ClaimsStore;
   history: IssuanceHistoryStore;
   idempotency: IdempotencyStore;
+  iden3: Iden3Store;
+  /** One round trip to the database (readiness); rejects when it cannot answer. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

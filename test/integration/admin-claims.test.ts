@@ -2,6 +2,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { expectError } from '../helpers/errors.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const claims = {
@@ -33,7 +34,7 @@ describe('admin claims import', () => {
         sdJwt: { vct: 'urn:vct:remote' },
       }),
     );
-    issuer = await startIssuer({ env: { SCHEMAS_DIR: schemasDir }, context: { exampleClaimsFile: '' } });
+    issuer = await startIssuer({ env: { SCHEMAS_DIR: schemasDir }, exampleClaimsFile: '' });
   });
   afterAll(async () => {
     await issuer.close();
@@ -114,10 +115,7 @@ describe('admin claims import', () => {
     ],
   ])('%s', async (_name, body, status, code, field) => {
     const res = await issuer.admin('/admin/claims', body);
-    expect(res.status).toBe(status);
-    const answer = (await res.json()) as { code: string; details: { field: string } };
-    expect(answer.code).toBe(code);
-    expect(answer.details.field).toBe(field);
+    await expectError(res, status, code, field);
     expect(await eligible('u')).toBe(false);
   });
 });

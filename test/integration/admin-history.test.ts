@@ -2,6 +2,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { expectError } from '../helpers/errors.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const RECORD_FIELDS = [
@@ -132,11 +133,11 @@ describe('admin issuance history', () => {
     expect(bjj.status).toBe(201);
     bjjCredentialId = (await page('?proofType=BJJ_SIG_2021')).data[0]!.credentialId;
     // Last: an upload that keeps failing stays pending while the assertions run.
-    issuer.ctx.emulator!.faults.failNext('dstorage', 1000, 503);
+    issuer.emulator!.faults.failNext('dstorage', 1000, 503);
     pending = await issue('erin.history@example.org', 'membership-v1', member);
   });
   afterAll(async () => {
-    issuer.ctx.emulator!.faults.clear();
+    issuer.emulator!.faults.clear();
     await issuer.close();
     removeDir(schemasDir);
   });
@@ -244,6 +245,43 @@ describe('admin issuance history', () => {
     }
   });
 
+  // Issue 11 `history --email`: direct issuances keep a keyed hash of the normalised address.
+  it('filters by email: that address only, in any case and spacing; hosted issuances never match', async () => {
+    const byEmail = async (email: string) =>
+      (await page(`?limit=100&email=${encodeURIComponent(email)}`)).data.map((r) => r.credentialId);
+    const aliceIds = alice.map((a) => a.credentialId).reverse();
+    expect(await byEmail('alice.history@example.org')).toEqual(aliceIds);
+    expect(await byEmail('  ALICE.History@Example.ORG ')).toEqual(aliceIds);
+    expect(await byEmail('bob.history@example.org')).toEqual([bob.credentialId]);
+    // Issued to a variant spelling of Bob's address: the same recipient, found by either spelling.
+    const again = await issue(' Bob.History@EXAMPLE.org', 'employee-v1', { employer: 'Acme' });
+    expect(again.holderDid).toBe(bob.holderDid);
+    expect(await byEmail('bob.history@example.org')).toEqual([again.credentialId, bob.credentialId]);
+    expect((await page(`?email=bob.history%40example.org&schemaId=membership-v1`)).pagination.total).toBe(0);
+    expect(await byEmail('nobody.history@example.org')).toEqual([]);
+    // The hosted BJJ issuance (no email) is in no email's history.
+    const everyone = [
+      ...(await byEmail('alice.history@example.org')),
+      ...(await byEmail('bob.history@example.org')),
+      ...(await byEmail('carol.history@example.org')),
+      ...(await byEmail('dave.history@example.org')),
+      ...(await byEmail('erin.history@example.org')),
+    ];
+    expect(everyone).toHaveLength(12);
+    expect(everyone).not.toContain(bjjCredentialId);
+    // The database holds the keyed hash, never the address; hosted rows hold none.
+    const store = issuer.ctx.store;
+    const sql = 'SELECT credential_id, email_hash FROM issuances';
+    const rows = (
+      store.kind === 'sqlite' ? store.db.prepare(sql).all() : (await store.pool.query(sql)).rows
+    ) as Array<{ credential_id: string; email_hash: string | null }>;
+    const hashOf = new Map(rows.map((r) => [r.credential_id, r.email_hash]));
+    expect(hashOf.get(bjjCredentialId)).toBeNull();
+    expect(hashOf.get(bob.credentialId)).toBe(await issuer.ctx.hashEmail('bob.history@example.org'));
+    expect(hashOf.get(again.credentialId)).toBe(hashOf.get(bob.credentialId));
+    expect(JSON.stringify(rows)).not.toContain('example.org');
+  });
+
   it.each([
     ['page=0', 'page'],
     ['page=abc', 'page'],
@@ -259,11 +297,11 @@ describe('admin issuance history', () => {
     ['holderDid=', 'holderDid'],
     ['schemaId=a&schemaId=b', 'schemaId'],
     ['holderDID=did:x', 'holderDID'],
+    ['email=not-an-address', 'email'],
+    ['email=', 'email'],
+    ['email=a@b.example&email=c@d.example', 'email'],
   ])('?%s → 400 naming %s', async (query, field) => {
     const res = await issuer.admin(`/admin/issuance-history?${query}`);
-    expect(res.status).toBe(400);
-    const body = (await res.json()) as { code: string; details: { field: string } };
-    expect(body.code).toBe('INVALID_PARAMETER');
-    expect(body.details.field).toBe(field);
+    await expectError(res, 400, 'INVALID_PARAMETER', field);
   });
 });

@@ -1,10 +1,11 @@
 import { once } from 'node:events';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
-import { verifySdJwtVc } from '../../src/holder/sd-jwt-verifier.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
-import { startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
+import { expectError } from '../helpers/errors.js';
+import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 const VCT = 'https://issuer.example/vct/membership-direct';
 const SUBJECT = {
@@ -37,23 +38,11 @@ interface IssueAnswer {
   uploadState: 'uploaded' | 'pending';
 }
 
-async function expectError(res: Response, status: number, code: string, field?: string) {
-  expect(res.status).toBe(status);
-  const body = (await res.json()) as {
-    code: string;
-    message: string;
-    details?: { field?: string; issues?: Array<{ field: string }>; upstream?: string };
-  };
-  expect(body.code).toBe(code);
-  if (field !== undefined) expect(body.details?.field).toBe(field);
-  return body;
-}
-
 // spec 4.5 + 4.6 `POST /admin/issue-vc`, against the mounted emulator, checked as the holder would.
 describe('admin direct issuance', () => {
   let issuer: TestIssuer;
   const initializeCalls = () =>
-    issuer.ctx.emulator!.state.requests.filter((r) => r.route === 'initialize-user').length;
+    issuer.emulator!.state.requests.filter((r) => r.route === 'initialize-user').length;
 
   beforeAll(async () => {
     issuer = await startIssuer({ context: { direct: { baseDelayMs: 1 } } });
@@ -67,7 +56,7 @@ describe('admin direct issuance', () => {
     const res = await issuer.admin('/admin/issue-vc', body);
     expect(res.status).toBe(201);
     const answer = (await res.json()) as IssueAnswer;
-    const holder = issuer.ctx.emulator!.state.holderByEmail(body.userId)!;
+    const holder = issuer.emulator!.state.holderByEmail(body.userId)!;
     expect(answer).toEqual({
       credentialId: expect.any(String),
       revocationNonce: expect.stringMatching(/^\d+$/),
@@ -92,7 +81,7 @@ describe('admin direct issuance', () => {
       ].sort(),
     );
 
-    const stored = issuer.ctx.emulator!.state.envelopes.get(answer.credentialId)!;
+    const stored = issuer.emulator!.state.envelopes.get(answer.credentialId)!;
     expect(stored.response.storagePath).toBe(answer.storagePath);
     expect(stored.envelope).toMatchObject({ holderDid: holder.did, schemaId: 'membership-v1' });
     expect(stored.idempotencyKey).toBe(answer.credentialId);
@@ -133,8 +122,8 @@ describe('admin direct issuance', () => {
     const res = await issuer.admin('/admin/issue-vc', body);
     expect(res.status).toBe(201);
     const answer = (await res.json()) as IssueAnswer;
-    const holder = issuer.ctx.emulator!.state.holderByEmail(body.userId)!;
-    const stored = issuer.ctx.emulator!.state.envelopes.get(answer.credentialId)!;
+    const holder = issuer.emulator!.state.holderByEmail(body.userId)!;
+    const stored = issuer.emulator!.state.envelopes.get(answer.credentialId)!;
     const compact = openEnvelope(
       privateKeyFromPkcs8Hex(holder.privateKeyPkcs8Hex),
       stored.envelope,
@@ -247,7 +236,7 @@ describe('admin direct issuance', () => {
     [404, 'NOT_FOUND'],
     [409, 'CONFLICT'],
   ])('an upstream %i on initialize-user is passed on as %i %s, not retried', async (status, code) => {
-    issuer.ctx.emulator!.faults.failNext('initialize-user', 1, status);
+    issuer.emulator!.faults.failNext('initialize-user', 1, status);
     const before = initializeCalls();
     const body = await expectError(await issuer.admin('/admin/issue-vc', issueBody()), status, code);
     expect(body.details?.upstream).toBe('auth/initialize-user');
@@ -256,7 +245,7 @@ describe('admin direct issuance', () => {
   });
 
   it('an upstream 500 is retried with backoff; persistent 500s end in 502', async () => {
-    const emulator = issuer.ctx.emulator!;
+    const emulator = issuer.emulator!;
     emulator.faults.failNext('initialize-user', 2, 500);
     const first = initializeCalls();
     const ok = await issuer.admin('/admin/issue-vc', issueBody());
@@ -273,7 +262,7 @@ describe('admin direct issuance', () => {
   });
 
   it('a dstorage failure answers 202 pending; the outbox then stores it with the same externalId', async () => {
-    const emulator = issuer.ctx.emulator!;
+    const emulator = issuer.emulator!;
     emulator.faults.failNext('dstorage', 1, 500);
     const uploaded = once(issuer.ctx.outbox, 'uploaded');
     const res = await issuer.admin('/admin/issue-vc', issueBody());
@@ -292,14 +281,12 @@ describe('admin direct issuance', () => {
   });
 
   it('a final dstorage answer (409) is passed on with its status; the credential stays recorded', async () => {
-    const emulator = issuer.ctx.emulator!;
+    const emulator = issuer.emulator!;
     emulator.faults.failNext('dstorage', 1, 409);
     const res = await issuer.admin('/admin/issue-vc', issueBody());
-    expect(res.status).toBe(409);
-    const body = (await res.json()) as { code: string; details: { credentialId: string; upstream: string } };
-    expect(body.code).toBe('CONFLICT');
-    expect(body.details.upstream).toBe('dstorage/vcs');
-    expect(await issuer.ctx.store.issuances.get(body.details.credentialId)).toMatchObject({
+    const { details } = await expectError<{ credentialId: string; upstream: string }>(res, 409, 'CONFLICT');
+    expect(details!.upstream).toBe('dstorage/vcs');
+    expect(await issuer.ctx.store.issuances.get(details!.credentialId)).toMatchObject({
       uploadState: 'pending',
     });
   });
@@ -312,11 +299,11 @@ describe('admin direct issuance', () => {
         await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key })
       ).json()) as IssueAnswer;
       // As if the process had died before storing the answer, long enough ago to be taken over.
-      issuer.ctx.store.db
-        .prepare(
-          "UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = '2000-01-01T00:00:00.000Z' WHERE key = ?",
-        )
-        .run(key);
+      await queryStore(
+        issuer.ctx.store,
+        "UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = '2000-01-01T00:00:00.000Z' WHERE key = ?",
+        [key],
+      );
       const rerun = await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key });
       expect(rerun.status).toBe(201);
       const again = (await rerun.json()) as IssueAnswer;
@@ -337,13 +324,13 @@ describe('admin direct issuance', () => {
       const first = await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key });
       expect(first.status).toBe(201);
       const firstBody = await first.json();
-      const envelopes = issuer.ctx.emulator!.state.envelopes.size;
+      const envelopes = issuer.emulator!.state.envelopes.size;
 
       const again = await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key });
       expect(again.status).toBe(201);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(await again.json()).toEqual(firstBody);
-      expect(issuer.ctx.emulator!.state.envelopes.size).toBe(envelopes);
+      expect(issuer.emulator!.state.envelopes.size).toBe(envelopes);
 
       // Same content, other key order: the same request.
       const reordered = Object.fromEntries(Object.entries(body).reverse());
@@ -365,7 +352,7 @@ describe('admin direct issuance', () => {
     it('a failed request is not remembered: a retry with the same key runs again', async () => {
       const body = issueBody();
       const key = `retry-${nextEmail()}`;
-      issuer.ctx.emulator!.faults.failNext('initialize-user', 1, 404);
+      issuer.emulator!.faults.failNext('initialize-user', 1, 404);
       await expectError(
         await issuer.admin('/admin/issue-vc', body, { 'idempotency-key': key }),
         404,
@@ -427,11 +414,11 @@ describe('admin direct issuance', () => {
       const email = nextEmail();
       const first = await issue(email, 'ignore');
       expect(first.status).toBe(201);
-      const envelopes = issuer.ctx.emulator!.state.envelopes.size;
+      const envelopes = issuer.emulator!.state.envelopes.size;
       const second = await issue(email, 'ignore');
       expect(second.status).toBe(200);
       expect(second.body).toEqual(first.body);
-      expect(issuer.ctx.emulator!.state.envelopes.size).toBe(envelopes);
+      expect(issuer.emulator!.state.envelopes.size).toBe(envelopes);
       // Once it is revoked, ignore issues a new one.
       await issuer.admin('/admin/revoke', { revocationNonce: first.body.revocationNonce });
       const third = await issue(email, 'ignore');

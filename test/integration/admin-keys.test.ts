@@ -1,7 +1,7 @@
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
-import { verifySdJwtVc } from '../../src/holder/sd-jwt-verifier.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 interface KeyView {
@@ -36,8 +36,8 @@ describe('admin key rotation', () => {
     });
     expect(res.status).toBe(201);
     const { credentialId } = (await res.json()) as { credentialId: string };
-    const holder = issuer.ctx.emulator!.state.holderByEmail(email)!;
-    const envelope = issuer.ctx.emulator!.state.envelopes.get(credentialId)!.envelope;
+    const holder = issuer.emulator!.state.holderByEmail(email)!;
+    const envelope = issuer.emulator!.state.envelopes.get(credentialId)!.envelope;
     return openEnvelope(privateKeyFromPkcs8Hex(holder.privateKeyPkcs8Hex), envelope) as string;
   };
   const keys = async () => ((await (await issuer.admin('/admin/keys')).json()) as { keys: KeyView[] }).keys;

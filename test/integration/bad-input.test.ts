@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
-import { startIssuer, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
+import { expectError } from '../helpers/errors.js';
+import { queryStore, startIssuer, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 // spec 4.6, 5, 7 and DESIGN §10: every bad input gets a clear JSON error; nothing crashes.
 describe('holder routes reject bad input', () => {
@@ -19,16 +20,6 @@ describe('holder routes reject bad input', () => {
   afterAll(async () => {
     await issuer.close();
   });
-
-  async function expectError(res: Response, status: number, code: string, field?: string) {
-    expect(res.status).toBe(status);
-    expect(res.headers.get('content-type')).toMatch(/application\/json/);
-    const body = (await res.json()) as { code: string; message: string; details?: { field?: string } };
-    expect(body.code).toBe(code);
-    expect(typeof body.message).toBe('string');
-    if (field) expect(body.details?.field).toBe(field);
-    return body;
-  }
 
   it.each(['/available-vc', '/issue-vc'])('%s: missing or wrong x-api-key → 403 FORBIDDEN', async (path) => {
     await expectError(await issuer.post(path, valid, { 'x-api-key': '' }), 403, 'FORBIDDEN');
@@ -168,18 +159,19 @@ describe('holder routes reject bad input', () => {
         expiresAt: null,
       },
     ]);
-    const before = issuer.ctx.emulator!.state.envelopes.size;
+    const before = issuer.emulator!.state.envelopes.size;
     const body = await expectError(
       await issuer.post('/issue-vc', { ...valid, userId: 'bad-claims' }),
       422,
       'CLAIMS_INVALID',
     );
     expect(JSON.stringify(body)).toContain('memberSince');
-    expect(issuer.ctx.emulator!.state.envelopes.size).toBe(before);
-    const rows = issuer.ctx.store.db
-      .prepare("SELECT COUNT(*) AS n FROM issuances WHERE user_id = 'bad-claims'")
-      .get() as { n: number };
-    expect(rows.n).toBe(0);
+    expect(issuer.emulator!.state.envelopes.size).toBe(before);
+    const [row] = await queryStore<{ n: number | string }>(
+      issuer.ctx.store,
+      "SELECT COUNT(*) AS n FROM issuances WHERE user_id = 'bad-claims'",
+    );
+    expect(Number(row!.n)).toBe(0);
   });
 
   it('no input produces a 5xx: a burst of junk bodies', async () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { expectError } from '../helpers/errors.js';
 import { startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 // DESIGN §8: the http provider's exact request and answers; an outage is 502, never "not eligible".
@@ -130,8 +131,7 @@ describe('claims providers', () => {
     async (m) => {
       mode = m;
       const res = await ask('u-3', 'remote-v1');
-      expect(res.status).toBe(502);
-      expect(((await res.json()) as { code: string }).code).toBe('UPSTREAM_UNAVAILABLE');
+      await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
       const issued = await issuer.post('/issue-vc', {
         holderDID: 'did:example:c',
         pubKey: holder.publicKeyHex,
@@ -151,8 +151,7 @@ describe('claims providers', () => {
       schemaId: 'remote-v1',
       proofType: 'BJJ_SIG_2021',
     });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { code: string }).code).toBe('INVALID_PARAMETER');
+    await expectError(res, 400, 'INVALID_PARAMETER');
     // No schema lists BJJ here, so the Iden3 back-end is off and has no routes.
     expect(issuer.ctx.iden3).toBeUndefined();
     expect((await fetch(`${issuer.url}/credential-status/1`)).status).toBe(404);
@@ -160,8 +159,7 @@ describe('claims providers', () => {
 
   it('a module provider with a malformed answer → 502, never a crash or "not eligible"', async () => {
     const res = await ask('anyone', 'broken-v1');
-    expect(res.status).toBe(502);
-    expect(((await res.json()) as { code: string }).code).toBe('UPSTREAM_UNAVAILABLE');
+    await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
   });
 
   it('module provider', async () => {
@@ -189,7 +187,7 @@ describe('rate limits', () => {
       if (i < 3) await last.body?.cancel();
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
-    expect(((await last!.json()) as { code: string }).code).toBe('RATE_LIMITED');
+    await expectError(last!, 429, 'RATE_LIMITED');
     expect(last!.headers.get('ratelimit-policy')).toMatch(/q=3/);
     expect(last!.headers.get('ratelimit')).toMatch(/r=0/);
     const holder = generateHolderKeyPair();

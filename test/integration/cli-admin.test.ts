@@ -1,13 +1,30 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InitializedUser } from '../../src/service-client/service-client.js';
+import { runAdminCli } from '../../src/cli/admin-cli.js';
+import type { CliIo } from '../../src/cli/output.js';
+import { x5cToPem } from '../../src/keys/certificates.js';
+import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
+import { parseKeyFile } from '../../src/keys/key-ring.js';
+import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
+import { type InitializedUser, ServiceClient } from '../../src/service-client/service-client.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const ADMIN_SCRIPT = resolve('scripts/admin.ts');
+
+/** The real hosting-service client with a hook before each holder lookup (passed in as a context override). */
+class GatedServiceClient extends ServiceClient {
+  beforeInitializeUser: (() => Promise<void>) | undefined;
+
+  override async initializeUser(email: string): Promise<InitializedUser> {
+    await this.beforeInitializeUser?.();
+    return super.initializeUser(email);
+  }
+}
 const HEADER =
   'email,expiration,credentialSubject.givenName,credentialSubject.familyName,credentialSubject.memberSince,credentialSubject.tier,credentialSubject.memberNumber';
 const row = (email: string, tier = 'gold', n = 1) =>
@@ -19,23 +36,45 @@ interface CliRun {
   stderr: string;
 }
 
-// The admin CLI end to end: `node --import tsx scripts/admin.ts …` against the real server.
+// The admin CLI against the real server: `runAdminCli` in this process (what scripts/admin.ts
+// calls), and once as its own process where a real process matters (killed half way).
 describe('admin CLI', () => {
   let issuer: TestIssuer;
+  let serviceClient: GatedServiceClient;
   let work: string;
 
-  const start = (args: string[], env: Record<string, string | undefined> = {}): ChildProcess =>
+  const cliEnv = (env: Record<string, string | undefined>): NodeJS.ProcessEnv =>
+    Object.fromEntries(
+      Object.entries({
+        NODE_ENV: 'test',
+        ISSUER_URL: issuer.url,
+        ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+        KEYS_DIR: join(work, 'cli-keys'),
+        ...env,
+      }).filter(([, v]) => v !== undefined),
+    );
+  const cli = async (args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> => {
+    let stdout = '';
+    let stderr = '';
+    const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+    const io: CliIo = {
+      out: (text) => (stdout += line(text)),
+      err: (text) => (stderr += line(text)),
+      errStream: new Writable({
+        write: (chunk: Buffer | string, _encoding, done) => {
+          stderr += String(chunk);
+          done();
+        },
+      }),
+      errIsTTY: false,
+    };
+    // The working folder holds no .env: the CLI's settings come from `env` only.
+    const code = await runAdminCli([process.execPath, ADMIN_SCRIPT, ...args], io, cliEnv(env), work);
+    return { code, stdout, stderr };
+  };
+  const spawnCli = (args: string[]): ChildProcess =>
     spawn(process.execPath, ['--import', 'tsx', ADMIN_SCRIPT, ...args], {
-      env: Object.fromEntries(
-        Object.entries({
-          ...process.env,
-          NODE_ENV: 'test',
-          ISSUER_URL: issuer.url,
-          ADMIN_API_KEY: TEST_ADMIN_API_KEY,
-          KEYS_DIR: join(work, 'cli-keys'),
-          ...env,
-        }).filter(([, v]) => v !== undefined),
-      ),
+      env: { ...process.env, ...cliEnv({}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   const finish = async (child: ChildProcess): Promise<CliRun> => {
@@ -46,13 +85,12 @@ describe('admin CLI', () => {
     const [code] = (await once(child, 'exit')) as [number | null];
     return { code, stdout, stderr };
   };
-  const cli = (args: string[], env: Record<string, string | undefined> = {}) => finish(start(args, env));
   const cliJson = async <T>(args: string[]) => {
     const run = await cli(['--json', ...args]);
     return { ...run, json: JSON.parse(run.stdout) as T };
   };
   const issuancesOf = async (email: string) => {
-    const holder = issuer.ctx.emulator!.state.holderByEmail(email);
+    const holder = issuer.emulator!.state.holderByEmail(email);
     if (!holder) return [];
     const page = (await (
       await issuer.admin(`/admin/issuance-history?limit=100&holderDid=${encodeURIComponent(holder.did)}`)
@@ -62,7 +100,20 @@ describe('admin CLI', () => {
 
   beforeAll(async () => {
     work = tempDir();
-    issuer = await startIssuer({ env: { STATUS_LIST_BITS: '2' } });
+    issuer = await startIssuer({
+      env: { STATUS_LIST_BITS: '2' },
+      context: (config) => {
+        serviceClient = new GatedServiceClient(
+          () => config.serviceBaseUrl!,
+          new PartnerJwtSigner({
+            partnerId: config.partnerId!,
+            issuerOrigin: config.issuerOrigin,
+            key: () => issuer.ctx.keys.current().partner,
+          }),
+        );
+        return { serviceClient };
+      },
+    });
   });
   afterAll(async () => {
     await issuer.close();
@@ -91,7 +142,7 @@ describe('admin CLI', () => {
     ]);
     expect(ok.code).toBe(0);
     expect(ok.json.outcome).toBe('issued');
-    expect(issuer.ctx.emulator!.state.envelopes.has(ok.json.credentialId)).toBe(true);
+    expect(issuer.emulator!.state.envelopes.has(ok.json.credentialId)).toBe(true);
     expect((await issuancesOf('cli.single@example.org')).map((r) => r.credentialId)).toEqual([
       ok.json.credentialId,
     ]);
@@ -132,7 +183,7 @@ describe('admin CLI', () => {
         'late@example.org,2001-01-01,Gi,Fa,2020-01-01,gold,1',
       ].join('\n'),
     );
-    const initializeCalls = issuer.ctx.emulator!.state.requests.filter(
+    const initializeCalls = issuer.emulator!.state.requests.filter(
       (r) => r.route === 'initialize-user',
     ).length;
     const run = await cliJson<{
@@ -147,7 +198,7 @@ describe('admin CLI', () => {
       [4, 'credentialSubject.tier'],
       [6, 'expiration'],
     ]);
-    expect(issuer.ctx.emulator!.state.requests.filter((r) => r.route === 'initialize-user')).toHaveLength(
+    expect(issuer.emulator!.state.requests.filter((r) => r.route === 'initialize-user')).toHaveLength(
       initializeCalls,
     );
     expect(await issuancesOf('fine.one@example.org')).toEqual([]);
@@ -162,23 +213,20 @@ describe('admin CLI', () => {
 
     // The server holds the 4th holder lookup until the CLI is dead, then finishes that issuance:
     // a row issued server-side whose answer never reached the result file.
-    const client = issuer.ctx.serviceClient;
-    const original = client.initializeUser.bind(client);
     let calls = 0;
     let reached!: () => void;
     const reachedFourth = new Promise<void>((r) => (reached = r));
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let orphan: { credentialId: string } | undefined;
-    client.initializeUser = async (email: string): Promise<InitializedUser> => {
+    serviceClient.beforeInitializeUser = async () => {
       if (++calls === 4) {
         reached();
         await released;
       }
-      return original(email);
     };
     try {
-      const child = start([
+      const child = spawnCli([
         'batch-issue',
         file,
         '--schema',
@@ -193,6 +241,8 @@ describe('admin CLI', () => {
       await reachedFourth;
       child.kill('SIGKILL');
       await exited;
+      // Owner-only from the first line (issue 11): the results name holders.
+      expect(statSync(results).mode & 0o777).toBe(0o600);
       const partial = readFileSync(results, 'utf8').trim().split('\n');
       expect(partial).toHaveLength(4);
       expect(partial.slice(1).map((l) => l.split(',')[1])).toEqual(emails.slice(0, 3));
@@ -215,7 +265,7 @@ describe('admin CLI', () => {
       expect(resumed.code).toBe(0);
       expect(resumed.json).toMatchObject({ skipped: 3, sent: 3, issued: 3, failed: 0 });
     } finally {
-      client.initializeUser = original;
+      serviceClient.beforeInitializeUser = undefined;
     }
 
     const lines = readFileSync(results, 'utf8').trim().split('\n');
@@ -360,6 +410,37 @@ describe('admin CLI', () => {
     expect(
       (await cliJson<Array<{ created: boolean }>>(['keys', 'generate'])).json.every((k) => !k.created),
     ).toBe(true);
+
+    // Issue 14: a standby key with a CSR, then a certificate chain attached to it (files).
+    const csrFile = join(work, 'next.csr');
+    const prepared = await cliJson<{ kid: string; file: string; csr: string }>([
+      'keys',
+      'prepare',
+      '--csr',
+      csrFile,
+    ]);
+    expect(prepared.code).toBe(0);
+    expect(readFileSync(csrFile, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE REQUEST-----/);
+    const ca = await loadOrCreateDevCa(join(work, 'ca'));
+    const standby = await parseKeyFile(prepared.json.file);
+    const chainFile = join(work, 'chain.pem');
+    writeFileSync(
+      chainFile,
+      x5cToPem(await issueDevLeaf(ca, standby.privateKey, 'https://elsewhere.example')),
+    );
+    const wrongHost = await cli(['keys', 'certificate', prepared.json.kid, chainFile]);
+    expect(wrongHost.code).toBe(1);
+    expect(wrongHost.stderr).toMatch(/does not name IP address 127\.0\.0\.1/);
+    writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, standby.privateKey, issuer.url)));
+    const attached = await cliJson<{ kid: string; certificates: number }>([
+      'keys',
+      'certificate',
+      prepared.json.kid,
+      chainFile,
+    ]);
+    expect(attached.code).toBe(0);
+    expect(attached.json).toMatchObject({ kid: prepared.json.kid, certificates: 2 });
+    expect((await parseKeyFile(prepared.json.file)).x5c).toHaveLength(2);
 
     const did = await cliJson<{ didWeb: string; iden3: string | null }>(['did']);
     expect(did.json.didWeb).toBe(`did:web:${new URL(issuer.url).host.replace(':', '%3A')}`);

@@ -1,9 +1,10 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
+import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { startEmulatorServer } from '../../src/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
-import { verifySdJwtVc } from '../../src/holder/sd-jwt-verifier.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
+import { expectError } from '../helpers/errors.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 // DESIGN §9: an issuance is committed before its upload and never lost to an upstream failure.
@@ -16,7 +17,7 @@ describe('durable uploads', () => {
   it('retries a failed upload with the same externalId until it is stored once', async () => {
     const issuer = await startIssuer();
     cleanup.push(() => issuer.close());
-    const emulator = issuer.ctx.emulator!;
+    const emulator = issuer.emulator!;
     emulator.faults.failNext('dstorage', 2, 500);
     const holder = generateHolderKeyPair();
     const uploaded = once(issuer.ctx.outbox, 'uploaded');
@@ -28,8 +29,7 @@ describe('durable uploads', () => {
       schemaId: 'membership-v1',
     });
     // The in-request attempt failed: 502, but the issuance is recorded and retried in the background.
-    expect(res.status).toBe(502);
-    expect(((await res.json()) as { code: string }).code).toBe('UPSTREAM_UNAVAILABLE');
+    await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
 
     const [record] = (await uploaded) as [IssuanceRecord];
     const requests = emulator.state.requests.filter((r) => r.route === 'dstorage');

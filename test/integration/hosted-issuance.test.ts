@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
-import { verifySdJwtVc } from '../../src/holder/sd-jwt-verifier.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 // spec 4.6 hosted issuance, end to end against the mounted emulator, checked as the holder would.
@@ -83,7 +83,7 @@ describe('hosted SD-JWT issuance', () => {
     expect(res.status).toBe(201);
     expect(await res.text()).toBe('');
 
-    const stored = [...issuer.ctx.emulator!.state.envelopes.values()].filter(
+    const stored = [...issuer.emulator!.state.envelopes.values()].filter(
       (e) => e.envelope.holderDid === holderDid,
     );
     expect(stored).toHaveLength(1);
@@ -139,7 +139,7 @@ describe('hosted SD-JWT issuance', () => {
       (await issuer.post('/issue-vc', { ...body, pubKey: undefined, encryptionKey: other.publicKeyHex }))
         .status,
     ).toBe(201);
-    const stored = [...issuer.ctx.emulator!.state.envelopes.values()].filter(
+    const stored = [...issuer.emulator!.state.envelopes.values()].filter(
       (e) => e.envelope.holderDid === 'did:example:repeat',
     );
     expect(stored).toHaveLength(1);
@@ -155,7 +155,7 @@ describe('hosted SD-JWT issuance', () => {
       schemaId: 'membership-v1',
     });
     expect(res.status).toBe(201);
-    const stored = [...issuer.ctx.emulator!.state.envelopes.values()].find(
+    const stored = [...issuer.emulator!.state.envelopes.values()].find(
       (e) => e.envelope.holderDid === 'did:example:p256',
     )!;
     expect(typeof openEnvelope(p256.privateKey, stored.envelope)).toBe('string');

@@ -10,7 +10,7 @@ import {
 import { Hash, verifyProof } from '@iden3/js-merkletree';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
-import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { HOLDER_DID_KEY, holderIden3Did } from '../unit/iden3/fixtures.js';
 
 type Json = Record<string, any>;
@@ -80,7 +80,7 @@ describe('hosted BJJ_SIG_2021 issuance', () => {
       proofType: 'BJJ_SIG_2021',
     });
     expect(res.status).toBe(201);
-    const stored = [...issuer.ctx.emulator!.state.envelopes.values()]
+    const stored = [...issuer.emulator!.state.envelopes.values()]
       .filter((e) => e.envelope.holderDid === holderDid)
       .at(-1)!;
     return openEnvelope(holder.privateKey, stored.envelope) as Json;
@@ -211,19 +211,17 @@ describe('hosted BJJ_SIG_2021 issuance', () => {
 
   it('a restart keeps the DID, the trees and the revocations', async () => {
     const did = issuer.ctx.iden3!.did;
-    const state = issuer.ctx.iden3!.latestState();
-    const revokedNonce = (
-      issuer.ctx.store.db
-        .prepare(
-          "SELECT revocation_nonce AS n FROM issuances WHERE proof_type = 'BJJ_SIG_2021' AND status = 1",
-        )
-        .get() as { n: number }
-    ).n;
+    const state = await issuer.ctx.iden3!.latestState();
+    const [revoked] = await queryStore<{ n: number | string }>(
+      issuer.ctx.store,
+      "SELECT revocation_nonce AS n FROM issuances WHERE proof_type = 'BJJ_SIG_2021' AND status = 1",
+    );
+    const revokedNonce = Number(revoked!.n);
     const port = Number(new URL(issuer.url).port);
     await issuer.close();
     issuer = await startIssuer({ dir, port });
     expect(issuer.ctx.iden3!.did).toBe(did);
-    expect(issuer.ctx.iden3!.latestState()).toEqual(state);
+    expect(await issuer.ctx.iden3!.latestState()).toEqual(state);
     const status = (await (await fetch(`${issuer.url}/credential-status/${revokedNonce}`)).json()) as Json;
     expect(status.mtp.existence).toBe(true);
     expect(status.issuer).toEqual(state);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bind } from '../../src/server.js';
@@ -32,8 +33,8 @@ describe('start-up', () => {
       NODE_ENV: 'production',
       PORT: '0',
       ISSUER_ORIGIN: 'https://issuer.example.com',
-      API_KEY: 'a'.repeat(40),
-      ADMIN_API_KEY: 'b'.repeat(40),
+      API_KEY: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
+      ADMIN_API_KEY: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
       PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
       SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
       KEYS_DIR: join(dir, 'keys'),
@@ -43,6 +44,54 @@ describe('start-up', () => {
     expect(stderr).toContain(join(dir, 'keys'));
     expect(stderr).toContain('keys:generate');
     expect(stderr).not.toContain('a'.repeat(40));
+  });
+
+  // Issue 12 item 8: each start-up failure names its subject.
+  it('a busy port is one line naming PORT and HOST', async () => {
+    const bound = await bind(0, '127.0.0.1');
+    try {
+      const port = new URL(bound.url).port;
+      const { code, stderr } = await runMain({
+        PORT: port,
+        HOST: '127.0.0.1',
+        KEYS_DIR: join(tempDir(), 'k'),
+      });
+      expect(code).toBe(1);
+      expect(stderr).toContain(`PORT ${port} is in use (HOST 127.0.0.1)`);
+      expect(stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise((ok) => bound.server.close(ok));
+    }
+  });
+
+  it('a corrupt dev-secrets.json is named with its path', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'keys'));
+    writeFileSync(join(dir, 'keys', 'dev-secrets.json'), '{"apiKey": ');
+    const { code, stderr } = await runMain({
+      PORT: '0',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain(join(dir, 'keys', 'dev-secrets.json'));
+  });
+
+  it('a database that cannot be created names DATABASE_URL', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'not-a-dir'), '');
+    const { code, stderr } = await runMain({
+      PORT: '0',
+      KEYS_DIR: join(dir, 'keys'),
+      API_KEY: 'k'.repeat(32),
+      ADMIN_API_KEY: 'j'.repeat(32),
+      PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
+      SERVICE_V1_BASE_URL: 'http://127.0.0.1:9/v1',
+      DATABASE_URL: `sqlite:${join(dir, 'not-a-dir', 'db.sqlite')}`,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain('DATABASE_URL');
+    expect(stderr).toContain(join(dir, 'not-a-dir', 'db.sqlite'));
   });
 
   it('a request that arrives while the server is still starting gets 503, not silence', async () => {

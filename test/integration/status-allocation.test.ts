@@ -1,80 +1,16 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
+import { describe, expect, it } from 'vitest';
 import type { StatusSlot } from '../../src/store/store.js';
-import { allocateLikeSignAndRecord } from '../fixtures/status.js';
-import { removeDir, tempDir } from '../helpers/issuer.js';
-
-const ALLOCATE = join(import.meta.dirname, '../fixtures/allocate.ts');
+import { allocateThroughSignAndRecord } from '../fixtures/status.js';
+import { openTempStore } from '../fixtures/temp-store.js';
 
 // DESIGN §9, draft-ietf-oauth-status-list §12.5.1/§13.3: status indexes are drawn at random among
 // the free slots of the open partition, never reused and never handed out twice.
 describe('status slot allocation', () => {
-  const cleanup: Array<() => Promise<void> | void> = [];
-  afterEach(async () => {
-    for (const fn of cleanup.splice(0).reverse()) await fn();
-  });
-
-  function openStore(): { store: SqliteStore; file: string } {
-    const dir = tempDir();
-    const file = join(dir, 'issuer.db');
-    const store = openSqliteStore(file);
-    cleanup.push(() => removeDir(dir));
-    cleanup.push(() => store.close());
-    return { store, file };
-  }
-
-  function slotsIn(store: SqliteStore) {
-    return store.db
-      .prepare<[], { partition: number; index: number }>(
-        'SELECT status_partition AS partition, status_index AS "index" FROM issuances ORDER BY rowid',
-      )
-      .all();
-  }
-
-  it('10,000 issuances get distinct indices spread over the partition, not in sequence', async () => {
-    const { store } = openStore();
-    const size = 131072;
-    const indices: number[] = [];
-    for (let n = 0; n < 10_000; n++) {
-      const { slot } = await allocateLikeSignAndRecord(store.issuances, size, 1);
-      expect(slot.partition).toBe(0);
-      indices.push(slot.index);
-    }
-    expect(new Set(indices).size).toBe(10_000);
-    expect(slotsIn(store).map((s) => s.index)).toEqual(indices);
-    expect(Math.min(...indices)).toBeGreaterThanOrEqual(0);
-    expect(Math.max(...indices)).toBeLessThan(size);
-
-    // Spread: 16 equal ranges each hold close to 1/16 of them (expected 625, sd about 24).
-    const buckets = new Array<number>(16).fill(0);
-    for (const i of indices) buckets[Math.floor((i * 16) / size)]! += 1;
-    for (const b of buckets) {
-      expect(b).toBeGreaterThan(475);
-      expect(b).toBeLessThan(775);
-    }
-    // Not sequential: consecutive issuances are rarely neighbours or in ascending order.
-    let neighbours = 0;
-    let ascending = 0;
-    for (let n = 1; n < indices.length; n++) {
-      if (Math.abs(indices[n]! - indices[n - 1]!) <= 1) neighbours++;
-      if (indices[n]! > indices[n - 1]!) ascending++;
-    }
-    expect(neighbours).toBeLessThan(10);
-    expect(ascending).toBeGreaterThan(4_500);
-    expect(ascending).toBeLessThan(5_500);
-
-    const [partition] = await store.status.listPartitions();
-    expect(partition).toMatchObject({ partition: 0, size, bits: 1, allocated: 10_000 });
-  });
-
   it('fills a partition to the last free slot, then opens the next one', async () => {
-    const { store } = openStore();
+    const { store } = openTempStore();
     const slots: StatusSlot[] = [];
-    for (let n = 0; n < 40; n++) slots.push((await allocateLikeSignAndRecord(store.issuances, 16, 2)).slot);
+    for (let n = 0; n < 40; n++)
+      slots.push((await allocateThroughSignAndRecord(store.issuances, 16, 2)).slot);
     const byPartition = (p: number) =>
       slots
         .filter((s) => s.partition === p)
@@ -91,69 +27,4 @@ describe('status slot allocation', () => {
       [2, 8, 2],
     ]);
   });
-
-  function allocator(file: string, count: number, partitionSize: number) {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', ALLOCATE, file, String(count), String(partitionSize)],
-      { stdio: ['pipe', 'pipe', 'pipe'] },
-    ) as ChildProcessWithoutNullStreams;
-    cleanup.push(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill();
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += String(chunk);
-    });
-    const lines = createInterface({ input: child.stdout });
-    const ready = once(lines, 'line');
-    const done = (async () => {
-      const [code] = (await once(child, 'exit')) as [number | null];
-      return code;
-    })();
-    const result = (async () => {
-      const out: string[] = [];
-      for await (const line of lines) out.push(line);
-      if ((await done) !== 0) throw new Error(`allocate.ts exited ${await done}: ${stderr}`);
-      return JSON.parse(out.at(-1)!) as { inserted: number; retries: number };
-    })();
-    return { child, ready, result };
-  }
-
-  it.each([
-    { partitionSize: 64, label: 'small partitions (many full partitions and openings)' },
-    { partitionSize: 131072, label: 'the default partition size' },
-  ])(
-    'two processes sharing one SQLite file allocate 2,000 entries with no duplicate: $label',
-    async ({ partitionSize }) => {
-      const { store, file } = openStore();
-      const children = [allocator(file, 1000, partitionSize), allocator(file, 1000, partitionSize)];
-      await Promise.all(children.map((c) => c.ready));
-      for (const c of children) c.child.stdin.end('go\n');
-      const results = await Promise.all(children.map((c) => c.result));
-      expect(results.map((r) => r.inserted)).toEqual([1000, 1000]);
-
-      const slots = slotsIn(store);
-      expect(slots).toHaveLength(2000);
-      expect(new Set(slots.map((s) => `${s.partition}:${s.index}`)).size).toBe(2000);
-      const nonces = store.db
-        .prepare('SELECT COUNT(DISTINCT revocation_nonce) AS n FROM issuances')
-        .get() as {
-        n: number;
-      };
-      expect(nonces.n).toBe(2000);
-      // The partition counters agree with the rows, and only the last partition has free slots.
-      const partitions = await store.status.listPartitions();
-      const expected = Math.ceil(2000 / partitionSize);
-      expect(partitions.map((p) => p.partition)).toEqual(Array.from({ length: expected }, (_, i) => i));
-      for (const p of partitions) {
-        const rows = slots.filter((s) => s.partition === p.partition);
-        expect(rows.every((s) => s.index >= 0 && s.index < partitionSize)).toBe(true);
-        expect(p.allocated).toBe(rows.length);
-        expect(p.allocated).toBe(
-          p.partition < expected - 1 ? partitionSize : 2000 - (expected - 1) * partitionSize,
-        );
-      }
-    },
-  );
 });

@@ -16,6 +16,8 @@ export const BjjKeyFileSchema = z.object({
   privateKey: z.string().regex(HEX32, 'expected 64 lowercase hex characters'),
   publicKey: z.string().regex(HEX32, 'expected 64 lowercase hex characters'),
   createdAt: z.string(),
+  /** As for the JWK key files (src/keys/key-ring.ts `KeyEnvironment`). */
+  environment: z.enum(['development', 'production']).optional(),
 });
 export type BjjKeyFile = z.infer<typeof BjjKeyFileSchema>;
 
@@ -25,6 +27,7 @@ export interface BjjKey {
   readonly signer: BjjSigner;
   /** Compressed public key, hex (js-crypto `PublicKey.hex()`). */
   readonly publicKeyHex: string;
+  readonly environment: 'development' | 'production' | undefined;
 }
 
 export interface LoadBjjKeyOptions {
@@ -32,9 +35,14 @@ export interface LoadBjjKeyOptions {
   generateIfMissing: boolean;
 }
 
-function toKey(file: string, privateKey: Uint8Array): BjjKey {
+function toKey(file: string, privateKey: Uint8Array, environment: BjjKey['environment']): BjjKey {
   const signer = new BjjSigner(privateKey);
-  return { file, signer, publicKeyHex: Buffer.from(signer.publicKeyCompressed()).toString('hex') };
+  return {
+    file,
+    signer,
+    publicKeyHex: Buffer.from(signer.publicKeyCompressed()).toString('hex'),
+    environment,
+  };
 }
 
 function isErrno(err: unknown, code: string): boolean {
@@ -42,16 +50,20 @@ function isErrno(err: unknown, code: string): boolean {
 }
 
 /** Writes a fresh key file; `undefined` when one already exists. */
-async function writeNewKeyFile(keysDir: string): Promise<BjjKey | undefined> {
+async function writeNewKeyFile(
+  keysDir: string,
+  environment: 'development' | 'production',
+): Promise<BjjKey | undefined> {
   const file = join(keysDir, BJJ_KEY_FILE);
   await mkdir(keysDir, { recursive: true, mode: 0o700 });
   const privateKey = randomBytes(32);
-  const key = toKey(file, privateKey);
+  const key = toKey(file, privateKey, environment);
   const content: BjjKeyFile = {
     kty: 'BabyJubJub',
     privateKey: privateKey.toString('hex'),
     publicKey: key.publicKeyHex,
     createdAt: new Date().toISOString(),
+    environment,
   };
   // Written to a private temporary name, then hard-linked into place: link() fails if the file exists
   // (never replace a key: that would silently change the issuer DID) and a concurrent reader never
@@ -71,7 +83,7 @@ async function writeNewKeyFile(keysDir: string): Promise<BjjKey | undefined> {
 
 /** `keys generate` (production): writes a fresh key file, mode 0600; fails if one exists. */
 export async function generateBjjKey(keysDir: string): Promise<BjjKey> {
-  const key = await writeNewKeyFile(keysDir);
+  const key = await writeNewKeyFile(keysDir, 'production');
   if (!key)
     throw new Error(`${join(keysDir, BJJ_KEY_FILE)}: already exists; refusing to overwrite an Iden3 key`);
   return key;
@@ -92,7 +104,10 @@ export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOpt
         throw new Error(`${file}: Iden3 key file is missing (run the keys generate command)`);
       }
       // undefined: another process starting at the same moment created it first; use theirs.
-      return (await writeNewKeyFile(keysDir)) ?? loadOrCreateBjjKey(keysDir, { generateIfMissing: false });
+      return (
+        (await writeNewKeyFile(keysDir, 'development')) ??
+        loadOrCreateBjjKey(keysDir, { generateIfMissing: false })
+      );
     }
     throw new Error(`${file}: cannot read the Iden3 key file (${(err as Error).message})`);
   }
@@ -108,7 +123,7 @@ export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOpt
     const field = issue?.path.join('.') || '(root)';
     throw new Error(`${file}: ${field}: ${issue?.message ?? 'invalid'}`);
   }
-  const key = toKey(file, Buffer.from(parsed.data.privateKey, 'hex'));
+  const key = toKey(file, Buffer.from(parsed.data.privateKey, 'hex'), parsed.data.environment);
   if (key.publicKeyHex !== parsed.data.publicKey) {
     throw new Error(`${file}: publicKey does not match privateKey`);
   }

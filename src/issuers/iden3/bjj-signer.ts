@@ -1,7 +1,6 @@
-import { poseidon } from '@iden3/js-crypto';
 import { babyjubjub } from '@noble/curves/misc';
-
 import { blake512 } from '@noble/hashes/blake1.js';
+import { poseidonHash } from './poseidon.js';
 
 /**
  * EdDSA-Poseidon over BabyJubJub, the scheme of circomlib / `@iden3/js-crypto` `PrivateKey.signPoseidon`.
@@ -126,7 +125,7 @@ export class BjjSigner {
     const r = leBytesToBigInt(blake512(compose)) % BJJ_SUBGROUP_ORDER;
     const R8 = mulBase8(r);
     const [ax, ay] = this.publicKey;
-    const hm = poseidon.hash([R8[0], R8[1], ax, ay, msg]);
+    const hm = poseidonHash([R8[0], R8[1], ax, ay, msg]);
     const S = (r + ((hm * this.#scalar) % BJJ_SUBGROUP_ORDER)) % BJJ_SUBGROUP_ORDER;
     return { R8, S };
   }

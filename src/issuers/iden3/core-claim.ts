@@ -1,9 +1,9 @@
-import { poseidon } from '@iden3/js-crypto';
 import { Claim, ClaimOptions, DID, type Id, SchemaHash } from '@iden3/js-iden3-core';
-import { type Hasher, Merklizer, Path, PoseidonHasher } from '@iden3/js-jsonld-merklization';
-
+import type { Hasher } from '@iden3/js-jsonld-merklization';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import type { LocalDocumentLoaderFn } from './document-loader.js';
+import { merklizedRoot, merklizeEntries, SparseMerkleTreeBuilder, subjectTypeIri } from './merklize.js';
+import { FIELD_ORDER, poseidonHash, poseidonHashBytes } from './poseidon.js';
 
 export const CREDENTIAL_SUBJECT_IRI = 'https://www.w3.org/2018/credentials#credentialSubject';
 
@@ -53,42 +53,47 @@ class LruCache<V> {
 const CACHE_ENTRIES = 8192;
 
 /**
- * The merklizer's default Poseidon hasher, memoized. Merklization spends most of its time in
- * `hashBytes` (a Poseidon sponge per IRI and string value, ~3 ms each here), and most of those inputs
- * (predicate IRIs, path keys, schema values) repeat from one credential to the next. Same function,
- * same results as the default hasher verifiers use; only repeated work is skipped.
+ * The merklizer's Poseidon hasher (our `poseidonHash`, equal to js-crypto's), memoized. Path keys
+ * (predicate IRIs), constant values of a schema and the tree nodes built only from them repeat from
+ * one credential to the next; remembering them skips most of the hashing. Same results as the
+ * library's `PoseidonHasher`; only repeated work is skipped.
  */
 export class MemoizedPoseidonHasher implements Hasher {
-  readonly #prime = new PoseidonHasher().prime();
   readonly #bytes = new LruCache<bigint>(CACHE_ENTRIES);
   readonly #elems = new LruCache<bigint>(CACHE_ENTRIES);
 
   async hash(inp: bigint[]): Promise<bigint> {
+    return this.hashSync(inp);
+  }
+
+  /** `hash` without the promise (tree nodes). */
+  hashSync(inp: bigint[]): bigint {
     const key = inp.join(',');
     let h = this.#elems.get(key);
     if (h === undefined) {
-      h = poseidon.hash(inp);
+      h = poseidonHash(inp);
       this.#elems.set(key, h);
     }
     return h;
   }
 
   async hashBytes(b: Uint8Array): Promise<bigint> {
-    const key = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+    const key = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
     let h = this.#bytes.get(key);
     if (h === undefined) {
-      h = poseidon.hashBytes(b);
+      h = poseidonHashBytes(b);
       this.#bytes.set(key, h);
     }
     return h;
   }
 
   prime(): bigint {
-    return this.#prime;
+    return FIELD_ORDER;
   }
 }
 
 const defaultHasher = new MemoizedPoseidonHasher();
+const defaultTree = new SparseMerkleTreeBuilder((inp) => defaultHasher.hashSync(inp));
 
 export interface MerklizedCredential {
   /** Root of the credential's JSON-LD Merkle tree (without `proof`). */
@@ -98,19 +103,23 @@ export interface MerklizedCredential {
 }
 
 /**
- * Merklizes the credential (without `proof`) as js-sdk `W3CCredential.merklize` does, and reads the
- * subject's type IRI back from the same expansion (js-sdk `findCredentialType`), so the schema hash
- * is computed from exactly the IRI verifiers will compute.
+ * Merklizes the credential (without `proof`) as js-sdk `W3CCredential.merklize` does
+ * (`@iden3/js-jsonld-merklization`, see merklize.ts), and reads the subject's type IRI from the same
+ * entries (js-sdk `findCredentialType`), so the schema hash is computed from exactly the IRI
+ * verifiers will compute.
  */
 export async function merklizeCredential(
   credential: Record<string, unknown>,
   documentLoader: LocalDocumentLoaderFn,
-  hasher: Hasher = defaultHasher,
+  hasher: MemoizedPoseidonHasher = defaultHasher,
 ): Promise<MerklizedCredential> {
   const { proof: _proof, ...withoutProof } = credential;
-  const mz = await Merklizer.merklizeJSONLD(JSON.stringify(withoutProof), { documentLoader, hasher });
-  const root = (await mz.root()).bigInt();
-  const typeIri = mz.rawValue(new Path([CREDENTIAL_SUBJECT_IRI, '@type'], mz.hasher));
+  // The library merklizes the JSON text: the same round trip drops undefined members the same way.
+  const entries = await merklizeEntries(JSON.parse(JSON.stringify(withoutProof)), documentLoader);
+  const tree =
+    hasher === defaultHasher ? defaultTree : new SparseMerkleTreeBuilder((i) => hasher.hashSync(i));
+  const root = await merklizedRoot(entries, hasher, tree);
+  const typeIri = subjectTypeIri(entries, CREDENTIAL_SUBJECT_IRI);
   if (typeof typeIri !== 'string' || !/^[a-z][a-z0-9+.-]*:/i.test(typeIri)) {
     throw new Error(`credentialSubject.type did not expand to an absolute IRI (got ${String(typeIri)})`);
   }
@@ -143,4 +152,14 @@ export function buildCoreClaim(input: CoreClaimInput): Claim {
     ClaimOptions.withExpirationDate(input.expiresAt),
     ClaimOptions.withValueMerklizedRoot(input.merklizedRoot),
   );
+}
+
+/**
+ * The message BJJSignature2021 signs: Poseidon(hIndex, hValue) of the core claim. js-iden3-core's
+ * `claim.hiHv()` hashes the four index and four value slots with js-crypto's Poseidon; here the same
+ * slots go through ours (test/slow/merklize-equivalence.test.ts compares the two).
+ */
+export function claimSignedMessage(claim: Claim): bigint {
+  const slots = claim.rawSlotsAsInts();
+  return poseidonHash([poseidonHash(slots.slice(0, 4)), poseidonHash(slots.slice(4, 8))]);
 }

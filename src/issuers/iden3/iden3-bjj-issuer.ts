@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
-import { poseidon } from '@iden3/js-crypto';
 import type { Proof } from '@iden3/js-merkletree';
 import { AppError, invalidParameter } from '../../errors.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
-import type { SqliteDatabase } from '../../store/sqlite/database.js';
+import type { Iden3Store, IssuanceRecord, StatusChangeRequest } from '../../store/store.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
 import { type BjjKey, loadOrCreateBjjKey } from './bjj-key.js';
 import {
   buildCoreClaim,
+  claimSignedMessage,
   type MerklizedCredential,
   merklizeCredential,
   schemaHashFromTypeIri,
@@ -24,7 +24,7 @@ import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity, type Iden3State } from './i
 import { type ContextSource, defaultMerklizeWorkers, MerklizeError, MerklizePool } from './merklize-pool.js';
 
 export interface Iden3BjjIssuerOptions {
-  db: SqliteDatabase;
+  store: Iden3Store;
   keysDir: string;
   /** Dev only (DESIGN §7): create `KEYS_DIR/iden3-bjj.json` when missing. */
   generateKeyIfMissing: boolean;
@@ -209,7 +209,7 @@ export class Iden3BjjIssuer implements Issuer {
     const key = await loadOrCreateBjjKey(options.keysDir, {
       generateIfMissing: options.generateKeyIfMissing,
     });
-    const identity = await Iden3Identity.open(options.db, key, {
+    const identity = await Iden3Identity.open(options.store, key, {
       method: options.didMethod ?? DEFAULT_IDEN3_DID.method,
       blockchain: options.blockchain ?? DEFAULT_IDEN3_DID.blockchain,
       network: options.network ?? DEFAULT_IDEN3_DID.network,
@@ -303,7 +303,6 @@ export class Iden3BjjIssuer implements Issuer {
       // the context does not define would not be in the merklized root, so not under the signature.
       if (RESERVED_SUBJECT_KEYS.has(key) || (schema.terms && !schema.terms.has(key))) {
         throw new AppError(
-          422,
           'CLAIMS_INVALID',
           `credentialSubject.${key}: not a ${schema.type} term of ${schema.contextUrl}`,
           { field: `credentialSubject.${key}` },
@@ -341,7 +340,6 @@ export class Iden3BjjIssuer implements Issuer {
       // xsd:integer term) fail here: the claims are at fault, not the server.
       if (err instanceof MerklizeError || !this.#pool) {
         throw new AppError(
-          422,
           'CLAIMS_INVALID',
           `claims do not fit the JSON-LD context of ${input.schema.schemaId}: ${(err as Error).message}`,
           {
@@ -361,9 +359,8 @@ export class Iden3BjjIssuer implements Issuer {
       expiresAt: input.expiresAt,
       merklizedRoot: root,
     });
-    const { hi, hv } = coreClaim.hiHv();
     // BJJSignature2021: EdDSA-Poseidon over Poseidon(hIndex, hValue) of the core claim.
-    const signature = this.#key.signer.signCompressed(poseidon.hash([hi, hv]));
+    const signature = this.#key.signer.signCompressed(claimSignedMessage(coreClaim));
     const t3 = performance.now();
 
     credential.proof = [
@@ -383,19 +380,19 @@ export class Iden3BjjIssuer implements Issuer {
 
   /**
    * DESIGN §4 status: inserts `nonce` into the revocation tree and records the new state;
-   * `inSameTransaction` (synchronous) commits with it, e.g. the issuance record's revokedAt.
-   * Revoking twice returns the current state (`alreadyRevoked`).
+   * `statusChange` (the issuance record's revocation) commits with it and comes back as `record`.
+   * Revoking twice returns the current state (`alreadyRevoked`) and applies nothing.
    */
   async revoke(
     nonce: number,
-    inSameTransaction?: () => void,
-  ): Promise<{ state: string; alreadyRevoked: boolean }> {
+    statusChange?: StatusChangeRequest,
+  ): Promise<{ state: string; alreadyRevoked: boolean; record?: IssuanceRecord | undefined }> {
     checkNonce(nonce);
     if (nonce === AUTH_CLAIM_REVOCATION_NONCE) {
       throw invalidParameter('nonce', '0 is the revocation nonce of the issuer auth claim');
     }
-    const { state, alreadyRevoked } = await this.#identity.revoke(BigInt(nonce), inSameTransaction);
-    return { state: state.state.hex(), alreadyRevoked };
+    const { state, alreadyRevoked, record } = await this.#identity.revoke(BigInt(nonce), statusChange);
+    return { state: state.state.hex(), alreadyRevoked, ...(record ? { record } : {}) };
   }
 
   /** DESIGN §4 `GET /credential-status/:nonce`, from the latest state (nonce 0: the auth claim). */
@@ -405,8 +402,8 @@ export class Iden3BjjIssuer implements Issuer {
     return { issuer: stateJson(state), mtp: mtpJson(proof) };
   }
 
-  latestState(): Iden3StateJson {
-    return stateJson(this.#identity.latestState());
+  async latestState(): Promise<Iden3StateJson> {
+    return stateJson(await this.#identity.latestState());
   }
 
   genesisState(): Iden3StateJson {
@@ -414,8 +411,8 @@ export class Iden3BjjIssuer implements Issuer {
   }
 
   /** Whether `stateHex` is a state this issuer has recorded (for a DID resolver of our states). */
-  hasState(stateHex: string): boolean {
-    return this.#identity.findState(stateHex) !== undefined;
+  async hasState(stateHex: string): Promise<boolean> {
+    return (await this.#identity.findState(stateHex)) !== undefined;
   }
 }
 

@@ -48,17 +48,18 @@ function spawnWorker(): Worker {
   return new Worker(new URL(entry, import.meta.url));
 }
 
-/**
- * Merklization of Iden3 credentials on `node:worker_threads` (DESIGN §6). Merklizing is ~90% Poseidon
- * hashing in pure JS (~75 ms a credential), so one thread caps BJJ issuance at ~13/s; the pool runs
- * one merklization per core while the main thread keeps HTTP, the database and the signing key.
- * Workers start on first use; an idle worker does not keep the process alive.
- */
 /** The credential itself could not be merklized (as opposed to a pool or worker failure). */
 export class MerklizeError extends Error {
   override name = 'MerklizeError';
 }
 
+/**
+ * Merklization of Iden3 credentials on `node:worker_threads` (DESIGN §6). Merklizing is still the
+ * largest share of a BJJ issuance (~5–10 ms a credential with merklize.ts and the WASM Poseidon,
+ * about half of it JSON-LD canonicalization; ~60–90 ms with the library, mostly Poseidon), so the pool runs one merklization per core while the main thread keeps HTTP,
+ * the database and the signing key.
+ * Workers start on first use; an idle worker does not keep the process alive.
+ */
 export class MerklizePool {
   readonly size: number;
   readonly #slots: Slot[] = [];

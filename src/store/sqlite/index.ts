@@ -1,28 +1,50 @@
 import type { Store } from '../store.js';
 import { openSqlite, type SqliteDatabase } from './database.js';
+import { SqliteAuditStore, SqliteMetaStore } from './sqlite-audit-store.js';
 import { SqliteClaimsStore } from './sqlite-claims-store.js';
 import { SqliteHistoryStore } from './sqlite-history-store.js';
 import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
+import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
 import { SqliteStatusStore } from './sqlite-status-store.js';
 
 export interface SqliteStore extends Store {
-  /** The raw handle, for back-ends that persist their own tables (Iden3 trees). */
+  kind: 'sqlite';
+  /** The raw handle (tests and benchmarks read tables directly). */
   db: SqliteDatabase;
+  /** With its synchronous `applyStatusChange` (tests race it against a status list build). */
   status: SqliteStatusStore;
 }
 
 export function openSqliteStore(path: string): SqliteStore {
-  const db = openSqlite(path);
+  return sqliteStoreOn(openSqlite(path));
+}
+
+/** The store over an already open (and migrated) database: `doctor` opens it without migrating. */
+export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
+  const audit = new SqliteAuditStore(db);
+  const status = new SqliteStatusStore(db, audit);
   return {
+    kind: 'sqlite',
     db,
-    issuances: new SqliteIssuanceStore(db),
-    status: new SqliteStatusStore(db),
-    claims: new SqliteClaimsStore(db),
+    issuances: new SqliteIssuanceStore(db, audit),
+    status,
+    audit,
+    meta: new SqliteMetaStore(db),
+    iden3: new SqliteIden3Store(db, status),
+    claims: new SqliteClaimsStore(db, audit),
     history: new SqliteHistoryStore(db),
     idempotency: new SqliteIdempotencyStore(db),
+    async ping() {
+      db.prepare('SELECT 1').get();
+    },
     async close() {
       db.close();
     },
   };
+}
+
+/** The Iden3 storage of an open database alone (tests and benchmarks of the Iden3 back-end). */
+export function sqliteIden3Store(db: SqliteDatabase): SqliteIden3Store {
+  return new SqliteIden3Store(db, new SqliteStatusStore(db));
 }

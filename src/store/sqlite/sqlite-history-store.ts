@@ -13,6 +13,7 @@ const STATUS_SQL: Record<HistoryStatusFilter, string> = {
   suspended: 'status = 2 AND expires_at > @now',
   expired: 'status != 1 AND expires_at <= @now',
   upload_pending: "upload_state = 'pending'",
+  upload_failed: "upload_state = 'failed'",
 };
 
 /** spec 4.6 `GET /admin/issuance-history` over the issuances table. */
@@ -45,6 +46,10 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     if (q.proofType !== undefined) {
       where.push('proof_type = @proofType');
       params.proofType = q.proofType;
+    }
+    if (q.emailHash !== undefined) {
+      where.push('email_hash = @emailHash');
+      params.emailHash = q.emailHash;
     }
     if (q.status !== undefined) where.push(STATUS_SQL[q.status]);
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';

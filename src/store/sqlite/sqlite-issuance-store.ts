@@ -1,102 +1,37 @@
 import { randomInt } from 'node:crypto';
-import type { ProofType } from '../../schemas/schema-file.js';
-import { pickFreeSlot } from '../../status/status-list.js';
+import {
+  type ColumnReader,
+  type IssuanceColumns,
+  issuanceFromRow,
+  type SummaryColumns,
+  summaryFromRow,
+} from '../issuance-row.js';
+import { pickFreeSlot } from '../slot-allocation.js';
 import type {
-  CredentialStatus,
+  AuditActor,
   InsertOutcome,
   IssuanceRecord,
   IssuanceStore,
   IssuanceSummary,
   NewIssuance,
   StatusSlot,
-  UploadEnvelope,
   UploadState,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import { SqliteAuditStore } from './sqlite-audit-store.js';
 
-interface IssuanceRow {
-  credential_id: string;
-  channel: 'hosted' | 'direct';
-  user_id: string;
-  holder_did: string;
-  schema_id: string;
-  proof_type: ProofType;
-  revocation_nonce: number;
-  status_partition: number | null;
-  status_index: number | null;
-  subject_hash: string;
-  kid: string;
-  created_at: string;
-  expires_at: string;
-  status: CredentialStatus;
-  revoked_at: string | null;
-  suspended_at: string | null;
-  envelope: string;
-  upload_state: UploadState;
-  upload_attempts: number;
-  next_attempt_at: number | null;
-  lease_until: number | null;
-  last_error: string | null;
-  storage_path: string | null;
-  uploaded_at: string | null;
-}
+type IssuanceRow = IssuanceColumns<string, number, number>;
+export type SummaryRow = SummaryColumns<string, number>;
 
-const date = (s: string | null): Date | null => (s === null ? null : new Date(s));
+// ISO text timestamps; the outbox's times as epoch milliseconds.
+const read: ColumnReader<string, number, number> = {
+  time: (s) => new Date(s),
+  nonce: (n) => n,
+  epoch: (ms) => new Date(ms),
+};
 
-/** The columns admin history may read: metadata only, never the envelope. */
-export type SummaryRow = Pick<
-  IssuanceRow,
-  | 'credential_id'
-  | 'holder_did'
-  | 'schema_id'
-  | 'proof_type'
-  | 'revocation_nonce'
-  | 'status_partition'
-  | 'status_index'
-  | 'kid'
-  | 'created_at'
-  | 'expires_at'
-  | 'status'
-  | 'revoked_at'
-  | 'upload_state'
-  | 'storage_path'
->;
-
-export function rowToSummary(r: SummaryRow): IssuanceSummary {
-  return {
-    credentialId: r.credential_id,
-    holderDid: r.holder_did,
-    schemaId: r.schema_id,
-    proofType: r.proof_type,
-    revocationNonce: r.revocation_nonce,
-    statusSlot:
-      r.status_partition === null || r.status_index === null
-        ? null
-        : { partition: r.status_partition, index: r.status_index },
-    kid: r.kid,
-    createdAt: new Date(r.created_at),
-    expiresAt: new Date(r.expires_at),
-    status: r.status,
-    revokedAt: date(r.revoked_at),
-    uploadState: r.upload_state,
-    storagePath: r.storage_path,
-  };
-}
-
-export function rowToIssuance(r: IssuanceRow): IssuanceRecord {
-  return {
-    ...rowToSummary(r),
-    channel: r.channel,
-    userId: r.user_id,
-    subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as UploadEnvelope,
-    suspendedAt: date(r.suspended_at),
-    uploadAttempts: r.upload_attempts,
-    nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
-    lastError: r.last_error,
-    uploadedAt: date(r.uploaded_at),
-  };
-}
+export const rowToSummary = (r: SummaryRow): IssuanceSummary => summaryFromRow(r, read);
+export const rowToIssuance = (r: IssuanceRow): IssuanceRecord => issuanceFromRow(r, read);
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
@@ -106,7 +41,10 @@ const RANDOM_PROBES = 48;
 export class SqliteIssuanceStore implements IssuanceStore {
   private readonly stmts;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audit = new SqliteAuditStore(db),
+  ) {
     this.stmts = {
       // Only a partition with today's size and bits is open: after a change of
       // STATUS_LIST_BITS or STATUS_LIST_PARTITION_SIZE new credentials go to a new partition.
@@ -138,9 +76,11 @@ export class SqliteIssuanceStore implements IssuanceStore {
       ),
       insert: db.prepare(
         `INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
-           status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at)
+           status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
+           lease_until, email_hash)
          VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
-           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope, 'pending', @nextAttemptAt)`,
+           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope, 'pending', @nextAttemptAt,
+           @leaseUntil, @emailHash)`,
       ),
       get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
       getByNonce: db.prepare<[number], IssuanceRow>('SELECT * FROM issuances WHERE revocation_nonce = ?'),
@@ -156,9 +96,26 @@ export class SqliteIssuanceStore implements IssuanceStore {
         `UPDATE issuances SET upload_state = 'uploaded', storage_path = ?, uploaded_at = ?, next_attempt_at = NULL,
            lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?`,
       ),
-      failed: db.prepare(
-        `UPDATE issuances SET last_error = ?, next_attempt_at = ?, lease_until = NULL, upload_attempts = upload_attempts + 1
-         WHERE credential_id = ? AND upload_state = 'pending'`,
+      failed: db.prepare<
+        { error: string; next: number; id: string; giveUpAfter: number },
+        { attempts: number; state: UploadState }
+      >(
+        `UPDATE issuances SET last_error = @error, lease_until = NULL, upload_attempts = upload_attempts + 1,
+           upload_state = CASE WHEN upload_attempts + 1 >= @giveUpAfter THEN 'failed' ELSE 'pending' END,
+           next_attempt_at = CASE WHEN upload_attempts + 1 >= @giveUpAfter THEN NULL ELSE @next END
+         WHERE credential_id = @id AND upload_state = 'pending'
+         RETURNING upload_attempts AS attempts, upload_state AS state`,
+      ),
+      retryOne: db.prepare<[number, string], { id: string }>(
+        `UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = ?, lease_until = NULL
+         WHERE credential_id = ? AND upload_state = 'failed' RETURNING credential_id AS id`,
+      ),
+      retryAll: db.prepare<[number], { id: string }>(
+        `UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = ?, lease_until = NULL
+         WHERE upload_state = 'failed' RETURNING credential_id AS id`,
+      ),
+      failedCount: db.prepare<[], { n: number }>(
+        "SELECT COUNT(*) AS n FROM issuances WHERE upload_state = 'failed'",
       ),
       nextDue: db.prepare<[], { t: number | null }>(
         // A leased upload is not due before its lease ends (else the worker would spin on it).
@@ -174,6 +131,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
       ),
       pending: db.prepare<[], { n: number }>(
         "SELECT COUNT(*) AS n FROM issuances WHERE upload_state = 'pending'",
+      ),
+      oldestPending: db.prepare<[], { t: string | null }>(
+        "SELECT MIN(created_at) AS t FROM issuances WHERE upload_state = 'pending'",
       ),
     };
   }
@@ -218,58 +178,79 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.duplicate.get(q.holderDid, q.schemaId, q.proofType, q.subjectHash, q.now.toISOString());
   }
 
-  async insertIssuance(n: NewIssuance, options: { dedupe: boolean }): Promise<InsertOutcome> {
-    const run = this.db.transaction((): InsertOutcome => {
-      // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
-      const same = this.stmts.get.get(n.credentialId);
-      if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
-      if (options.dedupe) {
-        const dup = this.liveDuplicate({ ...n, now: n.createdAt });
-        if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
-      }
-      if (this.stmts.nonce.get(n.revocationNonce)) return { kind: 'nonce-taken' };
-      if (n.statusSlot) {
-        const p = this.stmts.partition.get(n.statusSlot.partition);
-        if (!p || p.allocated >= p.size || n.statusSlot.index >= p.size) return { kind: 'slot-taken' };
-        if (this.stmts.slotTaken.get(n.statusSlot.partition, n.statusSlot.index))
-          return { kind: 'slot-taken' };
-        this.stmts.bumpPartition.run(n.statusSlot.partition);
-      }
-      this.stmts.insert.run({
-        credentialId: n.credentialId,
-        channel: n.channel,
-        userId: n.userId,
-        holderDid: n.holderDid,
-        schemaId: n.schemaId,
-        proofType: n.proofType,
-        revocationNonce: n.revocationNonce,
-        partition: n.statusSlot?.partition ?? null,
-        index: n.statusSlot?.index ?? null,
-        subjectHash: n.subjectHash,
-        kid: n.kid,
-        createdAt: n.createdAt.toISOString(),
-        expiresAt: n.expiresAt.toISOString(),
-        envelope: JSON.stringify(n.envelope),
-        nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
-      });
-      // What was just written, without reading it back (and re-parsing the envelope).
-      const { uploadDueAt, ...issuance } = n;
-      const record: IssuanceRecord = {
-        ...issuance,
-        status: 0,
-        revokedAt: null,
-        suspendedAt: null,
-        uploadState: 'pending',
-        uploadAttempts: 0,
-        nextAttemptAt: uploadDueAt ?? n.createdAt,
-        lastError: null,
-        storagePath: null,
-        uploadedAt: null,
-      };
-      return { kind: 'inserted', record };
-    });
+  async insertIssuance(
+    n: NewIssuance,
+    options: { dedupe: boolean; audit?: AuditActor | undefined },
+  ): Promise<InsertOutcome> {
     // IMMEDIATE: take the write lock first so two processes sharing the file serialize here.
-    return run.immediate();
+    this.insertTransaction ??= this.makeInsertTransaction();
+    return this.insertTransaction.immediate(n, options);
+  }
+
+  // Made once: better-sqlite3 builds a transaction function's wrappers on every `transaction()`.
+  private insertTransaction: ReturnType<SqliteIssuanceStore['makeInsertTransaction']> | undefined;
+  private makeInsertTransaction() {
+    return this.db.transaction(
+      (n: NewIssuance, options: { dedupe: boolean; audit?: AuditActor | undefined }): InsertOutcome => {
+        // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
+        const same = this.stmts.get.get(n.credentialId);
+        if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
+        if (options.dedupe) {
+          const dup = this.liveDuplicate({ ...n, now: n.createdAt });
+          if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
+        }
+        if (this.stmts.nonce.get(n.revocationNonce)) return { kind: 'nonce-taken' };
+        if (n.statusSlot) {
+          const p = this.stmts.partition.get(n.statusSlot.partition);
+          if (!p || p.allocated >= p.size || n.statusSlot.index >= p.size) return { kind: 'slot-taken' };
+          if (this.stmts.slotTaken.get(n.statusSlot.partition, n.statusSlot.index))
+            return { kind: 'slot-taken' };
+          this.stmts.bumpPartition.run(n.statusSlot.partition);
+        }
+        this.stmts.insert.run({
+          credentialId: n.credentialId,
+          channel: n.channel,
+          userId: n.userId,
+          holderDid: n.holderDid,
+          schemaId: n.schemaId,
+          proofType: n.proofType,
+          revocationNonce: n.revocationNonce,
+          partition: n.statusSlot?.partition ?? null,
+          index: n.statusSlot?.index ?? null,
+          subjectHash: n.subjectHash,
+          kid: n.kid,
+          createdAt: n.createdAt.toISOString(),
+          expiresAt: n.expiresAt.toISOString(),
+          envelope: JSON.stringify(n.envelope),
+          nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
+          // The inserting request's lease on its own upload (store.ts: uploadDueAt).
+          leaseUntil: n.uploadDueAt?.getTime() ?? null,
+          emailHash: n.emailHash ?? null,
+        });
+        if (options.audit)
+          this.audit.insertAudit({
+            ...options.audit,
+            at: n.createdAt,
+            action: 'issue',
+            target: n.credentialId,
+          });
+        // What was just written, without reading it back (and re-parsing the envelope).
+        const { uploadDueAt, emailHash: _, ...issuance } = n;
+        const record: IssuanceRecord = {
+          ...issuance,
+          status: 0,
+          revokedAt: null,
+          suspendedAt: null,
+          uploadState: 'pending',
+          uploadAttempts: 0,
+          nextAttemptAt: uploadDueAt ?? n.createdAt,
+          lastError: null,
+          storagePath: null,
+          uploadedAt: null,
+        };
+        return { kind: 'inserted', record };
+      },
+    );
   }
 
   async get(credentialId: string) {
@@ -304,12 +285,65 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.lease.run(t + leaseMs, credentialId, t).changes === 1;
   }
 
-  async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    this.stmts.uploaded.run(storagePath, at.toISOString(), credentialId);
+  /**
+   * Marks that arrive in the same tick commit in one transaction: each commit appends the touched
+   * pages to the WAL, and uploads finishing together touch the same ones.
+   */
+  markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.uploadedMarks.push({ credentialId, storagePath, at: at.toISOString(), resolve, reject });
+      if (this.uploadedMarks.length === 1) setImmediate(() => this.flushUploadedMarks());
+    });
+  }
+  private uploadedMarks: Array<{
+    credentialId: string;
+    storagePath: string | null;
+    at: string;
+    resolve: () => void;
+    reject: (err: unknown) => void;
+  }> = [];
+
+  private flushUploadedMarks(): void {
+    const marks = this.uploadedMarks;
+    this.uploadedMarks = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const m of marks) this.stmts.uploaded.run(m.storagePath, m.at, m.credentialId);
+        })
+        .immediate();
+    } catch (err) {
+      for (const m of marks) m.reject(err);
+      return;
+    }
+    for (const m of marks) m.resolve();
   }
 
-  async markUploadFailed(credentialId: string, error: string, nextAttemptAt: Date): Promise<void> {
-    this.stmts.failed.run(error, nextAttemptAt.getTime(), credentialId);
+  async markUploadFailed(
+    credentialId: string,
+    error: string,
+    nextAttemptAt: Date,
+    giveUpAfter: number,
+  ): Promise<{ attempts: number; gaveUp: boolean }> {
+    const row = this.stmts.failed.get({
+      error,
+      next: nextAttemptAt.getTime(),
+      id: credentialId,
+      giveUpAfter,
+    });
+    return { attempts: row?.attempts ?? 0, gaveUp: row?.state === 'failed' };
+  }
+
+  async retryFailedUploads(credentialIds: string[] | 'all', now: Date): Promise<string[]> {
+    const t = now.getTime();
+    if (credentialIds === 'all') return this.stmts.retryAll.all(t).map((r) => r.id);
+    return this.db
+      .transaction(() => credentialIds.flatMap((id) => this.stmts.retryOne.all(t, id).map((r) => r.id)))
+      .immediate();
+  }
+
+  async countFailedUploads(): Promise<number> {
+    return this.stmts.failedCount.get()?.n ?? 0;
   }
 
   async makePendingDue(now: Date): Promise<void> {
@@ -323,5 +357,10 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   async countPendingUploads(): Promise<number> {
     return this.stmts.pending.get()?.n ?? 0;
+  }
+
+  async oldestPendingUpload(): Promise<Date | undefined> {
+    const t = this.stmts.oldestPending.get()?.t;
+    return t ? new Date(t) : undefined;
   }
 }

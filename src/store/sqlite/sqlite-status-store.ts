@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {
+  AuditActor,
   CredentialStatus,
   IssuanceRecord,
   PartitionRecord,
@@ -8,6 +9,7 @@ import type {
   StatusStore,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { rowToIssuance } from './sqlite-issuance-store.js';
 
 interface PartitionRow {
@@ -42,7 +44,10 @@ const visible = (r: PartitionRow): PartitionRow =>
 export class SqliteStatusStore implements StatusStore {
   private readonly stmts;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audit = new SqliteAuditStore(db),
+  ) {
     this.stmts = {
       partition: db.prepare<[number], PartitionRow>(
         'SELECT * FROM status_list_partitions WHERE partition = ?',
@@ -112,16 +117,31 @@ export class SqliteStatusStore implements StatusStore {
     return this.stmts.save.run(token, etag, publishedAt.toISOString(), partition, ticket).changes === 1;
   }
 
-  async changeStatus(nonce: number, change: StatusChange, at: Date): Promise<IssuanceRecord | undefined> {
-    return this.changeStatusSync(nonce, change, at);
+  async changeStatus(
+    nonce: number,
+    change: StatusChange,
+    at: Date,
+    audit?: AuditActor,
+  ): Promise<IssuanceRecord | undefined> {
+    return this.applyStatusChange(nonce, change, at, audit);
   }
 
-  /** Synchronous core; nests (as a savepoint) inside a caller's open transaction. */
-  changeStatusSync(nonce: number, change: StatusChange, at: Date): IssuanceRecord | undefined {
+  /**
+   * Synchronous core; nests (as a savepoint) inside a caller's open transaction on the same
+   * connection (`SqliteIden3Store.commitIden3State`).
+   */
+  applyStatusChange(
+    nonce: number,
+    change: StatusChange,
+    at: Date,
+    audit?: AuditActor,
+  ): IssuanceRecord | undefined {
     const tx = this.db.transaction(() => {
       const changed = this.stmts[change].run({ nonce, at: at.toISOString() }).changes;
       const row = this.stmts.byNonce.get(nonce);
       if (!row) return undefined;
+      if (audit && changed > 0)
+        this.audit.insertAudit({ ...audit, at, action: change, target: String(nonce) });
       // Only this partition's cached token is stale (and any build in flight); the next GET re-signs.
       if (changed > 0 && row.status_partition !== null) this.stmts.invalidate.run(row.status_partition);
       return rowToIssuance(row);

@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/config/env.js';
 
-const secret = (c: string) => c.repeat(40);
+// Production secrets must look random (issue 12 item 5): these are what `openssl rand -base64 32` prints.
+const SECRETS = {
+  a: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
+  b: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
+  c: 'Pn4Xs8Kq2Dv6Hb0Rz3Wf7Jm1Tc5Ly9Ge4Ua8Ni2Oh6E=',
+  d: 'Fk7Bt1Mx5Qr9Zj3Vw6Cn0Hp4Ls8Ed2Yg7Ka1Ui5Ro9A=',
+  e: 'Wc2Nh6Tr0Xk4Bm8Fq3Jz7Ls1Pd5Gv9Ye2Ha6Ko0Ui4Q=',
+} as const;
+const secret = (c: keyof typeof SECRETS) => SECRETS[c];
 const production = {
   NODE_ENV: 'production',
   ISSUER_ORIGIN: 'https://issuer.example.com',
@@ -41,7 +49,12 @@ describe('config', () => {
       iden3: { method: 'iden3', blockchain: 'privado', network: 'test' },
       rateLimits: { holder: 10000, admin: 1200, public: 6000 },
     });
-    expect(secrets).toEqual({ apiKey: undefined, adminApiKey: undefined });
+    expect(secrets).toEqual({
+      apiKey: undefined,
+      adminApiKey: undefined,
+      adminApiKeys: [],
+      databaseUrl: 'sqlite:./data/issuer.db',
+    });
   });
 
   it('keeps secrets off the config object', () => {
@@ -76,7 +89,8 @@ describe('config', () => {
     ['ISSUER_ORIGIN', 'https://issuer.example.com/'],
     ['ISSUER_ORIGIN', 'issuer.example.com'],
     ['DATABASE_URL', 'mysql://x'],
-    ['DATABASE_URL', 'postgres://db/issuer'],
+    ['DATABASE_URL', 'postgres:db/issuer'],
+    ['DATABASE_POOL_MAX', '0'],
     ['PARTNER_ID', 'not-a-uuid'],
     ['STATUS_LIST_PARTITION_SIZE', '100'],
     ['STATUS_LIST_PARTITION_SIZE', '0'],
@@ -85,6 +99,8 @@ describe('config', () => {
     ['RATE_LIMIT_HOLDER_PER_MIN', '1.5'],
     ['PARTNER_INFO_SERVICE', 'Bad Name'],
     ['SERVICE_V1_BASE_URL', 'not a url'],
+    ['KEY_ENCRYPTION_KEY', 'too-short'],
+    ['REDIS_URL', 'http://cache:6379'],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
@@ -98,7 +114,31 @@ describe('config', () => {
     ['sqlite:///var/lib/issuer.db', '/var/lib/issuer.db'],
     ['sqlite::memory:', ':memory:'],
   ])('DATABASE_URL %s → %s', (url, path) => {
-    expect(loadConfig({ DATABASE_URL: url }, '/srv/issuer').config.database.path).toBe(path);
+    expect(loadConfig({ DATABASE_URL: url }, '/srv/issuer').config.database).toEqual({
+      kind: 'sqlite',
+      path,
+    });
+  });
+
+  it.each([
+    ['postgres://issuer:pw@db:5432/issuer', 'postgres://issuer:***@db:5432/issuer'],
+    ['postgresql://db/issuer', 'postgresql://db/issuer'],
+  ])('DATABASE_URL %s selects PostgreSQL, its password kept off the config', (url, shown) => {
+    const { config, secrets } = loadConfig({ DATABASE_URL: url, DATABASE_POOL_MAX: '4' }, '/srv/issuer');
+    expect(config.database).toEqual({ kind: 'postgres', url: shown, poolMax: 4 });
+    expect(secrets.databaseUrl).toBe(url);
+    expect(JSON.stringify(config)).not.toContain(':pw@');
+    expect(loadConfig({ DATABASE_URL: url }).config.database).toMatchObject({ poolMax: 10 });
+  });
+
+  it('production on PostgreSQL needs KEY_ENCRYPTION_KEY, kept off the config', () => {
+    const pgProduction = { ...production, DATABASE_URL: 'postgres://db/issuer' };
+    expect(problems(pgProduction)).toEqual([
+      expect.stringMatching(/^KEY_ENCRYPTION_KEY: required in production/),
+    ]);
+    const { config, secrets } = loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32) });
+    expect(secrets.keyEncryptionKey).toEqual(Buffer.alloc(32, 0xcd));
+    expect(JSON.stringify(config)).not.toContain('cdcd');
   });
 
   it('reports every problem at once', () => {
@@ -123,7 +163,120 @@ describe('config', () => {
     expect(problems({ ...production, ADMIN_API_KEY: production.API_KEY })[0]).toMatch(/^ADMIN_API_KEY:/);
   });
 
+  // Issue 12 item 5: length alone let `aaaa…` and 34 spaces through.
+  it.each([
+    ['a run of one character', 'a'.repeat(40)],
+    ['spaces', ' '.repeat(34)],
+    ['a short repeated pattern', 'abcd'.repeat(10)],
+    ['whitespace inside', `${SECRETS.a.slice(0, 20)} ${SECRETS.a.slice(20)}`],
+    ['a control character', `${SECRETS.a}\u0001`],
+    ['hex of 16 bytes with a long run', `${'0'.repeat(20)}9f3a4c7e1b2d`],
+  ])('production refuses a low-entropy secret: %s', (_name, value) => {
+    for (const name of ['API_KEY', 'ADMIN_API_KEY'] as const) {
+      const lines = problems({ ...production, [name]: value });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^${name}:`));
+      expect(lines[0]).not.toContain(value);
+    }
+  });
+
+  it.each([
+    ['openssl rand -base64 32', 'Tz5Qm1Wc8Hr3Nf0Ky6Pb2Xd9Lg4Jv7Ss1Ea5Ru0Io3Ut='],
+    ['openssl rand -hex 32', '5f0c9e2a7b41d3386e1fa9c04d72b5e8193a6cf0e2d4b7185c3f9a60d1e7b24c'],
+    ['openssl rand -hex 16', 'c41e8f2a9d3b7065e1f4a8c2d9b06e37'],
+    ['a base64url token', 'w3Ys-9Kd_Qp2Rt7Lm0Nx4Vb8Zc1Hf6Jg5TsEaUoIiP'],
+  ])('production accepts a random secret: %s', (_name, value) => {
+    expect(problems({ ...production, API_KEY: value })).toEqual([]);
+  });
+
+  describe('TRUST_PROXY (issue 12 item 4)', () => {
+    const trust = (value: string, env: Record<string, string> = {}) =>
+      loadConfig({ TRUST_PROXY: value, ...env }, '/srv').config.trustProxy;
+
+    it.each([
+      ['false', false],
+      ['0', false],
+      ['1', 1],
+      ['2', 2],
+      ['loopback', ['loopback']],
+      ['10.0.0.0/8, 192.168.1.7', ['10.0.0.0/8', '192.168.1.7']],
+      ['loopback,uniquelocal,linklocal', ['loopback', 'uniquelocal', 'linklocal']],
+      ['::1/128,fd00::/8', ['::1/128', 'fd00::/8']],
+    ])('%s → %j', (value, expected) => {
+      expect(trust(value)).toEqual(expected);
+      expect(trust(value, production)).toEqual(expected);
+    });
+
+    it('true is allowed in development only', () => {
+      expect(trust('true')).toBe(true);
+      const lines = problems({ ...production, TRUST_PROXY: 'true' });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^TRUST_PROXY:/);
+    });
+
+    it.each(['yes', '10.0.0.0/33', 'loopback,nonsense', '-1', '1.5', ''.padEnd(3, ',')])(
+      '%j is one config line naming TRUST_PROXY, not a TypeError later',
+      (value) => {
+        const lines = problems({ TRUST_PROXY: value });
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^TRUST_PROXY:/);
+      },
+    );
+  });
+
   it('development accepts any non-empty keys', () => {
     expect(problems({ API_KEY: 'test-key', ADMIN_API_KEY: 'test-key' })).toEqual([]);
+  });
+
+  // Issue 11: a malformed variable no longer hides the production rules behind it.
+  it('production lists every problem in one run, one line per variable', () => {
+    const lines = problems({
+      NODE_ENV: 'production',
+      PARTNER_ID: 'not-a-uuid',
+      PORT: 'abc',
+      SERVICE_V1_BASE_URL: 'http://sidecar:8080/v1',
+    });
+    expect(lines.map((l) => l.split(':')[0]).sort()).toEqual([
+      'ADMIN_API_KEY',
+      'API_KEY',
+      'ISSUER_ORIGIN',
+      'PARTNER_ID',
+      'PORT',
+      'SERVICE_V1_BASE_URL',
+    ]);
+  });
+
+  it('ALLOW_INSECURE_UPSTREAM=1 lets production use an http SERVICE_V1_BASE_URL', () => {
+    const env = { ...production, SERVICE_V1_BASE_URL: 'http://sidecar:8080/v1' };
+    expect(problems(env).map((l) => l.split(':')[0])).toEqual(['SERVICE_V1_BASE_URL']);
+    const { config } = loadConfig({ ...env, ALLOW_INSECURE_UPSTREAM: '1' }, '/srv/issuer');
+    expect(config.insecureUpstream).toBe(true);
+    expect(problems({ ...env, ALLOW_INSECURE_UPSTREAM: 'yes' })[0]).toMatch(/^ALLOW_INSECURE_UPSTREAM:/);
+  });
+
+  it('ADMIN_API_KEYS holds named keys beside ADMIN_API_KEY; problems name the entry, never the key', () => {
+    const { secrets } = loadConfig(
+      { ...production, ADMIN_API_KEYS: `ops:${secret('c')},ci-bot:${secret('d')}` },
+      '/srv/issuer',
+    );
+    expect(secrets.adminApiKeys).toEqual([
+      { name: 'ops', key: secret('c') },
+      { name: 'ci-bot', key: secret('d') },
+    ]);
+    const { ADMIN_API_KEY: _, ...withoutSingle } = production;
+    expect(problems({ ...withoutSingle, ADMIN_API_KEYS: `ops:${secret('c')}` })).toEqual([]);
+    const bad = problems({ ...production, ADMIN_API_KEYS: `ops:short,no key here,admin:${secret('e')}` });
+    expect(bad).toHaveLength(3);
+    expect(bad.every((l) => l.startsWith('ADMIN_API_KEYS'))).toBe(true);
+    expect(bad.join('\n')).not.toContain('short');
+  });
+
+  it('ADMIN_PORT and ADMIN_HOST configure a separate admin listener', () => {
+    expect(loadConfig({}, '/srv/issuer').config.admin).toBeUndefined();
+    expect(loadConfig({ ADMIN_PORT: '9100' }, '/srv/issuer').config.admin).toEqual({
+      port: 9100,
+      host: '127.0.0.1',
+    });
+    expect(problems({ ADMIN_PORT: 'x' })[0]).toMatch(/^ADMIN_PORT:/);
   });
 });

@@ -299,6 +299,7 @@ describe('hosting-service emulator (JWKS from a function)', () => {
           email: null,
           externalId: env.externalId,
           idempotencyKey: env.externalId,
+          requestId: null,
           status,
         })),
       );

@@ -24,6 +24,8 @@ import { AppError } from '../../../src/errors.js';
 import { type CredentialStatusAnswer, Iden3BjjIssuer } from '../../../src/issuers/iden3/iden3-bjj-issuer.js';
 import type { IssueInput } from '../../../src/issuers/issuer.js';
 import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
+import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
+import { SqliteIssuanceStore } from '../../../src/store/sqlite/sqlite-issuance-store.js';
 import {
   HOLDER_DID_KEY,
   holderIden3Did,
@@ -146,7 +148,7 @@ beforeAll(async () => {
   db = openSqlite(':memory:');
   keysDir = mkdtempSync(join(tmpdir(), 'iden3-issuer-'));
   issuer = await Iden3BjjIssuer.open({
-    db,
+    store: sqliteIden3Store(db),
     keysDir,
     generateKeyIfMissing: true,
     origin,
@@ -410,7 +412,7 @@ describe('Iden3BjjIssuer: /credential-status answer (DESIGN §4)', () => {
     const after = await issuer.credentialStatus(nonce);
     expectShape(after);
     expect(after.issuer.state).toBe(state);
-    expect(after.issuer).toEqual(issuer.latestState());
+    expect(after.issuer).toEqual(await issuer.latestState());
     expect(after.mtp.existence).toBe(true);
     expect(after.mtp.node_aux).toBeUndefined();
     expect(
@@ -446,31 +448,64 @@ describe('Iden3BjjIssuer: revocation', () => {
     expect(first.alreadyRevoked).toBe(false);
     const again = await issuer.revoke(nonce);
     expect(again).toEqual({ state: first.state, alreadyRevoked: true });
-    expect(issuer.latestState().state).toBe(first.state);
+    expect((await issuer.latestState()).state).toBe(first.state);
   });
 
-  it("commits the caller's change in the same transaction, and rolls both back together", async () => {
-    db.exec('CREATE TABLE IF NOT EXISTS test_revocations (nonce INTEGER PRIMARY KEY)');
-    const record = db.prepare('INSERT INTO test_revocations (nonce) VALUES (?)');
+  it("commits the issuance record's revocation in the same transaction, and rolls both back together", async () => {
+    const issuances = new SqliteIssuanceStore(db);
+    const record = async (nonce: number) => {
+      const id = randomUUID();
+      const expiresAt = new Date(Date.now() + 86_400_000);
+      const outcome = await issuances.insertIssuance(
+        {
+          credentialId: id,
+          channel: 'direct',
+          userId: 'u',
+          holderDid: 'did:example:h',
+          schemaId: 's',
+          proofType: 'BJJ_SIG_2021',
+          revocationNonce: nonce,
+          statusSlot: null,
+          subjectHash: `h-${id}`,
+          kid: 'k',
+          createdAt: new Date(),
+          expiresAt,
+          envelope: {
+            holderDid: 'did:example:h',
+            schemaId: 's',
+            expiresAt: expiresAt.toISOString(),
+            data: 'AA==',
+            iv: 'AA==',
+            authTag: 'AA==',
+            encryptedKey: 'AA==',
+            externalId: id,
+          },
+        },
+        { dedupe: false },
+      );
+      expect(outcome.kind).toBe('inserted');
+    };
 
     const ok = nextNonce++;
-    const result = await issuer.revoke(ok, () => {
-      expect(db.inTransaction).toBe(true);
-      record.run(ok);
-    });
-    expect(db.prepare('SELECT nonce FROM test_revocations WHERE nonce = ?').get(ok)).toEqual({ nonce: ok });
-    expect(issuer.latestState().state).toBe(result.state);
+    await record(ok);
+    const result = await issuer.revoke(ok, { nonce: ok, change: 'revoke', at: new Date() });
+    expect(result.record?.status).toBe(1);
+    expect((await issuances.getByNonce(ok))!.status).toBe(1);
+    expect((await issuer.latestState()).state).toBe(result.state);
 
+    // The record's update fails inside the commit (a real SQLite abort): the tree change goes too.
     const failing = nextNonce++;
-    const stateBefore = issuer.latestState();
+    await record(failing);
+    db.exec(
+      `CREATE TRIGGER refuse_revoke BEFORE UPDATE OF status ON issuances WHEN NEW.revocation_nonce = ${failing} BEGIN SELECT RAISE(ABORT, 'caller failed'); END`,
+    );
+    const stateBefore = await issuer.latestState();
     await expect(
-      issuer.revoke(failing, () => {
-        record.run(failing);
-        throw new Error('caller failed');
-      }),
+      issuer.revoke(failing, { nonce: failing, change: 'revoke', at: new Date() }),
     ).rejects.toThrow('caller failed');
-    expect(issuer.latestState()).toEqual(stateBefore);
-    expect(db.prepare('SELECT 1 FROM test_revocations WHERE nonce = ?').get(failing)).toBeUndefined();
+    db.exec('DROP TRIGGER refuse_revoke');
+    expect(await issuer.latestState()).toEqual(stateBefore);
+    expect((await issuances.getByNonce(failing))!.status).toBe(0);
     expect((await issuer.credentialStatus(failing)).mtp.existence).toBe(false);
 
     // Nothing half-written was left behind: the same nonce revokes cleanly afterwards.

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateBjjKey } from '../../../src/issuers/iden3/bjj-key.js';
 import { Iden3BjjIssuer, type Iden3BjjIssuerOptions } from '../../../src/issuers/iden3/iden3-bjj-issuer.js';
 import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
+import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
 import { SCHEMAS_DIR } from './fixtures.js';
 
 // DESIGN §9: the trees and states live in SQLite; reopening the same database with the same key
@@ -24,7 +25,7 @@ describe('Iden3 identity persistence', () => {
 
   function options(db: SqliteDatabase, extra: Partial<Iden3BjjIssuerOptions> = {}): Iden3BjjIssuerOptions {
     return {
-      db,
+      store: sqliteIden3Store(db),
       keysDir,
       generateKeyIfMissing: false,
       origin: 'https://issuer.example',
@@ -49,7 +50,7 @@ describe('Iden3 identity persistence', () => {
     const db1 = openDb();
     const first = await Iden3BjjIssuer.open(options(db1));
     const genesis = first.genesisState();
-    expect(first.latestState()).toEqual(genesis);
+    expect(await first.latestState()).toEqual(genesis);
     const { state } = await first.revoke(4242);
     const revokedStatus = await first.credentialStatus(4242);
     db1.close();
@@ -58,7 +59,7 @@ describe('Iden3 identity persistence', () => {
     const second = await Iden3BjjIssuer.open(options(db2));
     expect(second.did).toBe(first.did);
     expect(second.genesisState()).toEqual(genesis);
-    expect(second.latestState().state).toBe(state);
+    expect((await second.latestState()).state).toBe(state);
     expect(await second.credentialStatus(4242)).toEqual(revokedStatus);
     expect((await second.credentialStatus(4242)).mtp.existence).toBe(true);
     expect((await second.revoke(4242)).alreadyRevoked).toBe(true);
@@ -91,7 +92,7 @@ describe('Iden3 identity persistence', () => {
       ['revocation', 2],
     ]);
     expect(rows[0]!.revocation_tree_root).toBe('0'.repeat(64));
-    expect(rows[2]!.state).toBe(issuer.latestState().state);
+    expect(rows[2]!.state).toBe((await issuer.latestState()).state);
   });
 
   it('keeps every revocation when two connections (as two processes would) revoke at once', async () => {
@@ -106,7 +107,7 @@ describe('Iden3 identity persistence', () => {
       expect((await a.credentialStatus(n)).mtp.existence).toBe(true);
       expect((await b.credentialStatus(n)).mtp.existence).toBe(true);
     }
-    expect(a.latestState()).toEqual(b.latestState());
+    expect(await a.latestState()).toEqual(await b.latestState());
   });
 
   it('refuses another key for the same database', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ClaimsSourceError, parseClaimsAnswer } from '../../../src/schemas/claims/claims-provider.js';
+import { ClaimsSourceError, parseClaimsAnswer } from '../../../src/claims/claims-provider.js';
 
 // DESIGN §8: a provider answers { eligible: false } or { eligible: true, credentialSubject, expiresAt? }.
 describe('claims provider answers', () => {

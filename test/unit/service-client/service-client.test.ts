@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KeyRing, loadKeyRing } from '../../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../../src/service-client/partner-jwt.js';
@@ -85,11 +85,14 @@ describe('ServiceClient', () => {
   it('stores an envelope with its externalId as idempotency-key; a 2xx without storagePath still counts', async () => {
     handler = answer(201, JSON.stringify({ storagePath: 'vcs/1', state: 'stored' }));
     seen.length = 0;
-    await expect(client().storeEnvelope(envelope)).resolves.toMatchObject({ storagePath: 'vcs/1' });
+    await expect(client().storeEnvelope(envelope, 'SD_JWT_VC')).resolves.toMatchObject({
+      storagePath: 'vcs/1',
+    });
     expect(seen[0]!.headers['idempotency-key']).toBe('ext-1');
-    expect(seen[0]!.body).toEqual(envelope);
+    // proofType beside the spec 2.7 fields, as the reference issuer sends it (issue 14).
+    expect(seen[0]!.body).toEqual({ ...envelope, proofType: 'SD_JWT_VC' });
     handler = answer(201, '{}');
-    await expect(client().storeEnvelope(envelope)).resolves.toEqual({});
+    await expect(client().storeEnvelope(envelope, 'SD_JWT_VC')).resolves.toEqual({});
   });
 
   it.each([
@@ -101,7 +104,7 @@ describe('ServiceClient', () => {
     async (_name, h, failure, status, upstreamMessage, retryable) => {
       handler = h;
       const err = await client()
-        .storeEnvelope(envelope)
+        .storeEnvelope(envelope, 'SD_JWT_VC')
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UpstreamError);
       expect(err).toMatchObject({ failure, status, upstreamMessage, retryable });
@@ -110,12 +113,14 @@ describe('ServiceClient', () => {
 
   it('a timeout and an unreachable service are typed too', async () => {
     handler = () => {}; // never answers
-    await expect(client(100).storeEnvelope(envelope)).rejects.toMatchObject({ failure: 'timeout' });
+    await expect(client(100).storeEnvelope(envelope, 'SD_JWT_VC')).rejects.toMatchObject({
+      failure: 'timeout',
+    });
     const gone = new ServiceClient(
       () => 'http://127.0.0.1:1/v1',
       new PartnerJwtSigner({ partnerId: 'p', issuerOrigin: 'https://i.example', key: () => ring.partner }),
     );
-    await expect(gone.storeEnvelope(envelope)).rejects.toMatchObject({ failure: 'network' });
+    await expect(gone.storeEnvelope(envelope, 'SD_JWT_VC')).rejects.toMatchObject({ failure: 'network' });
   });
 
   it('caches the partner JWT until 30 s before it expires', async () => {
@@ -131,5 +136,20 @@ describe('ServiceClient', () => {
     expect(await signer.token()).toBe(first);
     now += 2_000;
     expect(await signer.token()).not.toBe(first);
+  });
+
+  it('does not reuse a partner JWT issued after the current time (the clock stepped back)', async () => {
+    let now = 1_700_000_000_000;
+    const signer = new PartnerJwtSigner({
+      partnerId: 'p',
+      issuerOrigin: 'https://i.example',
+      key: () => ring.partner,
+      now: () => now,
+    });
+    const ahead = await signer.token();
+    now -= 120_000;
+    const fresh = await signer.token();
+    expect(fresh).not.toBe(ahead);
+    expect(decodeJwt(fresh).iat).toBe(Math.floor(now / 1000));
   });
 });

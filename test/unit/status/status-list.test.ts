@@ -3,12 +3,12 @@ import { getListFromStatusListJWT, StatusList as LibraryStatusList } from '@sd-j
 import { decodeProtectedHeader, generateKeyPair, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import {
-  pickFreeSlot,
   type StatusBits,
   StatusList,
   StatusValue,
   signStatusListToken,
 } from '../../../src/status/status-list.js';
+import { pickFreeSlot } from '../../../src/store/slot-allocation.js';
 
 // Deterministic contents so a failure can be replayed.
 function mulberry32(seed: number): () => number {

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { generateKey, type ManagedKey } from '../../../src/keys/key-ring.js';
 import { StatusService } from '../../../src/status/status-service.js';
 import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/index.js';
-import { allocateLikeSignAndRecord } from '../../fixtures/status.js';
+import { allocateThroughSignAndRecord } from '../../fixtures/status.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
 // DESIGN §9: a status change is visible at once, even when it lands while a token is being built.
@@ -22,7 +22,7 @@ describe('StatusService token cache', () => {
     const key = await generateKey(join(dir, 'keys'), 'credential-signing');
     const nonces: number[] = [];
     for (let n = 0; n < 3; n++)
-      nonces.push((await allocateLikeSignAndRecord(store.issuances, 16, 2)).revocationNonce);
+      nonces.push((await allocateThroughSignAndRecord(store.issuances, 16, 2)).revocationNonce);
     let duringSign: (() => void) | undefined;
     const service = (signingKey: () => ManagedKey = () => key) =>
       new StatusService({
@@ -50,7 +50,7 @@ describe('StatusService token cache', () => {
   it('a revoke that lands while a GET re-signs the list is not hidden behind the cached token', async () => {
     const { store, status, racing, nonces, during } = await setup();
     const nonce = nonces[0]!;
-    during(() => store.status.changeStatusSync(nonce, 'revoke', new Date()));
+    during(() => store.status.applyStatusChange(nonce, 'revoke', new Date()));
     // The racing build started before the revoke: it may answer the old list to its own caller...
     await racing.partitionToken(0);
     expect((await store.issuances.getByNonce(nonce))!.status).toBe(1);
@@ -61,7 +61,7 @@ describe('StatusService token cache', () => {
 
   it('the same holds for publishAll and for suspend', async () => {
     const { store, status, racing, nonces, during } = await setup();
-    during(() => store.status.changeStatusSync(nonces[1]!, 'suspend', new Date()));
+    during(() => store.status.applyStatusChange(nonces[1]!, 'suspend', new Date()));
     await racing.publishAll();
     expect(await statusAt(store, (await status.partitionToken(0)).token, nonces[1]!)).toBe(2);
   });

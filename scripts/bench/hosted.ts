@@ -1,0 +1,196 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { loadKeyRing } from '../../src/keys/key-ring.js';
+import { removeDir, tempDir } from '../../test/helpers/tmp.js';
+import type { Row } from './issuance.js';
+import { processTreeCpuMs, startBenchServer } from './server.js';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
+
+/** A helper process (emulator, claims source) started from the repository, with the URL it prints. */
+async function startChild(
+  args: string[],
+  env: Record<string, string>,
+  pattern: RegExp,
+): Promise<{ url: string; child: ChildProcess; close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
+    child.stdout!.on('data', (chunk: string) => {
+      out += chunk;
+      const m = pattern.exec(out);
+      if (m) resolve(m[1]!);
+    });
+  });
+  child.stdout!.resume();
+  return {
+    url,
+    child,
+    async close() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+    },
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Hosted SD-JWT `POST /issue-vc` as production runs it: the issuer (`src/main.ts` with `WORKERS`)
+ * in one process tree, the hosting-service emulator in its own process, claims from an `http`
+ * source in a third; the load (keep-alive, `concurrency` in flight, a new holder per request so
+ * every request signs) comes from this process. Server CPU is the issuer's process tree only.
+ */
+export async function benchHostedIssueVc(
+  options: {
+    workers?: number;
+    seconds?: number;
+    concurrency?: number;
+    /** A PostgreSQL database for the issuer (default: SQLite in the bench's folder). */
+    databaseUrl?: string;
+  } = {},
+): Promise<Row[]> {
+  const workers = options.workers ?? 1;
+  let seconds = options.seconds ?? 8;
+  const concurrency = options.concurrency ?? 32;
+  const tag = `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}`;
+  const dir = tempDir();
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    // The issuer's keys exist before it starts, so that the emulator can be told its partner keys.
+    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
+    const jwks = JSON.stringify({ keys: ring.partnerKeys.map((k) => k.publicJwk) });
+    const jwksServer = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(jwks);
+    });
+    jwksServer.listen(0, '127.0.0.1');
+    await once(jwksServer, 'listening');
+    closers.push(() => new Promise<void>((r) => jwksServer.close(() => r())));
+    const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
+
+    const emulator = await startChild(
+      ['scripts/emulator.ts'],
+      { EMULATOR_PORT: '0', EMULATOR_JWKS_URL: jwksUrl },
+      /SERVICE_V1_BASE_URL=(\S+)/,
+    );
+    closers.push(emulator.close);
+    const claims = await startChild(['scripts/bench/claims-server.ts'], {}, /listening on (\S+)/);
+    closers.push(claims.close);
+
+    // The shipped schemas, with membership-v1's claims from the claims server.
+    const schemasDir = join(dir, 'schemas');
+    cpSync(join(ROOT, 'schemas'), schemasDir, { recursive: true });
+    const schemaFile = join(schemasDir, 'membership-v1.json');
+    const schema = JSON.parse(readFileSync(schemaFile, 'utf8')) as Record<string, unknown>;
+    schema.claims = { provider: 'http', url: claims.url, timeoutMs: 5000 };
+    writeFileSync(schemaFile, JSON.stringify(schema));
+
+    const server = await startBenchServer(
+      {
+        RATE_LIMIT_HOLDER_PER_MIN: '0',
+        SCHEMAS_DIR: schemasDir,
+        SERVICE_V1_BASE_URL: emulator.url,
+        WORKERS: String(workers),
+        ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+      },
+      {
+        dir,
+        // BENCH_CPU_PROF=<dir>: the issuer writes a V8 CPU profile there on exit (node --cpu-prof).
+        nodeArgs: process.env.BENCH_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+          : [],
+      },
+    );
+    closers.push(() => server.close());
+
+    const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+    closers.push(async () => agent.destroy());
+    const target = new URL(`${server.url}/issue-vc`);
+    const holder = generateHolderKeyPair('x25519');
+    let counter = 0;
+    let failures = 0;
+    const one = async (): Promise<number> => {
+      const body = JSON.stringify({
+        holderDID: `did:example:bench-${counter++}`,
+        pubKey: holder.publicKeyHex,
+        userId: 'demo-user-1',
+        schemaId: 'membership-v1',
+      });
+      const t0 = performance.now();
+      const status = await post(agent, target, body, {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'x-api-key': server.apiKey,
+      });
+      if (status !== 201) failures++;
+      return performance.now() - t0;
+    };
+    const run = async (ms: number): Promise<number[]> => {
+      const latencies: number[] = [];
+      const end = performance.now() + ms;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (performance.now() < end) latencies.push(await one());
+        }),
+      );
+      return latencies;
+    };
+    if (process.env.BENCH_SECONDS) seconds = Number(process.env.BENCH_SECONDS);
+    await run(2000); // warm-up: JIT, pools, keep-alive sockets
+    failures = 0;
+    const cpu0 = processTreeCpuMs(server.child.pid!);
+    const start = performance.now();
+    const latencies = await run(seconds * 1000);
+    const elapsed = (performance.now() - start) / 1000;
+    const cpu1 = processTreeCpuMs(server.child.pid!);
+    latencies.sort((a, b) => a - b);
+    const rows: Row[] = [
+      {
+        name: `${tag}: issuances/s at ${concurrency} in flight`,
+        value: latencies.length / elapsed,
+        unit: '/s',
+      },
+      { name: `${tag}: p50 latency`, value: percentile(latencies, 50), unit: 'ms' },
+      { name: `${tag}: p99 latency`, value: percentile(latencies, 99), unit: 'ms' },
+      { name: `${tag}: non-201 answers`, value: failures, unit: '' },
+    ];
+    if (cpu0 !== undefined && cpu1 !== undefined)
+      rows.push({
+        name: `${tag}: server CPU per issuance`,
+        value: (cpu1 - cpu0) / latencies.length,
+        unit: 'ms',
+      });
+    return rows;
+  } finally {
+    for (const close of closers.reverse()) await close();
+    removeDir(dir);
+  }
+}

@@ -1,0 +1,174 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { NewIssuance, Store } from '../../src/store/store.js';
+import type { Row } from './issuance.js';
+
+/**
+ * The store's share of a hosted issuance on each engine: propose a slot, record it (with the
+ * hosted dedupe), lease its upload, mark it uploaded — 8 at a time. CPU is this process plus,
+ * on PostgreSQL, the server's backends serving it (read from /proc; same machine). Signing and
+ * HTTP are left out: this is what the engine adds, not what an issuance costs.
+ */
+const COUNT = 3000;
+const CONCURRENCY = 8;
+const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function issuance(): NewIssuance {
+  const credentialId = randomUUID();
+  const createdAt = new Date();
+  const expiresAt = new Date(createdAt.getTime() + 86_400_000);
+  const blob = randomBytes(600).toString('base64');
+  return {
+    credentialId,
+    channel: 'hosted',
+    userId: 'bench',
+    holderDid: `did:example:${credentialId}`,
+    schemaId: 'membership-v1',
+    proofType: 'SD_JWT_VC',
+    revocationNonce: randomRevocationNonce(),
+    statusSlot: null,
+    subjectHash: credentialId,
+    kid: 'bench',
+    createdAt,
+    expiresAt,
+    uploadDueAt: new Date(createdAt.getTime() + 60_000),
+    envelope: {
+      holderDid: `did:example:${credentialId}`,
+      schemaId: 'membership-v1',
+      expiresAt: expiresAt.toISOString(),
+      data: blob,
+      iv: 'aXY=',
+      authTag: 'dGFn',
+      encryptedKey: blob.slice(0, 344),
+      externalId: credentialId,
+    },
+  };
+}
+
+async function issueAndUpload(store: Store): Promise<void> {
+  for (;;) {
+    const slot = await store.issuances.proposeStatusSlot(131072, 1);
+    const outcome = await store.issuances.insertIssuance(
+      { ...issuance(), statusSlot: slot },
+      { dedupe: true },
+    );
+    if (outcome.kind !== 'inserted') continue;
+    const now = new Date();
+    if (!(await store.issuances.leaseUpload(outcome.record.credentialId, now, 30_000)))
+      throw new Error('lease refused on a fresh issuance');
+    await store.issuances.markUploaded(
+      outcome.record.credentialId,
+      `/vcs/${outcome.record.credentialId}`,
+      now,
+    );
+    return;
+  }
+}
+
+const TICKS_PER_MS = 100 / 1000; // USER_HZ = 100 on Linux
+
+/**
+ * CPU of the server backends connected to `database`, found by their process title
+ * ("postgres: user database host(port) state"): pg_stat_activity's pids may be another PID
+ * namespace's. Undefined when the server's processes are not visible here.
+ */
+function backendCpuMs(database: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!title.startsWith('postgres: ') || !title.includes(` ${database} `)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICKS_PER_MS);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return out;
+}
+
+async function run(
+  store: Store,
+  serverCpuMs: () => number,
+): Promise<{ perSecond: number; cpuMsPer: number; serverMsPer: number }> {
+  for (let i = 0; i < 200; i++) await issueAndUpload(store); // warm-up: connections, plans, JIT
+  const cpu0 = process.cpuUsage();
+  const server0 = serverCpuMs();
+  const t0 = performance.now();
+  let left = COUNT;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (left-- > 0) await issueAndUpload(store);
+    }),
+  );
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const serverMs = serverCpuMs() - server0;
+  const totalCpuMs = (cpu.user + cpu.system) / 1000 + serverMs;
+  return { perSecond: (COUNT / ms) * 1000, cpuMsPer: totalCpuMs / COUNT, serverMsPer: serverMs / COUNT };
+}
+
+export async function benchStoreEngines(): Promise<Row[]> {
+  const dir = join(tmpdir(), `issuer-bench-${randomBytes(4).toString('hex')}`);
+  const sqlite = openSqliteStore(join(dir, 'issuer.db'));
+  const onSqlite = await run(sqlite, () => 0);
+  await sqlite.close();
+
+  const admin = new pg.Client({ connectionString: BENCH_DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await admin.connect();
+  } catch (err) {
+    console.log(
+      `  PostgreSQL at ${BENCH_DATABASE_URL} unreachable (${(err as Error).message}): engine comparison skipped`,
+    );
+    return [
+      { name: 'store: SQLite issue+lease+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
+      { name: 'store: SQLite CPU per issuance', value: onSqlite.cpuMsPer, unit: 'ms' },
+    ];
+  }
+  const name = `issuer_bench_${randomBytes(4).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(BENCH_DATABASE_URL);
+  url.pathname = `/${name}`;
+  let postgres: PostgresStore | undefined;
+  try {
+    postgres = await openPostgresStore(url.toString(), { poolMax: 10 });
+    const store = postgres;
+    // Fill the pool so that every backend serving the run exists before CPU is first read.
+    await Promise.all(Array.from({ length: 10 }, () => store.pool.query('SELECT pg_sleep(0.05)')));
+    const backends = backendCpuMs(name);
+    if (backends.size === 0) throw new Error('the PostgreSQL server processes are not visible in /proc here');
+    const serverCpuMs = () => [...backendCpuMs(name).values()].reduce((sum, ms) => sum + ms, 0);
+    const onPostgres = await run(store, serverCpuMs);
+    return [
+      { name: 'store: SQLite issue+lease+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
+      { name: 'store: PostgreSQL issue+lease+uploaded/s', value: onPostgres.perSecond, unit: '/s' },
+      { name: 'store: SQLite CPU per issuance', value: onSqlite.cpuMsPer, unit: 'ms' },
+      {
+        name: 'store: PostgreSQL CPU per issuance (client + backends)',
+        value: onPostgres.cpuMsPer,
+        unit: 'ms',
+      },
+      {
+        name: 'store: PostgreSQL CPU per issuance, backends only',
+        value: onPostgres.serverMsPer,
+        unit: 'ms',
+      },
+      {
+        name: 'store: PostgreSQL ÷ SQLite CPU per issuance',
+        value: onPostgres.cpuMsPer / onSqlite.cpuMsPer,
+        unit: '×',
+      },
+    ];
+  } finally {
+    await postgres?.close();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}

@@ -1,0 +1,35 @@
+import { HttpFailure, type JsonResponse, postJson } from '../service-client/http-json.js';
+import {
+  type ClaimsAnswer,
+  type ClaimsProvider,
+  type ClaimsQuery,
+  ClaimsSourceError,
+  parseClaimsAnswer,
+} from './claims-provider.js';
+
+export class HttpClaimsProvider implements ClaimsProvider {
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs: number,
+    private readonly headers: Record<string, string> = {},
+  ) {}
+
+  async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
+    let res: JsonResponse;
+    try {
+      res = await postJson(
+        this.url,
+        { userId: query.userId, schemaId: query.schemaId, proofType: query.proofType },
+        { headers: this.headers, timeoutMs: this.timeoutMs },
+      );
+    } catch (err) {
+      const timedOut = err instanceof HttpFailure && err.kind === 'timeout';
+      throw new ClaimsSourceError(
+        timedOut ? `claims source timed out after ${this.timeoutMs} ms` : 'claims source unreachable',
+      );
+    }
+    // Anything but 200 (redirects included: they are not followed) is an outage, never "not eligible".
+    if (res.status !== 200) throw new ClaimsSourceError(`claims source answered ${res.status}`);
+    return parseClaimsAnswer(res.body);
+  }
+}

@@ -1,0 +1,15 @@
+import type { ClaimsStore } from '../store/store.js';
+import type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from './claims-provider.js';
+
+/** DESIGN §8 provider "sqlite": the built-in claims table, filled by `admin claims import`. */
+export class SqliteClaimsProvider implements ClaimsProvider {
+  constructor(private readonly store: ClaimsStore) {}
+
+  async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
+    const record = await this.store.getClaims(query.userId, query.schemaId);
+    if (!record) return { eligible: false };
+    // An expiry in the past means the user is no longer eligible for a fresh credential.
+    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) return { eligible: false };
+    return { eligible: true, credentialSubject: record.claims, expiresAt: record.expiresAt ?? undefined };
+  }
+}

@@ -1,0 +1,36 @@
+import { runBatchIssue } from '../batch-issue.js';
+import { onDuplicateOption, positiveInt, type RegisterCommand } from './command.js';
+
+export const batchIssueCommand: RegisterCommand = (program, act) => {
+  program
+    .command('batch-issue')
+    .description('issue one credential per CSV row; validates every row first; resumable')
+    .argument(
+      '<file.csv>',
+      'columns email, expiration, credentialSubject.<claim> (JSON cells), optional schemaId, vct',
+    )
+    .option('--schema <schemaId>', 'schema for rows without a schemaId cell')
+    .option('--vct <vct>', 'vct for rows without a vct cell')
+    .option('--expiration <iso8601>', 'expiration for rows without an expiration cell')
+    .addOption(onDuplicateOption())
+    .option('--concurrency <n>', 'requests in flight (1-64)', positiveInt(64), 8)
+    .option('--out <file>', 'result CSV (default: <file.csv>.results.csv); rerun with it to resume')
+    .action(
+      act(async (run, file: string, opts: Record<string, unknown>) =>
+        runBatchIssue(
+          run.client,
+          {
+            file,
+            schema: opts.schema as string | undefined,
+            vct: opts.vct as string | undefined,
+            expiration: opts.expiration as string | undefined,
+            onDuplicate: opts.onDuplicate as 'allow' | 'ignore' | 'revoke',
+            concurrency: opts.concurrency as number,
+            out: opts.out as string | undefined,
+            json: run.json,
+          },
+          run.io,
+        ),
+      ),
+    );
+};

@@ -1,0 +1,105 @@
+import { AdminApiError } from '../admin-client.js';
+import { json } from '../output.js';
+import { jsonOption, onDuplicateOption, type RegisterCommand, withFlags } from './command.js';
+
+/** The server's field names as this command's flags, so that an error names what to fix. */
+export function issueFlag(field: string): string {
+  const [head, ...rest] = field.split('.');
+  const flag =
+    { userId: '--email', schemaId: '--schema', vct: '--vct', expiration: '--expiration' }[head ?? ''] ??
+    (head === 'credentialSubject' ? '--subject' : head === 'disclosureFrame' ? '--disclosure-frame' : field);
+  return flag === field || rest.length === 0 ? flag : `${flag} ${rest.join('.')}`;
+}
+
+export const issueCommand: RegisterCommand = (program, act) => {
+  program
+    .command('issue')
+    .description('issue one credential to a holder by email (POST /admin/issue-vc)')
+    .requiredOption('--email <email>', "(required) the holder's own email")
+    .requiredOption('--schema <schemaId>', '(required) schema to issue')
+    .requiredOption('--subject <json|@file>', '(required) credentialSubject claims')
+    .option('--vct <vct>', "SD-JWT vct (default: the schema's sdJwt.vct)")
+    .option(
+      '--expiration <date>',
+      "expiry: ISO 8601 date-time with an offset, or a date (default: now + the schema's expiresInSeconds)",
+    )
+    .option(
+      '--disclosure-frame <json|@file>',
+      'selectively disclosable claims (default: every top-level claim)',
+    )
+    .addOption(onDuplicateOption())
+    .option('--idempotency-key <key>', 'replay-safe retries: the same key and body answer the first result')
+    .option('--reason <text>', 'why (kept in the audit log)')
+    .action(
+      act(async (run, opts: Record<string, string | undefined>) => {
+        const credentialSubject = jsonOption(opts.subject!, '--subject');
+        const disclosureFrame = opts.disclosureFrame
+          ? jsonOption(opts.disclosureFrame, '--disclosure-frame')
+          : undefined;
+        // The server's own checks first; its answer also names the schema's vct and lifetime.
+        const { body: check } = await run.client.call<{
+          problems: Array<{ field: string; message: string }>;
+          vct: Record<string, string>;
+          expiresInSeconds?: Record<string, number>;
+        }>('POST', '/admin/issue-vc/validate', {
+          body: {
+            rows: [
+              {
+                schemaId: opts.schema,
+                ...(opts.vct ? { vct: opts.vct } : {}),
+                credentialSubject,
+                ...(disclosureFrame ? { disclosureFrame } : {}),
+              },
+            ],
+          },
+        });
+        // An unknown schema gives no defaults: say so (naming --schema) rather than "expiration required".
+        const known = opts.schema! in check.vct;
+        if (!known && check.problems.length > 0) {
+          const problems = check.problems.map((p) => ({ field: issueFlag(p.field), message: p.message }));
+          if (run.json) run.io.out(json({ ok: false, problems }));
+          else for (const p of problems) run.io.err(`${p.field}: ${p.message}`);
+          return 1;
+        }
+        const schemaVct = check.vct[opts.schema!];
+        if (opts.vct && schemaVct && opts.vct !== schemaVct)
+          run.io.err(
+            `warning: --vct ${opts.vct} differs from the schema's vct ${schemaVct}; wallets and verifiers that know the schema expect the latter`,
+          );
+        const lifetime = check.expiresInSeconds?.[opts.schema!];
+        const expiration =
+          opts.expiration ??
+          (lifetime
+            ? new Date(Date.now() + lifetime * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')
+            : undefined);
+        const body = {
+          userId: opts.email,
+          schemaId: opts.schema,
+          vct: opts.vct ?? schemaVct,
+          expiration,
+          credentialSubject,
+          ...(disclosureFrame ? { disclosureFrame } : {}),
+          onDuplicate: opts.onDuplicate,
+          ...(opts.reason ? { reason: opts.reason } : {}),
+        };
+        let answered: { status: number; body: Record<string, unknown> };
+        try {
+          answered = await run.client.call<Record<string, unknown>>('POST', '/admin/issue-vc', {
+            body,
+            headers: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {},
+          });
+        } catch (err) {
+          throw err instanceof AdminApiError ? withFlags(err, issueFlag) : err;
+        }
+        const { status, body: answer } = answered;
+        const outcome = status === 200 ? 'existing' : status === 202 ? 'pending' : 'issued';
+        if (run.json) run.io.out(json({ outcome, ...answer }));
+        else {
+          run.io.out(`${outcome}: credential ${String(answer.credentialId)}`);
+          for (const k of ['revocationNonce', 'holderDid', 'schemaId', 'uploadState', 'storagePath'])
+            run.io.out(`  ${k.padEnd(16)}${String(answer[k] ?? '-')}`);
+        }
+        return 0;
+      }),
+    );
+};

@@ -1,0 +1,116 @@
+import { Option } from 'commander';
+import { json, table } from '../output.js';
+import type { RegisterCommand } from './command.js';
+
+export const keysCommand: RegisterCommand = (program, act) => {
+  const keys = program.command('keys').description('credential-signing and partner-JWT keys');
+  keys
+    .command('generate')
+    .description('create the missing keys in KEYS_DIR (files; existing keys are kept)')
+    .action(
+      act(async (run) => {
+        // Loaded here: the key code (jose) is only needed by this command.
+        const { describeGenerated, generateMissingKeys } = await import('../keys.js');
+        const out = await generateMissingKeys(run.settings.keysDir, { production: run.settings.production });
+        if (run.json) run.io.out(json(out));
+        else for (const k of out) run.io.out(describeGenerated(k));
+        return 0;
+      }),
+    );
+  keys
+    .command('prepare')
+    .description('create a standby credential-signing key, taken by the next rotation (files)')
+    .option('--csr <file>', 'also write a PKCS#10 request for it (SD_JWT_ISSUER=x5c)')
+    .option('--origin <origin>', 'the ISSUER_ORIGIN the request names (default: the server URL)')
+    .action(
+      act(async (run, opts: { csr?: string; origin?: string }) => {
+        // Loaded here: the certificate code (@peculiar/x509) is only needed by these commands.
+        const { prepareKey } = await import('../key-certificates.js');
+        const out = await prepareKey(run.settings.keysDir, opts.origin ?? run.settings.url, opts.csr);
+        if (run.json) run.io.out(json(out));
+        else run.io.out(`standby ${out.kid} (${out.file})${out.csr ? `; request in ${out.csr}` : ''}`);
+        return 0;
+      }),
+    );
+  keys
+    .command('certificate <kid> <chain.pem>')
+    .description(
+      'attach an X.509 chain (PEM, leaf first) to a credential-signing key file (SD_JWT_ISSUER=x5c)',
+    )
+    .option('--origin <origin>', 'the ISSUER_ORIGIN whose host the leaf must name (default: the server URL)')
+    .action(
+      act(async (run, kid: string, pemFile: string, opts: { origin?: string }) => {
+        const { attachCertificate } = await import('../key-certificates.js');
+        const out = await attachCertificate(
+          run.settings.keysDir,
+          kid,
+          pemFile,
+          opts.origin ?? run.settings.url,
+        );
+        if (run.json) run.io.out(json(out));
+        else
+          run.io.out(
+            `${kid}: ${out.certificates} certificate(s) attached (${out.file}); restart to sign with it`,
+          );
+        return 0;
+      }),
+    );
+  keys
+    .command('rotate')
+    .description('retire the active key and sign with a new one from now on (POST /admin/keys/rotate)')
+    .addOption(
+      new Option('--purpose <purpose>', 'which key')
+        .choices(['credential-signing', 'partner-jwt'])
+        .default('credential-signing'),
+    )
+    .option('--reason <text>', 'why (kept in the audit log)')
+    .action(
+      act(async (run, opts: { purpose: string; reason?: string }) => {
+        const { body } = await run.client.call<{
+          created: { kid: string };
+          retired: Array<{ kid: string }>;
+          statusListsRepublished: number;
+        }>('POST', '/admin/keys/rotate', {
+          body: { purpose: opts.purpose, ...(opts.reason ? { reason: opts.reason } : {}) },
+        });
+        if (run.json) run.io.out(json(body));
+        else {
+          const partner = opts.purpose === 'partner-jwt';
+          run.io.out(
+            `${opts.purpose}: new key ${body.created.kid} signs ${partner ? 'partner JWTs to the hosting service' : 'credentials'} from now on`,
+          );
+          for (const r of body.retired)
+            run.io.out(
+              `  retired ${r.kid} (${partner ? 'stays in /.well-known/jwks.json' : 'published until its credentials expire'})`,
+            );
+          if (opts.purpose === 'credential-signing')
+            run.io.out(`  ${body.statusListsRepublished} status list partition(s) re-signed`);
+        }
+        return 0;
+      }),
+    );
+  keys
+    .command('list')
+    .description('every key, with its dates and whether it is still published (GET /admin/keys)')
+    .action(
+      act(async (run) => {
+        const { body } = await run.client.call<{ keys: Array<Record<string, unknown>> }>(
+          'GET',
+          '/admin/keys',
+        );
+        if (run.json) run.io.out(json(body));
+        else
+          run.io.out(
+            table(
+              body.keys.map((k) => ({
+                ...k,
+                state: k.active ? 'active' : k.standby ? 'standby' : 'retired',
+                lastExpiry: k.lastCredentialExpiresAt,
+              })),
+              ['purpose', 'kid', 'state', 'published', 'createdAt', 'retiredAt', 'lastExpiry'],
+            ),
+          );
+        return 0;
+      }),
+    );
+};

@@ -1,0 +1,123 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config, Secrets } from './config/config.js';
+import type { Development } from './dev/development.js';
+import type { Logger } from './model.js';
+
+/** What a worker sends its primary once it serves requests. */
+export const WORKER_READY = 'issuer-kit:ready';
+
+/**
+ * `WORKERS=N` (N > 1): this process is the cluster primary. It never loads the app; it starts the
+ * development emulator once (when there is one), forks the first worker alone (it runs the
+ * start-up recovery of pending uploads, creates keys and migrates the database), then the
+ * others behind the same listener, and on SIGTERM/SIGINT stops the workers before exiting.
+ */
+export async function runPrimary(config: Config, secrets: Secrets, log: Logger): Promise<void> {
+  const env: Record<string, string> = {};
+  let dev: Development | undefined;
+  let issuerUrl: string | undefined;
+  if (!config.production) {
+    const { startDevelopment, cachedJwks } = await import('./dev/development.js');
+    dev = await startDevelopment(config, secrets, {
+      log,
+      // The workers hold the keys: the emulator reads the issuer's published JWKS (rotation included).
+      partnerJwks: cachedJwks(() => (issuerUrl ? `${issuerUrl}/.well-known/jwks.json` : undefined)),
+      announceEmulator: true,
+    });
+    // What development start-up chose, handed to every worker so that they all agree.
+    env.API_KEY = dev.secrets.apiKey!;
+    env.ADMIN_API_KEY = dev.secrets.adminApiKey!;
+    env.PARTNER_ID = dev.config.partnerId!;
+    if (dev.config.serviceBaseUrl) env.SERVICE_V1_BASE_URL = dev.config.serviceBaseUrl;
+  }
+
+  const listening = new Set<Worker>();
+  let stopping = false;
+  const fork = (): Worker => {
+    const worker = cluster.fork(env);
+    worker.on('message', (message) => {
+      if (message === WORKER_READY) listening.add(worker);
+    });
+    return worker;
+  };
+  // Ready: listening (the first worker binds before it loads) and serving (it says so once it serves).
+  const ready = (worker: Worker) =>
+    new Promise<{ address: string; port: number }>((resolve, reject) => {
+      let address: { address: string; port: number } | undefined;
+      worker.once('listening', (a) => {
+        address = { address: a.address ?? '127.0.0.1', port: a.port };
+      });
+      worker.on('message', (message) => {
+        if (message === WORKER_READY && address) resolve(address);
+      });
+      worker.once('exit', (code) =>
+        reject(new Error(`worker ${worker.id} exited with ${code} during start-up`)),
+      );
+    });
+
+  const stopAll = async (code: number): Promise<never> => {
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (w.isDead()) return resolve();
+            w.once('exit', () => resolve());
+            w.process.kill('SIGTERM');
+          }),
+      ),
+    );
+    await dev?.close();
+    process.exit(code);
+  };
+
+  try {
+    const { address, port } = await ready(fork());
+    const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address;
+    issuerUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    // The others listen with the same arguments (the cluster hands them the first one's socket,
+    // ephemeral port included) and share its origin when that followed the port.
+    if (config.port === 0 && !process.env.ISSUER_ORIGIN && !config.production)
+      env.ISSUER_ORIGIN = issuerUrl.replace('127.0.0.1', 'localhost');
+    await Promise.all(Array.from({ length: config.workers - 1 }, () => ready(fork())));
+  } catch (err) {
+    log.fatal({ event: 'startup_failed', reason: (err as Error).message }, 'start-up failed');
+    await stopAll(1);
+  }
+
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    const wasServing = listening.delete(worker);
+    log.error(
+      { event: 'worker_exited', worker: worker.id, code, signal, restarted: wasServing },
+      'worker exited',
+    );
+    if (wasServing) fork();
+  });
+  log.info(
+    {
+      event: 'listening',
+      url: issuerUrl,
+      origin: env.ISSUER_ORIGIN ?? config.issuerOrigin,
+      nodeEnv: config.nodeEnv,
+      workers: config.workers,
+    },
+    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers)`,
+  );
+  if (dev?.emulator)
+    log.info(
+      { event: 'emulator_listening', url: dev.emulator.url },
+      'hosting-service emulator listening (SERVICE_V1_BASE_URL unset)',
+    );
+  if (config.production && !secrets.metricsToken)
+    log.warn({ event: 'metrics_open' }, 'METRICS_TOKEN is unset: /metrics is open to anyone who reaches it');
+
+  const stop = (signal: string) => {
+    if (stopping) return;
+    log.info({ event: 'shutdown', signal, workers: config.workers }, 'shutting down the workers');
+    void stopAll(0);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

@@ -1,0 +1,114 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import type { JWK } from 'jose';
+import type { Config, Secrets } from '../config/config.js';
+import type { JwksSource } from '../emulator/index.js';
+import { type EmulatorServer, startEmulatorServer } from '../emulator/index.js';
+import type { Logger } from '../model.js';
+import type { ClaimsStore } from '../store/store.js';
+import { loadOrCreateDevSecrets } from './dev-secrets.js';
+import { seedExampleClaims } from './example-claims.js';
+
+/** Where `npm start` writes the development emulator's URL for `npm run demo` (in KEYS_DIR). */
+export const DEV_EMULATOR_FILE = 'dev-emulator.json';
+
+/**
+ * Development start-up policy (DESIGN §7), kept out of `createContext`: API keys and partner id
+ * from `KEYS_DIR/dev-secrets.json` when unset, the hosting-service emulator as its own server on
+ * a free loopback port when `SERVICE_V1_BASE_URL` is unset, and the example claims. Production
+ * never gets here: config validation requires all of these.
+ */
+export interface Development {
+  config: Config;
+  secrets: Secrets;
+  /** The emulator this start-up runs, if `SERVICE_V1_BASE_URL` was unset. */
+  emulator: EmulatorServer | undefined;
+  /** Fills an empty claims table with `examples/claims.json` (what the demo asks for). */
+  seedExamples(store: ClaimsStore): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startDevelopment(
+  config: Config,
+  secrets: Secrets,
+  options: {
+    log: Logger;
+    /** The issuer's partner keys, for the emulator to check the partner JWT with. */
+    partnerJwks: JwksSource;
+    /** Write the emulator URL to `KEYS_DIR/dev-emulator.json` for `npm run demo`. */
+    announceEmulator?: boolean;
+    exampleClaimsFile?: string;
+  },
+): Promise<Development> {
+  const { log } = options;
+  let { apiKey, adminApiKey } = secrets;
+  let partnerId = config.partnerId;
+  if (!apiKey || !adminApiKey || !partnerId) {
+    const dev = loadOrCreateDevSecrets(config.keysDir);
+    if (dev.created) {
+      // The keys stay in the file (issue 10: no API key in a log line); the partner id is not secret.
+      const generated = [!apiKey && 'API_KEY', !adminApiKey && 'ADMIN_API_KEY', !partnerId && 'PARTNER_ID'];
+      log.info(
+        { file: dev.file, generated: generated.filter(Boolean), partnerId: dev.secrets.partnerId },
+        'generated development secrets (read the keys from the file)',
+      );
+    } else {
+      log.info({ file: dev.file }, 'using development secrets');
+    }
+    apiKey ??= dev.secrets.apiKey;
+    adminApiKey ??= dev.secrets.adminApiKey;
+    partnerId ??= dev.secrets.partnerId;
+  }
+
+  let emulator: EmulatorServer | undefined;
+  let serviceBaseUrl = config.serviceBaseUrl;
+  const announced = join(config.keysDir, DEV_EMULATOR_FILE);
+  if (serviceBaseUrl === undefined) {
+    emulator = await startEmulatorServer({ jwks: options.partnerJwks, partnerId });
+    serviceBaseUrl = emulator.url;
+    if (options.announceEmulator) writeFileSync(announced, `${JSON.stringify({ url: emulator.url })}\n`);
+  }
+
+  const exampleClaimsFile = options.exampleClaimsFile ?? resolve('examples/claims.json');
+  return {
+    config: { ...config, partnerId, serviceBaseUrl },
+    secrets: { ...secrets, apiKey, adminApiKey },
+    emulator,
+    async seedExamples(store) {
+      const seeded = await seedExampleClaims(store, exampleClaimsFile);
+      if (seeded > 0)
+        log.info(
+          { seeded, file: relative('.', exampleClaimsFile) },
+          'seeded example claims records (development)',
+        );
+    },
+    async close() {
+      if (!emulator) return;
+      if (options.announceEmulator) rmSync(announced, { force: true });
+      await emulator.close();
+    },
+  };
+}
+
+/**
+ * The issuer's published JWKS, read over HTTP at most once a second: the emulator of a
+ * `WORKERS=N` primary, whose keys live in the workers. No URL yet (no worker listening): no keys.
+ */
+export function cachedJwks(url: () => string | undefined): JwksSource {
+  let cached: { at: number; jwks: Promise<{ keys: JWK[] }> } | undefined;
+  return () => {
+    const target = url();
+    if (!target) return Promise.reject(new Error('the issuer is not listening yet'));
+    if (!cached || Date.now() - cached.at > 1000) {
+      const jwks = fetch(target, { signal: AbortSignal.timeout(3000) }).then(async (res) => {
+        if (!res.ok) throw new Error(`${target} answered ${res.status}`);
+        return (await res.json()) as { keys: JWK[] };
+      });
+      cached = { at: Date.now(), jwks };
+      jwks.catch(() => {
+        if (cached?.jwks === jwks) cached = undefined;
+      });
+    }
+    return cached.jwks;
+  };
+}

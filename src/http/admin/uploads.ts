@@ -1,0 +1,27 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import type { UploadOutbox } from '../../issuance/outbox.js';
+import { parseInput } from '../validate.js';
+
+// Exactly one of: a credential id, or every failed upload.
+export const RetryUploadsBodySchema = z.union(
+  [
+    z.strictObject({ credentialId: z.string().min(1).max(255) }),
+    z.strictObject({ allFailed: z.literal(true) }),
+  ],
+  { error: 'give credentialId, or allFailed: true' },
+);
+export type RetryUploadsBody = z.infer<typeof RetryUploadsBodySchema>;
+
+/**
+ * `POST /admin/uploads/retry` (kit extension, issue 12): puts `failed` uploads back in the outbox
+ * queue with a fresh attempt budget. Answers `{ retried: [credentialId…] }`; an id that is not
+ * `failed` (unknown, pending, uploaded) is not in the list.
+ */
+export function retryUploads(outbox: Pick<UploadOutbox, 'retryFailed'>) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(RetryUploadsBodySchema, req.body);
+    const retried = await outbox.retryFailed('credentialId' in body ? [body.credentialId] : 'all');
+    res.json({ retried });
+  };
+}

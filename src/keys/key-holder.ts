@@ -1,0 +1,232 @@
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { JWK } from 'jose';
+import type { Logger } from '../model.js';
+import type { KeyMaterialStore, StoredKey } from '../store/store.js';
+import {
+  assembleRing,
+  type KeyData,
+  type KeyEnvironment,
+  KeyError,
+  type KeyPurpose,
+  type KeyRing,
+  loadKeyRing,
+  type ManagedKey,
+  newKeyData,
+  parseKeyData,
+  rotateKey,
+} from './key-ring.js';
+import { openSealedKey, sealKey } from './sealed-key.js';
+
+/** The key ring the server signs with, and how a rotation reaches it. */
+export interface KeyHolder {
+  current(): KeyRing;
+  reload(): Promise<KeyRing>;
+  /**
+   * Retires the active key of `purpose` and makes another one active (the ring reloads);
+   * `certify` writes a new key's certificate chain (SD_JWT_ISSUER=x5c, files only).
+   */
+  rotate(
+    purpose: KeyPurpose,
+    now: Date,
+    certify?: (created: ManagedKey) => Promise<unknown>,
+  ): Promise<{ retired: ManagedKey[]; created: ManagedKey }>;
+  close(): void;
+}
+
+/** How a file key holder notices a rotation another process (a sibling worker) made. */
+export interface FileKeyWatch {
+  /** How often KEYS_DIR's files are looked at (names, sizes, times: no read unless they changed). */
+  pollMs: number;
+  /** After a reload the poll caused (tests await it). */
+  onReload?: (ring: KeyRing) => void;
+  /** A changed directory that does not load (e.g. read mid-rotation): the old ring stays. */
+  onError?: (err: unknown) => void;
+}
+
+/** What the key files look like without reading them: a reload is due when it changes. */
+function keysDirStamp(dir: string): string {
+  try {
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => {
+        const st = statSync(join(dir, f));
+        return `${f}:${st.size}:${st.mtimeMs}`;
+      })
+      .join('|');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Keys as files in KEYS_DIR (one machine: SQLite). With `watch`, a rotation written by another
+ * process sharing the folder (WORKERS=N) is picked up within one poll.
+ */
+export async function fileKeyHolder(
+  dir: string,
+  generateIfMissing: boolean,
+  check: (ring: KeyRing) => void = () => {},
+  environment: KeyEnvironment = 'production',
+  watch?: FileKeyWatch,
+): Promise<KeyHolder> {
+  let ring = await loadKeyRing(dir, { generateIfMissing });
+  check(ring);
+  let stamp = keysDirStamp(dir);
+  const reload = async () => {
+    const seen = keysDirStamp(dir);
+    const next = await loadKeyRing(dir, { generateIfMissing: false });
+    check(next);
+    ring = next;
+    stamp = seen;
+    return ring;
+  };
+  let polling = false;
+  const timer = watch
+    ? setInterval(() => {
+        if (polling || keysDirStamp(dir) === stamp) return;
+        polling = true;
+        reload().then(
+          (next) => {
+            polling = false;
+            watch.onReload?.(next);
+          },
+          (err: unknown) => {
+            polling = false;
+            watch.onError?.(err);
+          },
+        );
+      }, watch.pollMs)
+    : undefined;
+  timer?.unref();
+  return {
+    current: () => ring,
+    reload,
+    async rotate(purpose, now, certify) {
+      const rotated = await rotateKey(dir, purpose, now, certify, environment);
+      await reload();
+      return rotated;
+    },
+    close() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+export interface DatabaseKeyOptions {
+  /** Imported on the first start, when the database holds no key yet. */
+  keysDir: string;
+  generateIfMissing: boolean;
+  /** AES-256-GCM key sealing the private keys (KEY_ENCRYPTION_KEY). */
+  kek: Buffer;
+  /** How often the ring version is read (a rotation elsewhere shows within this). */
+  pollMs: number;
+  log: Logger;
+  /** Marked on keys this holder creates (production refuses development keys). */
+  environment: KeyEnvironment;
+  /** Refuses a ring the configuration cannot sign with (SD_JWT_ISSUER). */
+  check?: (ring: KeyRing) => void;
+}
+
+/**
+ * Keys kept in the database, shared by every instance (README "Running several instances"). Each
+ * instance reads the ring version every `pollMs` (one indexed row) and reloads on a change, so a
+ * rotation through any instance is used and published by all within one poll.
+ */
+export async function databaseKeyHolder(
+  store: KeyMaterialStore,
+  options: DatabaseKeyOptions,
+): Promise<KeyHolder> {
+  const { kek } = options;
+  if ((await store.list()).length === 0) {
+    const files = await loadKeyRing(options.keysDir, { generateIfMissing: options.generateIfMissing });
+    const imported = await store.importIfEmpty(
+      [...files.signingKeys, ...files.partnerKeys].map((k) =>
+        storedKey(kek, k.kid, keyDataOf(k), k.retiredAt),
+      ),
+    );
+    if (imported)
+      options.log.info(
+        { event: 'keys_imported', keysDir: options.keysDir },
+        `keys: imported the keys of ${options.keysDir} into the database`,
+      );
+  }
+
+  let version = -1;
+  let ring: KeyRing | undefined;
+  const load = async (): Promise<KeyRing> => {
+    const seen = await store.version();
+    const keys = await Promise.all(
+      (await store.list()).map(async (row) => {
+        const key = await parseKeyData(
+          openSealedKey(kek, row.kid, row.purpose, row.sealed),
+          `database:${row.kid}`,
+        );
+        return { ...key, retiredAt: row.retiredAt ?? undefined };
+      }),
+    );
+    const next = assembleRing(keys, 'database keys');
+    options.check?.(next);
+    ring = next;
+    version = seen;
+    return ring;
+  };
+  await load();
+
+  let polling: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    polling = polling.then(async () => {
+      try {
+        if ((await store.version()) !== version) await load();
+      } catch (err) {
+        // The previous ring keeps signing; the next poll tries again.
+        options.log.warn(
+          { event: 'key_reload_failed', error: (err as Error).message },
+          `keys: reload from the database failed: ${(err as Error).message}`,
+        );
+      }
+    });
+  }, options.pollMs);
+  timer.unref();
+
+  return {
+    current: () => ring!,
+    reload: load,
+    async rotate(purpose, now, certify) {
+      // Certificates (SD_JWT_ISSUER=x5c) are written into key files by `keys certificate`.
+      if (certify)
+        throw new KeyError('SD_JWT_ISSUER=x5c: rotation with keys kept in PostgreSQL is not supported yet');
+      const { kid, data } = await newKeyData(purpose, now, options.environment);
+      const { retired } = await store.rotate(storedKey(kek, kid, data, undefined), now);
+      const before = ring!;
+      const after = await load();
+      const created = [...after.signingKeys, ...after.partnerKeys].find((k) => k.kid === kid)!;
+      return {
+        created,
+        retired: [...before.signingKeys, ...before.partnerKeys].filter((k) => retired.includes(k.kid)),
+      };
+    },
+    close: () => clearInterval(timer),
+  };
+}
+
+function keyDataOf(k: ManagedKey): KeyData {
+  const jwk = k.privateKey.export({ format: 'jwk' }) as JWK;
+  return {
+    purpose: k.purpose,
+    createdAt: k.createdAt.toISOString(),
+    ...(k.environment ? { environment: k.environment } : {}),
+    privateJwk: { ...jwk, kty: String(jwk.kty), kid: k.kid, alg: k.alg },
+  };
+}
+
+function storedKey(kek: Buffer, kid: string, data: KeyData, retiredAt: Date | undefined): StoredKey {
+  return {
+    kid,
+    purpose: data.purpose,
+    createdAt: new Date(data.createdAt),
+    retiredAt: retiredAt ?? null,
+    sealed: sealKey(kek, kid, data),
+  };
+}

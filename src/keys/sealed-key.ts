@@ -1,0 +1,53 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { type KeyData, KeyError } from './key-ring.js';
+
+/**
+ * Private keys kept in the database are sealed with AES-256-GCM under KEY_ENCRYPTION_KEY (32
+ * bytes). The kid and purpose are the additional data, so a sealed key copied onto another row
+ * does not open. Format: `v1.<base64url iv>.<base64url tag>.<base64url ciphertext>`.
+ */
+const VERSION = 'v1';
+
+/** KEY_ENCRYPTION_KEY: 64 hex digits or base64 of 32 bytes. A string result is the problem. */
+export function parseKeyEncryptionKey(value: string): Buffer | string {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  if (bytes.length !== 32) return 'must be 32 bytes, as 64 hex digits or base64 (openssl rand -hex 32)';
+  return bytes;
+}
+
+/**
+ * Development only: the key used when KEY_ENCRYPTION_KEY is unset outside production. Anyone can
+ * derive it, so it protects nothing; production refuses to start without a real one.
+ */
+export const DEVELOPMENT_KEY_ENCRYPTION_KEY = createHash('sha256')
+  .update('issuer-kit development KEY_ENCRYPTION_KEY')
+  .digest();
+
+const aad = (kid: string, purpose: string) => Buffer.from(`${purpose}:${kid}`);
+
+export function sealKey(kek: Buffer, kid: string, data: KeyData): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', kek, iv);
+  cipher.setAAD(aad(kid, data.purpose));
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
+  return [VERSION, iv, cipher.getAuthTag(), ciphertext]
+    .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+    .join('.');
+}
+
+export function openSealedKey(kek: Buffer, kid: string, purpose: string, sealed: string): unknown {
+  const [version, iv, tag, ciphertext] = sealed.split('.');
+  if (version !== VERSION || !iv || !tag || !ciphertext)
+    throw new KeyError(`database:${kid}: sealed: not a ${VERSION} sealed key`);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', kek, Buffer.from(iv, 'base64url'));
+    decipher.setAAD(aad(kid, purpose));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
+    return JSON.parse(plain.toString('utf8'));
+  } catch {
+    throw new KeyError(
+      `database:${kid}: sealed: does not open with this KEY_ENCRYPTION_KEY (another key sealed it, or the row was altered)`,
+    );
+  }
+}

@@ -1,0 +1,494 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.js';
+import { createPool, migrate, type PgClient, withTransaction } from './postgres/database.js';
+import { planMigrations, type SqliteDatabase } from './sqlite/database.js';
+
+/**
+ * `npm run admin -- db copy`: a SQLite deployment into an empty PostgreSQL database (README
+ * "Running several instances"). Every table is mapped explicitly below from both engines'
+ * migrations; a table or column either engine has and the map does not name stops the copy.
+ */
+
+/** How a column's values travel: SQLite storage → PostgreSQL type, and how both are rendered for the checksum. */
+type Kind =
+  | 'text' // TEXT → text
+  | 'int' // INTEGER → integer / smallint / bigint
+  | 'time' // ISO TEXT → timestamptz
+  | 'epoch-ms' // INTEGER epoch milliseconds → timestamptz
+  | 'blob'; // BLOB → bytea
+
+interface ColumnSpec {
+  name: string;
+  kind: Kind;
+  /** The PostgreSQL expression read for the checksum when the column is not stored as such there. */
+  pgRead?: string;
+  /** Not a column of the PostgreSQL table (written by `afterInsert`). */
+  sqliteOnly?: true;
+}
+
+interface TableSpec {
+  table: string;
+  /** Primary key columns: the checksum's row order. */
+  key: string[];
+  columns: ColumnSpec[];
+  /** Insert order on PostgreSQL when it matters (issuances: `seq` follows SQLite's insertion order). */
+  sourceOrder?: string;
+  /** A GENERATED ALWAYS identity column copied as is (then its sequence is moved past the max). */
+  identity?: string;
+  /** PostgreSQL columns the copy leaves to their defaults, and why. */
+  pgDefaults?: Record<string, string>;
+  /** Rows for PostgreSQL-only tables derived from a copied batch. */
+  afterInsert?: (client: PgClient, rows: Row[]) => Promise<void>;
+}
+
+type Row = Record<string, unknown>;
+
+const text = (...names: string[]): ColumnSpec[] => names.map((name) => ({ name, kind: 'text' }));
+const int = (...names: string[]): ColumnSpec[] => names.map((name) => ({ name, kind: 'int' }));
+const time = (...names: string[]): ColumnSpec[] => names.map((name) => ({ name, kind: 'time' }));
+
+export const COPIED_TABLES: TableSpec[] = [
+  { table: 'meta', key: ['key'], columns: text('key', 'value') },
+  {
+    table: 'issuances',
+    key: ['credential_id'],
+    sourceOrder: 'rowid',
+    columns: [
+      ...text('credential_id', 'channel', 'user_id', 'holder_did', 'schema_id', 'proof_type'),
+      ...int('revocation_nonce', 'status_partition', 'status_index'),
+      ...text('subject_hash', 'kid'),
+      ...time('created_at', 'expires_at'),
+      ...int('status'),
+      ...time('revoked_at', 'suspended_at'),
+      ...text('envelope', 'upload_state'),
+      ...int('upload_attempts'),
+      { name: 'next_attempt_at', kind: 'epoch-ms' },
+      { name: 'lease_until', kind: 'epoch-ms' },
+      ...text('last_error', 'storage_path'),
+      ...time('uploaded_at'),
+      // Issue 11: meta (above) carries its HMAC key, so lookups keep working on the copy.
+      ...text('email_hash'),
+    ],
+    pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },
+  },
+  {
+    table: 'status_list_partitions',
+    key: ['partition'],
+    columns: [
+      ...int('partition', 'size', 'bits'),
+      {
+        name: 'allocated',
+        kind: 'int',
+        sqliteOnly: true,
+        pgRead:
+          '(SELECT COALESCE(SUM(a.allocated), 0) FROM status_list_allocations a WHERE a.partition = t.partition)',
+      },
+      ...time('created_at', 'published_at'),
+      ...text('token', 'etag'),
+    ],
+    pgDefaults: {
+      is_full: 'false: the first scan that finds no free slot sets it',
+      version: '0: bumped by the next status change of the partition',
+      build_ticket: 'NULL: no token build is running',
+    },
+    // SQLite counts allocations on the partition row; PostgreSQL spreads them over shard rows.
+    afterInsert: async (client, rows) => {
+      const counted = rows.filter((r) => Number(r.allocated) > 0);
+      if (counted.length === 0) return;
+      await insertRows(
+        client,
+        'status_list_allocations',
+        ['partition', 'shard', 'allocated'],
+        counted.map((r) => [String(r.partition), '0', String(r.allocated)]),
+        false,
+      );
+    },
+  },
+  {
+    table: 'claims',
+    key: ['user_id', 'schema_id'],
+    columns: [...text('user_id', 'schema_id', 'claims'), ...time('expires_at', 'updated_at')],
+  },
+  {
+    table: 'idempotency_keys',
+    key: ['scope', 'key'],
+    columns: [
+      ...text('scope', 'key', 'request_hash'),
+      ...int('status'),
+      ...text('response'),
+      ...time('created_at'),
+    ],
+  },
+  {
+    table: 'iden3_identity',
+    key: ['id'],
+    // created_at is TEXT on both engines (the identity code's ISO string, returned as given).
+    columns: [...int('id'), ...text('did', 'public_key', 'auth_claim', 'created_at')],
+  },
+  {
+    table: 'iden3_tree_nodes',
+    key: ['tree', 'node_key'],
+    columns: [
+      ...text('tree'),
+      { name: 'node_key', kind: 'blob' },
+      ...int('node_type'),
+      { name: 'node_data', kind: 'blob' },
+    ],
+  },
+  { table: 'iden3_tree_roots', key: ['tree'], columns: [...text('tree'), { name: 'root', kind: 'blob' }] },
+  {
+    table: 'iden3_states',
+    key: ['id'],
+    identity: 'id',
+    columns: [
+      ...int('id'),
+      ...text('state', 'claims_tree_root', 'revocation_tree_root', 'roots_tree_root', 'change'),
+      ...int('revocation_nonce'),
+      ...text('created_at'),
+    ],
+  },
+  {
+    table: 'audit_log',
+    key: ['id'],
+    identity: 'id',
+    columns: [...int('id'), ...time('at'), ...text('actor', 'action', 'target', 'reason')],
+  },
+];
+
+/** PostgreSQL tables SQLite has no counterpart of, and what fills them instead. */
+export const POSTGRES_ONLY_TABLES: Record<string, string> = {
+  status_list_allocations: 'from status_list_partitions.allocated (one shard row per partition)',
+  issuer_keys: 'imported from KEYS_DIR by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY)',
+  key_ring_version: "the migration's seed row",
+  named_locks: 'short leases, nothing to carry over',
+};
+/** Tables the target must not hold rows in (key_ring_version always holds its seed row). */
+const MUST_BE_EMPTY = [
+  ...COPIED_TABLES.map((t) => t.table),
+  'status_list_allocations',
+  'issuer_keys',
+  'named_locks',
+];
+const ENGINE_TABLES = new Set(['schema_migrations', 'sqlite_sequence']);
+
+export interface TableReport {
+  table: string;
+  rows: number;
+  sha256: string;
+  ok: boolean;
+  /** What differed, when not ok. */
+  problem?: string;
+}
+
+export interface CopyResult {
+  source: string;
+  target: string;
+  tables: TableReport[];
+  ok: boolean;
+}
+
+export class CopyRefused extends Error {
+  override name = 'CopyRefused';
+}
+
+/** Thrown inside the transaction when verification fails, so that it rolls back. */
+class VerifyFailed extends Error {
+  constructor(readonly tables: TableReport[]) {
+    super('verification failed');
+  }
+}
+
+const BATCH_PARAMS = 30_000;
+
+export async function copyDatabase(
+  from: string,
+  to: string,
+  options: { cwd: string; progress?: (line: string) => void },
+): Promise<CopyResult> {
+  const source = parseDatabaseUrl(from, options.cwd);
+  if (typeof source === 'string') throw new CopyRefused(`--from: ${source}`);
+  if (source.kind !== 'sqlite') throw new CopyRefused('--from must be a sqlite:<path> database');
+  const target = parseDatabaseUrl(to, options.cwd);
+  if (typeof target === 'string') throw new CopyRefused(`--to: ${target}`);
+  if (target.kind !== 'postgres') throw new CopyRefused('--to must be a postgres:// database');
+  if (source.path === ':memory:' || !existsSync(source.path))
+    throw new CopyRefused(`--from: no database at ${source.path}`);
+
+  const db = new Database(source.path, { readonly: true, fileMustExist: true });
+  const pool = createPool(target.url, { poolMax: 1 });
+  const result: CopyResult = {
+    source: `sqlite:${source.path}`,
+    target: redactDatabaseUrl(target.url),
+    tables: [],
+    ok: false,
+  };
+  try {
+    checkSourceMigrated(db);
+    checkSqliteShape(db);
+    await migrate(pool);
+    await checkPostgresShape(pool);
+    // One read transaction on SQLite (a WAL snapshot: a running server's writes after it are not
+    // seen) and one write transaction on PostgreSQL, verified before it commits.
+    db.exec('BEGIN');
+    try {
+      result.tables = await withTransaction(pool, async (client) => {
+        const busy = await nonEmptyTables(client);
+        if (busy.length > 0)
+          throw new CopyRefused(`--to: the target database is not empty (rows in ${busy.join(', ')})`);
+        for (const spec of COPIED_TABLES) {
+          await copyTable(db, client, spec);
+          options.progress?.(`copied ${spec.table}`);
+        }
+        const reports: TableReport[] = [];
+        for (const spec of COPIED_TABLES) reports.push(await verifyTable(db, client, spec));
+        if (reports.some((r) => !r.ok)) throw new VerifyFailed(reports);
+        return reports;
+      });
+      result.ok = true;
+    } catch (err) {
+      if (!(err instanceof VerifyFailed)) throw err;
+      result.tables = err.tables;
+    } finally {
+      db.exec('COMMIT');
+    }
+    return result;
+  } finally {
+    db.close();
+    await pool.end();
+  }
+}
+
+function checkSourceMigrated(db: SqliteDatabase): void {
+  const { problems, files } = planMigrations(db);
+  if (problems.length > 0) throw new CopyRefused(`--from: ${problems[0]}`);
+  const pending = files.filter((f) => f.state === 'pending').map((f) => f.name);
+  if (pending.length > 0)
+    throw new CopyRefused(
+      `--from: the SQLite database has pending migrations (${pending.join(', ')}); run DATABASE_URL=sqlite:… npm run db:migrate (or start the server once) first`,
+    );
+}
+
+function checkSqliteShape(db: SqliteDatabase): void {
+  const tables = (
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{
+      name: string;
+    }>
+  ).map((r) => r.name);
+  for (const table of tables) {
+    if (ENGINE_TABLES.has(table)) continue;
+    const spec = COPIED_TABLES.find((t) => t.table === table);
+    if (!spec)
+      throw new CopyRefused(`table ${table} of the SQLite database has no PostgreSQL mapping in db copy`);
+    const columns = (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map(
+      (c) => c.name,
+    );
+    compareColumns(
+      `SQLite ${table}`,
+      columns,
+      spec.columns.map((c) => c.name),
+    );
+  }
+  for (const spec of COPIED_TABLES)
+    if (!tables.includes(spec.table))
+      throw new CopyRefused(`table ${spec.table} is missing from the SQLite database`);
+}
+
+async function checkPostgresShape(pool: ReturnType<typeof createPool>): Promise<void> {
+  const { rows } = await pool.query<{ table_name: string; column_name: string }>(
+    `SELECT table_name, column_name FROM information_schema.columns
+     WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`,
+  );
+  const byTable = new Map<string, string[]>();
+  for (const r of rows) byTable.set(r.table_name, [...(byTable.get(r.table_name) ?? []), r.column_name]);
+  for (const [table, columns] of byTable) {
+    if (ENGINE_TABLES.has(table) || table in POSTGRES_ONLY_TABLES) continue;
+    const spec = COPIED_TABLES.find((t) => t.table === table);
+    if (!spec)
+      throw new CopyRefused(`table ${table} of the PostgreSQL database has no SQLite mapping in db copy`);
+    const expected = [
+      ...spec.columns.filter((c) => !c.sqliteOnly).map((c) => c.name),
+      ...Object.keys(spec.pgDefaults ?? {}),
+    ];
+    compareColumns(`PostgreSQL ${table}`, columns, expected);
+  }
+  for (const spec of COPIED_TABLES)
+    if (!byTable.has(spec.table))
+      throw new CopyRefused(`table ${spec.table} is missing from the PostgreSQL database`);
+}
+
+function compareColumns(where: string, actual: string[], mapped: string[]): void {
+  const unmapped = actual.filter((c) => !mapped.includes(c));
+  const missing = mapped.filter((c) => !actual.includes(c));
+  if (unmapped.length > 0)
+    throw new CopyRefused(`${where}: column ${unmapped.join(', ')} has no mapping in db copy`);
+  if (missing.length > 0)
+    throw new CopyRefused(`${where}: mapped column ${missing.join(', ')} does not exist`);
+}
+
+async function nonEmptyTables(client: PgClient): Promise<string[]> {
+  const busy: string[] = [];
+  for (const table of MUST_BE_EMPTY) {
+    const { rows } = await client.query(`SELECT 1 FROM ${table} LIMIT 1`);
+    if (rows.length > 0) busy.push(table);
+  }
+  return busy;
+}
+
+/** A SQLite value as the PostgreSQL parameter of its column. */
+function toParam(value: unknown, kind: Kind, where: () => string): unknown {
+  if (value === null || value === undefined) return null;
+  switch (kind) {
+    case 'text':
+      return String(value);
+    case 'int':
+      if (typeof value !== 'bigint' && typeof value !== 'number')
+        throw new CopyRefused(`${where()}: ${JSON.stringify(value)} is not an integer`);
+      return String(value);
+    case 'time':
+    case 'epoch-ms': {
+      const date = new Date(kind === 'time' ? String(value) : Number(value));
+      if (Number.isNaN(date.getTime()))
+        throw new CopyRefused(`${where()}: ${String(value)} is not a timestamp`);
+      return date.toISOString();
+    }
+    case 'blob':
+      if (!Buffer.isBuffer(value)) throw new CopyRefused(`${where()}: not a BLOB`);
+      return value;
+  }
+}
+
+async function insertRows(
+  client: PgClient,
+  table: string,
+  columns: string[],
+  rows: unknown[][],
+  overriding: boolean,
+): Promise<void> {
+  const perBatch = Math.max(1, Math.floor(BATCH_PARAMS / columns.length));
+  for (let start = 0; start < rows.length; start += perBatch) {
+    const batch = rows.slice(start, start + perBatch);
+    let n = 0;
+    const values = batch.map((row) => `(${row.map(() => `$${++n}`).join(', ')})`).join(', ');
+    await client.query(
+      `INSERT INTO ${table} (${columns.join(', ')}) ${overriding ? 'OVERRIDING SYSTEM VALUE ' : ''}VALUES ${values}`,
+      batch.flat(),
+    );
+  }
+}
+
+async function copyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec): Promise<void> {
+  const names = spec.columns.map((c) => c.name);
+  const written = spec.columns.filter((c) => !c.sqliteOnly);
+  const statement = db
+    .prepare(
+      `SELECT ${names.join(', ')} FROM ${spec.table} ORDER BY ${spec.sourceOrder ?? spec.key.join(', ')}`,
+    )
+    .safeIntegers(true);
+  const perBatch = Math.max(1, Math.floor(BATCH_PARAMS / written.length));
+  let batch: Row[] = [];
+  const flush = async () => {
+    const params = batch.map((row) =>
+      written.map((c) =>
+        toParam(
+          row[c.name],
+          c.kind,
+          () => `${spec.table}.${c.name} of ${spec.key.map((k) => row[k]).join('/')}`,
+        ),
+      ),
+    );
+    await insertRows(
+      client,
+      spec.table,
+      written.map((c) => c.name),
+      params,
+      spec.identity !== undefined,
+    );
+    await spec.afterInsert?.(client, batch);
+    batch = [];
+  };
+  // The iterator holds the SQLite connection between batches; nothing else uses it meanwhile.
+  for (const row of statement.iterate() as IterableIterator<Row>) {
+    batch.push(row);
+    if (batch.length >= perBatch) await flush();
+  }
+  if (batch.length > 0) await flush();
+  if (spec.identity)
+    await client.query(
+      `SELECT setval(pg_get_serial_sequence('${spec.table}', '${spec.identity}'), COALESCE(MAX(${spec.identity}), 0) + 1, false) FROM ${spec.table}`,
+    );
+}
+
+/**
+ * One row as the checksum sees it, the same from either engine: integers as decimal strings,
+ * timestamps as ISO 8601 UTC with milliseconds, BLOBs as hex, NULL as JSON null.
+ */
+export function canonicalRow(values: unknown[], kinds: Kind[]): string {
+  return `${JSON.stringify(
+    values.map((v, i) => {
+      if (v === null || v === undefined) return null;
+      switch (kinds[i]) {
+        case 'int':
+          return String(v);
+        case 'time':
+          return new Date(v instanceof Date ? v : String(v)).toISOString();
+        case 'epoch-ms':
+          return new Date(v instanceof Date ? v : Number(v)).toISOString();
+        case 'blob':
+          return Buffer.from(v as Uint8Array).toString('hex');
+        default:
+          return String(v);
+      }
+    }),
+  )}\n`;
+}
+
+async function verifyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec): Promise<TableReport> {
+  const kinds = spec.columns.map((c) => c.kind);
+  const sqliteHash = createHash('sha256');
+  let sqliteRows = 0;
+  const order = spec.key.join(', ');
+  for (const row of db
+    .prepare(`SELECT ${spec.columns.map((c) => c.name).join(', ')} FROM ${spec.table} ORDER BY ${order}`)
+    .raw(true)
+    .safeIntegers(true)
+    .iterate() as IterableIterator<unknown[]>) {
+    sqliteHash.update(canonicalRow(row, kinds));
+    sqliteRows++;
+  }
+  // Text keys in byte order ("C"), as SQLite's BINARY collation sorts them.
+  const pgOrder = spec.key
+    .map((k) => (spec.columns.find((c) => c.name === k)?.kind === 'text' ? `t.${k} COLLATE "C"` : `t.${k}`))
+    .join(', ');
+  const select = spec.columns.map((c) => c.pgRead ?? `t.${c.name}`).join(', ');
+  await client.query(
+    `DECLARE copy_verify NO SCROLL CURSOR FOR SELECT ${select} FROM ${spec.table} t ORDER BY ${pgOrder}`,
+  );
+  const pgHash = createHash('sha256');
+  let pgRows = 0;
+  for (;;) {
+    const { rows } = await client.query({ text: 'FETCH 1000 FROM copy_verify', rowMode: 'array' });
+    for (const row of rows as unknown[][]) pgHash.update(canonicalRow(row, kinds));
+    pgRows += rows.length;
+    if (rows.length < 1000) break;
+  }
+  await client.query('CLOSE copy_verify');
+  const a = sqliteHash.digest('hex');
+  const b = pgHash.digest('hex');
+  const problems: string[] = [];
+  if (sqliteRows !== pgRows) problems.push(`SQLite ${sqliteRows} rows, PostgreSQL ${pgRows}`);
+  if (a !== b) problems.push(`sha256 SQLite ${a}, PostgreSQL ${b}`);
+  return {
+    table: spec.table,
+    rows: pgRows,
+    sha256: b,
+    ok: problems.length === 0,
+    ...(problems.length > 0 ? { problem: problems.join('; ') } : {}),
+  };
+}
+
+/** `table: N rows, sha256 …, ok` (or `MISMATCH: …`). */
+export function reportLine(r: TableReport): string {
+  return `${r.table}: ${r.rows} rows, sha256 ${r.sha256}, ${r.ok ? 'ok' : `MISMATCH: ${r.problem}`}`;
+}

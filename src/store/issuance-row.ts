@@ -1,0 +1,106 @@
+import type { ProofType } from '../model.js';
+import type { CredentialStatus, IssuanceRecord, IssuanceSummary, UploadBody, UploadState } from './store.js';
+
+/**
+ * The `issuances` table's columns as an engine's driver returns them (DESIGN §9). Both engines
+ * share the columns and differ only in how a driver hands back a timestamp (`Time`: ISO text in
+ * SQLite, `Date` from pg), a revocation nonce (`Nonce`: number, or pg's bigint string) and the
+ * outbox's times (`Epoch`: epoch milliseconds in SQLite, `Date` from pg).
+ */
+export interface IssuanceColumns<Time, Nonce, Epoch> {
+  credential_id: string;
+  channel: 'hosted' | 'direct';
+  user_id: string;
+  holder_did: string;
+  schema_id: string;
+  proof_type: ProofType;
+  revocation_nonce: Nonce;
+  status_partition: number | null;
+  status_index: number | null;
+  subject_hash: string;
+  kid: string;
+  created_at: Time;
+  expires_at: Time;
+  status: CredentialStatus;
+  revoked_at: Time | null;
+  suspended_at: Time | null;
+  envelope: string;
+  upload_state: UploadState;
+  upload_attempts: number;
+  next_attempt_at: Epoch | null;
+  lease_until: Epoch | null;
+  last_error: string | null;
+  storage_path: string | null;
+  uploaded_at: Time | null;
+}
+
+/** The columns admin history may read: metadata only, never the envelope. */
+export type SummaryColumns<Time, Nonce> = Pick<
+  IssuanceColumns<Time, Nonce, never>,
+  | 'credential_id'
+  | 'holder_did'
+  | 'schema_id'
+  | 'proof_type'
+  | 'revocation_nonce'
+  | 'status_partition'
+  | 'status_index'
+  | 'kid'
+  | 'created_at'
+  | 'expires_at'
+  | 'status'
+  | 'revoked_at'
+  | 'upload_state'
+  | 'storage_path'
+>;
+
+/** How an engine's driver values become the record's. */
+export interface ColumnReader<Time, Nonce, Epoch> {
+  time(value: Time): Date;
+  nonce(value: Nonce): number;
+  epoch(value: Epoch): Date;
+}
+
+const orNull = <V>(value: V | null, read: (v: V) => Date): Date | null =>
+  value === null ? null : read(value);
+
+export function summaryFromRow<Time, Nonce>(
+  r: SummaryColumns<Time, Nonce>,
+  read: Pick<ColumnReader<Time, Nonce, never>, 'time' | 'nonce'>,
+): IssuanceSummary {
+  return {
+    credentialId: r.credential_id,
+    holderDid: r.holder_did,
+    schemaId: r.schema_id,
+    proofType: r.proof_type,
+    revocationNonce: read.nonce(r.revocation_nonce),
+    statusSlot:
+      r.status_partition === null || r.status_index === null
+        ? null
+        : { partition: r.status_partition, index: r.status_index },
+    kid: r.kid,
+    createdAt: read.time(r.created_at),
+    expiresAt: read.time(r.expires_at),
+    status: r.status,
+    revokedAt: orNull(r.revoked_at, read.time),
+    uploadState: r.upload_state,
+    storagePath: r.storage_path,
+  };
+}
+
+export function issuanceFromRow<Time, Nonce, Epoch>(
+  r: IssuanceColumns<Time, Nonce, Epoch>,
+  read: ColumnReader<Time, Nonce, Epoch>,
+): IssuanceRecord {
+  return {
+    ...summaryFromRow(r, read),
+    channel: r.channel,
+    userId: r.user_id,
+    subjectHash: r.subject_hash,
+    envelope: JSON.parse(r.envelope) as UploadBody,
+    suspendedAt: orNull(r.suspended_at, read.time),
+    uploadAttempts: r.upload_attempts,
+    nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
+    lastError: r.last_error,
+    uploadedAt: orNull(r.uploaded_at, read.time),
+  };
+}

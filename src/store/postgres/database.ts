@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Logger } from '../../model.js';
+
+export type PgPool = pg.Pool;
+export type PgClient = pg.PoolClient;
+/** A pool or a client inside a transaction: what a single statement runs on. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+/**
+ * Advisory lock keys (the two-int form, so they cannot meet a one-int lock of another tool on the
+ * same database). The first int names this kit, the second the purpose.
+ */
+export const LOCK_NAMESPACE = 0x15_5e_0c_17;
+export const LOCK_MIGRATIONS = 1;
+/** Held (transaction-level) by every Iden3 tree and state write: one state history for all instances. */
+export const LOCK_IDEN3 = 2;
+/** Held by key imports and rotations. */
+export const LOCK_KEYS = 3;
+/** Second key: the 32-bit hash of (holder, schema, proof type, subject) of a hosted issuance. */
+export const LOCK_DEDUPE_NAMESPACE = LOCK_NAMESPACE + 1;
+
+export function createPool(url: string, options: { poolMax: number; log?: Logger }): PgPool {
+  const pool = new pg.Pool({ connectionString: url, max: options.poolMax });
+  // An idle connection dropped by the server emits here; unhandled it would end the process. The
+  // pool replaces the connection on the next query, so a line in the log is all it needs. After
+  // end() the connections still closing may be cut by the server: nothing to report then.
+  pool.on('error', (err) => {
+    if (pool.ending) return;
+    const line = `postgres: idle connection lost: ${err.message}`;
+    if (options.log) options.log.warn({ event: 'postgres_connection_lost', error: err.message }, line);
+    else console.error(line);
+  });
+  return pool;
+}
+
+/** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
+export async function withTransaction<T>(
+  pool: PgPool,
+  fn: (client: PgClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query(begin);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+/** The numbered migrations of this engine (`migrations/NNN-name.sql`), in order. */
+export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{3}-[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(join(dir, name), 'utf8');
+      return {
+        version: Number(name.slice(0, 3)),
+        name,
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+export class MigrationError extends Error {
+  override readonly name = 'MigrationError';
+}
+
+/**
+ * Applies pending migrations, each in its own transaction, and returns the names applied. Several
+ * instances starting at once take turns on a session advisory lock, and each re-reads what is
+ * applied once it holds it, so every migration runs exactly once. An applied migration whose file
+ * changed since (checksum) stops the start: the database is not what this code expects.
+ */
+export async function migrate(pool: PgPool, migrations = readMigrations()): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
+    try {
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`,
+      );
+      const { rows } = await client.query<{ version: number; name: string; checksum: string }>(
+        'SELECT version, name, checksum FROM schema_migrations',
+      );
+      const applied = new Map(rows.map((r) => [r.version, r]));
+      const done: string[] = [];
+      for (const m of migrations) {
+        const before = applied.get(m.version);
+        if (before) {
+          if (before.checksum !== m.checksum)
+            throw new MigrationError(
+              `migration ${m.name} was applied as ${before.name} with checksum ${before.checksum.slice(0, 12)}…, but the file now has ${m.checksum.slice(0, 12)}…; a released migration must not change`,
+            );
+          continue;
+        }
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query(
+            'INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, now())',
+            [m.version, m.name, m.checksum],
+          );
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw new MigrationError(`migration ${m.name} failed: ${(err as Error).message}`);
+        }
+        done.push(m.name);
+      }
+      return done;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
+    }
+  } finally {
+    client.release();
+  }
+}

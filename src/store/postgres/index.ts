@@ -1,0 +1,59 @@
+import type { Logger } from '../../model.js';
+import type { Store } from '../store.js';
+import { createPool, migrate, type PgPool } from './database.js';
+import { PostgresAuditStore, PostgresMetaStore } from './postgres-audit-store.js';
+import { PostgresClaimsStore } from './postgres-claims-store.js';
+import { PostgresHistoryStore } from './postgres-history-store.js';
+import { PostgresIdempotencyStore } from './postgres-idempotency-store.js';
+import { PostgresIden3Store } from './postgres-iden3-store.js';
+import { PostgresIssuanceStore } from './postgres-issuance-store.js';
+import { PostgresKeyStore } from './postgres-key-store.js';
+import { PostgresLockStore } from './postgres-lock-store.js';
+import { PostgresStatusStore } from './postgres-status-store.js';
+
+export interface PostgresStore extends Store {
+  kind: 'postgres';
+  /** The pool (tests, the bench and `db copy` read tables directly). */
+  pool: PgPool;
+  /** Signing and partner keys shared by every instance (sealed with KEY_ENCRYPTION_KEY). */
+  keys: PostgresKeyStore;
+  /** Leased locks across instances (direct issuance's onDuplicate). */
+  locks: PostgresLockStore;
+}
+
+export interface PostgresStoreOptions {
+  /** Connections per instance (DATABASE_POOL_MAX). */
+  poolMax: number;
+  /** Apply pending migrations on open (default true; `npm run db:migrate` does it ahead of a deploy). */
+  migrate?: boolean;
+  log?: Logger;
+}
+
+/** Opens a pool on `url` and, unless told not to, brings the schema up to date first. */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
+  const pool = createPool(url, options);
+  try {
+    if (options.migrate !== false) await migrate(pool);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return {
+    kind: 'postgres',
+    pool,
+    issuances: new PostgresIssuanceStore(pool),
+    status: new PostgresStatusStore(pool),
+    claims: new PostgresClaimsStore(pool),
+    history: new PostgresHistoryStore(pool),
+    idempotency: new PostgresIdempotencyStore(pool),
+    iden3: new PostgresIden3Store(pool),
+    keys: new PostgresKeyStore(pool),
+    audit: new PostgresAuditStore(pool),
+    meta: new PostgresMetaStore(pool),
+    locks: new PostgresLockStore(pool),
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  AuditActor,
+  CredentialStatus,
+  IssuanceRecord,
+  PartitionRecord,
+  PartitionSnapshot,
+  StatusChange,
+  StatusStore,
+} from '../store.js';
+import { type PgPool, type Queryable, withTransaction } from './database.js';
+import { insertAudit } from './postgres-audit-store.js';
+import { type IssuanceRow, rowToIssuance } from './rows.js';
+
+interface PartitionRow {
+  partition: number;
+  size: number;
+  bits: 1 | 2;
+  allocated: number;
+  published_at: Date | null;
+  token: string | null;
+  etag: string | null;
+}
+
+const toPartition = (r: PartitionRow): PartitionRecord => ({
+  partition: r.partition,
+  size: r.size,
+  bits: r.bits,
+  allocated: r.allocated,
+  publishedAt: r.published_at,
+  token: r.token,
+  etag: r.etag,
+});
+
+// The column is an INTEGER: a larger number from a URL names no partition (rather than an error).
+const isPartitionNumber = (n: number) => Number.isInteger(n) && n >= 0 && n <= 0x7fff_ffff;
+
+const PARTITION_SQL = `SELECT p.partition, p.size, p.bits, p.published_at, p.token, p.etag,
+    (SELECT COALESCE(SUM(a.allocated), 0)::int FROM status_list_allocations a WHERE a.partition = p.partition) AS allocated
+  FROM status_list_partitions p`;
+
+// Revoked is final; revoking twice keeps the first revokedAt.
+const CHANGE_SQL: Record<StatusChange, string> = {
+  revoke: `status = 1, revoked_at = COALESCE(revoked_at, $2), suspended_at = NULL
+    WHERE revocation_nonce = $1 AND status <> 1`,
+  suspend: 'status = 2, suspended_at = $2 WHERE revocation_nonce = $1 AND status = 0',
+  unsuspend: 'status = 0, suspended_at = NULL WHERE revocation_nonce = $1 AND status = 2',
+};
+
+/**
+ * Status changes and the partition token cache. A build takes a ticket with its snapshot; every
+ * status change clears the ticket and the cached token and bumps the partition's `version`, in the
+ * same statement as the change, so no instance can cache a token built from statuses older than
+ * a committed change.
+ */
+export class PostgresStatusStore implements StatusStore {
+  constructor(private readonly pool: PgPool) {}
+
+  async getPartition(partition: number): Promise<PartitionRecord | undefined> {
+    if (!isPartitionNumber(partition)) return undefined;
+    const { rows } = await this.pool.query<PartitionRow>({
+      name: 'pg-get-partition',
+      text: `${PARTITION_SQL} WHERE p.partition = $1`,
+      values: [partition],
+    });
+    return rows[0] ? toPartition(rows[0]) : undefined;
+  }
+
+  async listPartitions(): Promise<PartitionRecord[]> {
+    const { rows } = await this.pool.query<PartitionRow>(`${PARTITION_SQL} ORDER BY p.partition`);
+    return rows.map(toPartition);
+  }
+
+  async snapshotPartition(partition: number): Promise<PartitionSnapshot | undefined> {
+    if (!isPartitionNumber(partition)) return undefined;
+    return withTransaction(this.pool, async (client) => {
+      // The row lock orders this against status changes: a change committed before it is in the
+      // statuses read below; one committed after it clears the ticket.
+      const { rows } = await client.query<PartitionRow>(
+        `${PARTITION_SQL} WHERE p.partition = $1 FOR UPDATE OF p`,
+        [partition],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      const ticket = randomUUID();
+      await client.query(
+        'UPDATE status_list_partitions SET token = NULL, etag = NULL, build_ticket = $1 WHERE partition = $2',
+        [ticket, partition],
+      );
+      const statuses = await client.query<{ index: number; status: CredentialStatus }>(
+        'SELECT status_index AS "index", status FROM issuances WHERE status_partition = $1 AND status <> 0',
+        [partition],
+      );
+      return { record: toPartition(row), statuses: statuses.rows, ticket };
+    });
+  }
+
+  async savePartitionToken(
+    partition: number,
+    token: string,
+    etag: string,
+    publishedAt: Date,
+    ticket: string,
+  ): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE status_list_partitions SET token = $1, etag = $2, published_at = $3, build_ticket = NULL
+       WHERE partition = $4 AND build_ticket = $5`,
+      [token, etag, publishedAt, partition, ticket],
+    );
+    return rowCount === 1;
+  }
+
+  async changeStatus(
+    nonce: number,
+    change: StatusChange,
+    at: Date,
+    audit?: AuditActor,
+  ): Promise<IssuanceRecord | undefined> {
+    if (!audit) return changeStatusOn(this.pool, nonce, change, at);
+    return withTransaction(this.pool, (client) => changeStatusOn(client, nonce, change, at, audit));
+  }
+}
+
+/**
+ * A status change on `q`: the pool, or a client inside a caller's transaction
+ * (`PostgresIden3Store.commitIden3State` commits it with the new Iden3 state).
+ */
+export async function changeStatusOn(
+  q: Queryable,
+  nonce: number,
+  change: StatusChange,
+  at: Date,
+  audit?: AuditActor,
+): Promise<IssuanceRecord | undefined> {
+  // One statement, so one transaction: the change, the partition's invalidation, and the record
+  // after (the changed row, or the unchanged one when there was nothing to change).
+  const { rows } = await q.query<IssuanceRow & { changed: boolean }>({
+    name: `pg-status-${change}`,
+    text: `WITH changed AS (UPDATE issuances SET ${CHANGE_SQL[change]} RETURNING *),
+        invalidated AS (
+          UPDATE status_list_partitions SET token = NULL, etag = NULL, build_ticket = NULL, version = version + 1
+          WHERE partition = (SELECT status_partition FROM changed))
+        SELECT *, true AS changed FROM changed
+        UNION ALL
+        SELECT *, false AS changed FROM issuances WHERE revocation_nonce = $1 AND NOT EXISTS (SELECT 1 FROM changed)`,
+    // unsuspend has no time: an unused parameter would have no type to prepare with.
+    values: change === 'unsuspend' ? [nonce] : [nonce, at],
+  });
+  const row = rows[0];
+  // Recorded only when something changed, in the caller's transaction (`q` is then its client).
+  if (row && audit && row.changed)
+    await insertAudit(q, { ...audit, at, action: change, target: String(nonce) });
+  return row ? rowToIssuance(row) : undefined;
+}

@@ -1,0 +1,873 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type {
+  Iden3TreeName,
+  Iden3TreeWrites,
+  NewIden3State,
+  NewIssuance,
+  StatusSlot,
+  Store,
+} from '../../src/store/store.js';
+import { allocateThroughSignAndRecord } from '../fixtures/status.js';
+
+/**
+ * The store contract (DESIGN §9), run against every engine: each engine's test file calls
+ * `describeStoreContract` with a function that opens an empty store.
+ */
+export type OpenEmptyStore = () => Promise<Store>;
+
+const T0 = new Date('2030-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+const YEAR = 365 * 86_400_000;
+// The largest nonce allowed (below 2^53, DESIGN §8): kept exact by every engine.
+const MAX_NONCE = 2 ** 53 - 1;
+
+let nonces = 1;
+export function issuance(extra: Partial<NewIssuance> = {}): NewIssuance {
+  const credentialId = randomUUID();
+  return {
+    credentialId,
+    channel: 'hosted',
+    userId: 'user-1',
+    holderDid: 'did:example:holder',
+    schemaId: 'membership-v1',
+    proofType: 'SD_JWT_VC',
+    revocationNonce: nonces++,
+    statusSlot: null,
+    subjectHash: `subject-${credentialId}`,
+    kid: 'kid-1',
+    createdAt: T0,
+    expiresAt: at(YEAR),
+    envelope: {
+      holderDid: 'did:example:holder',
+      schemaId: 'membership-v1',
+      expiresAt: at(YEAR).toISOString(),
+      data: 'ZGF0YQ==',
+      iv: 'aXY=',
+      authTag: 'dGFn',
+      encryptedKey: 'a2V5',
+      externalId: credentialId,
+    },
+    ...extra,
+  };
+}
+
+export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore): void {
+  describe(`store contract: ${engine}`, () => {
+    let opened: Store[] = [];
+    const open = async () => {
+      const s = await openEmpty();
+      opened.push(s);
+      return s;
+    };
+    afterEach(async () => {
+      await Promise.all(opened.map((s) => s.close()));
+      opened = [];
+    });
+
+    async function insert(store: Store, n: NewIssuance, dedupe = false) {
+      const outcome = await store.issuances.insertIssuance(n, { dedupe });
+      if (outcome.kind !== 'inserted') throw new Error(`expected inserted, got ${outcome.kind}`);
+      return outcome.record;
+    }
+    async function slotted(store: Store, extra: Partial<NewIssuance> = {}, size = 64, bits: 1 | 2 = 1) {
+      const slot = await store.issuances.proposeStatusSlot(size, bits);
+      return insert(store, issuance({ statusSlot: slot, ...extra }));
+    }
+
+    describe('issuances', () => {
+      it('records an issuance and reads it back field for field, by id and by nonce', async () => {
+        const store = await open();
+        const slot = await store.issuances.proposeStatusSlot(64, 2);
+        const n = issuance({ statusSlot: slot, revocationNonce: MAX_NONCE, uploadDueAt: at(5000) });
+        const record = await insert(store, n);
+        const { uploadDueAt: _, ...written } = n;
+        const expected = {
+          ...written,
+          status: 0,
+          revokedAt: null,
+          suspendedAt: null,
+          uploadState: 'pending',
+          uploadAttempts: 0,
+          nextAttemptAt: at(5000),
+          lastError: null,
+          storagePath: null,
+          uploadedAt: null,
+        };
+        expect(record).toEqual(expected);
+        expect(await store.issuances.get(n.credentialId)).toEqual(expected);
+        expect(await store.issuances.getByNonce(MAX_NONCE)).toEqual(expected);
+        expect(await store.issuances.nonceInUse(MAX_NONCE)).toBe(true);
+        expect(await store.issuances.nonceInUse(MAX_NONCE - 1)).toBe(false);
+        expect(await store.issuances.get(randomUUID())).toBeUndefined();
+        expect(await store.issuances.getByNonce(MAX_NONCE - 1)).toBeUndefined();
+      });
+
+      it('refuses a taken slot or nonce, a full or unknown partition and an index beyond the size', async () => {
+        const store = await open();
+        const slot = await store.issuances.proposeStatusSlot(8, 1);
+        expect(slot.partition).toBe(0);
+        expect(slot.index).toBeGreaterThanOrEqual(0);
+        expect(slot.index).toBeLessThan(8);
+        const first = await insert(store, issuance({ statusSlot: slot }));
+        const again = (s: StatusSlot | null, nonce = nonces++) =>
+          store.issuances.insertIssuance(issuance({ statusSlot: s, revocationNonce: nonce }), {
+            dedupe: false,
+          });
+        expect((await again(slot)).kind).toBe('slot-taken');
+        expect((await again(await store.issuances.proposeStatusSlot(8, 1), first.revocationNonce)).kind).toBe(
+          'nonce-taken',
+        );
+        expect((await again(null, first.revocationNonce)).kind).toBe('nonce-taken');
+        expect((await again({ partition: 0, index: 8 })).kind).toBe('slot-taken');
+        expect((await again({ partition: 7, index: 0 })).kind).toBe('slot-taken');
+        const taken = new Set([slot.index]);
+        for (let i = 1; i < 8; i++) {
+          const s = await store.issuances.proposeStatusSlot(8, 1);
+          expect(s.partition).toBe(0);
+          expect(taken.has(s.index)).toBe(false);
+          taken.add(s.index);
+          await insert(store, issuance({ statusSlot: s }));
+        }
+        // Partition 0 is full: the next proposal opens partition 1.
+        expect((await store.issuances.proposeStatusSlot(8, 1)).partition).toBe(1);
+        expect(await store.status.listPartitions()).toMatchObject([
+          { partition: 0, size: 8, bits: 1, allocated: 8 },
+          { partition: 1, size: 8, bits: 1, allocated: 0 },
+        ]);
+      });
+
+      it('opens a new partition when the configured size or bits change', async () => {
+        const store = await open();
+        const a = await slotted(store, {}, 16, 1);
+        const b = await store.issuances.proposeStatusSlot(16, 2);
+        expect(b.partition).toBe(a.statusSlot!.partition + 1);
+        expect((await store.status.getPartition(b.partition))?.bits).toBe(2);
+        expect((await store.issuances.proposeStatusSlot(32, 2)).partition).toBe(b.partition + 1);
+        // Back to the first configuration: its partition still has room.
+        expect((await store.issuances.proposeStatusSlot(16, 1)).partition).toBe(a.statusSlot!.partition);
+      });
+
+      it('concurrent issuances never share a slot or a nonce, and the partition counts them all', async () => {
+        const store = await open();
+        const results = await Promise.all(
+          Array.from({ length: 120 }, () => allocateThroughSignAndRecord(store.issuances, 128, 1)),
+        );
+        const slots = new Set(results.map((r) => `${r.slot.partition}:${r.slot.index}`));
+        expect(slots.size).toBe(120);
+        expect(new Set(results.map((r) => r.revocationNonce)).size).toBe(120);
+        const partitions = await store.status.listPartitions();
+        expect(partitions.reduce((sum, p) => sum + p.allocated, 0)).toBe(120);
+      });
+
+      it('the same credential id is a duplicate, with or without dedupe', async () => {
+        const store = await open();
+        const first = await insert(store, issuance());
+        for (const dedupe of [false, true]) {
+          const outcome = await store.issuances.insertIssuance(
+            issuance({ credentialId: first.credentialId, subjectHash: `other-${dedupe}` }),
+            { dedupe },
+          );
+          expect(outcome).toMatchObject({ kind: 'duplicate', record: { credentialId: first.credentialId } });
+        }
+      });
+
+      it('a hosted repeat finds the live original; revoked, expired, direct or undeduped ones do not', async () => {
+        const store = await open();
+        const first = await insert(store, issuance({ subjectHash: 'same' }), true);
+        const repeat = await store.issuances.insertIssuance(issuance({ subjectHash: 'same' }), {
+          dedupe: true,
+        });
+        expect(repeat).toMatchObject({ kind: 'duplicate', record: { credentialId: first.credentialId } });
+        const query = {
+          holderDid: first.holderDid,
+          schemaId: first.schemaId,
+          proofType: first.proofType,
+          subjectHash: 'same',
+          now: T0,
+        };
+        expect((await store.issuances.findLiveDuplicate(query))?.credentialId).toBe(first.credentialId);
+        expect(
+          await store.issuances.findLiveDuplicate({ ...query, proofType: 'BJJ_SIG_2021' }),
+        ).toBeUndefined();
+        expect(await store.issuances.findLiveDuplicate({ ...query, now: at(2 * YEAR) })).toBeUndefined();
+        // dedupe: false records a second credential with the same subject.
+        await insert(store, issuance({ subjectHash: 'same' }), false);
+        await store.status.changeStatus(first.revocationNonce, 'revoke', T0);
+        const after = await store.issuances.findLiveDuplicate(query);
+        expect(after?.credentialId).not.toBe(first.credentialId);
+        // A direct issuance is never a hosted duplicate.
+        await insert(store, issuance({ subjectHash: 'direct', channel: 'direct' }));
+        expect(await store.issuances.findLiveDuplicate({ ...query, subjectHash: 'direct' })).toBeUndefined();
+      });
+
+      it('concurrent identical hosted requests record one credential', async () => {
+        const store = await open();
+        const outcomes = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.issuances.insertIssuance(issuance({ subjectHash: 'raced' }), { dedupe: true }),
+          ),
+        );
+        expect(outcomes.filter((o) => o.kind === 'inserted')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.kind === 'duplicate')).toHaveLength(7);
+      });
+
+      it('latestExpiryForKid is the latest expiry among the key credentials', async () => {
+        const store = await open();
+        await insert(store, issuance({ kid: 'a', expiresAt: at(1000) }));
+        await insert(store, issuance({ kid: 'a', expiresAt: at(3000) }));
+        await insert(store, issuance({ kid: 'b', expiresAt: at(9000) }));
+        expect(await store.issuances.latestExpiryForKid('a')).toEqual(at(3000));
+        expect(await store.issuances.latestExpiryForKid('none')).toBeUndefined();
+      });
+    });
+
+    describe('upload outbox', () => {
+      it('leases due uploads once, up to the limit, and hands an expired lease over', async () => {
+        const store = await open();
+        const due = [];
+        for (let i = 0; i < 3; i++) due.push(await insert(store, issuance({ uploadDueAt: at(i) })));
+        await insert(store, issuance({ uploadDueAt: at(60_000) }));
+        const lease = 30_000;
+        const firstTwo = await store.issuances.leaseDueUploads(at(100), lease, 2);
+        expect(firstTwo.map((r) => r.credentialId)).toEqual([due[0]!.credentialId, due[1]!.credentialId]);
+        expect(firstTwo[0]!.envelope).toEqual(due[0]!.envelope);
+        const rest = await store.issuances.leaseDueUploads(at(100), lease, 10);
+        expect(rest.map((r) => r.credentialId)).toEqual([due[2]!.credentialId]);
+        expect(await store.issuances.leaseDueUploads(at(200), lease, 10)).toEqual([]);
+        // The leases end: the three are taken over; the fourth is now due as well.
+        const later = await store.issuances.leaseDueUploads(at(lease + 60_001), lease, 10);
+        expect(later).toHaveLength(4);
+      });
+
+      it('leaseUpload: one holder at a time, none once uploaded', async () => {
+        const store = await open();
+        const r = await insert(store, issuance());
+        expect(await store.issuances.leaseUpload(r.credentialId, T0, 1000)).toBe(true);
+        expect(await store.issuances.leaseUpload(r.credentialId, at(999), 1000)).toBe(false);
+        expect(await store.issuances.leaseDueUploads(at(999), 1000, 10)).toEqual([]);
+        expect(await store.issuances.leaseUpload(r.credentialId, at(1001), 1000)).toBe(true);
+        await store.issuances.markUploaded(r.credentialId, '/vcs/1', at(1500));
+        expect(await store.issuances.leaseUpload(r.credentialId, at(5000), 1000)).toBe(false);
+        expect(await store.issuances.leaseUpload(randomUUID(), at(5000), 1000)).toBe(false);
+      });
+
+      it('concurrent workers take disjoint uploads and exactly one gets a contested one', async () => {
+        const store = await open();
+        const ids = [];
+        for (let i = 0; i < 20; i++) ids.push((await insert(store, issuance())).credentialId);
+        const batches = await Promise.all(
+          Array.from({ length: 4 }, () => store.issuances.leaseDueUploads(at(1), 60_000, 20)),
+        );
+        const taken = batches.flat().map((r) => r.credentialId);
+        expect(taken.sort()).toEqual([...ids].sort());
+        const contested = (await insert(store, issuance())).credentialId;
+        const wins = await Promise.all(
+          Array.from({ length: 6 }, () => store.issuances.leaseUpload(contested, at(1), 60_000)),
+        );
+        expect(wins.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('markUploaded and markUploadFailed record the outcome; pending counts and next due follow', async () => {
+        const store = await open();
+        const a = await insert(store, issuance({ uploadDueAt: at(10) }));
+        const b = await insert(store, issuance({ uploadDueAt: at(20) }));
+        expect(await store.issuances.countPendingUploads()).toBe(2);
+        expect(await store.issuances.nextUploadDue()).toEqual(at(10));
+        // The insert held the upload's lease until uploadDueAt (the request uploads it itself).
+        expect(await store.issuances.leaseUpload(a.credentialId, at(9), 1000)).toBe(false);
+        expect(await store.issuances.leaseUpload(a.credentialId, at(11), 1000)).toBe(true);
+        // A leased upload is not due before its lease ends.
+        expect(await store.issuances.nextUploadDue()).toEqual(at(20));
+        await store.issuances.markUploadFailed(a.credentialId, 'upstream 503', at(5000), 10);
+        expect(await store.issuances.get(a.credentialId)).toMatchObject({
+          uploadState: 'pending',
+          uploadAttempts: 1,
+          lastError: 'upstream 503',
+          nextAttemptAt: at(5000),
+        });
+        // The failure dropped the lease: it is due again at its backoff.
+        expect(await store.issuances.leaseUpload(a.credentialId, at(11), 1000)).toBe(true);
+        await store.issuances.markUploaded(a.credentialId, '/vcs/a', at(6000));
+        expect(await store.issuances.get(a.credentialId)).toMatchObject({
+          uploadState: 'uploaded',
+          uploadAttempts: 2,
+          lastError: null,
+          nextAttemptAt: null,
+          storagePath: '/vcs/a',
+          uploadedAt: at(6000),
+        });
+        // A late failure report does not reopen an uploaded credential.
+        await store.issuances.markUploadFailed(a.credentialId, 'late', at(9000), 10);
+        expect((await store.issuances.get(a.credentialId))?.uploadState).toBe('uploaded');
+        expect(await store.issuances.countPendingUploads()).toBe(1);
+        await store.issuances.markUploaded(b.credentialId, null, at(7000));
+        expect(await store.issuances.get(b.credentialId)).toMatchObject({
+          storagePath: null,
+          uploadState: 'uploaded',
+        });
+        expect(await store.issuances.countPendingUploads()).toBe(0);
+        expect(await store.issuances.nextUploadDue()).toBeUndefined();
+      });
+
+      it('gives up after the last attempt (failed), and retryFailedUploads puts it back', async () => {
+        const store = await open();
+        const r = await insert(store, issuance());
+        expect(await store.issuances.markUploadFailed(r.credentialId, 'e1', at(10), 2)).toEqual({
+          attempts: 1,
+          gaveUp: false,
+        });
+        expect(await store.issuances.markUploadFailed(r.credentialId, 'e2', at(20), 2)).toEqual({
+          attempts: 2,
+          gaveUp: true,
+        });
+        expect(await store.issuances.get(r.credentialId)).toMatchObject({
+          uploadState: 'failed',
+          nextAttemptAt: null,
+        });
+        expect(await store.issuances.countFailedUploads()).toBe(1);
+        expect(await store.issuances.countPendingUploads()).toBe(0);
+        expect(await store.issuances.retryFailedUploads([r.credentialId], at(30))).toEqual([r.credentialId]);
+        expect(await store.issuances.get(r.credentialId)).toMatchObject({
+          uploadState: 'pending',
+          uploadAttempts: 0,
+          nextAttemptAt: at(30),
+        });
+        expect(await store.issuances.retryFailedUploads('all', at(40))).toEqual([]);
+      });
+
+      it('makePendingDue makes every pending upload due now and frees expired leases', async () => {
+        const store = await open();
+        const backoff = await insert(store, issuance());
+        await store.issuances.markUploadFailed(backoff.credentialId, 'upstream 503', at(3_600_000), 10);
+        const leased = await insert(store, issuance());
+        await store.issuances.leaseUpload(leased.credentialId, T0, 1000);
+        const done = await insert(store, issuance());
+        await store.issuances.markUploaded(done.credentialId, '/vcs/x', T0);
+        await store.issuances.makePendingDue(at(5000));
+        expect((await store.issuances.get(backoff.credentialId))?.nextAttemptAt).toEqual(at(5000));
+        expect((await store.issuances.get(done.credentialId))?.nextAttemptAt).toBeNull();
+        const taken = await store.issuances.leaseDueUploads(at(5000), 1000, 10);
+        expect(taken.map((r) => r.credentialId).sort()).toEqual(
+          [backoff.credentialId, leased.credentialId].sort(),
+        );
+      });
+    });
+
+    describe('status', () => {
+      it('revoke, suspend and unsuspend move a credential between the token status list values', async () => {
+        const store = await open();
+        const r = await slotted(store);
+        const nonce = r.revocationNonce;
+        expect(await store.status.changeStatus(nonce, 'suspend', at(1))).toMatchObject({
+          status: 2,
+          suspendedAt: at(1),
+        });
+        // Suspending twice keeps the first time.
+        expect(await store.status.changeStatus(nonce, 'suspend', at(2))).toMatchObject({
+          status: 2,
+          suspendedAt: at(1),
+        });
+        expect(await store.status.changeStatus(nonce, 'unsuspend', at(3))).toMatchObject({
+          status: 0,
+          suspendedAt: null,
+        });
+        await store.status.changeStatus(nonce, 'suspend', at(4));
+        expect(await store.status.changeStatus(nonce, 'revoke', at(5))).toMatchObject({
+          status: 1,
+          revokedAt: at(5),
+          suspendedAt: null,
+        });
+        // Revoked is final and keeps its first time.
+        expect(await store.status.changeStatus(nonce, 'revoke', at(6))).toMatchObject({
+          status: 1,
+          revokedAt: at(5),
+        });
+        expect(await store.status.changeStatus(nonce, 'unsuspend', at(7))).toMatchObject({ status: 1 });
+        expect(await store.status.changeStatus(nonce, 'suspend', at(8))).toMatchObject({ status: 1 });
+        expect(await store.status.changeStatus(987_654_321, 'revoke', at(9))).toBeUndefined();
+        // A partition number beyond any engine's column names no partition.
+        expect(await store.status.getPartition(99_999_999_999)).toBeUndefined();
+        expect(await store.status.snapshotPartition(99_999_999_999)).toBeUndefined();
+        expect(await store.issuances.get(r.credentialId)).toMatchObject({ status: 1, revokedAt: at(5) });
+      });
+
+      it('a partition snapshot lists non-zero statuses and its token is cached until a change', async () => {
+        const store = await open();
+        const a = await slotted(store, {}, 64, 2);
+        const b = await slotted(store, {}, 64, 2);
+        await slotted(store, {}, 64, 2);
+        const p = a.statusSlot!.partition;
+        await store.status.changeStatus(a.revocationNonce, 'revoke', T0);
+        await store.status.changeStatus(b.revocationNonce, 'suspend', T0);
+        expect(await store.status.getPartition(99)).toBeUndefined();
+        expect(await store.status.snapshotPartition(99)).toBeUndefined();
+        const snap = (await store.status.snapshotPartition(p))!;
+        expect(snap.record).toMatchObject({ partition: p, size: 64, bits: 2, allocated: 3 });
+        expect([...snap.statuses].sort((x, y) => x.index - y.index)).toEqual(
+          [
+            { index: a.statusSlot!.index, status: 1 },
+            { index: b.statusSlot!.index, status: 2 },
+          ].sort((x, y) => x.index - y.index),
+        );
+        expect(await store.status.savePartitionToken(p, 'token-1', '"e1"', at(10), snap.ticket)).toBe(true);
+        expect(await store.status.getPartition(p)).toMatchObject({
+          token: 'token-1',
+          etag: '"e1"',
+          publishedAt: at(10),
+        });
+        // A ticket is good once.
+        expect(await store.status.savePartitionToken(p, 'token-x', '"ex"', at(11), snap.ticket)).toBe(false);
+        // A change drops the cached token.
+        await store.status.changeStatus(b.revocationNonce, 'unsuspend', T0);
+        expect(await store.status.getPartition(p)).toMatchObject({ token: null, etag: null });
+      });
+
+      it('a change or a newer snapshot voids a build in flight, and the build is never cached', async () => {
+        const store = await open();
+        const a = await slotted(store);
+        const p = a.statusSlot!.partition;
+        const stale = (await store.status.snapshotPartition(p))!;
+        // While a build is in flight nothing is served from the cache.
+        expect(await store.status.getPartition(p)).toMatchObject({ token: null, etag: null });
+        await store.status.changeStatus(a.revocationNonce, 'revoke', T0);
+        expect(await store.status.savePartitionToken(p, 'stale', '"s"', T0, stale.ticket)).toBe(false);
+        const older = (await store.status.snapshotPartition(p))!;
+        expect(older.statuses).toEqual([{ index: a.statusSlot!.index, status: 1 }]);
+        const newer = (await store.status.snapshotPartition(p))!;
+        expect(await store.status.savePartitionToken(p, 'older', '"o"', T0, older.ticket)).toBe(false);
+        expect(await store.status.savePartitionToken(p, 'newer', '"n"', T0, newer.ticket)).toBe(true);
+        expect((await store.status.getPartition(p))?.token).toBe('newer');
+      });
+
+      it('a change on a credential without a slot, or with nothing to change, leaves the cache alone', async () => {
+        const store = await open();
+        const slottedOne = await slotted(store);
+        const p = slottedOne.statusSlot!.partition;
+        const snap = (await store.status.snapshotPartition(p))!;
+        const plain = await insert(store, issuance({ proofType: 'BJJ_SIG_2021' }));
+        await store.status.changeStatus(plain.revocationNonce, 'revoke', T0);
+        await store.status.changeStatus(slottedOne.revocationNonce, 'unsuspend', T0);
+        expect(await store.status.savePartitionToken(p, 't', '"t"', T0, snap.ticket)).toBe(true);
+      });
+    });
+
+    describe('claims', () => {
+      it('upserts, reads back and counts claims records', async () => {
+        const store = await open();
+        expect(await store.claims.getClaims('u1', 'membership-v1')).toBeUndefined();
+        const claims = { givenName: 'Ada', nested: { z: 1, a: [1, 'two'] }, tier: 'gold' };
+        expect(
+          await store.claims.upsertClaims([
+            { userId: 'u1', schemaId: 'membership-v1', claims, expiresAt: null },
+            { userId: 'u2', schemaId: 'membership-v1', claims: { givenName: 'Bob' }, expiresAt: at(1000) },
+            { userId: 'u2', schemaId: 'membership-v1', claims: { givenName: 'Bo' }, expiresAt: at(2000) },
+          ]),
+        ).toBe(3);
+        const one = await store.claims.getClaims('u1', 'membership-v1');
+        expect(one).toEqual({ userId: 'u1', schemaId: 'membership-v1', claims, expiresAt: null });
+        // Key order as written (a claims source may be hashed or shown as is).
+        expect(Object.keys(one!.claims.nested as object)).toEqual(['z', 'a']);
+        // Within one call the last record for a user and schema wins.
+        expect(await store.claims.getClaims('u2', 'membership-v1')).toMatchObject({
+          claims: { givenName: 'Bo' },
+          expiresAt: at(2000),
+        });
+        await store.claims.upsertClaims([
+          { userId: 'u1', schemaId: 'membership-v1', claims: { givenName: 'Ada L.' }, expiresAt: at(5) },
+          { userId: 'u1', schemaId: 'other', claims: { x: 1 }, expiresAt: null },
+        ]);
+        expect(await store.claims.getClaims('u1', 'membership-v1')).toMatchObject({
+          claims: { givenName: 'Ada L.' },
+          expiresAt: at(5),
+        });
+        expect(await store.claims.countClaims()).toBe(3);
+      });
+
+      it('upserts a large import in one call', async () => {
+        const store = await open();
+        const records = Array.from({ length: 2500 }, (_, i) => ({
+          userId: `bulk-${i}`,
+          schemaId: 'membership-v1',
+          claims: { n: i },
+          expiresAt: null,
+        }));
+        expect(await store.claims.upsertClaims(records)).toBe(2500);
+        expect(await store.claims.countClaims()).toBe(2500);
+        expect((await store.claims.getClaims('bulk-2499', 'membership-v1'))?.claims).toEqual({ n: 2499 });
+      });
+    });
+
+    describe('history', () => {
+      async function seed(store: Store) {
+        const valid = await slotted(store, { createdAt: at(1000) });
+        const revoked = await slotted(store, { createdAt: at(2000), holderDid: 'did:example:other' });
+        await store.status.changeStatus(revoked.revocationNonce, 'revoke', at(2500));
+        const suspended = await slotted(store, { createdAt: at(3000) });
+        await store.status.changeStatus(suspended.revocationNonce, 'suspend', at(3500));
+        const expired = await slotted(store, { createdAt: at(4000), expiresAt: at(5000) });
+        const bjj = await insert(
+          store,
+          issuance({ createdAt: at(5000), proofType: 'BJJ_SIG_2021', schemaId: 'kyc-v1' }),
+        );
+        await store.issuances.markUploaded(valid.credentialId, '/vcs/v', at(1100));
+        await store.issuances.markUploaded(revoked.credentialId, '/vcs/r', at(2100));
+        await store.issuances.markUploaded(suspended.credentialId, '/vcs/s', at(3100));
+        await store.issuances.markUploaded(expired.credentialId, '/vcs/e', at(4100));
+        return { valid, revoked, suspended, expired, bjj };
+      }
+      const base = { page: 1, limit: 50, order: 'createdAt_desc' as const, now: at(10_000) };
+
+      it('filters by holder, schema, nonce, proof type and derived status', async () => {
+        const store = await open();
+        const s = await seed(store);
+        const ids = async (q: Partial<Parameters<Store['history']['list']>[0]>) =>
+          (await store.history.list({ ...base, ...q })).records.map((r) => r.credentialId);
+        expect(await ids({})).toEqual(
+          [s.bjj, s.expired, s.suspended, s.revoked, s.valid].map((r) => r.credentialId),
+        );
+        expect(await ids({ status: 'valid' })).toEqual([s.bjj.credentialId, s.valid.credentialId]);
+        expect(await ids({ status: 'revoked' })).toEqual([s.revoked.credentialId]);
+        expect(await ids({ status: 'suspended' })).toEqual([s.suspended.credentialId]);
+        expect(await ids({ status: 'expired' })).toEqual([s.expired.credentialId]);
+        expect(await ids({ status: 'upload_pending' })).toEqual([s.bjj.credentialId]);
+        expect(await ids({ holderDid: 'did:example:other' })).toEqual([s.revoked.credentialId]);
+        expect(await ids({ schemaId: 'kyc-v1' })).toEqual([s.bjj.credentialId]);
+        expect(await ids({ proofType: 'BJJ_SIG_2021' })).toEqual([s.bjj.credentialId]);
+        expect(await ids({ revocationNonce: s.suspended.revocationNonce })).toEqual([
+          s.suspended.credentialId,
+        ]);
+        expect(
+          await ids({ holderDid: 'did:example:holder', status: 'valid', proofType: 'SD_JWT_VC' }),
+        ).toEqual([s.valid.credentialId]);
+        // Revoked wins over expired: a revoked credential past its expiry is still "revoked".
+        expect(await ids({ status: 'revoked', now: at(2 * YEAR) })).toEqual([s.revoked.credentialId]);
+        expect(await ids({ status: 'expired', now: at(2 * YEAR) })).toHaveLength(4);
+      });
+
+      it('summaries carry metadata only, and pages are stable when creation times tie', async () => {
+        const store = await open();
+        const s = await seed(store);
+        const { records, total } = await store.history.list({
+          ...base,
+          revocationNonce: s.revoked.revocationNonce,
+        });
+        expect(total).toBe(1);
+        expect(records[0]).toEqual({
+          credentialId: s.revoked.credentialId,
+          holderDid: 'did:example:other',
+          schemaId: 'membership-v1',
+          proofType: 'SD_JWT_VC',
+          revocationNonce: s.revoked.revocationNonce,
+          statusSlot: s.revoked.statusSlot,
+          kid: 'kid-1',
+          createdAt: at(2000),
+          expiresAt: at(YEAR),
+          status: 1,
+          revokedAt: at(2500),
+          uploadState: 'uploaded',
+          storagePath: '/vcs/r',
+        });
+        const tied = [];
+        for (let i = 0; i < 7; i++)
+          tied.push((await insert(store, issuance({ createdAt: at(9000), schemaId: 'tie' }))).credentialId);
+        for (const order of ['createdAt_asc', 'createdAt_desc'] as const) {
+          const seen: string[] = [];
+          for (let page = 1; page <= 3; page++) {
+            const res = await store.history.list({ ...base, schemaId: 'tie', order, page, limit: 3 });
+            expect(res.total).toBe(7);
+            seen.push(...res.records.map((r) => r.credentialId));
+          }
+          expect(seen).toEqual(order === 'createdAt_asc' ? tied : [...tied].reverse());
+        }
+      });
+
+      it('filters by email hash: only the direct issuances recorded with it, with or without a slot', async () => {
+        const store = await open();
+        const s = await seed(store);
+        const direct = (emailHash: string, ms: number): Partial<NewIssuance> => ({
+          channel: 'direct',
+          holderDid: `did:example:${emailHash}`,
+          emailHash,
+          createdAt: at(ms),
+        });
+        const a1 = await slotted(store, direct('hash-a', 6000));
+        const a2 = await insert(store, issuance(direct('hash-a', 7000)));
+        const b = await insert(store, issuance(direct('hash-b', 8000)));
+        await store.status.changeStatus(a1.revocationNonce, 'revoke', at(9000));
+        // The hash is written, never read back: the inserted record equals what `get` reads.
+        expect(a2).toEqual(await store.issuances.get(a2.credentialId));
+        expect(a2).not.toHaveProperty('emailHash');
+        const page = async (q: Partial<Parameters<Store['history']['list']>[0]>) =>
+          store.history.list({ ...base, ...q });
+        const a = await page({ emailHash: 'hash-a' });
+        expect(a.records.map((r) => r.credentialId)).toEqual([a2.credentialId, a1.credentialId]);
+        expect(a.total).toBe(2);
+        expect((await page({ emailHash: 'hash-b' })).records.map((r) => r.credentialId)).toEqual([
+          b.credentialId,
+        ]);
+        expect(
+          (await page({ emailHash: 'hash-a', status: 'revoked' })).records.map((r) => r.credentialId),
+        ).toEqual([a1.credentialId]);
+        expect(await page({ emailHash: 'hash-unknown' })).toEqual({ records: [], total: 0 });
+        // Issuances recorded without a hash (hosted; seeded above) never match a filter.
+        expect((await page({})).total).toBe(Object.keys(s).length + 3);
+      });
+
+      it('activeFor lists the holder SD-JWT credentials of a schema that are valid or suspended, newest first', async () => {
+        const store = await open();
+        const s = await seed(store);
+        const active = await store.history.activeFor('did:example:holder', 'membership-v1', at(10_000));
+        expect(active.map((r) => r.credentialId)).toEqual([s.suspended.credentialId, s.valid.credentialId]);
+        expect(await store.history.activeFor('did:example:holder', 'kyc-v1', at(10_000))).toEqual([]);
+        expect(await store.history.activeFor('did:example:holder', 'membership-v1', at(2 * YEAR))).toEqual(
+          [],
+        );
+      });
+    });
+
+    describe('iden3', () => {
+      const bytes = (fill: number, length = 32) => new Uint8Array(length).fill(fill);
+      const writes = (tree: Iden3TreeName, fill: number): Iden3TreeWrites => ({
+        nodes: [{ tree, key: bytes(fill), node: { type: 1, data: bytes(fill + 1, 64) } }],
+        roots: [{ tree, root: bytes(fill) }],
+      });
+      const state = (
+        name: string,
+        change: NewIden3State['change'],
+        nonce: bigint | null = null,
+      ): NewIden3State => ({
+        state: `state-${name}`,
+        claimsTreeRoot: `claims-${name}`,
+        revocationTreeRoot: `revocation-${name}`,
+        rootOfRoots: `roots-${name}`,
+        change,
+        revocationNonce: nonce,
+        createdAt: at(name.length).toISOString(),
+      });
+      const identity = {
+        did: 'did:iden3:privado:test:x',
+        publicKey: 'ab'.repeat(32),
+        authClaim: 'cd'.repeat(64),
+      };
+      async function genesis(store: Store) {
+        const created = await store.iden3.createIden3Identity({
+          ...writes('claims', 1),
+          identity,
+          state: state('genesis', 'genesis'),
+        });
+        expect(created).toBe(true);
+        return (await store.iden3.latestState())!;
+      }
+
+      it('starts empty; genesis records the trees, the identity and the first state once', async () => {
+        const store = await open();
+        expect(await store.iden3.getIdentity()).toBeUndefined();
+        expect(await store.iden3.latestState()).toBeUndefined();
+        expect(await store.iden3.genesisState()).toBeUndefined();
+        expect(await store.iden3.getRoot('claims')).toBeUndefined();
+        expect(await store.iden3.getNode('claims', bytes(1))).toBeUndefined();
+        const first = await genesis(store);
+        expect(first).toEqual({
+          seq: first.seq,
+          state: 'state-genesis',
+          claimsTreeRoot: 'claims-genesis',
+          revocationTreeRoot: 'revocation-genesis',
+          rootOfRoots: 'roots-genesis',
+          createdAt: at(7).toISOString(),
+        });
+        expect(await store.iden3.genesisState()).toEqual(first);
+        expect(await store.iden3.findState('state-genesis')).toEqual(first);
+        expect(await store.iden3.findState('state-other')).toBeUndefined();
+        expect(await store.iden3.getIdentity()).toEqual(identity);
+        expect(Buffer.from((await store.iden3.getRoot('claims'))!)).toEqual(Buffer.from(bytes(1)));
+        const node = await store.iden3.getNode('claims', bytes(1));
+        expect({ type: node!.type, data: Buffer.from(node!.data) }).toEqual({
+          type: 1,
+          data: Buffer.from(bytes(2, 64)),
+        });
+        // The same node key in another tree is another node.
+        expect(await store.iden3.getNode('revocation', bytes(1))).toBeUndefined();
+        // A second genesis (another instance starting at the same moment) writes nothing.
+        expect(
+          await store.iden3.createIden3Identity({
+            ...writes('claims', 9),
+            identity,
+            state: state('other', 'genesis'),
+          }),
+        ).toBe(false);
+        expect(Buffer.from((await store.iden3.getRoot('claims'))!)).toEqual(Buffer.from(bytes(1)));
+        expect(await store.iden3.findState('state-other')).toBeUndefined();
+      });
+
+      it('commits a state on the latest base with its revocation; a stale base writes nothing', async () => {
+        const store = await open();
+        const base = await genesis(store);
+        const r = await slotted(store, { proofType: 'BJJ_SIG_2021' });
+        const snapshot = await store.status.snapshotPartition(r.statusSlot!.partition);
+        const change = { nonce: r.revocationNonce, change: 'revoke' as const, at: at(50) };
+        const done = await store.iden3.commitIden3State({
+          ...writes('revocation', 3),
+          baseSeq: base.seq,
+          state: state('one', 'revocation', BigInt(r.revocationNonce)),
+          statusChange: change,
+        });
+        expect(done.committed).toBe(true);
+        expect(done.record).toMatchObject({ credentialId: r.credentialId, status: 1, revokedAt: at(50) });
+        const latest = (await store.iden3.latestState())!;
+        expect(latest.seq).toBeGreaterThan(base.seq);
+        expect(latest.state).toBe('state-one');
+        expect(Buffer.from((await store.iden3.getRoot('revocation'))!)).toEqual(Buffer.from(bytes(3)));
+        // The revocation voided a status list build in flight, as a plain status change does.
+        expect(
+          await store.status.savePartitionToken(r.statusSlot!.partition, 't', 'e', at(60), snapshot!.ticket),
+        ).toBe(false);
+
+        // Computed from genesis after 'one' committed: nothing of it is written.
+        const other = await slotted(store);
+        const stale = await store.iden3.commitIden3State({
+          ...writes('revocation', 5),
+          baseSeq: base.seq,
+          state: state('two', 'revocation'),
+          statusChange: { nonce: other.revocationNonce, change: 'revoke', at: at(70) },
+        });
+        expect(stale).toEqual({ committed: false });
+        expect((await store.iden3.latestState())!.state).toBe('state-one');
+        expect(await store.iden3.findState('state-two')).toBeUndefined();
+        expect(await store.iden3.getNode('revocation', bytes(5))).toBeUndefined();
+        expect(Buffer.from((await store.iden3.getRoot('revocation'))!)).toEqual(Buffer.from(bytes(3)));
+        expect((await store.issuances.get(other.credentialId))!.status).toBe(0);
+        // Without a status change, on the latest base, it commits.
+        expect(
+          await store.iden3.commitIden3State({
+            ...writes('revocation', 5),
+            baseSeq: latest.seq,
+            state: state('two', 'revocation'),
+          }),
+        ).toEqual({ committed: true, record: undefined });
+      });
+
+      it('concurrent commits on one base: exactly one commits, and the history stays a chain', async () => {
+        const store = await open();
+        const base = await genesis(store);
+        const outcomes = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            store.iden3.commitIden3State({
+              ...writes('revocation', 10 + i),
+              baseSeq: base.seq,
+              state: state(`race-${i}`, 'revocation'),
+            }),
+          ),
+        );
+        expect(outcomes.filter((o) => o.committed)).toHaveLength(1);
+        const winner = outcomes.findIndex((o) => o.committed);
+        expect((await store.iden3.latestState())!.state).toBe(`state-race-${winner}`);
+        for (let i = 0; i < 6; i++)
+          expect(await store.iden3.findState(`state-race-${i}`)).toEqual(
+            i === winner ? expect.objectContaining({ state: `state-race-${i}` }) : undefined,
+          );
+      });
+    });
+
+    describe('audit and meta', () => {
+      it('audit rows commit with the issue, a status change that changed something and a claims import', async () => {
+        const store = await open();
+        const actor = { actor: 'ops', reason: 'ticket 7' };
+        const r = await slotted(store);
+        await store.issuances.insertIssuance(issuance(), { dedupe: false, audit: actor });
+        await store.status.changeStatus(r.revocationNonce, 'revoke', at(10), actor);
+        // Nothing changed: no row.
+        await store.status.changeStatus(r.revocationNonce, 'revoke', at(11), actor);
+        await store.claims.upsertClaims(
+          [{ userId: 'u', schemaId: 'membership-v1', claims: { a: 1 }, expiresAt: null }],
+          { actor: 'importer' },
+        );
+        await store.audit.record({ at: at(20), actor: 'ops', action: 'keys.rotate', target: 'kid-2' });
+        const all = await store.audit.list({ page: 1, limit: 10 });
+        expect(all.total).toBe(4);
+        expect(all.records.map((e) => [e.actor, e.action])).toEqual([
+          ['ops', 'keys.rotate'],
+          ['importer', 'claims.import'],
+          ['ops', 'revoke'],
+          ['ops', 'issue'],
+        ]);
+        expect(all.records[2]).toEqual({
+          at: at(10),
+          actor: 'ops',
+          action: 'revoke',
+          target: String(r.revocationNonce),
+          reason: 'ticket 7',
+        });
+        const byActor = await store.audit.list({ page: 1, limit: 1, actor: 'ops', action: 'issue' });
+        expect(byActor.total).toBe(1);
+      });
+
+      it('meta keeps the first value written', async () => {
+        const store = await open();
+        expect(await store.meta.get('environment')).toBeUndefined();
+        expect(await store.meta.setIfAbsent('environment', 'test')).toBe('test');
+        expect(await store.meta.setIfAbsent('environment', 'production')).toBe('test');
+        expect(await store.meta.get('environment')).toBe('test');
+      });
+    });
+
+    describe('idempotency', () => {
+      it('begin, complete, replay, mismatch, release and stale takeover', async () => {
+        const store = await open();
+        const idem = store.idempotency;
+        expect(await idem.begin('admin', 'k1', 'h1', T0, 60_000)).toEqual({ kind: 'started' });
+        expect(await idem.begin('admin', 'k1', 'h1', at(1000), 60_000)).toEqual({ kind: 'in-progress' });
+        expect(await idem.begin('admin', 'k1', 'h2', at(1000), 60_000)).toEqual({ kind: 'mismatch' });
+        // Another scope is another key.
+        expect(await idem.begin('other', 'k1', 'h2', at(1000), 60_000)).toEqual({ kind: 'started' });
+        await idem.complete('admin', 'k1', 201, { credentialId: 'c1', nested: [1, 2] });
+        expect(await idem.begin('admin', 'k1', 'h1', at(2000), 60_000)).toEqual({
+          kind: 'replay',
+          status: 201,
+          body: { credentialId: 'c1', nested: [1, 2] },
+        });
+        // A finished key is not released.
+        await idem.release('admin', 'k1');
+        expect((await idem.begin('admin', 'k1', 'h1', at(3000), 60_000)).kind).toBe('replay');
+        // An unfinished one is: the retry runs again.
+        await idem.begin('admin', 'k2', 'h', T0, 60_000);
+        await idem.release('admin', 'k2');
+        expect(await idem.begin('admin', 'k2', 'h', at(10), 60_000)).toEqual({ kind: 'started' });
+        // A claim older than staleMs is taken over once.
+        expect(await idem.begin('admin', 'k2', 'h', at(70_011), 60_000)).toEqual({ kind: 'started' });
+        expect(await idem.begin('admin', 'k2', 'h', at(70_012), 60_000)).toEqual({ kind: 'in-progress' });
+        await idem.complete('admin', 'k3', 200, undefined);
+        expect(await idem.begin('admin', 'k3', 'h', T0, 60_000)).toEqual({ kind: 'started' });
+        await idem.complete('admin', 'k3', 204, undefined);
+        expect(await idem.begin('admin', 'k3', 'h', T0, 60_000)).toEqual({
+          kind: 'replay',
+          status: 204,
+          body: null,
+        });
+      });
+
+      it('concurrent requests with one key: exactly one starts', async () => {
+        const store = await open();
+        const outcomes = await Promise.all(
+          Array.from({ length: 8 }, () => store.idempotency.begin('admin', 'race', 'h', T0, 60_000)),
+        );
+        expect(outcomes.filter((o) => o.kind === 'started')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.kind === 'in-progress')).toHaveLength(7);
+      });
+
+      it('prune drops keys created before a time', async () => {
+        const store = await open();
+        await store.idempotency.begin('admin', 'old', 'h', T0, 60_000);
+        await store.idempotency.begin('admin', 'new', 'h', at(5000), 60_000);
+        expect(await store.idempotency.prune(at(1000))).toBe(1);
+        expect(await store.idempotency.begin('admin', 'old', 'other', at(6000), 60_000)).toEqual({
+          kind: 'started',
+        });
+        expect(await store.idempotency.begin('admin', 'new', 'other', at(6000), 60_000)).toEqual({
+          kind: 'mismatch',
+        });
+        expect(await store.idempotency.prune(at(1000))).toBe(0);
+      });
+    });
+  });
+}

@@ -1,0 +1,133 @@
+import 'reflect-metadata';
+import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import {
+  Agent,
+  type AgentContext,
+  CacheModule,
+  DependencyManager,
+  DidsModule,
+  InjectionSymbols,
+  InMemoryLruCache,
+  Kms,
+  RecordNotFoundError,
+  SdJwtVcModule,
+  WebDidResolver,
+  X509Module,
+} from '@credo-ts/core';
+
+/**
+ * Credo (`@credo-ts/core` 0.6.3) as an independent verifier. `@credo-ts/node` 0.6.x is not in the
+ * registry (only 0.5.x and a 0.6 alpha), so the two platform pieces Credo asks its host for are
+ * given here: a verify-only key-management backend over node:crypto (Credo chooses the key, the
+ * algorithm and what is signed; the backend only runs ECDSA verify), and an empty storage
+ * service (verification stores nothing). Everything else is Credo's own code: the x5c chain
+ * validation against trusted certificates, its did:web resolver, the SD-JWT checks, the status
+ * list fetch.
+ */
+class VerifyOnlyKms implements Kms.KeyManagementService {
+  readonly backend = 'node-verify-only';
+
+  isOperationSupported(_ctx: AgentContext, operation: Kms.KmsOperation): boolean {
+    return operation.operation === 'verify' && operation.algorithm === 'ES256';
+  }
+  async verify(_ctx: AgentContext, options: Kms.KmsVerifyOptions): Promise<Kms.KmsVerifyReturn> {
+    if (!('publicJwk' in options.key) || !options.key.publicJwk)
+      throw new Error('verify by key id is not offered');
+    const { kty, crv, x, y } = options.key.publicJwk as { kty: string; crv: string; x: string; y: string };
+    const key = createPublicKey({ key: { kty, crv, x, y }, format: 'jwk' });
+    const verified = cryptoVerify(
+      'sha256',
+      Buffer.from(options.data),
+      { key, dsaEncoding: 'ieee-p1363' },
+      Buffer.from(options.signature),
+    );
+    return verified ? { verified: true, publicJwk: options.key.publicJwk } : { verified: false };
+  }
+  private refuse(): never {
+    throw new Error('this verifier-only backend does not hold keys');
+  }
+  getPublicKey(): Promise<null> {
+    return Promise.resolve(null);
+  }
+  createKey(): never {
+    return this.refuse();
+  }
+  importKey(): never {
+    return this.refuse();
+  }
+  deleteKey(): never {
+    return this.refuse();
+  }
+  sign(): never {
+    return this.refuse();
+  }
+  encrypt(): never {
+    return this.refuse();
+  }
+  decrypt(): never {
+    return this.refuse();
+  }
+  randomBytes(): never {
+    return this.refuse();
+  }
+}
+
+// An empty store: Credo asks it for DIDs it created itself (none) before resolving one.
+const emptyStorage = new Proxy(
+  {},
+  {
+    get: (_t, name) => {
+      if (name === 'then') return undefined;
+      if (name === 'findByQuery' || name === 'getAll') return async () => [];
+      if (name === 'getById')
+        return async (_ctx: unknown, _cls: unknown, id: string) => {
+          throw new RecordNotFoundError(`record ${id} not found`, { recordType: 'none' });
+        };
+      return () => {
+        throw new Error(`storage.${String(name)}: verification stores nothing`);
+      };
+    },
+  },
+);
+
+class NoFileSystem {
+  readonly dataPath = '/nonexistent';
+  readonly cachePath = '/nonexistent';
+  readonly tempPath = '/nonexistent';
+}
+
+export interface CredoVerifierOptions {
+  /** PEM or base64 DER certificates Credo trusts for x5c chains. */
+  trustedCertificates?: string[];
+  /** The transport Credo uses for status lists and type metadata (default: global fetch). */
+  fetch?: typeof fetch;
+  /** Our development origins are http on loopback. */
+  allowInsecureHttpUrls?: boolean;
+}
+
+export function credoVerifier(options: CredoVerifierOptions = {}) {
+  const dm = new DependencyManager();
+  dm.registerInstance(InjectionSymbols.StorageService, emptyStorage);
+  const agent = new Agent(
+    {
+      config: { allowInsecureHttpUrls: options.allowInsecureHttpUrls ?? false },
+      dependencies: {
+        FileSystem: NoFileSystem as any,
+        EventEmitterClass: EventEmitter,
+        fetch: options.fetch ?? fetch,
+        WebSocketClass: class {} as any,
+      },
+      modules: {
+        // In memory: Credo's default DID cache lives in its storage.
+        cache: new CacheModule({ cache: new InMemoryLruCache({ limit: 50 }) }),
+        kms: new Kms.KeyManagementModule({ backends: [new VerifyOnlyKms()] }),
+        dids: new DidsModule({ resolvers: [new WebDidResolver()] }),
+        x509: new X509Module({ trustedCertificates: options.trustedCertificates as [string] | undefined }),
+        sdJwtVc: new SdJwtVcModule(),
+      },
+    },
+    dm,
+  );
+  return agent;
+}

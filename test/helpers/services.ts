@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import pg from 'pg';
+import { redactDatabaseUrl } from '../../src/store/database-url.js';
+
+/**
+ * External services for tests (PostgreSQL, Redis). A suite asks whether its service is reachable
+ * before it is defined: when it is not, the suite is skipped with one line saying why, except
+ * under REQUIRE_SERVICES=1 (CI), where an unreachable service fails the run.
+ */
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+export const REQUIRE_SERVICES = process.env.REQUIRE_SERVICES === '1';
+
+const PROBE_TIMEOUT_MS = 2000;
+
+async function settle(
+  service: string,
+  url: string,
+  suite: string,
+  problem: string | undefined,
+): Promise<boolean> {
+  if (problem === undefined) return true;
+  const line = `${service} at ${redactDatabaseUrl(url)} is unreachable (${problem})`;
+  if (REQUIRE_SERVICES) throw new Error(`${line}; REQUIRE_SERVICES=1 needs it for ${suite}`);
+  console.warn(`skipped ${suite}: ${line}; set REQUIRE_SERVICES=1 to fail instead`);
+  return false;
+}
+
+/** Whether PostgreSQL answers at TEST_DATABASE_URL (prints the skip line when not). */
+export async function postgresAvailable(suite: string): Promise<boolean> {
+  const client = new pg.Client({
+    connectionString: TEST_DATABASE_URL,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+  });
+  let problem: string | undefined;
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (err) {
+    problem = (err as Error).message || (err as { code?: string }).code || 'connection failed';
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return settle('PostgreSQL', TEST_DATABASE_URL, suite, problem);
+}
+
+/** Whether Redis answers PING at TEST_REDIS_URL (prints the skip line when not). */
+export async function redisAvailable(suite: string): Promise<boolean> {
+  const url = new URL(TEST_REDIS_URL);
+  const problem = await new Promise<string | undefined>((resolve) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port || 6379) });
+    const done = (p: string | undefined) => {
+      socket.destroy();
+      resolve(p);
+    };
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => done('timed out'));
+    socket.once('error', (err) => done(err.message));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => done(data.toString().startsWith('+PONG') ? undefined : `answered ${data}`));
+  });
+  return settle('Redis', TEST_REDIS_URL, suite, problem);
+}
+
+export interface TempDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database on the TEST_DATABASE_URL server (or `server`), for one run. */
+export async function createTempDatabase(server = TEST_DATABASE_URL): Promise<TempDatabase> {
+  const name = `issuer_test_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}

@@ -1,0 +1,225 @@
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '../../src/cli/admin-cli.js';
+import type { CliIo } from '../../src/cli/output.js';
+import { COPIED_TABLES } from '../../src/store/copy-database.js';
+import { openSqlite, runMigrations } from '../../src/store/sqlite/database.js';
+import { fetchList, holder, type IssuedSdJwt, issueOverHttp } from '../fixtures/status.js';
+import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { holderIden3Did } from '../unit/iden3/fixtures.js';
+
+const available = await postgresAvailable('the db copy tests');
+const KEK = 'b2'.repeat(32);
+const CLAIMS = { givenName: 'Co', familyName: 'Py', memberSince: '2021-03-04', tier: 'gold' };
+
+async function cli(args: string[], cwd: string) {
+  let stdout = '';
+  let stderr = '';
+  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+  const io: CliIo = {
+    out: (text) => (stdout += line(text)),
+    err: (text) => (stderr += line(text)),
+    errStream: new Writable({ write: (_c, _e, done) => done() }),
+    errIsTTY: false,
+  };
+  const code = await runAdminCli(['node', 'admin', ...args], io, { NODE_ENV: 'test' }, cwd);
+  return { code, stdout, stderr };
+}
+
+const json = async (url: string) => {
+  const res = await fetch(url);
+  expect(res.status).toBe(200);
+  return res.json();
+};
+
+// Issue 9 "Growing from one machine to several": a SQLite deployment copied into PostgreSQL by
+// `npm run admin -- db copy`, then served by an issuer on the copy.
+describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => {
+  const dir = tempDir();
+  const sqliteUrl = `sqlite:${join(dir, 'issuer.db')}`;
+  let pg: TempDatabase;
+  let onSqlite: TestIssuer;
+  let onPostgres: TestIssuer | undefined;
+  const sdJwt: IssuedSdJwt[] = [];
+  const bjjNonces: number[] = [];
+  const before: Record<string, unknown> = {};
+  let directId = '';
+
+  const issueBjj = async (issuer: TestIssuer, n: bigint) => {
+    const res = await issuer.post('/issue-vc', {
+      holderDID: holderIden3Did(n),
+      pubKey: holder.publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(res.status).toBe(201);
+    const rows = await queryStore<{ revocation_nonce: number | string }>(
+      issuer.ctx.store,
+      'SELECT revocation_nonce FROM issuances WHERE holder_did = ?',
+      [holderIden3Did(n)],
+    );
+    expect(rows).toHaveLength(1);
+    return Number(rows[0]!.revocation_nonce);
+  };
+
+  beforeAll(async () => {
+    pg = await createTempDatabase();
+    onSqlite = await startIssuer({ dir, env: { DATABASE_URL: sqliteUrl } });
+    const imported = await onSqlite.admin('/admin/claims', {
+      records: [0, 1, 2].map((n) => ({
+        userId: `copy-${n}`,
+        schemaId: 'membership-v1',
+        claims: { ...CLAIMS, memberNumber: n + 1 },
+      })),
+    });
+    expect(imported.status).toBe(200);
+    for (const n of [0, 1, 2]) sdJwt.push(await issueOverHttp(onSqlite, `copy-${n}`));
+    bjjNonces.push(await issueBjj(onSqlite, 901n), await issueBjj(onSqlite, 902n));
+    // A direct issuance: its email hash and meta's HMAC key travel, so `history --email` still finds it.
+    const direct = await onSqlite.admin('/admin/issue-vc', {
+      userId: 'copy.direct@example.org',
+      schemaId: 'membership-v1',
+      vct: 'urn:vct:membership-v1',
+      expiration: new Date(Date.now() + 86400_000).toISOString(),
+      credentialSubject: { ...CLAIMS, memberNumber: 9 },
+    });
+    expect(direct.status).toBe(201);
+    directId = ((await direct.json()) as { credentialId: string }).credentialId;
+    for (const nonce of [sdJwt[1]!.nonce, String(bjjNonces[0])])
+      expect((await onSqlite.admin('/admin/revoke', { revocationNonce: nonce })).status).toBe(200);
+    for (const nonce of [sdJwt[1]!.nonce, sdJwt[0]!.nonce])
+      before[`rev-${nonce}`] = await json(`${onSqlite.url}/revocation-status/${nonce}`);
+    for (const nonce of bjjNonces)
+      before[`cs-${nonce}`] = await json(`${onSqlite.url}/credential-status/${nonce}`);
+    await onSqlite.close();
+  });
+  afterAll(async () => {
+    await onPostgres?.close();
+    await pg?.drop();
+    removeDir(dir);
+  });
+
+  it('copies every table, printing a verified line per table, and refuses a second copy', async () => {
+    const run = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    for (const { table } of COPIED_TABLES)
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`^${table}: \\d+ rows, sha256 [0-9a-f]{64}, ok$`)),
+      );
+    const count = (table: string) => Number(lines.find((l) => l.startsWith(`${table}:`))!.split(' ')[1]);
+    expect(count('issuances')).toBe(6);
+    expect(count('claims')).toBeGreaterThanOrEqual(3);
+    expect(count('iden3_tree_nodes')).toBeGreaterThan(0);
+    expect(count('iden3_states')).toBe(2); // genesis and the one revocation
+    expect(count('audit_log')).toBeGreaterThanOrEqual(3); // claims.import and two revocations
+    expect(run.stdout).toContain('KEY_ENCRYPTION_KEY');
+
+    const again = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/target database is not empty \(rows in meta, issuances/);
+  });
+
+  it('an issuer on the copy serves the same statuses and proofs, and issues without collisions', async () => {
+    onPostgres = await startIssuer({
+      dir,
+      port: Number(new URL(onSqlite.url).port),
+      env: { DATABASE_URL: pg.url, KEY_ENCRYPTION_KEY: KEK },
+      exampleClaimsFile: '',
+    });
+    const url = onPostgres.url;
+    expect(url).toBe(onSqlite.url);
+    for (const nonce of [sdJwt[1]!.nonce, sdJwt[0]!.nonce])
+      expect(await json(`${url}/revocation-status/${nonce}`)).toEqual(before[`rev-${nonce}`]);
+    for (const nonce of bjjNonces)
+      expect(await json(`${url}/credential-status/${nonce}`)).toEqual(before[`cs-${nonce}`]);
+    const byEmail = await onPostgres.admin('/admin/issuance-history?email=Copy.Direct%40example.org');
+    expect(((await byEmail.json()) as { data: Array<{ credentialId: string }> }).data).toEqual([
+      expect.objectContaining({ credentialId: directId }),
+    ]);
+    const list = await fetchList(sdJwt[1]!.uri);
+    expect(list.list.getStatus(sdJwt[1]!.idx)).toBe(1);
+    expect(list.list.getStatus(sdJwt[0]!.idx)).toBe(0);
+
+    // New issuances on the copy: fresh nonces and status slots, and the Iden3 tree continues.
+    const imported = await onPostgres.admin('/admin/claims', {
+      records: [3, 4].map((n) => ({
+        userId: `copy-${n}`,
+        schemaId: 'membership-v1',
+        claims: { ...CLAIMS, memberNumber: n + 1 },
+      })),
+    });
+    expect(imported.status).toBe(200);
+    const fresh = [await issueOverHttp(onPostgres, 'copy-3'), await issueOverHttp(onPostgres, 'copy-4')];
+    const freshBjj = await issueBjj(onPostgres, 903n);
+    const nonces = [...sdJwt, ...fresh].map((i) => i.nonce).concat([...bjjNonces, freshBjj].map(String));
+    expect(new Set(nonces).size).toBe(nonces.length);
+    const slots = [...sdJwt, ...fresh].map((i) => `${i.partition}/${i.idx}`);
+    expect(new Set(slots).size).toBe(slots.length);
+    expect((await onPostgres.admin('/admin/revoke', { revocationNonce: String(freshBjj) })).status).toBe(200);
+    const proof = (await json(`${url}/credential-status/${freshBjj}`)) as { mtp: { existence: boolean } };
+    expect(proof.mtp.existence).toBe(true);
+    const states = await queryStore<{ id: string }>(
+      onPostgres.ctx.store,
+      'SELECT id FROM iden3_states ORDER BY id',
+    );
+    expect(states.map((s) => Number(s.id))).toEqual([1, 2, 3]);
+  });
+});
+
+describe.skipIf(!available)('db copy refusals', () => {
+  it('refuses a missing or non-SQLite source, pending migrations and an unmapped table', async () => {
+    const dir = tempDir();
+    try {
+      const pg = await createTempDatabase();
+      try {
+        const run = await cli(
+          ['db', 'copy', '--from', `sqlite:${join(dir, 'none.db')}`, '--to', pg.url],
+          dir,
+        );
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(/--from: no database at/);
+        const wrong = await cli(['db', 'copy', '--from', pg.url, '--to', pg.url], dir);
+        expect(wrong.stderr).toMatch(/--from must be a sqlite:<path> database/);
+
+        // A source one migration behind this version: refused, naming the pending migration.
+        const migrations = join(process.cwd(), 'src/store/sqlite/migrations');
+        const older = join(dir, 'older-migrations');
+        mkdirSync(older);
+        const files = readdirSync(migrations)
+          .filter((f) => f.endsWith('.sql'))
+          .sort();
+        for (const f of files.slice(0, -1)) copyFileSync(join(migrations, f), join(older, f));
+        const behind = openSqlite(join(dir, 'behind.db'), { migrate: false });
+        runMigrations(behind, older);
+        behind.close();
+        const pending = await cli(
+          ['db', 'copy', '--from', `sqlite:${join(dir, 'behind.db')}`, '--to', pg.url],
+          dir,
+        );
+        expect(pending.code).toBe(1);
+        expect(pending.stderr).toContain(`pending migrations (${files.at(-1)})`);
+
+        // A table neither engine's map names: refused, naming it; the target stays empty.
+        const extra = openSqlite(join(dir, 'extra.db'));
+        extra.exec('CREATE TABLE local_notes (id INTEGER PRIMARY KEY)');
+        extra.close();
+        const unmapped = await cli(
+          ['db', 'copy', '--from', `sqlite:${join(dir, 'extra.db')}`, '--to', pg.url],
+          dir,
+        );
+        expect(unmapped.code).toBe(1);
+        expect(unmapped.stderr).toMatch(/table local_notes of the SQLite database has no PostgreSQL mapping/);
+      } finally {
+        await pg.drop();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  });
+});

@@ -1,0 +1,272 @@
+import { once } from 'node:events';
+import { chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '../../src/cli/admin-cli.js';
+import { generateMissingKeys } from '../../src/cli/keys.js';
+import type { CliIo } from '../../src/cli/output.js';
+import { rotateKey } from '../../src/keys/key-ring.js';
+import {
+  queryStore,
+  removeDir,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  TEST_API_KEY,
+  TEST_PARTNER_ID,
+  type TestIssuer,
+  tempDir,
+} from '../helpers/issuer.js';
+
+interface Line {
+  item: string;
+  verdict: 'PASS' | 'WARN' | 'FAIL';
+  detail: string;
+}
+
+async function listen(server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+// Issue 11: `admin doctor` against a real production-mode server on loopback (its public origin is
+// https://issuer.example.com; `--origin` fetches the documents from the loopback listener).
+describe('admin doctor', () => {
+  const dir = tempDir();
+  const schemasDir = join(dir, 'schemas');
+  const keysDir = join(dir, 'keys');
+  let issuer: TestIssuer;
+  let claimsServer: Server;
+  let claimsAnswer: { status: number; body: unknown } = { status: 200, body: { eligible: false } };
+  let env: Record<string, string>;
+
+  const doctor = async (args: string[], extra: Record<string, string> = {}) => {
+    let stdout = '';
+    let stderr = '';
+    const io: CliIo = {
+      out: (t) => (stdout += `${t}\n`),
+      err: (t) => (stderr += `${t}\n`),
+      errStream: process.stderr,
+      errIsTTY: false,
+    };
+    const code = await runAdminCli(['node', 'admin', 'doctor', ...args], io, { ...env, ...extra }, dir);
+    return { code, stdout, stderr };
+  };
+  const verdicts = (lines: Line[]) => lines.map((l) => `${l.verdict} ${l.item}`);
+
+  beforeAll(async () => {
+    claimsServer = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(claimsAnswer.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(claimsAnswer.body));
+      });
+    });
+    const claimsUrl = await listen(claimsServer);
+    cpSync(resolve('schemas'), schemasDir, { recursive: true });
+    writeFileSync(
+      join(schemasDir, 'staff-v1.json'),
+      JSON.stringify({
+        schemaId: 'staff-v1',
+        proofTypes: ['SD_JWT_VC'],
+        credentialSubject: { type: 'object', properties: { role: { type: 'string' } } },
+        claims: { provider: 'http', url: `${claimsUrl}/claims` },
+        sdJwt: { vct: 'urn:vct:staff' },
+      }),
+    );
+    const serverEnv = {
+      NODE_ENV: 'production',
+      ISSUER_ORIGIN: 'https://issuer.example.com',
+      ALLOW_INSECURE_UPSTREAM: '1',
+      SCHEMAS_DIR: schemasDir,
+    };
+    issuer = await startIssuer({
+      dir,
+      env: serverEnv,
+      exampleClaimsFile: '',
+      prepare: async () => {
+        await generateMissingKeys(keysDir, { production: true });
+      },
+    });
+    env = {
+      ...serverEnv,
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      KEYS_DIR: keysDir,
+      API_KEY: TEST_API_KEY,
+      ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+      PARTNER_ID: TEST_PARTNER_ID,
+      SERVICE_V1_BASE_URL: issuer.ctx.config.serviceBaseUrl!,
+    };
+    // One issuance opens status list partition 0.
+    const res = await issuer.admin('/admin/issue-vc', {
+      userId: 'doctor.one@example.org',
+      schemaId: 'membership-v1',
+      vct: 'urn:vct:membership',
+      expiration: new Date(Date.now() + 86400_000).toISOString(),
+      credentialSubject: {
+        givenName: 'A',
+        familyName: 'B',
+        memberSince: '2020-01-01',
+        tier: 'gold',
+        memberNumber: 1,
+      },
+    });
+    expect(res.status).toBe(201);
+  });
+  afterAll(async () => {
+    await issuer.close();
+    claimsServer.close();
+    removeDir(dir);
+  });
+
+  it('a healthy setup: every item passes; --origin is the one warning; exit 0', async () => {
+    const run = await doctor(['--json', '--origin', issuer.url]);
+    const { ok, items } = JSON.parse(run.stdout) as { ok: boolean; items: Line[] };
+    expect(verdicts(items)).toEqual([
+      'PASS production',
+      'PASS origin https',
+      'WARN origin fetched',
+      'PASS key files',
+      'PASS development state',
+      'PASS database',
+      'PASS did.json',
+      'PASS jwt-vc-issuer',
+      'PASS jwks.json',
+      'PASS status list 0',
+      'PASS outbox',
+      'PASS schemas',
+      'PASS claims staff-v1',
+      'PASS partner JWT',
+    ]);
+    expect(ok).toBe(true);
+    expect(run.code).toBe(0);
+    expect(items.find((l) => l.item === 'claims staff-v1')?.detail).toMatch(/eligible:false for doctor-/);
+    expect(items.find((l) => l.item === 'partner JWT')?.detail).toMatch(/accepted the JWT .* \(400\)/);
+
+    // The text form: one line per item, verdict first, then the totals.
+    const text = await doctor(['--origin', issuer.url]);
+    expect(text.code).toBe(0);
+    expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
+    expect(text.stdout).toMatch(/13 pass, 1 warn, 0 fail/);
+  });
+
+  it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {
+    // A port nothing listens on any more.
+    const closed = createServer();
+    const origin = await listen(closed);
+    closed.close();
+    await once(closed, 'close');
+    const run = await doctor(['--json'], { NODE_ENV: 'test', ISSUER_ORIGIN: origin });
+    const { ok, items } = JSON.parse(run.stdout) as { ok: boolean; items: Line[] };
+    expect(ok).toBe(false);
+    expect(run.code).toBe(1);
+    const by = (item: string) => items.find((l) => l.item === item)!;
+    expect(by('production')).toMatchObject({ verdict: 'FAIL', detail: 'NODE_ENV=test: not production' });
+    expect(by('origin https').verdict).toBe('FAIL');
+    expect(by('did.json')).toMatchObject({ verdict: 'FAIL', detail: expect.stringMatching(/ECONNREFUSED/) });
+    const allowed = JSON.parse(
+      (await doctor(['--json', '--allow-http'], { NODE_ENV: 'test', ISSUER_ORIGIN: origin })).stdout,
+    ) as { items: Line[] };
+    expect(allowed.items.find((l) => l.item === 'origin https')?.verdict).toBe('WARN');
+  });
+
+  it('a broken setup: wrong keys served, unreachable partition, bad claims source, development and loose key files, stuck outbox, bad schema file', async () => {
+    // A proxy in front of the issuer that does not forward the status lists.
+    const proxy = createServer((req, res) => {
+      if (req.url?.startsWith('/statuslist/')) {
+        res.writeHead(502).end();
+        return;
+      }
+      const upstream = request(`${issuer.url}${req.url}`, { method: req.method }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    const proxyUrl = await listen(proxy);
+    // A key rotated on disk (as a development key) that the running server has not loaded.
+    const { created } = await rotateKey(keysDir, 'credential-signing', new Date(), undefined, 'development');
+    chmodSync(issuer.ctx.keys.current().partner.file, 0o644);
+    claimsAnswer = { status: 500, body: { message: 'down' } };
+    await queryStore(
+      issuer.ctx.store,
+      "UPDATE issuances SET upload_state = 'pending', created_at = '2020-01-01T00:00:00.000Z', next_attempt_at = '2999-01-01T00:00:00.000Z'",
+    );
+    try {
+      const run = await doctor(['--json', '--origin', proxyUrl]);
+      const { ok, items } = JSON.parse(run.stdout) as { ok: boolean; items: Line[] };
+      expect(run.code).toBe(1);
+      expect(ok).toBe(false);
+      expect(verdicts(items)).toEqual([
+        'PASS production',
+        'PASS origin https',
+        'WARN origin fetched',
+        'FAIL key files',
+        'FAIL development state',
+        'PASS database',
+        'FAIL did.json',
+        'FAIL jwt-vc-issuer',
+        'PASS jwks.json',
+        'FAIL status list 0',
+        'FAIL outbox',
+        'PASS schemas',
+        'FAIL claims staff-v1',
+        'PASS partner JWT',
+      ]);
+      const by = (item: string) => items.find((l) => l.item === item)!.detail;
+      expect(by('key files')).toMatch(/partner-jwt-.*mode 0644/);
+      expect(by('development state')).toContain(`credential-signing-${created.kid}.json: a development key`);
+      expect(by('did.json')).toContain(`not served ${created.kid}`);
+      expect(by('status list 0')).toMatch(/statuslist\/0 answered 502/);
+      expect(by('outbox')).toMatch(/1 upload\(s\) pending, the oldest since 2020-01-01/);
+      expect(by('claims staff-v1')).toMatch(/answered 500/);
+
+      // A schema file that does not load: one FAIL line per problem, naming the file.
+      writeFileSync(join(schemasDir, 'broken.json'), '{ "schemaId": ');
+      const schemas = JSON.parse((await doctor(['--json', '--origin', proxyUrl])).stdout) as {
+        items: Line[];
+      };
+      expect(schemas.items.filter((l) => l.item === 'schemas')).toEqual([
+        { item: 'schemas', verdict: 'FAIL', detail: expect.stringMatching(/broken\.json: not valid JSON/) },
+      ]);
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('failed uploads: a second FAIL outbox line with the count and the retry command; gone once retried', async () => {
+    await queryStore(
+      issuer.ctx.store,
+      "UPDATE issuances SET upload_state = 'failed', next_attempt_at = NULL, created_at = ?, last_error = 'hosting service answered 400'",
+      [new Date().toISOString()],
+    );
+    const outboxLines = async () =>
+      (
+        JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as { items: Line[] }
+      ).items.filter((l) => l.item === 'outbox');
+    expect(await outboxLines()).toEqual([
+      { item: 'outbox', verdict: 'PASS', detail: 'no upload pending' },
+      {
+        item: 'outbox',
+        verdict: 'FAIL',
+        detail: expect.stringMatching(/^1 upload\(s\) failed .*npm run admin -- uploads retry --all-failed$/),
+      },
+    ]);
+
+    // The command doctor names puts it back in the queue; the hosting service takes it.
+    const uploaded = once(issuer.ctx.outbox, 'uploaded');
+    const io: CliIo = { out: () => {}, err: () => {}, errStream: process.stderr, errIsTTY: false };
+    const retry = ['node', 'admin', '--url', issuer.url, 'uploads', 'retry', '--all-failed'];
+    expect(await runAdminCli(retry, io, env, dir)).toBe(0);
+    await uploaded;
+    expect(await outboxLines()).toEqual([{ item: 'outbox', verdict: 'PASS', detail: 'no upload pending' }]);
+  });
+
+  it('a configuration that does not load: one FAIL line per problem', async () => {
+    const run = await doctor([], { PARTNER_ID: '', API_KEY: 'short' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^FAIL {2}config {2}API_KEY: must be at least 32 characters in production$/m);
+  });
+});

@@ -1,0 +1,136 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, readMigrations } from '../../src/store/postgres/database.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { describeStoreContract, issuance } from '../contract/store-contract.js';
+import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+
+const available = await postgresAvailable('the PostgreSQL store contract');
+
+describe.skipIf(!available)('PostgreSQL store', () => {
+  let db: TempDatabase;
+  beforeAll(async () => {
+    db = await createTempDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  // Every test of the contract starts from empty tables of this run's database.
+  describeStoreContract('PostgreSQL', async () => {
+    const store = await openPostgresStore(db.url, { poolMax: 10 });
+    const { rows } = await store.pool.query<{ tablename: string }>(
+      "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'",
+    );
+    await store.pool.query(`TRUNCATE ${rows.map((r) => r.tablename).join(', ')} RESTART IDENTITY CASCADE`);
+    return store;
+  });
+
+  describe('PostgreSQL only', () => {
+    it('a named lock has one owner until released or its lease ends', async () => {
+      const store = await openPostgresStore(db.url, { poolMax: 4 });
+      try {
+        const wins = await Promise.all(
+          ['a', 'b', 'c', 'd'].map((owner) => store.locks.tryAcquire('direct:x', owner, 60_000)),
+        );
+        expect(wins.filter(Boolean)).toHaveLength(1);
+        const owner = ['a', 'b', 'c', 'd'][wins.indexOf(true)]!;
+        await store.locks.release('direct:x', 'not-the-owner');
+        expect(await store.locks.tryAcquire('direct:x', 'e', 60_000)).toBe(false);
+        await store.locks.release('direct:x', owner);
+        // A lease that has ended is taken over (a holder that died).
+        expect(await store.locks.tryAcquire('direct:x', 'f', -1)).toBe(true);
+        expect(await store.locks.tryAcquire('direct:x', 'g', 60_000)).toBe(true);
+        expect(await store.locks.tryAcquire('direct:x', 'h', 60_000)).toBe(false);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('keys: imported once, rotated in one transaction, every change bumps the version', async () => {
+      const store = await openPostgresStore(db.url, { poolMax: 4 });
+      try {
+        const key = (kid: string, purpose: 'credential-signing' | 'partner-jwt') => ({
+          kid,
+          purpose,
+          createdAt: new Date('2030-01-01T00:00:00Z'),
+          retiredAt: null,
+          sealed: `sealed-${kid}`,
+        });
+        const v0 = await store.keys.version();
+        const imports = await Promise.all([
+          store.keys.importIfEmpty([key('s1', 'credential-signing'), key('p1', 'partner-jwt')]),
+          store.keys.importIfEmpty([key('s9', 'credential-signing'), key('p9', 'partner-jwt')]),
+        ]);
+        expect(imports.filter(Boolean)).toHaveLength(1);
+        expect(await store.keys.version()).toBe(v0 + 1);
+        const at = new Date('2030-02-01T00:00:00Z');
+        const s1 = imports[0] ? 's1' : 's9';
+        expect(await store.keys.rotate(key('s2', 'credential-signing'), at)).toEqual({ retired: [s1] });
+        expect(await store.keys.version()).toBe(v0 + 2);
+        const listed = await store.keys.list();
+        expect(listed.filter((k) => k.purpose === 'credential-signing')).toEqual([
+          { ...key(s1, 'credential-signing'), retiredAt: at },
+          { ...key('s2', 'credential-signing'), createdAt: new Date('2030-01-01T00:00:00Z') },
+        ]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a live lease survives another instance starting (makePendingDue); an expired one does not', async () => {
+      const store = await openPostgresStore(db.url, { poolMax: 2 });
+      try {
+        const now = new Date();
+        const live = issuance({ revocationNonce: 900_001 });
+        const dead = issuance({ revocationNonce: 900_002 });
+        for (const n of [live, dead]) await store.issuances.insertIssuance(n, { dedupe: false });
+        await store.issuances.leaseUpload(live.credentialId, now, 60_000);
+        await store.issuances.leaseUpload(dead.credentialId, new Date(now.getTime() - 120_000), 60_000);
+        await store.issuances.makePendingDue(now);
+        const taken = await store.issuances.leaseDueUploads(now, 60_000, 10);
+        expect(taken.map((r) => r.credentialId)).toEqual([dead.credentialId]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
+  describe('migrations', () => {
+    it('N instances migrating a fresh database at the same moment apply each migration once', async () => {
+      const fresh = await createTempDatabase();
+      const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: fresh.url, max: 1 }));
+      try {
+        const applied = await Promise.all(pools.map((pool) => migrate(pool)));
+        const names = readMigrations().map((m) => m.name);
+        // Every migration applied by exactly one of them; the others found it done.
+        expect(applied.flat().sort()).toEqual([...names].sort());
+        const { rows } = await pools[0]!.query<{ name: string; checksum: string }>(
+          'SELECT name, checksum FROM schema_migrations ORDER BY version',
+        );
+        expect(rows).toEqual(readMigrations().map((m) => ({ name: m.name, checksum: m.checksum })));
+        expect(await migrate(pools[0]!)).toEqual([]);
+      } finally {
+        await Promise.all(pools.map((p) => p.end()));
+        await fresh.drop();
+      }
+    });
+
+    it('refuses to start on a database where an applied migration has changed since', async () => {
+      const fresh = await createTempDatabase();
+      const pool = new pg.Pool({ connectionString: fresh.url, max: 1 });
+      try {
+        const [first, ...rest] = readMigrations();
+        await migrate(pool, [first!]);
+        const edited = { ...first!, sql: `${first!.sql}\n-- edited`, checksum: 'f'.repeat(64) };
+        await expect(migrate(pool, [edited, ...rest])).rejects.toThrow(/001-core\.sql/);
+        // Nothing after the changed one was applied.
+        const { rows } = await pool.query('SELECT version FROM schema_migrations');
+        expect(rows).toHaveLength(1);
+      } finally {
+        await pool.end();
+        await fresh.drop();
+      }
+    });
+  });
+});

@@ -1,0 +1,250 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
+import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { removeDir, TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
+import {
+  createTempDatabase,
+  postgresAvailable,
+  redisAvailable,
+  TEST_REDIS_URL,
+  type TempDatabase,
+} from '../helpers/services.js';
+
+const available =
+  (await postgresAvailable('the three-process test')) && (await redisAvailable('the three-process test'));
+
+interface Instance {
+  url: string;
+  child: ChildProcessWithoutNullStreams;
+  output: string[];
+}
+
+const holder = generateHolderKeyPair('x25519');
+
+// Issue 9: three real server processes (src/main.ts) on one PostgreSQL database and one Redis,
+// an emulator that fails uploads, issuance, revocation and rotation through different instances
+// at once, one instance SIGKILLed mid-burst; then the database and the emulator are checked.
+describe.skipIf(!available)('three server processes on one PostgreSQL database', () => {
+  let db: TempDatabase;
+  let emulator: EmulatorServer;
+  const instances: Instance[] = [];
+  const dirs = [tempDir(), tempDir(), tempDir()];
+
+  async function start(dir: string): Promise<Instance> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'test',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ISSUER_ORIGIN: 'http://issuer.test',
+        DATABASE_URL: db.url,
+        DATABASE_POOL_MAX: '4',
+        KEY_ENCRYPTION_KEY: 'b2'.repeat(32),
+        REDIS_URL: TEST_REDIS_URL,
+        API_KEY: TEST_API_KEY,
+        ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+        PARTNER_ID: TEST_PARTNER_ID,
+        SERVICE_V1_BASE_URL: emulator.url,
+        KEYS_DIR: join(dir, 'keys'),
+        RATE_LIMIT_HOLDER_PER_MIN: '0',
+        RATE_LIMIT_ADMIN_PER_MIN: '0',
+        RATE_LIMIT_PUBLIC_PER_MIN: '0',
+        UPLOAD_TIMEOUT_MS: '2000',
+        IDEN3_MERKLIZE_WORKERS: '0',
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }) as ChildProcessWithoutNullStreams;
+    const output: string[] = [];
+    child.stderr.on('data', (chunk) => output.push(String(chunk)));
+    const lines = createInterface({ input: child.stdout });
+    const url = await new Promise<string>((resolve, reject) => {
+      lines.on('line', (line) => {
+        output.push(line);
+        const m = /issuer-kit listening on (http:\/\/\S+)/.exec(line);
+        if (m) resolve(m[1]!);
+      });
+      child.once('exit', (code) => reject(new Error(`instance exited ${code}: ${output.join('\n')}`)));
+    });
+    return { url, child, output };
+  }
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    // The emulator checks partner JWTs against the keys any live instance publishes.
+    emulator = await startEmulatorServer({
+      partnerId: TEST_PARTNER_ID,
+      jwks: async () => {
+        for (const i of instances) {
+          if (i.child.exitCode !== null || i.child.signalCode !== null) continue;
+          const res = await fetch(`${i.url}/.well-known/jwks.json`).catch(() => undefined);
+          if (res?.ok) return (await res.json()) as { keys: [] };
+        }
+        return { keys: [] };
+      },
+    });
+    instances.push(await start(dirs[0]!));
+    // No shared disk for the signing keys (they come from the database); the Iden3 BJJ key is the
+    // one file each instance needs (README: Running several instances).
+    for (const dir of dirs.slice(1)) {
+      mkdirSync(join(dir, 'keys'), { recursive: true });
+      copyFileSync(join(dirs[0]!, 'keys', 'iden3-bjj.json'), join(dir, 'keys', 'iden3-bjj.json'));
+    }
+    instances.push(...(await Promise.all(dirs.slice(1).map(start))));
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const i of instances)
+      if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGTERM');
+    await Promise.all(
+      instances.map((i) =>
+        i.child.exitCode !== null || i.child.signalCode !== null
+          ? undefined
+          : new Promise((ok) => i.child.once('exit', ok)),
+      ),
+    );
+    await emulator?.close();
+    await db?.drop();
+    for (const d of dirs) removeDir(d);
+  });
+
+  const post = (i: Instance, path: string, body: unknown, admin = false) =>
+    fetch(`${i.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(admin ? { 'x-admin-api-key': TEST_ADMIN_API_KEY } : { 'x-api-key': TEST_API_KEY }),
+      },
+      body: JSON.stringify(body),
+    });
+
+  it('no lost issuance, no duplicate index or nonce, every envelope stored once, revocations and rotation seen everywhere', async () => {
+    const [a, b, c] = instances as [Instance, Instance, Instance];
+    emulator.emulator.faults.failNext('dstorage', 10, 503);
+
+    const hosted = Array.from({ length: 30 }, (_, n) => `did:example:burst-${n}`);
+    const emails = Array.from({ length: 12 }, (_, n) => `burst.${n}@example.org`);
+    const through = (n: number) => instances[n % 3]!;
+    const answers = new Map<string, number | 'cut'>();
+    const direct = new Map<string, string>();
+    // Mid-burst (a third of the answers in, the rest in flight): C dies without a chance to clean up.
+    const answered = (key: string, status: number | 'cut') => {
+      answers.set(key, status);
+      if (answers.size >= 14 && !c.child.killed) c.child.kill('SIGKILL');
+    };
+
+    const burst = [
+      ...hosted.map(async (holderDid, n) => {
+        const res = await post(through(n), '/issue-vc', {
+          holderDID: holderDid,
+          pubKey: holder.publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+          proofType: 'SD_JWT_VC',
+        }).catch(() => undefined);
+        answered(holderDid, res?.status ?? 'cut');
+      }),
+      ...emails.map(async (email, n) => {
+        const res = await post(
+          through(n + 1),
+          '/admin/issue-vc',
+          {
+            userId: email,
+            schemaId: 'membership-v1',
+            vct: 'urn:vct:membership',
+            expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
+            credentialSubject: {
+              givenName: 'B',
+              familyName: 'Urst',
+              memberSince: '2022-01-01',
+              tier: 'basic',
+              memberNumber: n + 1,
+            },
+          },
+          true,
+        ).catch(() => undefined);
+        answered(email, res?.status ?? 'cut');
+        if (res?.status === 201)
+          direct.set(email, ((await res.json()) as { credentialId: string }).credentialId);
+      }),
+    ];
+    // Mid-burst: a rotation through B.
+    const rotation = post(b, '/admin/keys/rotate', { purpose: 'credential-signing' }, true);
+    await Promise.all(burst);
+    if (c.child.exitCode === null && c.child.signalCode === null) await once(c.child, 'exit');
+    expect(c.child.signalCode).toBe('SIGKILL');
+    // The emulator failed uploads during the burst (retried by the outboxes since).
+    expect(emulator.emulator.state.requests.filter((r) => r.status === 503).length).toBeGreaterThan(0);
+    const rotated = await rotation;
+    expect(rotated.status).toBe(200);
+    const newKid = ((await rotated.json()) as { created: { kid: string } }).created.kid;
+
+    // Rotation: A publishes the new key and signs with it within 5 s.
+    const start = Date.now();
+    for (;;) {
+      const meta = (await (await fetch(`${a.url}/.well-known/jwt-vc-issuer`)).json()) as {
+        jwks: { keys: Array<{ kid: string }> };
+      };
+      if (meta.jwks.keys.some((k) => k.kid === newKid)) break;
+      expect(Date.now() - start).toBeLessThan(5000);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    // Every answered issuance is recorded; the survivors' outboxes finish every pending upload,
+    // the dead instance's leases included once they expire.
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const { rows } = await client.query<{ n: string }>(
+          "SELECT count(*) AS n FROM issuances WHERE upload_state <> 'uploaded'",
+        );
+        if (rows[0]!.n === '0') break;
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const { rows } = await client.query<{
+        credential_id: string;
+        holder_did: string;
+        revocation_nonce: string;
+        status_partition: number;
+        status_index: number;
+      }>('SELECT credential_id, holder_did, revocation_nonce, status_partition, status_index FROM issuances');
+      // No duplicate index or nonce.
+      expect(new Set(rows.map((r) => r.revocation_nonce)).size).toBe(rows.length);
+      expect(new Set(rows.map((r) => `${r.status_partition}:${r.status_index}`)).size).toBe(rows.length);
+      // No lost issuance: each 201 (and each 502: recorded, then retried) has its record.
+      const recordedHolders = new Set(rows.map((r) => r.holder_did));
+      for (const holderDid of hosted) {
+        const status = answers.get(holderDid);
+        if (status === 201 || status === 502) expect(recordedHolders.has(holderDid)).toBe(true);
+      }
+      for (const id of direct.values()) expect(rows.some((r) => r.credential_id === id)).toBe(true);
+      // Every recorded envelope stored upstream, once (one stored envelope per externalId).
+      const stored = emulator.emulator.state.envelopes;
+      for (const r of rows) expect(stored.has(r.credential_id)).toBe(true);
+      expect(stored.size).toBe(rows.length);
+      expect(answers.size).toBe(hosted.length + emails.length);
+
+      // Revocations through A are visible on B at once.
+      const revoked = rows.slice(0, 5);
+      for (const r of revoked)
+        expect((await post(a, '/admin/revoke', { revocationNonce: r.revocation_nonce }, true)).status).toBe(
+          200,
+        );
+      for (const r of revoked) {
+        const res = await fetch(`${b.url}/revocation-status/${r.revocation_nonce}`);
+        expect(await res.json()).toMatchObject({ isRevoked: true });
+      }
+    } finally {
+      await client.end();
+    }
+  }, 240_000);
+});
