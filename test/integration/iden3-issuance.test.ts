@@ -28,11 +28,12 @@ describe('hosted BJJ_SIG_2021 issuance', () => {
     issuer = await startIssuer({ dir });
     // A DID resolver standing in for the chain: it knows the states this issuer recorded
     // (unpublished, so js-sdk accepts the genesis state, as for a new issuer).
-    resolver = createServer((req, res) => {
+    resolver = createServer(async (req, res) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const did = decodeURIComponent(url.pathname.replace(/^\/resolver\//, ''));
       const known =
-        did === issuer.ctx.iden3!.did && issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? '');
+        did === issuer.ctx.iden3!.did &&
+        (await issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? ''));
       res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify(

@@ -109,7 +109,7 @@ beforeAll(async () => {
   // The loopback stands in for the two things a js-sdk verifier fetches: the issuer's
   // /credential-status/:nonce (served from issuer.credentialStatus, as the lead's route will) and a
   // DID resolver answering with an Iden3StateInfo2023 method for states this issuer recorded.
-  server = createServer((req, res) => {
+  server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -127,7 +127,8 @@ beforeAll(async () => {
     if (resolve) {
       const did = decodeURIComponent(resolve[1]!);
       const state = url.searchParams.get('state') ?? '';
-      if (did !== issuer.did || !issuer.hasState(state)) return send(404, { didResolutionMetadata: {} });
+      if (did !== issuer.did || !(await issuer.hasState(state)))
+        return send(404, { didResolutionMetadata: {} });
       return send(200, {
         didDocument: {
           '@context': ['https://www.w3.org/ns/did/v1'],
