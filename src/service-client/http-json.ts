@@ -33,6 +33,8 @@ const MAX_RESPONSE_BYTES = 1024 * 1024;
 interface Target {
   https: boolean;
   options: RequestOptions;
+  /** The first header lines of every request to this URL (`[name, value, …]`, rawHeaders form). */
+  headers: string[];
 }
 // Parsed request targets by URL: the few upstream URLs are parsed once, not per request.
 const targets = new Map<string, Target>();
@@ -42,8 +44,16 @@ function targetFor(url: string): Target {
   if (!target) {
     const u = new URL(url);
     const https = u.protocol === 'https:';
+    // node:http sets Host itself only for object headers; `u.host` keeps IPv6 brackets and a
+    // non-default port, as it would.
+    const headers = ['host', u.host, 'content-type', 'application/json', 'accept', 'application/json'];
+    if (u.username || u.password) {
+      const auth = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+      headers.push('authorization', `Basic ${Buffer.from(auth).toString('base64')}`);
+    }
     target = {
       https,
+      headers,
       options: {
         protocol: u.protocol,
         hostname: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
@@ -51,9 +61,6 @@ function targetFor(url: string): Target {
         path: `${u.pathname}${u.search}`,
         method: 'POST',
         agent: https ? agents.https : agents.http,
-        ...(u.username || u.password
-          ? { auth: `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` }
-          : {}),
       },
     };
     if (targets.size >= 64) targets.clear();
@@ -61,8 +68,6 @@ function targetFor(url: string): Target {
   }
   return target;
 }
-
-const baseHeaders = { 'content-type': 'application/json', accept: 'application/json' } as const;
 
 /**
  * A small JSON-over-HTTP client on node:http(s) with keep-alive pools. Measured here, a fetch()
@@ -79,11 +84,10 @@ export function postJson(
 ): Promise<JsonResponse> {
   const target = targetFor(url);
   const body = options.serialized ? (payload as string) : JSON.stringify(payload);
-  const headers: Record<string, string | number> = {
-    ...baseHeaders,
-    'content-length': Buffer.byteLength(body),
-    ...options.headers,
-  };
+  // Headers as one flat array: node:http then writes them as given (still validating each name
+  // and value) instead of storing each through setHeader.
+  const headers = [...target.headers, 'content-length', String(Buffer.byteLength(body))];
+  if (options.headers) for (const name in options.headers) headers.push(name, options.headers[name]!);
   return new Promise<JsonResponse>((resolve, reject) => {
     let failure: HttpFailure | undefined;
     const fail = (err: Error) => {
