@@ -404,6 +404,8 @@ class Connection {
     clearTimeout(this.#timer);
     // Bytes past the answer: the connection is out of step.
     const reusable = this.#keepAlive && this.#buffered.length === 0;
+    // Read before the connection is handed on: `start` resets them for the next exchange.
+    const status = this.#status;
     const chunks = this.#chunks;
     this.#chunks = [];
     this.#buffered = Buffer.alloc(0);
@@ -419,6 +421,6 @@ class Connection {
     } catch {
       parsed = undefined;
     }
-    exchange.resolve({ status: this.#status, body: parsed });
+    exchange.resolve({ status, body: parsed });
   }
 }

@@ -159,6 +159,26 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
     expect(connections.length).toBe(before + 1);
   });
 
+  it('past 64 connections a request waits for a free one, and each gets its own answer', async () => {
+    const before = connections.length;
+    let n = 0;
+    answer = (socket, request) => {
+      const id = /"i":(\d+)/.exec(request)![1];
+      const body = `{"i":${id},"n":${n++}}`;
+      // Answer in a later turn so that all requests are in flight at once.
+      setImmediate(() =>
+        socket.write(`HTTP/1.1 201 Created\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      );
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => postJson(url, { i }, { timeoutMs: 5000 })),
+    );
+    answers.forEach((res, i) => {
+      expect(res).toMatchObject({ status: 201, body: { i } });
+    });
+    expect(connections.length - before).toBeLessThanOrEqual(64);
+  });
+
   it('an idle connection the server closed is not used again', async () => {
     let serverSide: Promise<unknown> = Promise.resolve();
     answer = (socket) => {
