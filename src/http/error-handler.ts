@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 import type { Logger } from '../model.js';
-import { routeLabel } from './observability.js';
+import { requestIdOf, routeLabel } from './observability.js';
 
 /** Unknown routes → 404 JSON (DESIGN §10). */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
@@ -15,12 +15,17 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const error = toAppError(err);
-    const logger = req.log ?? log;
     if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
-      logger.error({ event: 'request_failed', route: routeLabel(req), err }, 'request failed');
+      log.error(
+        { event: 'request_failed', reqId: requestIdOf(req), route: routeLabel(req), err },
+        'request failed',
+      );
     } else if (error.code === 'FORBIDDEN') {
       // The reason names the header, never its value.
-      logger.warn({ event: 'auth_failed', route: routeLabel(req), reason: error.message }, 'request refused');
+      log.warn(
+        { event: 'auth_failed', reqId: requestIdOf(req), route: routeLabel(req), reason: error.message },
+        'request refused',
+      );
     }
     if (res.headersSent) {
       res.end();

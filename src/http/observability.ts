@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Request, RequestHandler } from 'express';
-import { pinoHttp } from 'pino-http';
 import { AppError } from '../errors.js';
 import type { Logger } from '../model.js';
 import type { Lifecycle } from '../observability/lifecycle.js';
+import { requestLineLogger } from '../observability/logger.js';
 import type { IssuerMetrics } from '../observability/metrics.js';
 import { REQUEST_ID, runWithRequestId } from '../observability/request-context.js';
 
@@ -17,52 +18,52 @@ export function routeLabel(req: Request): string {
 /** Paths a draining instance still answers (the orchestrator watches them turn). */
 const PROBES = new Set(['/healthz', '/readyz']);
 
+/** The id of a request (an incoming valid `x-request-id`, else a new one), set by `requestObservability`. */
+export function requestIdOf(req: Request): string | undefined {
+  return (req as RequestWithId)[REQUEST_ID_KEY];
+}
+
+const REQUEST_ID_KEY = Symbol('requestId');
+type RequestWithId = Request & { [REQUEST_ID_KEY]?: string };
+
 /**
  * The first steps of every request: its id (an incoming valid `x-request-id`, else a new one,
  * echoed), one log line when it ends, its metrics, and the drain guard.
+ *
+ * The line is written by `requestLineLogger` (no redaction pass) and carries only method, route
+ * pattern, status, time and id: headers, bodies and query strings (which may hold an email) stay
+ * out. One listener per request does the line, the metrics and the in-flight count; no child
+ * logger is made per request.
  */
 export function requestObservability(
   log: Logger,
   metrics: IssuerMetrics,
   lifecycle: Lifecycle,
 ): RequestHandler[] {
-  const httpLog = pinoHttp({
-    logger: log,
-    quietReqLogger: true,
-    quietResLogger: true,
-    genReqId: (req, res) => {
-      const incoming = req.headers['x-request-id'];
-      const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-      res.setHeader('x-request-id', id);
-      return id;
-    },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-    customSuccessMessage: () => 'request completed',
-    customErrorMessage: () => 'request failed',
-    // Only these fields: headers, bodies and query strings (which may hold an email) stay out.
-    customSuccessObject: (req, res, val: { responseTime: number }) => ({
-      method: req.method,
-      route: routeLabel(req as Request),
-      status: res.statusCode,
-      responseTime: val.responseTime,
-    }),
-    customErrorObject: (req, res, _err, val: { responseTime: number }) => ({
-      method: req.method,
-      route: routeLabel(req as Request),
-      status: res.statusCode,
-      responseTime: val.responseTime,
-    }),
-  });
-
-  const measure: RequestHandler = (req, res, next) => {
-    const end = metrics.httpDuration.startTimer();
+  const lines = requestLineLogger(log);
+  const observe: RequestHandler = (req, res, next) => {
+    const started = performance.now();
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    (req as RequestWithId)[REQUEST_ID_KEY] = id;
+    res.setHeader('x-request-id', id);
     lifecycle.requestStarted();
-    res.once('close', () => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
       lifecycle.requestEnded();
+      const ms = performance.now() - started;
       const route = routeLabel(req);
-      end({ route, method: req.method });
-      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-    });
+      const status = res.statusCode;
+      const entry = { reqId: id, method: req.method, route, status, responseTime: Math.round(ms) };
+      if (status >= 500) lines.error(entry, 'request failed');
+      else lines.info(entry, 'request completed');
+      metrics.observeRequest(route, req.method, status, ms / 1000);
+    };
+    // 'finish' when the answer was handed to the socket; 'close' alone when the client went away.
+    res.once('finish', end);
+    res.once('close', end);
     next();
   };
 
@@ -76,10 +77,10 @@ export function requestObservability(
     next(new AppError('UNAVAILABLE', 'shutting down; retry on another instance'));
   };
 
-  return [httpLog, measure, drainGuard];
+  return [observe, drainGuard];
 }
 
 /** Runs the rest of the request (its handler and everything it awaits) under the request's id. */
 export const requestScope: RequestHandler = (req, _res, next) => {
-  runWithRequestId(String(req.id), next);
+  runWithRequestId(requestIdOf(req) ?? randomUUID(), next);
 };

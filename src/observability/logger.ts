@@ -62,6 +62,12 @@ function censor(value: unknown, path: string[]): unknown {
   return '[redacted]';
 }
 
+/** ISO time and the level's name: the same on every line the process writes. */
+const LINE_FORMAT = {
+  timestamp: pino.stdTimeFunctions.isoTime,
+  formatters: { level: (label: string) => ({ level: label }) },
+} satisfies pino.LoggerOptions;
+
 export interface LoggerOptions {
   level: LogLevel;
   format: 'json' | 'pretty';
@@ -82,14 +88,31 @@ export function createLogger(options: LoggerOptions, destination?: DestinationSt
       if (reqId !== undefined && (logger as Logger).bindings().reqId !== undefined) return {};
       return reqId === undefined ? {} : { reqId };
     },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
+    ...LINE_FORMAT,
   };
   if (destination) return pino(config, destination);
   if (options.format === 'pretty') {
     return pino(config, pino.transport({ target: 'pino-pretty', options: { colorize: true } }));
   }
   return pino(config);
+}
+
+/**
+ * The logger of the one line per HTTP request: `log`'s stream, level and bindings, without the
+ * redaction pass and the mixin. Only for lines whose fields are picked one by one and cannot carry
+ * a secret (method, route pattern, status, time, request id): redacting ~100 paths cost more CPU
+ * per request than writing the line. Everything else logs through `log`.
+ */
+export function requestLineLogger(log: Logger): Logger {
+  const stream = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
+  return pino(
+    {
+      level: log.level,
+      base: log.bindings(),
+      ...LINE_FORMAT,
+    },
+    stream,
+  );
 }
 
 /** A logger that writes nothing (tests, scripts). */

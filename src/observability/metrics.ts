@@ -96,6 +96,28 @@ export class IssuerMetrics {
     registers: [this.registry],
   });
 
+  // The series of one (method, route, status), looked up once: prom-client validates the label
+  // values of every call made with a label object. Few: route patterns × methods × statuses.
+  readonly #requestSeries = new Map<
+    string,
+    { count: { inc(): void }; duration: { observe(v: number): void } }
+  >();
+
+  /** One answered HTTP request: `issuer_http_requests_total` and its duration. */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let series = this.#requestSeries.get(key);
+    if (series === undefined) {
+      series = {
+        count: this.httpRequests.labels({ route, method, status: String(status) }),
+        duration: this.httpDuration.labels({ route, method }),
+      };
+      this.#requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.duration.observe(seconds);
+  }
+
   constructor(backlog: BacklogReader) {
     collectDefaultMetrics({ register: this.registry });
     // The backlog lives in the database (shared by every instance): read it when scraped.

@@ -74,6 +74,11 @@ describe('observability: request ids, logs, metrics, health', () => {
       status: 201,
       responseTime: expect.any(Number),
     });
+    // The request line holds these fields and nothing else (no headers, body or query string).
+    expect(Object.keys(line!).sort()).toEqual(
+      ['level', 'method', 'msg', 'reqId', 'responseTime', 'route', 'service', 'status', 'time'].sort(),
+    );
+    expect(line!.level).toBe('info');
   });
 
   it('replaces a missing or invalid x-request-id with a generated one', async () => {
@@ -99,6 +104,26 @@ describe('observability: request ids, logs, metrics, health', () => {
     });
     expect(records.find((r) => r.event === 'auth_failed')).toMatchObject({ route: '/admin/keys' });
     expect(capture.lines.join('\n')).not.toContain('wrong-key-4242');
+  });
+
+  it('a refused request: the auth failure and the request line both carry its id', async () => {
+    const res = await fetch(`${issuer.url}/issue-vc`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': 'wrong-key-5151',
+        'x-request-id': 'trace-refused-1',
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(res.status).toBe(403);
+    const mine = capture.records().filter((r) => r.reqId === 'trace-refused-1');
+    expect(mine.find((r) => r.event === 'auth_failed')).toMatchObject({ level: 'warn', route: '/issue-vc' });
+    expect(mine.find((r) => r.msg === 'request completed')).toMatchObject({
+      status: 403,
+      route: '/issue-vc',
+    });
+    expect(capture.lines.join('\n')).not.toContain('wrong-key-5151');
   });
 
   it('/healthz and /readyz answer without a key; readyz reports the outbox backlog', async () => {

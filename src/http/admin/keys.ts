@@ -56,7 +56,7 @@ export const RotateKeyBodySchema = z.object({
  * `POST /admin/keys/rotate` (kit extension): retires the active key of a purpose, adds a new one
  * that signs from now on, reloads the ring and re-signs the status lists with the new key.
  */
-export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 'store'>) {
+export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 'store' | 'log'>) {
   let queue: Promise<unknown> = Promise.resolve();
   return async (req: Request, res: Response) => {
     const body = parseInput(RotateKeyBodySchema, req.body ?? {});
@@ -65,7 +65,7 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
     const run = queue.then(() => rotate(body.purpose, auditActor(res, body.reason)));
     queue = run.catch(() => {});
     const answer = await run;
-    req.log.info(
+    ctx.log.info(
       { event: 'key_rotation', purpose: answer.purpose, retired: answer.retired, created: answer.created },
       'key rotated',
     );

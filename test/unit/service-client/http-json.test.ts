@@ -1,0 +1,266 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer, globalAgent } from 'node:https';
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { x5cToPem } from '../../../src/keys/certificates.js';
+import { DEV_CA_PEM, issueDevLeaf, loadOrCreateDevCa } from '../../../src/keys/dev-ca.js';
+import { HttpFailure, postJson } from '../../../src/service-client/http-json.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+// The request as it reaches the upstream: one loopback server records each.
+describe('postJson', () => {
+  let server: Server;
+  let port: number;
+  const seen: Array<{ url: string; method: string; headers: IncomingMessage['headers']; body: string }> = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        seen.push({ url: req.url ?? '', method: req.method ?? '', headers: req.headers, body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('sends host, JSON content headers, its exact length and the caller headers; parses the answer', async () => {
+    const payload = { userId: 'ü-1', n: 1 };
+    for (let i = 0; i < 2; i++) {
+      const res = await postJson(`http://127.0.0.1:${port}/claims?x=1`, payload, {
+        headers: { 'x-request-id': `r-${i}`, 'idempotency-key': 'k' },
+        timeoutMs: 2000,
+      });
+      expect(res).toEqual({ status: 200, body: { ok: true } });
+    }
+    const [first, second] = seen.slice(-2);
+    expect(first).toMatchObject({ url: '/claims?x=1', method: 'POST', body: JSON.stringify(payload) });
+    expect(first!.headers).toMatchObject({
+      host: `127.0.0.1:${port}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'content-length': String(Buffer.byteLength(JSON.stringify(payload))),
+      connection: 'keep-alive',
+      'x-request-id': 'r-0',
+      'idempotency-key': 'k',
+    });
+    expect(first!.headers.authorization).toBeUndefined();
+    // The second request to the same URL carries its own headers, not the first one's.
+    expect(second!.headers['x-request-id']).toBe('r-1');
+  });
+
+  it('turns credentials in the URL into Basic authorization, never into the path', async () => {
+    await postJson(`http://us%40er:p%3Ass@127.0.0.1:${port}/c`, {}, { timeoutMs: 2000 });
+    const last = seen.at(-1)!;
+    expect(last.url).toBe('/c');
+    expect(last.headers.authorization).toBe(`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
+  });
+
+  it('refuses a header value that would inject another header', async () => {
+    const before = seen.length;
+    await expect(
+      postJson(`http://127.0.0.1:${port}/c`, {}, { headers: { 'x-a': 'v\r\nx-b: w' }, timeoutMs: 2000 }),
+    ).rejects.toThrow();
+    expect(seen.length).toBe(before);
+  });
+});
+
+/**
+ * The answers a hosting service or claims source may send, written byte for byte by a TCP server:
+ * each test's `answer` gets the socket and the request text once the request is complete.
+ */
+describe('postJson reads every HTTP/1.1 answer framing', () => {
+  let server: ReturnType<typeof createTcpServer>;
+  let url: string;
+  let answer: (socket: Socket, request: string) => void = () => {};
+  const connections: number[] = [];
+
+  beforeAll(async () => {
+    server = createTcpServer((socket) => {
+      connections.push(socket.remotePort ?? 0);
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+        const end = text.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(text)![1]);
+        if (text.length < end + 4 + length) return;
+        const request = text.slice(0, end + 4 + length);
+        text = text.slice(end + 4 + length);
+        answer(socket, request);
+      });
+      socket.on('error', () => {});
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
+  });
+  afterAll(() => {
+    server.close();
+  });
+
+  /** Writes `parts` one by one, each in its own TCP segment where the kernel allows. */
+  const writeSlowly = (socket: Socket, parts: string[]) => {
+    let i = 0;
+    const next = () => {
+      if (i < parts.length) socket.write(parts[i++]!, () => setImmediate(next));
+    };
+    next();
+  };
+  const call = (timeoutMs = 2000) => postJson(url, { a: 1 }, { timeoutMs });
+
+  it('content-length, with the head and body split into single bytes', async () => {
+    answer = (socket) => {
+      const body = Buffer.from('{"ok":"é"}');
+      const head = Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`);
+      const bytes = Buffer.concat([head, body]);
+      let i = 0;
+      const next = () => {
+        if (i < bytes.length) socket.write(bytes.subarray(i, ++i), () => setImmediate(next));
+      };
+      next();
+    };
+    expect(await call()).toEqual({ status: 200, body: { ok: 'é' } });
+  });
+
+  it('chunked transfer coding with extensions and trailers, and a 103 before the answer', async () => {
+    answer = (socket) =>
+      writeSlowly(socket, [
+        'HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n',
+        'HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n',
+        '5;ext=1\r\n{"a":\r\n',
+        'A\r\n"bcdefgh"}\r\n0\r\nX-Trailer: t\r\n\r\n',
+      ]);
+    expect(await call()).toEqual({ status: 201, body: { a: 'bcdefgh' } });
+  });
+
+  it('keeps the connection for the next request, and opens a new one after connection: close', async () => {
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    await call();
+    const before = connections.length;
+    await call();
+    await call();
+    expect(connections.length).toBe(before);
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}');
+    await call();
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    await call();
+    expect(connections.length).toBe(before + 1);
+  });
+
+  it('past 64 connections a request waits for a free one, and each gets its own answer', async () => {
+    const before = connections.length;
+    let n = 0;
+    answer = (socket, request) => {
+      const id = /"i":(\d+)/.exec(request)![1];
+      const body = `{"i":${id},"n":${n++}}`;
+      // Answer in a later turn so that all requests are in flight at once.
+      setImmediate(() =>
+        socket.write(`HTTP/1.1 201 Created\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      );
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => postJson(url, { i }, { timeoutMs: 5000 })),
+    );
+    answers.forEach((res, i) => {
+      expect(res).toMatchObject({ status: 201, body: { i } });
+    });
+    expect(connections.length - before).toBeLessThanOrEqual(64);
+  });
+
+  it('an idle connection the server closed is not used again', async () => {
+    let serverSide: Promise<unknown> = Promise.resolve();
+    answer = (socket) => {
+      serverSide = once(socket, 'close');
+      socket.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await call();
+    // Closed on the server once the client answered the FIN: the pool has seen it too.
+    await serverSide;
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n[1 ]');
+    expect(await call()).toEqual({ status: 200, body: [1] });
+  });
+
+  it('an HTTP/1.0 answer without length is read until close; 204 has no body; non-JSON is undefined', async () => {
+    answer = (socket) => {
+      socket.write('HTTP/1.0 200 OK\r\n\r\n{"until":');
+      setImmediate(() => socket.end('"close"}'));
+    };
+    expect(await call()).toEqual({ status: 200, body: { until: 'close' } });
+    answer = (socket) => socket.write('HTTP/1.1 204 No Content\r\n\r\n');
+    expect(await call()).toEqual({ status: 204, body: undefined });
+    answer = (socket) => socket.write('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\n\r\noops!');
+    expect(await call()).toEqual({ status: 502, body: undefined });
+  });
+
+  it('a malformed, oversized or late answer, and an unreachable host, are typed failures', async () => {
+    answer = (socket) => socket.write('SMTP ready\r\n\r\n');
+    await expect(call()).rejects.toMatchObject({ name: 'HttpFailure', kind: 'network' });
+    answer = (socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`);
+    await expect(call()).rejects.toMatchObject({ kind: 'network', message: 'response too large' });
+    answer = (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const chunk = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 20; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    };
+    await expect(call()).rejects.toMatchObject({ kind: 'network', message: 'response too large' });
+    answer = () => {};
+    const late = await call(50).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(HttpFailure);
+    expect(late).toMatchObject({ kind: 'timeout' });
+    const closed = createTcpServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const port = (closed.address() as AddressInfo).port;
+    closed.close();
+    await expect(postJson(`http://127.0.0.1:${port}/`, {}, { timeoutMs: 2000 })).rejects.toMatchObject({
+      kind: 'network',
+    });
+  });
+});
+
+describe('postJson over https', () => {
+  it('checks the certificate against the process trust, and speaks through a trusted one', async () => {
+    const dir = tempDir();
+    const server = createHttpsServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"tls":true}'));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const origin = `https://localhost:${(server.address() as AddressInfo).port}`;
+    const ca = await loadOrCreateDevCa(dir);
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const chain = await issueDevLeaf(ca, privateKey, origin);
+    server.setSecureContext({
+      key: privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+      cert: x5cToPem(chain),
+    });
+    const saved = globalAgent.options.ca;
+    try {
+      await expect(postJson(`${origin}/a`, {}, { timeoutMs: 2000 })).rejects.toMatchObject({
+        kind: 'network',
+      });
+      globalAgent.options.ca = readFileSync(join(dir, DEV_CA_PEM), 'utf8');
+      expect(await postJson(`${origin}/b`, {}, { timeoutMs: 2000 })).toEqual({
+        status: 200,
+        body: { tls: true },
+      });
+    } finally {
+      globalAgent.options.ca = saved;
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
