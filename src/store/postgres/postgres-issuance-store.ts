@@ -21,21 +21,61 @@ export const ALLOCATION_SHARDS = 16;
 
 // The first open partition of today's size and bits (after a change of STATUS_LIST_BITS or
 // STATUS_LIST_PARTITION_SIZE new credentials go to a new partition) and the first of the random
-// candidates that no issuance holds there.
-const PROPOSE_SQL = `SELECT p.partition, p.size,
-    (SELECT c.i FROM unnest($3::int[]) WITH ORDINALITY AS c(i, o)
+// candidates that no issuance holds there. Parameters: size, bits, candidates.
+const proposeSql = (size: string, bits: string, candidates: string) => `SELECT p.partition, p.size,
+    (SELECT c.i FROM unnest(${candidates}::int[]) WITH ORDINALITY AS c(i, o)
       WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
       ORDER BY c.o LIMIT 1) AS free
-  FROM status_list_partitions p WHERE p.size = $1 AND p.bits = $2 AND NOT p.is_full
+  FROM status_list_partitions p WHERE p.size = ${size} AND p.bits = ${bits} AND NOT p.is_full
   ORDER BY p.partition LIMIT 1`;
+const PROPOSE_SQL = proposeSql('$1', '$2', '$3');
+
+const LIVE_DUPLICATE_WHERE = `holder_did = $1 AND schema_id = $2 AND proof_type = $3 AND subject_hash = $4
+  AND channel = 'hosted' AND status = 0 AND expires_at > $5`;
+
+// A live duplicate's id, else a proposed slot in the same round trip (see findLiveDuplicate).
+const DUPLICATE_OR_PROPOSE_SQL = `WITH dup AS (
+    SELECT credential_id FROM issuances WHERE ${LIVE_DUPLICATE_WHERE} ORDER BY created_at DESC, seq DESC LIMIT 1)
+  SELECT (SELECT credential_id FROM dup) AS duplicate, s.partition, s.free
+  FROM (SELECT 1) one LEFT JOIN (${proposeSql('$6::int', '$7::smallint', '$8')}) s ON NOT EXISTS (SELECT 1 FROM dup)`;
+
+// A slot proposed ahead of its proposeStatusSlot is handed out this fresh at most, and this many
+// wait at most (a hosted issuance with no status list asks for none).
+const PROPOSAL_MAX_AGE_MS = 1000;
+const PROPOSALS_KEPT = 8;
+
+interface UploadedMark {
+  credentialId: string;
+  storagePath: string | null;
+  at: Date;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+// Every mark of one turn of the event loop in one statement. Rows are fed in credential id order,
+// so that two instances' batches (a lease taken over while its holder still uploads) lock the
+// rows they share in the same order.
+const MARK_UPLOADED_SQL = `UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
+    next_attempt_at = NULL, lease_until = NULL, last_error = NULL, upload_attempts = i.upload_attempts + 1
+  FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS m(id, path, at) ORDER BY id) u
+  WHERE i.credential_id = u.id`;
+
+interface Proposal {
+  size: number;
+  bits: 1 | 2;
+  slot: StatusSlot;
+  at: number;
+}
 
 // Every write of one issuance in one statement (migration 008-record-issuance.sql).
 const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4, $5, $6, $7::bigint, $8::int, $9::int,
   $10, $11, $12::timestamptz, $13::timestamptz, $14, $15::timestamptz, $16::timestamptz, $17, $18::smallint, $19::int,
   $20::int, $21, $22)`;
 
-const LIVE_DUPLICATE_WHERE = `holder_did = $1 AND schema_id = $2 AND proof_type = $3 AND subject_hash = $4
-  AND channel = 'hosted' AND status = 0 AND expires_at > $5`;
+// draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
+function randomCandidates(partitionSize: number): number[] {
+  return Array.from({ length: RANDOM_PROBES }, () => randomInt(partitionSize));
+}
 
 /** The second key of a hosted issuance's dedupe lock: its holder, schema, proof type and claims. */
 function dedupeLockKey(n: NewIssuance): number {
@@ -46,12 +86,23 @@ function dedupeLockKey(n: NewIssuance): number {
 }
 
 export class PostgresIssuanceStore implements IssuanceStore {
+  /** Slots proposed by findLiveDuplicate, oldest first. */
+  private proposals: Proposal[] = [];
+  /** The partition size and bits last asked for: what findLiveDuplicate proposes a slot in. */
+  private shape: { size: number; bits: 1 | 2 } | undefined;
+  /** markUploaded calls waiting for this turn of the event loop's one UPDATE. */
+  private marks: UploadedMark[] = [];
+
   constructor(private readonly pool: PgPool) {}
 
   async proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
+    this.shape = { size: partitionSize, bits };
+    const now = Date.now();
+    for (let p = this.proposals.shift(); p; p = this.proposals.shift()) {
+      if (p.size === partitionSize && p.bits === bits && now - p.at < PROPOSAL_MAX_AGE_MS) return p.slot;
+    }
     for (;;) {
-      // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
-      const candidates = Array.from({ length: RANDOM_PROBES }, () => randomInt(partitionSize));
+      const candidates = randomCandidates(partitionSize);
       const { rows } = await this.pool.query<{ partition: number; size: number; free: number | null }>({
         name: 'pg-propose-slot',
         text: PROPOSE_SQL,
@@ -99,13 +150,37 @@ export class PostgresIssuanceStore implements IssuanceStore {
     return rowCount === 1;
   }
 
+  /**
+   * A hosted issuance asks for a live duplicate and, when there is none, for a status slot right
+   * after: both go in one round trip, the slot kept for the next proposeStatusSlot of the same
+   * partition shape. Any free slot will do for any issuance (the insert's unique constraint still
+   * decides), so the slot need not reach the same request.
+   */
   async findLiveDuplicate(q: DuplicateQuery): Promise<IssuanceRecord | undefined> {
-    const { rows } = await this.pool.query<IssuanceRow>({
-      name: 'pg-live-duplicate',
-      text: `SELECT * FROM issuances WHERE ${LIVE_DUPLICATE_WHERE} ORDER BY created_at DESC, seq DESC LIMIT 1`,
-      values: [q.holderDid, q.schemaId, q.proofType, q.subjectHash, q.now],
+    const shape = this.proposals.length < PROPOSALS_KEPT ? this.shape : undefined;
+    const { rows } = await this.pool.query<{
+      duplicate: string | null;
+      partition: number | null;
+      free: number | null;
+    }>({
+      name: 'pg-live-duplicate-or-propose',
+      text: DUPLICATE_OR_PROPOSE_SQL,
+      values: [
+        q.holderDid,
+        q.schemaId,
+        q.proofType,
+        q.subjectHash,
+        q.now,
+        shape?.size ?? null,
+        shape?.bits ?? null,
+        shape ? randomCandidates(shape.size) : [],
+      ],
     });
-    return rows[0] ? rowToIssuance(rows[0]) : undefined;
+    const { duplicate, partition, free } = rows[0]!;
+    if (duplicate !== null) return this.get(duplicate);
+    if (shape && partition !== null && free !== null)
+      this.proposals.push({ ...shape, slot: { partition, index: free }, at: Date.now() });
+    return undefined;
   }
 
   async insertIssuance(
@@ -167,6 +242,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
       const record = await this.get(existing!);
       return { kind: 'duplicate', record: record! };
     }
+    // A slot proposed ahead may be as stale as this one: the next proposals come fresh.
+    if (outcome === 'slot-taken') this.proposals = [];
     return { kind: outcome };
   }
 
@@ -225,13 +302,31 @@ export class PostgresIssuanceStore implements IssuanceStore {
     return rowCount === 1;
   }
 
-  async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    await this.pool.query({
-      name: 'pg-mark-uploaded',
-      text: `UPDATE issuances SET upload_state = 'uploaded', storage_path = $1, uploaded_at = $2, next_attempt_at = NULL,
-        lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = $3`,
-      values: [storagePath, at, credentialId],
+  /**
+   * Resolves once the mark is committed. Uploads finishing at about the same time (one per
+   * concurrent request) share one UPDATE: one round trip for all the marks of this turn of the
+   * event loop.
+   */
+  markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.marks.push({ credentialId, storagePath, at, resolve, reject }) === 1)
+        setImmediate(() => void this.flushMarks());
     });
+  }
+
+  private async flushMarks(): Promise<void> {
+    const batch = this.marks;
+    this.marks = [];
+    try {
+      await this.pool.query({
+        name: 'pg-mark-uploaded',
+        text: MARK_UPLOADED_SQL,
+        values: [batch.map((m) => m.credentialId), batch.map((m) => m.storagePath), batch.map((m) => m.at)],
+      });
+      for (const m of batch) m.resolve();
+    } catch (err) {
+      for (const m of batch) m.reject(err);
+    }
   }
 
   async markUploadFailed(
