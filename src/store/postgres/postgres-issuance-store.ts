@@ -21,28 +21,41 @@ export const ALLOCATION_SHARDS = 16;
 
 // The first open partition of today's size and bits (after a change of STATUS_LIST_BITS or
 // STATUS_LIST_PARTITION_SIZE new credentials go to a new partition) and the first of the random
-// candidates that no issuance holds there. Parameters: size, bits, candidates.
-const proposeSql = (size: string, bits: string, candidates: string) => `SELECT p.partition, p.size,
-    (SELECT c.i FROM unnest(${candidates}::int[]) WITH ORDINALITY AS c(i, o)
+// candidates that no issuance holds there.
+const PROPOSE_SQL = `SELECT p.partition, p.size,
+    (SELECT c.i FROM unnest($3::int[]) WITH ORDINALITY AS c(i, o)
       WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
       ORDER BY c.o LIMIT 1) AS free
-  FROM status_list_partitions p WHERE p.size = ${size} AND p.bits = ${bits} AND NOT p.is_full
+  FROM status_list_partitions p WHERE p.size = $1 AND p.bits = $2 AND NOT p.is_full
   ORDER BY p.partition LIMIT 1`;
-const PROPOSE_SQL = proposeSql('$1', '$2', '$3');
 
-const LIVE_DUPLICATE_WHERE = `holder_did = $1 AND schema_id = $2 AND proof_type = $3 AND subject_hash = $4
-  AND channel = 'hosted' AND status = 0 AND expires_at > $5`;
+// The live duplicates of a batch of hosted issuances (row `o` of the batch, its duplicate's id)
+// and, in the same round trip, up to $9 free slots among random candidates of the first open
+// partition of size $6 and bits $7 (see findLiveDuplicate).
+const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+      WITH ORDINALITY AS q(holder, schema, proof, subject, now, o)),
+  p AS (SELECT partition FROM status_list_partitions WHERE size = $6::int AND bits = $7::smallint AND NOT is_full
+    ORDER BY partition LIMIT 1)
+  SELECT q.o::int AS o, d.credential_id AS duplicate, NULL::int AS partition, NULL::int AS free
+    FROM q CROSS JOIN LATERAL (SELECT credential_id FROM issuances WHERE holder_did = q.holder AND schema_id = q.schema
+      AND proof_type = q.proof AND subject_hash = q.subject AND channel = 'hosted' AND status = 0 AND expires_at > q.now
+      ORDER BY created_at DESC, seq DESC LIMIT 1) d
+  UNION ALL
+  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o)
+    WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
+    ORDER BY c.o LIMIT $9)`;
 
-// A live duplicate's id, else a proposed slot in the same round trip (see findLiveDuplicate).
-const DUPLICATE_OR_PROPOSE_SQL = `WITH dup AS (
-    SELECT credential_id FROM issuances WHERE ${LIVE_DUPLICATE_WHERE} ORDER BY created_at DESC, seq DESC LIMIT 1)
-  SELECT (SELECT credential_id FROM dup) AS duplicate, s.partition, s.free
-  FROM (SELECT 1) one LEFT JOIN (${proposeSql('$6::int', '$7::smallint', '$8')}) s ON NOT EXISTS (SELECT 1 FROM dup)`;
+interface DuplicateLookup {
+  q: DuplicateQuery;
+  resolve(credentialId: string | undefined): void;
+  reject(err: unknown): void;
+}
 
 // A slot proposed ahead of its proposeStatusSlot is handed out this fresh at most, and this many
 // wait at most (a hosted issuance with no status list asks for none).
 const PROPOSAL_MAX_AGE_MS = 1000;
-const PROPOSALS_KEPT = 8;
+const PROPOSALS_KEPT = 64;
 
 interface UploadedMark {
   credentialId: string;
@@ -73,8 +86,10 @@ const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4
   $20::int, $21, $22)`;
 
 // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
-function randomCandidates(partitionSize: number): number[] {
-  return Array.from({ length: RANDOM_PROBES }, () => randomInt(partitionSize));
+function randomCandidates(partitionSize: number, count = RANDOM_PROBES): number[] {
+  const drawn = new Set<number>();
+  for (let i = 0; i < count; i++) drawn.add(randomInt(partitionSize));
+  return [...drawn];
 }
 
 /** The second key of a hosted issuance's dedupe lock: its holder, schema, proof type and claims. */
@@ -90,6 +105,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
   private proposals: Proposal[] = [];
   /** The partition size and bits last asked for: what findLiveDuplicate proposes a slot in. */
   private shape: { size: number; bits: 1 | 2 } | undefined;
+  /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
+  private lookups: DuplicateLookup[] = [];
   /** markUploaded calls waiting for this turn of the event loop's one UPDATE. */
   private marks: UploadedMark[] = [];
 
@@ -152,35 +169,53 @@ export class PostgresIssuanceStore implements IssuanceStore {
 
   /**
    * A hosted issuance asks for a live duplicate and, when there is none, for a status slot right
-   * after: both go in one round trip, the slot kept for the next proposeStatusSlot of the same
-   * partition shape. Any free slot will do for any issuance (the insert's unique constraint still
-   * decides), so the slot need not reach the same request.
+   * after. The lookups of one turn of the event loop (requests arriving together) go in one round
+   * trip, with as many slots, kept for the next proposeStatusSlot calls of the same partition
+   * shape: any free slot will do for any issuance (the insert's unique constraint still decides).
    */
   async findLiveDuplicate(q: DuplicateQuery): Promise<IssuanceRecord | undefined> {
-    const shape = this.proposals.length < PROPOSALS_KEPT ? this.shape : undefined;
-    const { rows } = await this.pool.query<{
-      duplicate: string | null;
-      partition: number | null;
-      free: number | null;
-    }>({
-      name: 'pg-live-duplicate-or-propose',
-      text: DUPLICATE_OR_PROPOSE_SQL,
-      values: [
-        q.holderDid,
-        q.schemaId,
-        q.proofType,
-        q.subjectHash,
-        q.now,
-        shape?.size ?? null,
-        shape?.bits ?? null,
-        shape ? randomCandidates(shape.size) : [],
-      ],
+    const found = await new Promise<string | undefined>((resolve, reject) => {
+      if (this.lookups.push({ q, resolve, reject }) === 1) setImmediate(() => void this.flushLookups());
     });
-    const { duplicate, partition, free } = rows[0]!;
-    if (duplicate !== null) return this.get(duplicate);
-    if (shape && partition !== null && free !== null)
-      this.proposals.push({ ...shape, slot: { partition, index: free }, at: Date.now() });
-    return undefined;
+    return found === undefined ? undefined : this.get(found);
+  }
+
+  private async flushLookups(): Promise<void> {
+    const batch = this.lookups;
+    this.lookups = [];
+    const shape = this.proposals.length < PROPOSALS_KEPT ? this.shape : undefined;
+    try {
+      const { rows } = await this.pool.query<{
+        o: number | null;
+        duplicate: string | null;
+        partition: number | null;
+        free: number | null;
+      }>({
+        name: 'pg-live-duplicates-and-proposals',
+        text: DUPLICATES_AND_PROPOSALS_SQL,
+        values: [
+          batch.map((l) => l.q.holderDid),
+          batch.map((l) => l.q.schemaId),
+          batch.map((l) => l.q.proofType),
+          batch.map((l) => l.q.subjectHash),
+          batch.map((l) => l.q.now),
+          shape?.size ?? null,
+          shape?.bits ?? null,
+          shape ? randomCandidates(shape.size, RANDOM_PROBES + batch.length) : [],
+          batch.length,
+        ],
+      });
+      const duplicates = new Map<number, string>();
+      const at = Date.now();
+      for (const r of rows) {
+        if (r.o !== null && r.duplicate !== null) duplicates.set(r.o, r.duplicate);
+        else if (shape && r.partition !== null && r.free !== null)
+          this.proposals.push({ ...shape, slot: { partition: r.partition, index: r.free }, at });
+      }
+      for (const [i, l] of batch.entries()) l.resolve(duplicates.get(i + 1));
+    } catch (err) {
+      for (const l of batch) l.reject(err);
+    }
   }
 
   async insertIssuance(
