@@ -52,8 +52,8 @@ interface DuplicateLookup {
   reject(err: unknown): void;
 }
 
-// A slot proposed ahead of its proposeStatusSlot is handed out this fresh at most, and this many
-// wait at most (a hosted issuance with no status list asks for none).
+// A slot proposed ahead of its proposeStatusSlot is handed out this fresh at most; with this many
+// waiting no more are proposed (a hosted issuance with no status list asks for none).
 const PROPOSAL_MAX_AGE_MS = 1000;
 const PROPOSALS_KEPT = 64;
 
