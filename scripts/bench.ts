@@ -22,10 +22,11 @@ const sections: Record<string, () => Promise<Row[]>> = {
   iden3: benchIden3,
   batch: () => benchBatch(),
   store: benchStoreEngines,
-  // Issue 9: the same hosted run on SQLite and on PostgreSQL with one and two processes
-  // (WORKERS=2: two instances on one database); BENCH_DATABASE_URL names the server.
+  // Issue 9: the same hosted run on SQLite and on PostgreSQL, each with one and two processes
+  // (WORKERS=2 on PostgreSQL: two instances on one database); BENCH_DATABASE_URL names the server.
   postgres: async () => {
-    const rows = await benchHostedIssueVc({ workers: 1 });
+    const rows: Row[] = [];
+    for (const workers of [1, 2]) rows.push(...(await benchHostedIssueVc({ workers })));
     for (const workers of [1, 2]) {
       const db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
       try {
@@ -101,17 +102,19 @@ function fmt(v: number): string {
 }
 
 // Issue 9: PostgreSQL's server CPU per hosted issuance next to SQLite's (goal ≤ 1.25×).
-const cpuOf = (tag: string) => get(`hosted issue-vc${tag}: server CPU per issuance`);
-const sqliteCpu = cpuOf(' WORKERS=1');
-const pgCpu = cpuOf(' PostgreSQL WORKERS=1');
-if (sqliteCpu !== undefined && pgCpu !== undefined) {
-  console.log('\nPostgreSQL vs SQLite, hosted issue-vc (same run; goal ≤ 1.25×)');
-  console.log(
-    `  server CPU per issuance, PostgreSQL ÷ SQLite, one process ${(pgCpu / sqliteCpu).toFixed(2).padStart(10)}`,
-  );
-  const pg2 = cpuOf(' PostgreSQL WORKERS=2');
+const cpuOf = (engine: string, workers: number) =>
+  get(`hosted issue-vc${engine} WORKERS=${workers}: server CPU per issuance`);
+if (cpuOf(' PostgreSQL', 1) !== undefined && cpuOf('', 1) !== undefined) {
+  console.log('\nPostgreSQL ÷ SQLite server CPU per issuance, hosted issue-vc (same run; goal ≤ 1.25×)');
+  for (const workers of [1, 2]) {
+    const pg = cpuOf(' PostgreSQL', workers);
+    const sqlite = cpuOf('', workers);
+    if (pg !== undefined && sqlite !== undefined)
+      console.log(`  WORKERS=${workers} ${(pg / sqlite).toFixed(2).padStart(10)}×`);
+  }
+  const pg2 = cpuOf(' PostgreSQL', 2);
   if (pg2 !== undefined)
     console.log(
-      `  server CPU per issuance, PostgreSQL two processes ÷ SQLite ${(pg2 / sqliteCpu).toFixed(2).padStart(10)}`,
+      `  PostgreSQL WORKERS=2 ÷ SQLite WORKERS=1 ${(pg2 / cpuOf('', 1)!).toFixed(2).padStart(10)}×`,
     );
 }

@@ -212,6 +212,53 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(outcomes.filter((o) => o.kind === 'duplicate')).toHaveLength(7);
       });
 
+      // An engine may serve calls made at the same moment together (PostgreSQL: one round trip).
+      it('lookups, slot proposals and upload marks made at the same moment each get their own answer', async () => {
+        const store = await open();
+        const originals = [];
+        for (const i of [0, 1, 2])
+          originals.push(await insert(store, issuance({ subjectHash: `s${i}` }), true));
+        const query = (subjectHash: string) => ({
+          holderDid: 'did:example:holder',
+          schemaId: 'membership-v1',
+          proofType: 'SD_JWT_VC' as const,
+          subjectHash,
+          now: T0,
+        });
+        await store.issuances.proposeStatusSlot(4096, 1);
+        const found = await Promise.all(
+          ['s0', 'new-a', 's1', 'new-b', 's2', ...Array.from({ length: 15 }, (_, i) => `new-${i}`)].map((s) =>
+            store.issuances.findLiveDuplicate(query(s)),
+          ),
+        );
+        expect(found.slice(0, 5).map((r) => r?.credentialId)).toEqual([
+          originals[0]!.credentialId,
+          undefined,
+          originals[1]!.credentialId,
+          undefined,
+          originals[2]!.credentialId,
+        ]);
+        expect(found.slice(5).every((r) => r === undefined)).toBe(true);
+        // Each proposal is free when made: inserted right after, none is taken.
+        const slots = new Set<string>();
+        for (let i = 0; i < 20; i++) {
+          const slot = await store.issuances.proposeStatusSlot(4096, 1);
+          await insert(store, issuance({ statusSlot: slot }));
+          slots.add(`${slot.partition}:${slot.index}`);
+        }
+        expect(slots.size).toBe(20);
+        await Promise.all(
+          originals.map((r, i) => store.issuances.markUploaded(r.credentialId, `/vcs/${i}`, at(i * 1000))),
+        );
+        for (const [i, r] of originals.entries())
+          expect(await store.issuances.get(r.credentialId)).toMatchObject({
+            uploadState: 'uploaded',
+            storagePath: `/vcs/${i}`,
+            uploadedAt: at(i * 1000),
+            uploadAttempts: 1,
+          });
+      });
+
       it('latestExpiryForKid is the latest expiry among the key credentials', async () => {
         const store = await open();
         await insert(store, issuance({ kid: 'a', expiresAt: at(1000) }));

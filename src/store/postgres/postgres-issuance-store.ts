@@ -8,8 +8,7 @@ import type {
   NewIssuance,
   StatusSlot,
 } from '../store.js';
-import { LOCK_DEDUPE_NAMESPACE, type PgPool, type Queryable, withTransaction } from './database.js';
-import { insertAudit } from './postgres-audit-store.js';
+import { LOCK_DEDUPE_NAMESPACE, type PgPool } from './database.js';
 import { type IssuanceRow, rowToIssuance } from './rows.js';
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
@@ -19,10 +18,6 @@ type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 const RANDOM_PROBES = 16;
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
-
-const ISSUANCE_COLUMNS = `credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
-  status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
-  lease_until, email_hash`;
 
 // The first open partition of today's size and bits (after a change of STATUS_LIST_BITS or
 // STATUS_LIST_PARTITION_SIZE new credentials go to a new partition) and the first of the random
@@ -34,51 +29,70 @@ const PROPOSE_SQL = `SELECT p.partition, p.size,
   FROM status_list_partitions p WHERE p.size = $1 AND p.bits = $2 AND NOT p.is_full
   ORDER BY p.partition LIMIT 1`;
 
-// One statement (atomic without a transaction): the issuance, only into an existing partition
-// and below its size, and the partition's allocation counter. A taken credential id, nonce or
-// slot makes it insert nothing (the unique constraints decide between racing instances), and so
-// does, with dedupe, a live hosted issuance of the same holder, schema, proof type and claims.
-function insertSql(slot: boolean, dedupe: boolean): string {
-  // Parameters: $1 id … $7 nonce, then with a slot $8 partition, $9 index; then subject, kid,
-  // created, expires, envelope, next attempt, the inserting request's lease (store.ts uploadDueAt),
-  // the email hash and with a slot the counter shard.
-  const p = slot ? 9 : 7;
-  const arg = (i: number) => `$${p + i}`;
-  const values = `$1, $2, $3, $4, $5, $6, $7::bigint, ${slot ? '$8::int, $9::int' : 'NULL::int, NULL::int'},
-      ${arg(1)}, ${arg(2)}, ${arg(3)}::timestamptz, ${arg(4)}::timestamptz, ${arg(5)}, 'pending', ${arg(6)}::timestamptz,
-      ${arg(7)}::timestamptz, ${arg(8)}::text`;
-  const conditions = [
-    ...(slot
-      ? ['EXISTS (SELECT 1 FROM status_list_partitions p WHERE p.partition = $8::int AND $9::int < p.size)']
-      : []),
-    ...(dedupe
-      ? [
-          `NOT EXISTS (SELECT 1 FROM issuances d WHERE d.holder_did = $4 AND d.schema_id = $5 AND d.proof_type = $6
-            AND d.subject_hash = ${arg(1)} AND d.channel = 'hosted' AND d.status = 0 AND d.expires_at > ${arg(3)}::timestamptz)`,
-        ]
-      : []),
-  ];
-  const insert = `INSERT INTO issuances (${ISSUANCE_COLUMNS})
-    SELECT ${values} ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
-    ON CONFLICT DO NOTHING`;
-  if (!slot) return `${insert} RETURNING 1`;
-  return `WITH ins AS (${insert} RETURNING status_partition)
-    INSERT INTO status_list_allocations (partition, shard, allocated)
-    SELECT status_partition, ${arg(9)}, 1 FROM ins
-    ON CONFLICT (partition, shard) DO UPDATE SET allocated = status_list_allocations.allocated + 1
-    RETURNING 1`;
+// The live duplicates of a batch of hosted issuances (row `o` of the batch, its duplicate's id)
+// and, in the same round trip, up to $9 free slots among random candidates of the first open
+// partition of size $6 and bits $7 (see findLiveDuplicate).
+const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+      WITH ORDINALITY AS q(holder, schema, proof, subject, now, o)),
+  p AS (SELECT partition FROM status_list_partitions WHERE size = $6::int AND bits = $7::smallint AND NOT is_full
+    ORDER BY partition LIMIT 1)
+  SELECT q.o::int AS o, d.credential_id AS duplicate, NULL::int AS partition, NULL::int AS free
+    FROM q CROSS JOIN LATERAL (SELECT credential_id FROM issuances WHERE holder_did = q.holder AND schema_id = q.schema
+      AND proof_type = q.proof AND subject_hash = q.subject AND channel = 'hosted' AND status = 0 AND expires_at > q.now
+      ORDER BY created_at DESC, seq DESC LIMIT 1) d
+  UNION ALL
+  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o)
+    WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
+    ORDER BY c.o LIMIT $9)`;
+
+interface DuplicateLookup {
+  q: DuplicateQuery;
+  resolve(credentialId: string | undefined): void;
+  reject(err: unknown): void;
 }
-const INSERT_SQL = {
-  'pg-insert-issuance': insertSql(false, false),
-  'pg-insert-issuance-dedupe': insertSql(false, true),
-  'pg-insert-issuance-slot': insertSql(true, false),
-  'pg-insert-issuance-slot-dedupe': insertSql(true, true),
-};
 
-const LIVE_DUPLICATE_WHERE = `holder_did = $1 AND schema_id = $2 AND proof_type = $3 AND subject_hash = $4
-  AND channel = 'hosted' AND status = 0 AND expires_at > $5`;
+// A slot proposed ahead of its proposeStatusSlot is handed out this fresh at most; with this many
+// waiting no more are proposed (a hosted issuance with no status list asks for none).
+const PROPOSAL_MAX_AGE_MS = 1000;
+const PROPOSALS_KEPT = 64;
 
-/** Two identical hosted requests on two instances must not both sign: they take turns on this. */
+interface UploadedMark {
+  credentialId: string;
+  storagePath: string | null;
+  at: Date;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+// Every mark of one turn of the event loop in one statement. Rows are fed in credential id order,
+// so that two instances' batches (a lease taken over while its holder still uploads) lock the
+// rows they share in the same order.
+const MARK_UPLOADED_SQL = `UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
+    next_attempt_at = NULL, lease_until = NULL, last_error = NULL, upload_attempts = i.upload_attempts + 1
+  FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS m(id, path, at) ORDER BY id) u
+  WHERE i.credential_id = u.id`;
+
+interface Proposal {
+  size: number;
+  bits: 1 | 2;
+  slot: StatusSlot;
+  at: number;
+}
+
+// Every write of one issuance in one statement (migration 008-record-issuance.sql).
+const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4, $5, $6, $7::bigint, $8::int, $9::int,
+  $10, $11, $12::timestamptz, $13::timestamptz, $14, $15::timestamptz, $16::timestamptz, $17, $18::smallint, $19::int,
+  $20::int, $21, $22)`;
+
+// draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
+function randomCandidates(partitionSize: number, count = RANDOM_PROBES): number[] {
+  const drawn = new Set<number>();
+  for (let i = 0; i < count; i++) drawn.add(randomInt(partitionSize));
+  return [...drawn];
+}
+
+/** The second key of a hosted issuance's dedupe lock: its holder, schema, proof type and claims. */
 function dedupeLockKey(n: NewIssuance): number {
   return createHash('sha256')
     .update(JSON.stringify([n.holderDid, n.schemaId, n.proofType, n.subjectHash]))
@@ -87,12 +101,25 @@ function dedupeLockKey(n: NewIssuance): number {
 }
 
 export class PostgresIssuanceStore implements IssuanceStore {
+  /** Slots proposed by findLiveDuplicate, oldest first. */
+  private proposals: Proposal[] = [];
+  /** The partition size and bits last asked for: what findLiveDuplicate proposes a slot in. */
+  private shape: { size: number; bits: 1 | 2 } | undefined;
+  /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
+  private lookups: DuplicateLookup[] = [];
+  /** markUploaded calls waiting for this turn of the event loop's one UPDATE. */
+  private marks: UploadedMark[] = [];
+
   constructor(private readonly pool: PgPool) {}
 
   async proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
+    this.shape = { size: partitionSize, bits };
+    const now = Date.now();
+    for (let p = this.proposals.shift(); p; p = this.proposals.shift()) {
+      if (p.size === partitionSize && p.bits === bits && now - p.at < PROPOSAL_MAX_AGE_MS) return p.slot;
+    }
     for (;;) {
-      // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
-      const candidates = Array.from({ length: RANDOM_PROBES }, () => randomInt(partitionSize));
+      const candidates = randomCandidates(partitionSize);
       const { rows } = await this.pool.query<{ partition: number; size: number; free: number | null }>({
         name: 'pg-propose-slot',
         text: PROPOSE_SQL,
@@ -140,51 +167,65 @@ export class PostgresIssuanceStore implements IssuanceStore {
     return rowCount === 1;
   }
 
+  /**
+   * A hosted issuance asks for a live duplicate and, when there is none, for a status slot right
+   * after. The lookups of one turn of the event loop (requests arriving together) go in one round
+   * trip, with as many slots, kept for the next proposeStatusSlot calls of the same partition
+   * shape: any free slot will do for any issuance (the insert's unique constraint still decides).
+   */
   async findLiveDuplicate(q: DuplicateQuery): Promise<IssuanceRecord | undefined> {
-    const { rows } = await this.pool.query<IssuanceRow>({
-      name: 'pg-live-duplicate',
-      text: `SELECT * FROM issuances WHERE ${LIVE_DUPLICATE_WHERE} ORDER BY created_at DESC, seq DESC LIMIT 1`,
-      values: [q.holderDid, q.schemaId, q.proofType, q.subjectHash, q.now],
+    const found = await new Promise<string | undefined>((resolve, reject) => {
+      if (this.lookups.push({ q, resolve, reject }) === 1) setImmediate(() => void this.flushLookups());
     });
-    return rows[0] ? rowToIssuance(rows[0]) : undefined;
+    return found === undefined ? undefined : this.get(found);
+  }
+
+  private async flushLookups(): Promise<void> {
+    const batch = this.lookups;
+    this.lookups = [];
+    const shape = this.proposals.length < PROPOSALS_KEPT ? this.shape : undefined;
+    try {
+      const { rows } = await this.pool.query<{
+        o: number | null;
+        duplicate: string | null;
+        partition: number | null;
+        free: number | null;
+      }>({
+        name: 'pg-live-duplicates-and-proposals',
+        text: DUPLICATES_AND_PROPOSALS_SQL,
+        values: [
+          batch.map((l) => l.q.holderDid),
+          batch.map((l) => l.q.schemaId),
+          batch.map((l) => l.q.proofType),
+          batch.map((l) => l.q.subjectHash),
+          batch.map((l) => l.q.now),
+          shape?.size ?? null,
+          shape?.bits ?? null,
+          shape ? randomCandidates(shape.size, RANDOM_PROBES + batch.length) : [],
+          batch.length,
+        ],
+      });
+      const duplicates = new Map<number, string>();
+      const at = Date.now();
+      for (const r of rows) {
+        if (r.o !== null && r.duplicate !== null) duplicates.set(r.o, r.duplicate);
+        else if (shape && r.partition !== null && r.free !== null)
+          this.proposals.push({ ...shape, slot: { partition: r.partition, index: r.free }, at });
+      }
+      for (const [i, l] of batch.entries()) l.resolve(duplicates.get(i + 1));
+    } catch (err) {
+      for (const l of batch) l.reject(err);
+    }
   }
 
   async insertIssuance(
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome> {
-    const { audit } = options;
-    if (audit) {
-      // The `issue` audit row commits with the insert (and only when it inserted).
-      const begin = options.dedupe
-        ? `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_DEDUPE_NAMESPACE}, ${dedupeLockKey(n)})`
-        : 'BEGIN';
-      return withTransaction(
-        this.pool,
-        async (client) => {
-          const outcome = await this.insertOrExplain(client, n, options.dedupe);
-          if (outcome.kind === 'inserted')
-            await insertAudit(client, { ...audit, at: n.createdAt, action: 'issue', target: n.credentialId });
-          return outcome;
-        },
-        begin,
-      );
-    }
-    if (!options.dedupe) return this.insertOrExplain(this.pool, n, false);
-    // Two identical hosted requests on two instances take turns here, so the second one's insert
-    // (a new statement, a new snapshot) sees the first one's issuance. BEGIN and the lock go in
-    // one round trip; the lock ends with the transaction.
-    const lock = `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_DEDUPE_NAMESPACE}, ${dedupeLockKey(n)})`;
-    return withTransaction(this.pool, (client) => this.insertOrExplain(client, n, true), lock);
-  }
-
-  /** Inserts; when nothing was inserted, says why (same id, live duplicate, nonce, else slot). */
-  private async insertOrExplain(db: Queryable, n: NewIssuance, dedupe: boolean): Promise<InsertOutcome> {
     const nextAttemptAt = n.uploadDueAt ?? n.createdAt;
-    const name = `pg-insert-issuance${n.statusSlot ? '-slot' : ''}${dedupe ? '-dedupe' : ''}` as const;
-    const { rowCount } = await db.query({
-      name,
-      text: INSERT_SQL[name],
+    const { rows } = await this.pool.query<{ outcome: InsertOutcome['kind']; existing: string | null }>({
+      name: 'pg-record-issuance',
+      text: RECORD_SQL,
       values: [
         n.credentialId,
         n.channel,
@@ -193,7 +234,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
         n.schemaId,
         n.proofType,
         n.revocationNonce,
-        ...(n.statusSlot ? [n.statusSlot.partition, n.statusSlot.index] : []),
+        n.statusSlot?.partition ?? null,
+        n.statusSlot?.index ?? null,
         n.subjectHash,
         n.kid,
         n.createdAt,
@@ -202,10 +244,16 @@ export class PostgresIssuanceStore implements IssuanceStore {
         nextAttemptAt,
         n.uploadDueAt ?? null,
         n.emailHash ?? null,
-        ...(n.statusSlot ? [randomInt(ALLOCATION_SHARDS)] : []),
+        n.statusSlot ? randomInt(ALLOCATION_SHARDS) : null,
+        // Two identical hosted requests on two instances must not both sign: they take turns on this.
+        options.dedupe ? LOCK_DEDUPE_NAMESPACE : null,
+        options.dedupe ? dedupeLockKey(n) : null,
+        options.audit?.actor ?? null,
+        options.audit?.reason ?? null,
       ],
     });
-    if (rowCount === 1) {
+    const { outcome, existing } = rows[0]!;
+    if (outcome === 'inserted') {
       // What was just written, without reading it back (and re-parsing the envelope).
       const { uploadDueAt: _, emailHash: __, ...issuance } = n;
       return {
@@ -224,20 +272,14 @@ export class PostgresIssuanceStore implements IssuanceStore {
         },
       };
     }
-    // The same credential id (an Idempotency-Key's) recorded before, else a live hosted repeat.
-    const found = await db.query<IssuanceRow>({
-      name: 'pg-same-or-duplicate',
-      text: `SELECT * FROM (
-          (SELECT *, 0 AS pri FROM issuances WHERE credential_id = $6)
-          UNION ALL
-          (SELECT *, 1 AS pri FROM issuances WHERE $7 AND ${LIVE_DUPLICATE_WHERE} ORDER BY created_at DESC, seq DESC LIMIT 1)
-        ) found ORDER BY pri LIMIT 1`,
-      values: [n.holderDid, n.schemaId, n.proofType, n.subjectHash, n.createdAt, n.credentialId, dedupe],
-    });
-    if (found.rows[0]) return { kind: 'duplicate', record: rowToIssuance(found.rows[0]) };
-    const nonce = await db.query('SELECT 1 FROM issuances WHERE revocation_nonce = $1', [n.revocationNonce]);
-    if (nonce.rowCount === 1) return { kind: 'nonce-taken' };
-    return { kind: 'slot-taken' };
+    if (outcome === 'duplicate') {
+      // Issuances are never deleted: the row found a moment ago is still there.
+      const record = await this.get(existing!);
+      return { kind: 'duplicate', record: record! };
+    }
+    // A slot proposed ahead may be as stale as this one: the next proposals come fresh.
+    if (outcome === 'slot-taken') this.proposals = [];
+    return { kind: outcome };
   }
 
   async get(credentialId: string): Promise<IssuanceRecord | undefined> {
@@ -295,13 +337,31 @@ export class PostgresIssuanceStore implements IssuanceStore {
     return rowCount === 1;
   }
 
-  async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    await this.pool.query({
-      name: 'pg-mark-uploaded',
-      text: `UPDATE issuances SET upload_state = 'uploaded', storage_path = $1, uploaded_at = $2, next_attempt_at = NULL,
-        lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = $3`,
-      values: [storagePath, at, credentialId],
+  /**
+   * Resolves once the mark is committed. Uploads finishing at about the same time (one per
+   * concurrent request) share one UPDATE: one round trip for all the marks of this turn of the
+   * event loop.
+   */
+  markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.marks.push({ credentialId, storagePath, at, resolve, reject }) === 1)
+        setImmediate(() => void this.flushMarks());
     });
+  }
+
+  private async flushMarks(): Promise<void> {
+    const batch = this.marks;
+    this.marks = [];
+    try {
+      await this.pool.query({
+        name: 'pg-mark-uploaded',
+        text: MARK_UPLOADED_SQL,
+        values: [batch.map((m) => m.credentialId), batch.map((m) => m.storagePath), batch.map((m) => m.at)],
+      });
+      for (const m of batch) m.resolve();
+    } catch (err) {
+      for (const m of batch) m.reject(err);
+    }
   }
 
   async markUploadFailed(
