@@ -161,6 +161,8 @@ export const COPIED_TABLES: TableSpec[] = [
 export const POSTGRES_ONLY_TABLES: Record<string, string> = {
   status_list_allocations: 'from status_list_partitions.allocated (one shard row per partition)',
   issuer_keys: 'imported from KEYS_DIR by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY)',
+  iden3_key:
+    "imported from KEYS_DIR/iden3-bjj.json by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY); that start refuses a key that is not the copied identity's",
   key_ring_version: "the migration's seed row",
   named_locks: 'short leases, nothing to carry over',
 };
@@ -169,6 +171,7 @@ const MUST_BE_EMPTY = [
   ...COPIED_TABLES.map((t) => t.table),
   'status_list_allocations',
   'issuer_keys',
+  'iden3_key',
   'named_locks',
 ];
 const ENGINE_TABLES = new Set(['schema_migrations', 'sqlite_sequence']);

@@ -30,7 +30,7 @@ export const dbCommand: RegisterCommand = (program, act) => {
           for (const table of result.tables) run.io.out(reportLine(table));
           if (result.ok)
             run.io.out(
-              'committed. Keys are not in the SQLite database: start the first PostgreSQL instance with the same KEYS_DIR and a KEY_ENCRYPTION_KEY; it imports the signing and partner keys (sealed) into issuer_keys. Copy KEYS_DIR/iden3-bjj.json to every instance.',
+              'committed. Keys are not in the SQLite database: start the first PostgreSQL instance with the same KEYS_DIR and a KEY_ENCRYPTION_KEY; it imports the signing and partner keys and the Iden3 key (sealed) into issuer_keys and iden3_key; the other instances need no KEYS_DIR.',
             );
           else run.io.err('db copy: verification failed; rolled back, the target database is unchanged');
         }
