@@ -196,6 +196,11 @@ export class CopyRefused extends Error {
   override name = 'CopyRefused';
 }
 
+/** A table whose rows PostgreSQL did not take (the transaction rolled back); names the table. */
+export class CopyFailed extends Error {
+  override name = 'CopyFailed';
+}
+
 /** Thrown inside the transaction when verification fails, so that it rolls back. */
 class VerifyFailed extends Error {
   constructor(readonly tables: TableReport[]) {
@@ -241,7 +246,14 @@ export async function copyDatabase(
         if (busy.length > 0)
           throw new CopyRefused(`--to: the target database is not empty (rows in ${busy.join(', ')})`);
         for (const spec of COPIED_TABLES) {
-          await copyTable(db, client, spec);
+          try {
+            await copyTable(db, client, spec);
+          } catch (err) {
+            if (err instanceof CopyRefused) throw err;
+            throw new CopyFailed(
+              `copying ${spec.table} failed (${(err as Error).message}); rolled back, the target database is unchanged`,
+            );
+          }
           options.progress?.(`copied ${spec.table}`);
         }
         const reports: TableReport[] = [];
