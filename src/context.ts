@@ -8,6 +8,7 @@ import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { IssuanceService } from './issuance/issuance-service.js';
 import { UploadOutbox } from './issuance/outbox.js';
+import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
@@ -155,9 +156,20 @@ export async function createContext(
   // One machine keeps its keys as files; several instances share them through the database,
   // sealed (README "Running several instances": the key decision). Config refuses production
   // on PostgreSQL without KEY_ENCRYPTION_KEY.
-  const keys: KeyHolder =
+  // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
+  // leaves no pool open behind it.
+  const orClose = async <T>(step: Promise<T>, also?: () => void): Promise<T> => {
+    try {
+      return await step;
+    } catch (err) {
+      also?.();
+      await store.close().catch(() => undefined);
+      throw err;
+    }
+  };
+  const keys: KeyHolder = await orClose(
     store.kind === 'sqlite'
-      ? await fileKeyHolder(
+      ? fileKeyHolder(
           config.keysDir,
           !config.production,
           (ring) => identification.assertUsable(ring),
@@ -177,7 +189,7 @@ export async function createContext(
               ),
           },
         )
-      : await databaseKeyHolder(store.keys, {
+      : databaseKeyHolder(store.keys, {
           check: (ring) => identification.assertUsable(ring),
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
@@ -185,7 +197,8 @@ export async function createContext(
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
-        });
+        }),
+  );
   const claimsProviders = await createClaimsProviders(schemas, store.claims, config.schemasDir);
 
   const serviceClient =
@@ -223,6 +236,19 @@ export async function createContext(
   if (bjjSchemas.length > 0) {
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
+      // Several instances share the key through the database (sealed); one machine keeps the file.
+      key:
+        store.kind === 'postgres'
+          ? await orClose(
+              databaseBjjKey(store.keys, store.iden3, {
+                keysDir: config.keysDir,
+                generateIfMissing: !config.production,
+                kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
+                log,
+              }),
+              () => keys.close(),
+            )
+          : undefined,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
       origin: config.issuerOrigin,

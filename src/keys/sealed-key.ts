@@ -25,10 +25,19 @@ export const DEVELOPMENT_KEY_ENCRYPTION_KEY = createHash('sha256')
 
 const aad = (kid: string, purpose: string) => Buffer.from(`${purpose}:${kid}`);
 
+/** A signing or partner key's content, sealed for its row (`purpose` and `kid` bind it there). */
 export function sealKey(kek: Buffer, kid: string, data: KeyData): string {
+  return sealJson(kek, kid, data.purpose, data);
+}
+
+/**
+ * Any key content as JSON, sealed for the row `purpose`/`kid` (the Iden3 BabyJubJub key uses
+ * purpose `iden3-bjj` and its public key as the kid).
+ */
+export function sealJson(kek: Buffer, kid: string, purpose: string, data: unknown): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', kek, iv);
-  cipher.setAAD(aad(kid, data.purpose));
+  cipher.setAAD(aad(kid, purpose));
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
   return [VERSION, iv, cipher.getAuthTag(), ciphertext]
     .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
@@ -47,7 +56,7 @@ export function openSealedKey(kek: Buffer, kid: string, purpose: string, sealed:
     return JSON.parse(plain.toString('utf8'));
   } catch {
     throw new KeyError(
-      `database:${kid}: sealed: does not open with this KEY_ENCRYPTION_KEY (another key sealed it, or the row was altered)`,
+      `database:${kid}: sealed: does not open with this KEY_ENCRYPTION_KEY (another key sealed it: after \`keys reseal\` start with the new KEY_ENCRYPTION_KEY; or the row was altered)`,
     );
   }
 }

@@ -161,6 +161,8 @@ export const COPIED_TABLES: TableSpec[] = [
 export const POSTGRES_ONLY_TABLES: Record<string, string> = {
   status_list_allocations: 'from status_list_partitions.allocated (one shard row per partition)',
   issuer_keys: 'imported from KEYS_DIR by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY)',
+  iden3_key:
+    "imported from KEYS_DIR/iden3-bjj.json by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY); that start refuses a key that is not the copied identity's",
   key_ring_version: "the migration's seed row",
   named_locks: 'short leases, nothing to carry over',
 };
@@ -169,6 +171,7 @@ const MUST_BE_EMPTY = [
   ...COPIED_TABLES.map((t) => t.table),
   'status_list_allocations',
   'issuer_keys',
+  'iden3_key',
   'named_locks',
 ];
 const ENGINE_TABLES = new Set(['schema_migrations', 'sqlite_sequence']);
@@ -191,6 +194,11 @@ export interface CopyResult {
 
 export class CopyRefused extends Error {
   override name = 'CopyRefused';
+}
+
+/** A table whose rows PostgreSQL did not take (the transaction rolled back); names the table. */
+export class CopyFailed extends Error {
+  override name = 'CopyFailed';
 }
 
 /** Thrown inside the transaction when verification fails, so that it rolls back. */
@@ -238,7 +246,14 @@ export async function copyDatabase(
         if (busy.length > 0)
           throw new CopyRefused(`--to: the target database is not empty (rows in ${busy.join(', ')})`);
         for (const spec of COPIED_TABLES) {
-          await copyTable(db, client, spec);
+          try {
+            await copyTable(db, client, spec);
+          } catch (err) {
+            if (err instanceof CopyRefused) throw err;
+            throw new CopyFailed(
+              `copying ${spec.table} failed (${(err as Error).message}); rolled back, the target database is unchanged`,
+            );
+          }
           options.progress?.(`copied ${spec.table}`);
         }
         const reports: TableReport[] = [];

@@ -383,6 +383,21 @@ export interface StoredKey {
   sealed: string;
 }
 
+/** The Iden3 BabyJubJub key as kept in the database: one row, its content sealed. */
+export interface StoredIden3Key {
+  /** Compressed public key, hex: the row's kid in the sealing's additional data. */
+  publicKey: string;
+  createdAt: Date;
+  sealed: string;
+}
+
+/** Any sealed row, as `keys reseal` sees it (`purpose` `iden3-bjj` for the Iden3 key). */
+export interface SealedRow {
+  kid: string;
+  purpose: string;
+  sealed: string;
+}
+
 /**
  * Keys shared by several instances (PostgreSQL). Every change bumps `version`, which instances
  * poll (one cheap read) to reload their key ring.
@@ -394,6 +409,14 @@ export interface KeyMaterialStore {
   importIfEmpty(keys: StoredKey[]): Promise<boolean>;
   /** One transaction: retires the active key of `created.purpose` at `at`, adds `created`. */
   rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }>;
+  iden3Key(): Promise<StoredIden3Key | undefined>;
+  /** Stores `key` unless a key is stored (instances starting together agree); returns the stored one. */
+  putIden3KeyIfAbsent(key: StoredIden3Key): Promise<StoredIden3Key>;
+  /**
+   * One transaction: every sealed row (signing, partner and Iden3 keys) gets `reseal(row)`'s text;
+   * when `reseal` throws, no row changes. Answers the rows, each with whether its text changed.
+   */
+  resealAll(reseal: (row: SealedRow) => string): Promise<Array<SealedRow & { changed: boolean }>>;
 }
 
 /**

@@ -4,7 +4,9 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCli } from '../../src/cli/admin-cli.js';
 import type { CliIo } from '../../src/cli/output.js';
-import { COPIED_TABLES } from '../../src/store/copy-database.js';
+import { readBjjKeyFile } from '../../src/issuers/iden3/bjj-key.js';
+import { COPIED_TABLES, POSTGRES_ONLY_TABLES } from '../../src/store/copy-database.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqlite, runMigrations } from '../../src/store/sqlite/database.js';
 import { fetchList, holder, type IssuedSdJwt, issueOverHttp } from '../fixtures/status.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
@@ -95,6 +97,8 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
       before[`rev-${nonce}`] = await json(`${onSqlite.url}/revocation-status/${nonce}`);
     for (const nonce of bjjNonces)
       before[`cs-${nonce}`] = await json(`${onSqlite.url}/credential-status/${nonce}`);
+    before.did = onSqlite.ctx.iden3Did();
+    before.signingKid = onSqlite.ctx.keys.current().signing.kid;
     await onSqlite.close();
   });
   afterAll(async () => {
@@ -134,6 +138,18 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
     });
     const url = onPostgres.url;
     expect(url).toBe(onSqlite.url);
+    // The keys SQLite kept as files are in the target now, sealed: the Iden3 key under the copied
+    // identity (same DID), the signing key with its kid.
+    const bjjFile = await readBjjKeyFile(join(dir, 'keys'));
+    expect(
+      await queryStore<{ public_key: string }>(onPostgres.ctx.store, 'SELECT public_key FROM iden3_key'),
+    ).toEqual([{ public_key: bjjFile!.key.publicKeyHex }]);
+    expect(onPostgres.ctx.iden3Did()).toBe(before.did);
+    const kids = await queryStore<{ kid: string }>(
+      onPostgres.ctx.store,
+      "SELECT kid FROM issuer_keys WHERE purpose = 'credential-signing' AND retired_at IS NULL",
+    );
+    expect(kids).toEqual([{ kid: before.signingKid }]);
     for (const nonce of [sdJwt[1]!.nonce, sdJwt[0]!.nonce])
       expect(await json(`${url}/revocation-status/${nonce}`)).toEqual(before[`rev-${nonce}`]);
     for (const nonce of bjjNonces)
@@ -221,5 +237,89 @@ describe.skipIf(!available)('db copy refusals', () => {
     } finally {
       removeDir(dir);
     }
+  });
+});
+
+// A copy that fails halfway or does not verify leaves the target as it found it (one transaction).
+describe.skipIf(!available)('db copy failures roll back', () => {
+  const dir = tempDir();
+  const sqliteUrl = `sqlite:${join(dir, 'issuer.db')}`;
+  let pg: TempDatabase;
+  let target: Awaited<ReturnType<typeof openPostgresStore>>;
+
+  beforeAll(async () => {
+    const source = await startIssuer({ dir, env: { DATABASE_URL: sqliteUrl } });
+    const issued = await issueOverHttp(source, 'demo-user-1');
+    const bjj = await source.post('/issue-vc', {
+      holderDID: holderIden3Did(911n),
+      pubKey: holder.publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+      proofType: 'BJJ_SIG_2021',
+    });
+    expect(bjj.status).toBe(201);
+    expect((await source.admin('/admin/revoke', { revocationNonce: issued.nonce })).status).toBe(200);
+    await source.close();
+    pg = await createTempDatabase();
+    // Migrated ahead (as `db:migrate` does), so the tests can put a trigger on a table.
+    target = await openPostgresStore(pg.url, { poolMax: 1 });
+  });
+  afterAll(async () => {
+    await target?.close();
+    await pg?.drop();
+    removeDir(dir);
+  });
+
+  const rowsLeft = async () => {
+    const tables = [...COPIED_TABLES.map((t) => t.table), ...Object.keys(POSTGRES_ONLY_TABLES)].filter(
+      (t) => t !== 'key_ring_version',
+    );
+    const counts: Record<string, number> = {};
+    for (const table of tables) {
+      const { rows } = await target.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
+      if (Number(rows[0]!.n) > 0) counts[table] = Number(rows[0]!.n);
+    }
+    return counts;
+  };
+
+  it('a table that does not verify: exit 1 naming it, and the tables copied before it are gone too', async () => {
+    // Something on the target changes what is written (here a trigger): the checksum catches it.
+    await target.pool.query(`
+      CREATE FUNCTION alter_reason() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN NEW.reason := coalesce(NEW.reason, '') || ' (altered)'; RETURN NEW; END $$;
+      CREATE TRIGGER alter_reason BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION alter_reason();`);
+    const run = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    await target.pool.query('DROP TRIGGER alter_reason ON audit_log; DROP FUNCTION alter_reason()');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /^audit_log: \d+ rows, sha256 [0-9a-f]{64}, MISMATCH: sha256 SQLite [0-9a-f]{64}, PostgreSQL [0-9a-f]{64}$/m,
+    );
+    expect(run.stdout).toMatch(/^issuances: \d+ rows, sha256 [0-9a-f]{64}, ok$/m);
+    expect(run.stderr).toContain(
+      'db copy: verification failed (audit_log); rolled back, the target database is unchanged',
+    );
+    expect(run.stdout).not.toContain('committed');
+    expect(await rowsLeft()).toEqual({});
+  });
+
+  it('a write that fails midway: exit 1 naming the table, and the target stays empty', async () => {
+    await target.pool.query(`
+      CREATE FUNCTION refuse_node() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'no space left (simulated)'; END $$;
+      CREATE TRIGGER refuse_node BEFORE INSERT ON iden3_tree_nodes FOR EACH ROW EXECUTE FUNCTION refuse_node();`);
+    const run = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    await target.pool.query('DROP TRIGGER refuse_node ON iden3_tree_nodes; DROP FUNCTION refuse_node()');
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'db copy: copying iden3_tree_nodes failed (no space left (simulated)); rolled back, the target database is unchanged',
+    );
+    expect(await rowsLeft()).toEqual({});
+
+    // Nothing to clean up before the next attempt: it copies and verifies every table.
+    const again = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    expect(again.code).toBe(0);
+    expect(Object.keys(await rowsLeft())).toEqual(
+      expect.arrayContaining(['issuances', 'iden3_tree_nodes', 'audit_log']),
+    );
   });
 });

@@ -1,7 +1,17 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import {
+  CredentialStatusResolverRegistry,
+  CredentialStatusType,
+  IssuerResolver,
+  ProofType,
+  W3CCredential,
+} from '@0xpolygonid/js-sdk';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEnvelope } from '../../src/envelope/index.js';
 import { fetchList, holder, issueInProcess, seedMembers } from '../fixtures/status.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
@@ -10,6 +20,44 @@ import { holderIden3Did } from '../unit/iden3/fixtures.js';
 const available = await postgresAvailable('the two-instance tests');
 const KEK = 'a1'.repeat(32);
 const POLL_MS = 100;
+
+/** A DID resolver standing in for the chain: it knows the states `issuer` has recorded (unpublished). */
+async function didResolverFor(issuer: TestIssuer) {
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const did = decodeURIComponent(url.pathname.replace(/^\/resolver\//, ''));
+    const known =
+      did === issuer.ctx.iden3Did() &&
+      (await issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? ''));
+    res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify(
+        known
+          ? {
+              didDocument: {
+                '@context': ['https://www.w3.org/ns/did/v1'],
+                id: did,
+                verificationMethod: [
+                  {
+                    id: `${did}#state-info-v1`,
+                    type: 'Iden3StateInfo2023',
+                    controller: did,
+                    published: false,
+                  },
+                ],
+              },
+              didResolutionMetadata: {},
+            }
+          : { didResolutionMetadata: {} },
+      ),
+    );
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/resolver`,
+    close: () => new Promise((ok) => server.close(ok)),
+  };
+}
 
 /** Polls `read` until `done` holds or `ms` pass; answers the last value and how long it took. */
 async function within<T>(ms: number, read: () => Promise<T>, done: (v: T) => boolean) {
@@ -33,10 +81,9 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
     db = await createTempDatabase();
     const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK, STATUS_LIST_BITS: '2' };
     a = await startIssuer({ dir: dirs[0], env, context: { keysPollMs: POLL_MS } });
-    // B shares no disk with A: its signing keys come from the database. Only the Iden3 BJJ key is
-    // a file every instance needs (README: Running several instances).
-    mkdirSync(join(dirs[1]!, 'keys'), { recursive: true });
-    copyFileSync(join(dirs[0]!, 'keys', 'iden3-bjj.json'), join(dirs[1]!, 'keys', 'iden3-bjj.json'));
+    // B shares no disk with A: its empty KEYS_DIR stays empty, every key (the signing and partner
+    // keys, and the Iden3 BJJ key) comes from the database.
+    mkdirSync(join(dirs[1]!, 'keys'));
     b = await startIssuer({
       dir: dirs[1],
       env: { ...env, SERVICE_V1_BASE_URL: a.ctx.config.serviceBaseUrl! },
@@ -53,6 +100,7 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
 
   it('both sign with the key imported from the first start, and publish the same keys', async () => {
     expect(b.ctx.keys.current().signing.kid).toBe(a.ctx.keys.current().signing.kid);
+    expect(readdirSync(join(dirs[1]!, 'keys'))).toEqual([]);
     const kids = async (i: TestIssuer) =>
       (
         (await (await fetch(`${i.url}/.well-known/jwt-vc-issuer`)).json()) as {
@@ -149,29 +197,57 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
     expect(active.filter((r) => r.status === 0)).toHaveLength(1);
   });
 
-  it('a BJJ revocation through A shows in /credential-status on B', async () => {
+  it('both serve one Iden3 issuer DID, its key read from the database', async () => {
+    expect(existsSync(join(dirs[0]!, 'keys', 'iden3-bjj.json'))).toBe(false);
+    expect(existsSync(join(dirs[1]!, 'keys', 'iden3-bjj.json'))).toBe(false);
+    const did = a.ctx.iden3Did();
+    expect(did).toMatch(/^did:iden3:/);
+    expect(b.ctx.iden3Did()).toBe(did);
+    expect(b.ctx.iden3!.publicKeyHex).toBe(a.ctx.iden3!.publicKeyHex);
+  });
+
+  it('a BJJ credential issued on A verifies against /credential-status on B, and its revocation shows there', async () => {
+    const holderDid = holderIden3Did(77n);
     const res = await a.post('/issue-vc', {
-      holderDID: holderIden3Did(77n),
+      holderDID: holderDid,
       pubKey: holder.publicKeyHex,
       userId: 'demo-user-1',
       schemaId: 'membership-v1',
       proofType: 'BJJ_SIG_2021',
     });
     expect(res.status).toBe(201);
-    const records = await a.ctx.store.history.list({
-      page: 1,
-      limit: 50,
-      order: 'createdAt_desc',
-      proofType: 'BJJ_SIG_2021',
-      now: new Date(),
+    const stored = [...a.emulator!.state.envelopes.values()]
+      .filter((e) => e.envelope.holderDid === holderDid)
+      .at(-1)!;
+    const vc = W3CCredential.fromJSON(openEnvelope(holder.privateKey, stored.envelope) as W3CCredential);
+    expect(vc.issuer).toBe(b.ctx.iden3Did());
+    const nonce = Number(vc.credentialStatus.revocationNonce);
+    // Verified by js-sdk with B alone: the DID resolver knows B's states, and the status is read
+    // from B (a load balancer sending the credential's status request there).
+    const resolver = await didResolverFor(b);
+    const registry = new CredentialStatusResolverRegistry();
+    registry.register(CredentialStatusType.SparseMerkleTreeProof, {
+      resolve: (status) => new IssuerResolver().resolve({ ...status, id: status.id.replace(a.url, b.url) }),
     });
-    const nonce = records.records[0]!.revocationNonce;
-    const read = async () =>
-      ((await (await fetch(`${b.url}/credential-status/${nonce}`)).json()) as { mtp: { existence: boolean } })
-        .mtp.existence;
-    expect(await read()).toBe(false);
-    expect((await a.admin('/admin/revoke', { revocationNonce: String(nonce) })).status).toBe(200);
-    expect(await read()).toBe(true);
-    expect((await b.ctx.iden3!.latestState()).state).toBe((await a.ctx.iden3!.latestState()).state);
+    const verify = () =>
+      vc.verifyProof(ProofType.BJJSignature, resolver.url, {
+        credStatusResolverRegistry: registry,
+        merklizeOptions: { documentLoader: b.ctx.iden3!.documentLoader },
+      });
+    try {
+      await expect(verify()).resolves.toBe(true);
+      const read = async () =>
+        (
+          (await (await fetch(`${b.url}/credential-status/${nonce}`)).json()) as {
+            mtp: { existence: boolean };
+          }
+        ).mtp.existence;
+      expect(await read()).toBe(false);
+      expect((await a.admin('/admin/revoke', { revocationNonce: String(nonce) })).status).toBe(200);
+      expect(await read()).toBe(true);
+      expect((await b.ctx.iden3!.latestState()).state).toBe((await a.ctx.iden3!.latestState()).state);
+    } finally {
+      await resolver.close();
+    }
   });
 });

@@ -16,12 +16,15 @@ export const dbCommand: RegisterCommand = (program, act) => {
       act(async (run, opts: { from?: string; to: string }) => {
         const from = opts.from ?? run.settings.databaseUrl;
         // Loaded here: only this command needs both drivers.
-        const { copyDatabase, CopyRefused, reportLine } = await import('../../store/copy-database.js');
+        const { copyDatabase, CopyFailed, CopyRefused, reportLine } = await import(
+          '../../store/copy-database.js'
+        );
         let result: Awaited<ReturnType<typeof copyDatabase>>;
         try {
           result = await copyDatabase(from, opts.to, { cwd: run.settings.cwd });
         } catch (err) {
-          if (err instanceof CopyRefused) throw new UsageError(`db copy: ${err.message}`);
+          if (err instanceof CopyRefused || err instanceof CopyFailed)
+            throw new UsageError(`db copy: ${err.message}`);
           throw err;
         }
         if (run.json) run.io.out(JSON.stringify(result));
@@ -30,9 +33,15 @@ export const dbCommand: RegisterCommand = (program, act) => {
           for (const table of result.tables) run.io.out(reportLine(table));
           if (result.ok)
             run.io.out(
-              'committed. Keys are not in the SQLite database: start the first PostgreSQL instance with the same KEYS_DIR and a KEY_ENCRYPTION_KEY; it imports the signing and partner keys (sealed) into issuer_keys. Copy KEYS_DIR/iden3-bjj.json to every instance.',
+              'committed. Keys are not in the SQLite database: start the first PostgreSQL instance with the same KEYS_DIR and a KEY_ENCRYPTION_KEY; it imports the signing and partner keys and the Iden3 key (sealed) into issuer_keys and iden3_key; the other instances need no KEYS_DIR.',
             );
-          else run.io.err('db copy: verification failed; rolled back, the target database is unchanged');
+          else
+            run.io.err(
+              `db copy: verification failed (${result.tables
+                .filter((t) => !t.ok)
+                .map((t) => t.table)
+                .join(', ')}); rolled back, the target database is unchanged`,
+            );
         }
         return result.ok ? 0 : 1;
       }),

@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { json, table } from '../output.js';
-import type { RegisterCommand } from './command.js';
+import { type RegisterCommand, UsageError } from './command.js';
 
 export const keysCommand: RegisterCommand = (program, act) => {
   const keys = program.command('keys').description('credential-signing and partner-JWT keys');
@@ -52,6 +52,36 @@ export const keysCommand: RegisterCommand = (program, act) => {
           run.io.out(
             `${kid}: ${out.certificates} certificate(s) attached (${out.file}); restart to sign with it`,
           );
+        return 0;
+      }),
+    );
+  keys
+    .command('reseal')
+    .description(
+      'seal every key kept in PostgreSQL under a new KEY_ENCRYPTION_KEY (the old one in KEY_ENCRYPTION_KEY_PREVIOUS), in one transaction',
+    )
+    .action(
+      act(async (run) => {
+        // Loaded here: only this command needs the PostgreSQL driver.
+        const { resealDatabaseKeys } = await import('../../keys/reseal.js');
+        const { KeyError } = await import('../../keys/key-ring.js');
+        let out: Awaited<ReturnType<typeof resealDatabaseKeys>>;
+        try {
+          out = await resealDatabaseKeys(run.settings.env, run.settings.databaseUrl, run.settings.cwd);
+        } catch (err) {
+          if (err instanceof KeyError) throw new UsageError(`keys reseal: ${err.message}`);
+          throw err;
+        }
+        if (run.json) run.io.out(json(out));
+        else {
+          for (const r of out.rows)
+            run.io.out(
+              `${r.purpose} ${r.kid}: ${r.resealed ? 'resealed' : 'already sealed under KEY_ENCRYPTION_KEY'}`,
+            );
+          run.io.out(
+            `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction). Restart every instance with the new KEY_ENCRYPTION_KEY; an instance still on the old one cannot open these rows, so run this again if one wrote a key meanwhile.`,
+          );
+        }
         return 0;
       }),
     );

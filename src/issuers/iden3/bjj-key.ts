@@ -49,6 +49,36 @@ function isErrno(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
 }
 
+/** A fresh key's content (not written anywhere). */
+export function newBjjKeyContent(environment: 'development' | 'production'): BjjKeyFile {
+  const privateKey = randomBytes(32);
+  return {
+    kty: 'BabyJubJub',
+    privateKey: privateKey.toString('hex'),
+    publicKey: toKey('', privateKey, environment).publicKeyHex,
+    createdAt: new Date().toISOString(),
+    environment,
+  };
+}
+
+/**
+ * Checks a key's content wherever it came from (`where`: the file, or `database:iden3-bjj`);
+ * messages name `where` and the field, never key material.
+ */
+export function bjjKeyFromContent(json: unknown, where: string): BjjKey {
+  const parsed = BjjKeyFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') || '(root)';
+    throw new Error(`${where}: ${field}: ${issue?.message ?? 'invalid'}`);
+  }
+  const key = toKey(where, Buffer.from(parsed.data.privateKey, 'hex'), parsed.data.environment);
+  if (key.publicKeyHex !== parsed.data.publicKey) {
+    throw new Error(`${where}: publicKey does not match privateKey`);
+  }
+  return key;
+}
+
 /** Writes a fresh key file; `undefined` when one already exists. */
 async function writeNewKeyFile(
   keysDir: string,
@@ -56,15 +86,8 @@ async function writeNewKeyFile(
 ): Promise<BjjKey | undefined> {
   const file = join(keysDir, BJJ_KEY_FILE);
   await mkdir(keysDir, { recursive: true, mode: 0o700 });
-  const privateKey = randomBytes(32);
-  const key = toKey(file, privateKey, environment);
-  const content: BjjKeyFile = {
-    kty: 'BabyJubJub',
-    privateKey: privateKey.toString('hex'),
-    publicKey: key.publicKeyHex,
-    createdAt: new Date().toISOString(),
-    environment,
-  };
+  const content = newBjjKeyContent(environment);
+  const key = bjjKeyFromContent(content, file);
   // Written to a private temporary name, then hard-linked into place: link() fails if the file exists
   // (never replace a key: that would silently change the issuer DID) and a concurrent reader never
   // sees a half-written file.
@@ -90,25 +113,18 @@ export async function generateBjjKey(keysDir: string): Promise<BjjKey> {
 }
 
 /**
- * Reads `KEYS_DIR/iden3-bjj.json`. A missing file is created only with `generateIfMissing` (dev);
- * every other problem is an error naming the file and the field, never showing key material.
+ * The content of `KEYS_DIR/iden3-bjj.json`, checked; `undefined` when there is no such file.
+ * Problems are errors naming the file and the field, never showing key material.
  */
-export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOptions): Promise<BjjKey> {
+export async function readBjjKeyFile(
+  keysDir: string,
+): Promise<{ key: BjjKey; content: BjjKeyFile } | undefined> {
   const file = join(keysDir, BJJ_KEY_FILE);
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if (isErrno(err, 'ENOENT')) {
-      if (!options.generateIfMissing) {
-        throw new Error(`${file}: Iden3 key file is missing (run the keys generate command)`);
-      }
-      // undefined: another process starting at the same moment created it first; use theirs.
-      return (
-        (await writeNewKeyFile(keysDir, 'development')) ??
-        loadOrCreateBjjKey(keysDir, { generateIfMissing: false })
-      );
-    }
+    if (isErrno(err, 'ENOENT')) return undefined;
     throw new Error(`${file}: cannot read the Iden3 key file (${(err as Error).message})`);
   }
   let json: unknown;
@@ -117,15 +133,24 @@ export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOpt
   } catch {
     throw new Error(`${file}: not valid JSON`);
   }
-  const parsed = BjjKeyFileSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue?.path.join('.') || '(root)';
-    throw new Error(`${file}: ${field}: ${issue?.message ?? 'invalid'}`);
+  const key = bjjKeyFromContent(json, file);
+  return { key, content: json as BjjKeyFile };
+}
+
+/**
+ * Reads `KEYS_DIR/iden3-bjj.json`. A missing file is created only with `generateIfMissing` (dev);
+ * every other problem is an error naming the file and the field, never showing key material.
+ */
+export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOptions): Promise<BjjKey> {
+  const read = await readBjjKeyFile(keysDir);
+  if (read) return read.key;
+  const file = join(keysDir, BJJ_KEY_FILE);
+  if (!options.generateIfMissing) {
+    throw new Error(`${file}: Iden3 key file is missing (run the keys generate command)`);
   }
-  const key = toKey(file, Buffer.from(parsed.data.privateKey, 'hex'), parsed.data.environment);
-  if (key.publicKeyHex !== parsed.data.publicKey) {
-    throw new Error(`${file}: publicKey does not match privateKey`);
-  }
-  return key;
+  // undefined: another process starting at the same moment created it first; use theirs.
+  return (
+    (await writeNewKeyFile(keysDir, 'development')) ??
+    loadOrCreateBjjKey(keysDir, { generateIfMissing: false })
+  );
 }

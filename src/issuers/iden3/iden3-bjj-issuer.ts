@@ -25,6 +25,8 @@ import { type ContextSource, defaultMerklizeWorkers, MerklizeError, MerklizePool
 
 export interface Iden3BjjIssuerOptions {
   store: Iden3Store;
+  /** The key already loaded (PostgreSQL: from the database); without it, read from `keysDir`. */
+  key?: BjjKey | undefined;
   keysDir: string;
   /** Dev only (DESIGN §7): create `KEYS_DIR/iden3-bjj.json` when missing. */
   generateKeyIfMissing: boolean;
@@ -206,9 +208,9 @@ export class Iden3BjjIssuer implements Issuer {
   }
 
   static async open(options: Iden3BjjIssuerOptions): Promise<Iden3BjjIssuer> {
-    const key = await loadOrCreateBjjKey(options.keysDir, {
-      generateIfMissing: options.generateKeyIfMissing,
-    });
+    const key =
+      options.key ??
+      (await loadOrCreateBjjKey(options.keysDir, { generateIfMissing: options.generateKeyIfMissing }));
     const identity = await Iden3Identity.open(options.store, key, {
       method: options.didMethod ?? DEFAULT_IDEN3_DID.method,
       blockchain: options.blockchain ?? DEFAULT_IDEN3_DID.blockchain,

@@ -1,4 +1,4 @@
-import type { KeyMaterialStore, StoredKey } from '../store.js';
+import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
 import { LOCK_KEYS, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
 
 interface KeyRow {
@@ -9,7 +9,10 @@ interface KeyRow {
   sealed: string;
 }
 
-/** Keys of migration 003; writes take one advisory lock so two rotations never interleave. */
+/**
+ * Keys of migrations 003 (signing and partner keys) and 009 (the Iden3 key); writes take one
+ * advisory lock so two rotations (or a rotation and a reseal) never interleave.
+ */
 export class PostgresKeyStore implements KeyMaterialStore {
   constructor(private readonly pool: PgPool) {}
 
@@ -53,6 +56,47 @@ export class PostgresKeyStore implements KeyMaterialStore {
       await insertKey(client, created);
       await bump(client);
       return { retired: rows.map((r) => r.kid) };
+    });
+  }
+
+  async iden3Key(): Promise<StoredIden3Key | undefined> {
+    const { rows } = await this.pool.query<{ public_key: string; created_at: Date; sealed: string }>(
+      'SELECT public_key, created_at, sealed FROM iden3_key WHERE id = 1',
+    );
+    const row = rows[0];
+    return row ? { publicKey: row.public_key, createdAt: row.created_at, sealed: row.sealed } : undefined;
+  }
+
+  async putIden3KeyIfAbsent(key: StoredIden3Key): Promise<StoredIden3Key> {
+    // The primary key (id = 1) decides between instances starting together; the loser reads the winner's.
+    await this.pool.query(
+      'INSERT INTO iden3_key (id, public_key, created_at, sealed) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO NOTHING',
+      [key.publicKey, key.createdAt, key.sealed],
+    );
+    const stored = await this.iden3Key();
+    if (!stored) throw new Error('iden3_key: the key was not recorded');
+    return stored;
+  }
+
+  async resealAll(reseal: (row: SealedRow) => string): Promise<Array<SealedRow & { changed: boolean }>> {
+    return this.#locked(async (client) => {
+      const { rows } = await client.query<SealedRow>(
+        `SELECT kid, purpose, sealed FROM issuer_keys
+         UNION ALL SELECT public_key, 'iden3-bjj', sealed FROM iden3_key
+         ORDER BY purpose, kid`,
+      );
+      const out: Array<SealedRow & { changed: boolean }> = [];
+      for (const row of rows) {
+        const sealed = reseal(row);
+        const changed = sealed !== row.sealed;
+        if (changed) {
+          if (row.purpose === 'iden3-bjj')
+            await client.query('UPDATE iden3_key SET sealed = $1 WHERE public_key = $2', [sealed, row.kid]);
+          else await client.query('UPDATE issuer_keys SET sealed = $1 WHERE kid = $2', [sealed, row.kid]);
+        }
+        out.push({ ...row, sealed, changed });
+      }
+      return out;
     });
   }
 

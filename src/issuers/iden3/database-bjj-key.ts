@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import { openSealedKey, sealJson } from '../../keys/sealed-key.js';
+import type { Logger } from '../../model.js';
+import type { Iden3Store, KeyMaterialStore, StoredIden3Key } from '../../store/store.js';
+import { BJJ_KEY_FILE, type BjjKey, bjjKeyFromContent, newBjjKeyContent, readBjjKeyFile } from './bjj-key.js';
+
+/** The purpose in the sealing's additional data (`iden3-bjj:<public key>`) and in `keys reseal`. */
+export const BJJ_SEAL_PURPOSE = 'iden3-bjj';
+const WHERE = `database:${BJJ_SEAL_PURPOSE}`;
+
+export interface DatabaseBjjKeyOptions {
+  /** Imported from on the first start, when the database holds no Iden3 key yet. */
+  keysDir: string;
+  /** Development: with neither a row nor a file, a new key goes straight into the database. */
+  generateIfMissing: boolean;
+  /** KEY_ENCRYPTION_KEY. */
+  kek: Buffer;
+  log: Logger;
+}
+
+/**
+ * The Iden3 issuer key on PostgreSQL (README "Running several instances"): read from the database,
+ * sealed under KEY_ENCRYPTION_KEY, so every instance serves one DID without a shared disk. The
+ * first start stores `KEYS_DIR/iden3-bjj.json` (or, in development, a new key); instances starting
+ * together agree on whichever row was written first.
+ */
+export async function databaseBjjKey(
+  keys: KeyMaterialStore,
+  iden3: Pick<Iden3Store, 'getIdentity'>,
+  options: DatabaseBjjKeyOptions,
+): Promise<BjjKey> {
+  const stored = (await keys.iden3Key()) ?? (await importBjjKey(keys, iden3, options));
+  const key = bjjKeyFromContent(
+    openSealedKey(options.kek, stored.publicKey, BJJ_SEAL_PURPOSE, stored.sealed),
+    WHERE,
+  );
+  if (key.publicKeyHex !== stored.publicKey)
+    throw new Error(`${WHERE}: public_key does not match the sealed key`);
+  const file = await readBjjKeyFile(options.keysDir).catch(() => undefined);
+  if (file && file.key.publicKeyHex !== key.publicKeyHex)
+    options.log.warn(
+      { event: 'iden3_key_file_ignored', file: file.key.file },
+      `keys: ${file.key.file} is not the Iden3 key kept in the database; the database's key is used`,
+    );
+  return key;
+}
+
+async function importBjjKey(
+  keys: KeyMaterialStore,
+  iden3: Pick<Iden3Store, 'getIdentity'>,
+  options: DatabaseBjjKeyOptions,
+): Promise<StoredIden3Key> {
+  const file = join(options.keysDir, BJJ_KEY_FILE);
+  const fromFile = await readBjjKeyFile(options.keysDir);
+  // A database copied from SQLite (`db copy`) holds the identity but not its key, which is a file
+  // there: never put another key next to it (the identity would then refuse every start).
+  const identity = await iden3.getIdentity();
+  if (identity && !fromFile)
+    throw new Error(
+      `${file}: missing, and the database holds the Iden3 identity ${identity.did} but not its key: start once with the deployment's KEYS_DIR/${BJJ_KEY_FILE} to import it`,
+    );
+  if (identity && fromFile && fromFile.key.publicKeyHex !== identity.publicKey)
+    throw new Error(
+      `${file}: this key is not the key of the Iden3 identity ${identity.did} recorded in the database`,
+    );
+  if (!fromFile && !options.generateIfMissing)
+    throw new Error(
+      `${file}: Iden3 key file is missing and the database holds no Iden3 key (run the keys generate command before the first start, which imports it)`,
+    );
+  const content = fromFile?.content ?? newBjjKeyContent('development');
+  const created = new Date(content.createdAt);
+  const stored = await keys.putIden3KeyIfAbsent({
+    publicKey: content.publicKey,
+    createdAt: Number.isNaN(created.getTime()) ? new Date() : created,
+    sealed: sealJson(options.kek, content.publicKey, BJJ_SEAL_PURPOSE, content),
+  });
+  if (stored.publicKey === content.publicKey)
+    options.log.info(
+      { event: 'iden3_key_imported', from: fromFile ? file : 'generated' },
+      fromFile
+        ? `keys: imported ${file} into the database (sealed)`
+        : 'keys: generated a development Iden3 key in the database (sealed)',
+    );
+  return stored;
+}

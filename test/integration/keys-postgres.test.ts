@@ -1,0 +1,305 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '../../src/cli/admin-cli.js';
+import type { CliIo } from '../../src/cli/output.js';
+import { generateBjjKey } from '../../src/issuers/iden3/bjj-key.js';
+import { databaseBjjKey } from '../../src/issuers/iden3/database-bjj-key.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
+import {
+  removeDir,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  TEST_API_KEY,
+  TEST_PARTNER_ID,
+  tempDir,
+} from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+
+const available = await postgresAvailable('the PostgreSQL key tests');
+const kek = Buffer.alloc(32, 0x3c);
+
+const options = (keysDir: string, generateIfMissing = true) => ({
+  keysDir,
+  generateIfMissing,
+  kek,
+  log: silentLogger(),
+});
+
+// Issue 9 "Keys": the Iden3 BJJ key lives in the database on PostgreSQL, sealed like the signing
+// keys, so instances without a shared disk serve one issuer DID.
+describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
+  let db: TempDatabase;
+  const stores: PostgresStore[] = [];
+  const dir = tempDir();
+  const open = async () => {
+    const store = await openPostgresStore(db.url, { poolMax: 2 });
+    stores.push(store);
+    return store;
+  };
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await db?.drop();
+    removeDir(dir);
+  });
+
+  it('first starts at the same moment with different empty KEYS_DIRs agree on one key, and write no file', async () => {
+    const three = await Promise.all([open(), open(), open()]);
+    const dirs = three.map((_, n) => join(dir, `empty-${n}`));
+    const keys = await Promise.all(three.map((s, n) => databaseBjjKey(s.keys, s.iden3, options(dirs[n]!))));
+    expect(new Set(keys.map((k) => k.publicKeyHex)).size).toBe(1);
+    const stored = await three[0]!.keys.iden3Key();
+    expect(stored?.publicKey).toBe(keys[0]!.publicKeyHex);
+    const { rows } = await three[0]!.pool.query<{ n: string }>('SELECT count(*) AS n FROM iden3_key');
+    expect(Number(rows[0]!.n)).toBe(1);
+    for (const d of dirs) expect(existsSync(join(d, 'iden3-bjj.json'))).toBe(false);
+    // Another KEY_ENCRYPTION_KEY does not open it, and says which variable.
+    await expect(
+      databaseBjjKey(three[1]!.keys, three[1]!.iden3, { ...options(dirs[1]!), kek: Buffer.alloc(32, 1) }),
+    ).rejects.toThrow(/^database:[0-9a-f]{64}: sealed: does not open with this KEY_ENCRYPTION_KEY/);
+  });
+
+  it('production with neither a row nor KEYS_DIR/iden3-bjj.json refuses, naming the file', async () => {
+    const fresh = await createTempDatabase();
+    const store = await openPostgresStore(fresh.url, { poolMax: 1 });
+    try {
+      const keysDir = join(dir, 'prod-empty');
+      await expect(databaseBjjKey(store.keys, store.iden3, options(keysDir, false))).rejects.toThrow(
+        `${join(keysDir, 'iden3-bjj.json')}: Iden3 key file is missing and the database holds no Iden3 key`,
+      );
+      expect(await store.keys.iden3Key()).toBeUndefined();
+      // The file `keys generate` writes is imported as it is.
+      const generated = await generateBjjKey(keysDir);
+      const key = await databaseBjjKey(store.keys, store.iden3, options(keysDir, false));
+      expect(key.publicKeyHex).toBe(generated.publicKeyHex);
+      expect((await store.keys.iden3Key())?.publicKey).toBe(generated.publicKeyHex);
+    } finally {
+      await store.close();
+      await fresh.drop();
+    }
+  });
+
+  it('a database holding an identity without its key (a db copy) takes only that identity key', async () => {
+    const fresh = await createTempDatabase();
+    const store = await openPostgresStore(fresh.url, { poolMax: 1 });
+    try {
+      const own = join(dir, 'copied-own');
+      const other = join(dir, 'copied-other');
+      const identityKey = await generateBjjKey(own);
+      await generateBjjKey(other);
+      await store.pool.query(
+        "INSERT INTO iden3_identity (id, did, public_key, auth_claim, created_at) VALUES (1, 'did:iden3:copied', $1, 'x', 'now')",
+        [identityKey.publicKeyHex],
+      );
+      const empty = join(dir, 'copied-empty');
+      mkdirSync(empty);
+      // Even in development, no key is generated next to an identity.
+      await expect(databaseBjjKey(store.keys, store.iden3, options(empty))).rejects.toThrow(
+        /holds the Iden3 identity did:iden3:copied but not its key/,
+      );
+      await expect(databaseBjjKey(store.keys, store.iden3, options(other))).rejects.toThrow(
+        /this key is not the key of the Iden3 identity did:iden3:copied/,
+      );
+      expect(await store.keys.iden3Key()).toBeUndefined();
+      const key = await databaseBjjKey(store.keys, store.iden3, options(own));
+      expect(key.publicKeyHex).toBe(identityKey.publicKeyHex);
+    } finally {
+      await store.close();
+      await fresh.drop();
+    }
+  });
+});
+
+async function cli(args: string[], env: Record<string, string>, cwd: string) {
+  let stdout = '';
+  let stderr = '';
+  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+  const io: CliIo = {
+    out: (text) => (stdout += line(text)),
+    err: (text) => (stderr += line(text)),
+    errStream: new Writable({ write: (_c, _e, done) => done() }),
+    errIsTTY: false,
+  };
+  const code = await runAdminCli(['node', 'admin', ...args], io, { NODE_ENV: 'test', ...env }, cwd);
+  return { code, stdout, stderr };
+}
+
+/** `src/main.ts` as a process, until it exits (a refused start) or listens (killed then). */
+async function startProcess(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const seen = (chunk: Buffer) => {
+    output += String(chunk);
+    if (output.includes('listening on')) child.kill('SIGTERM');
+  };
+  child.stdout.on('data', seen);
+  child.stderr.on('data', seen);
+  const code = await new Promise<number | null>((ok) => child.once('exit', (c) => ok(c)));
+  return { code, output };
+}
+
+// Issue 9 "Keys": a leaked KEY_ENCRYPTION_KEY is replaced by `npm run admin -- keys reseal`.
+describe.skipIf(!available)('keys reseal: replacing KEY_ENCRYPTION_KEY', () => {
+  const OLD = 'c4'.repeat(32);
+  const NEW = Buffer.alloc(32, 0x5d).toString('base64');
+  const OTHER = 'e6'.repeat(32);
+  const dir = tempDir();
+  let db: TempDatabase;
+  let before: { signing: string; partner: string; did: string };
+  let pool: PostgresStore;
+  const sealed = async () =>
+    // In the order `keys reseal` walks them.
+    (
+      await pool.pool.query<{ purpose: string; kid: string; sealed: string }>(
+        `SELECT purpose, kid, sealed FROM issuer_keys
+         UNION ALL SELECT 'iden3-bjj', public_key, sealed FROM iden3_key ORDER BY purpose, kid`,
+      )
+    ).rows;
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    const a = await startIssuer({ dir, env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: OLD } });
+    // A retired key too: every row is resealed, not only the active ones.
+    expect((await a.admin('/admin/keys/rotate', { purpose: 'credential-signing' })).status).toBe(200);
+    before = {
+      signing: a.ctx.keys.current().signing.kid,
+      partner: a.ctx.keys.current().partner.kid,
+      did: a.ctx.iden3Did()!,
+    };
+    await a.close();
+    pool = await openPostgresStore(db.url, { poolMax: 1 });
+  });
+  afterAll(async () => {
+    await pool?.close();
+    await db?.drop();
+    removeDir(dir);
+  });
+
+  it('refuses a missing KEY_ENCRYPTION_KEY_PREVIOUS, the same key twice and SQLite, naming the variable', async () => {
+    const missing = await cli(['keys', 'reseal'], { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: NEW }, dir);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/KEY_ENCRYPTION_KEY_PREVIOUS: required by keys reseal/);
+    const short = await cli(
+      ['keys', 'reseal'],
+      { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: 'abcd', KEY_ENCRYPTION_KEY_PREVIOUS: OLD },
+      dir,
+    );
+    expect(short.stderr).toMatch(/KEY_ENCRYPTION_KEY: must be 32 bytes/);
+    const same = await cli(
+      ['keys', 'reseal'],
+      { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: OLD, KEY_ENCRYPTION_KEY_PREVIOUS: OLD },
+      dir,
+    );
+    expect(same.stderr).toMatch(/KEY_ENCRYPTION_KEY: is the same key as KEY_ENCRYPTION_KEY_PREVIOUS/);
+    const sqlite = await cli(
+      ['keys', 'reseal'],
+      {
+        DATABASE_URL: `sqlite:${join(dir, 'x.db')}`,
+        KEY_ENCRYPTION_KEY: NEW,
+        KEY_ENCRYPTION_KEY_PREVIOUS: OLD,
+      },
+      dir,
+    );
+    expect(sqlite.stderr).toMatch(/DATABASE_URL: keys reseal works on a PostgreSQL database/);
+    for (const run of [missing, short, same, sqlite]) expect(run.code).toBe(1);
+  });
+
+  it('a row that opens with neither key stops the run, and no row changes (one transaction)', async () => {
+    const original = await sealed();
+    expect(original).toHaveLength(4); // two signing keys, the partner key, the Iden3 key
+    const reseal = (previous: string, next: string) =>
+      cli(
+        ['keys', 'reseal'],
+        { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY_PREVIOUS: previous, KEY_ENCRYPTION_KEY: next },
+        dir,
+      );
+    expect((await reseal(OLD, OTHER)).code).toBe(0);
+    // The first row in reseal order back under OLD, the other three under OTHER.
+    const first = original[0]!;
+    await pool.pool.query('UPDATE issuer_keys SET sealed = $1 WHERE kid = $2', [first.sealed, first.kid]);
+    const mixed = await sealed();
+    const failed = await reseal(OLD, NEW);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain(
+      `database:${original[1]!.kid} (${original[1]!.purpose}): opens with neither KEY_ENCRYPTION_KEY_PREVIOUS nor KEY_ENCRYPTION_KEY; nothing was resealed`,
+    );
+    // The first row was resealed in the transaction before the failure: rolled back with it.
+    expect(await sealed()).toEqual(mixed);
+    // A re-run takes rows already under the new key as they are: back to OLD everywhere.
+    const back = await reseal(OTHER, OLD);
+    expect(back.code).toBe(0);
+    expect(back.stdout).toContain(`${first.purpose} ${first.kid}: already sealed under KEY_ENCRYPTION_KEY`);
+    expect(back.stdout).toContain('3 of 4 key(s) resealed');
+  });
+
+  it('after a reseal, the old key refuses to start naming the variable and the new one serves the same keys and DID', async () => {
+    const original = await sealed();
+    const run = await cli(
+      ['keys', 'reseal'],
+      { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY_PREVIOUS: OLD, KEY_ENCRYPTION_KEY: NEW },
+      dir,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    for (const row of original) expect(run.stdout).toContain(`${row.purpose} ${row.kid}: resealed`);
+    expect(run.stdout).toContain('4 of 4 key(s) resealed');
+    for (const secret of [OLD, NEW, OTHER]) expect(run.stdout).not.toContain(secret);
+    const after = await sealed();
+    for (const [n, row] of after.entries()) expect(row.sealed).not.toBe(original[n]!.sealed);
+    const again = await cli(
+      ['keys', 'reseal'],
+      { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY_PREVIOUS: OLD, KEY_ENCRYPTION_KEY: NEW },
+      dir,
+    );
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('0 of 4 key(s) resealed');
+
+    // The real server process, still on the old key, with an empty KEYS_DIR: refused.
+    const emptyKeys = join(dir, 'empty-keys');
+    mkdirSync(emptyKeys);
+    const refused = await startProcess({
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ISSUER_ORIGIN: 'http://issuer.test',
+      DATABASE_URL: db.url,
+      KEY_ENCRYPTION_KEY: OLD,
+      API_KEY: TEST_API_KEY,
+      ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+      PARTNER_ID: TEST_PARTNER_ID,
+      SERVICE_V1_BASE_URL: 'http://127.0.0.1:9',
+      KEYS_DIR: emptyKeys,
+      IDEN3_MERKLIZE_WORKERS: '0',
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(
+      /start-up: database:\S+: sealed: does not open with this KEY_ENCRYPTION_KEY/,
+    );
+    for (const secret of [OLD, NEW]) expect(refused.output).not.toContain(secret);
+    expect(await sealed()).toEqual(after);
+
+    const b = await startIssuer({
+      dir: tempDir(),
+      env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: NEW },
+      exampleClaimsFile: '',
+    });
+    try {
+      expect(b.ctx.keys.current().signing.kid).toBe(before.signing);
+      expect(b.ctx.keys.current().partner.kid).toBe(before.partner);
+      expect(b.ctx.iden3Did()).toBe(before.did);
+    } finally {
+      await b.close();
+      removeDir(b.dir);
+    }
+  });
+});
