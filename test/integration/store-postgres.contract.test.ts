@@ -68,11 +68,15 @@ describe.skipIf(!available)('PostgreSQL store', () => {
         const s1 = imports[0] ? 's1' : 's9';
         expect(await store.keys.rotate(key('s2', 'credential-signing'), at)).toEqual({ retired: [s1] });
         expect(await store.keys.version()).toBe(v0 + 2);
+        // Listed by creation time, then kid: with equal times the winner of the import race
+        // (s1 or s9) sorts either side of s2.
         const listed = await store.keys.list();
-        expect(listed.filter((k) => k.purpose === 'credential-signing')).toEqual([
-          { ...key(s1, 'credential-signing'), retiredAt: at },
-          { ...key('s2', 'credential-signing'), createdAt: new Date('2030-01-01T00:00:00Z') },
-        ]);
+        expect(listed.filter((k) => k.purpose === 'credential-signing')).toEqual(
+          [
+            { ...key(s1, 'credential-signing'), retiredAt: at },
+            { ...key('s2', 'credential-signing'), createdAt: new Date('2030-01-01T00:00:00Z') },
+          ].sort((a, b) => a.kid.localeCompare(b.kid)),
+        );
       } finally {
         await store.close();
       }
