@@ -133,7 +133,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
         "SELECT COUNT(*) AS n FROM issuances WHERE upload_state = 'pending'",
       ),
       oldestPending: db.prepare<[], { t: string | null }>(
-        "SELECT MIN(created_at) AS t FROM issuances WHERE upload_state = 'pending'",
+        // Left alone, the planner walks issuances_created from the oldest row to the first pending one.
+        "SELECT MIN(created_at) AS t FROM issuances INDEXED BY issuances_outbox_pending WHERE upload_state = 'pending'",
       ),
     };
   }
