@@ -1,6 +1,7 @@
-import { createHash, sign as cryptoSign, type KeyObject, randomBytes } from 'node:crypto';
+import { createHash, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { SD_DECOY, SD_DIGEST, SD_LIST_KEY } from '@sd-jwt/types';
+import { pooledRandomBytes } from '../../random-pool.js';
 
 /**
  * A synchronous SD-JWT VC issuance following the library (`@sd-jwt/core` 0.19.0) step by step:
@@ -41,7 +42,7 @@ class Salts {
   private at = 0;
   next(): string {
     if (this.at + SALT_HEX > this.hex.length) {
-      this.hex = randomBytes(64).toString('hex');
+      this.hex = pooledRandomBytes(64).toString('hex');
       this.at = 0;
     }
     const salt = this.hex.slice(this.at, this.at + SALT_HEX);
