@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../claims/index.js';
 import { type Envelope, type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
@@ -12,6 +12,7 @@ import type {
   ProofType,
   Telemetry,
 } from '../model.js';
+import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
@@ -69,7 +70,7 @@ const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) 
 
 // DESIGN §8: nonces are random, unique, below 2^53 (exact as a JSON number). 0 is the Iden3 auth claim's.
 export function randomRevocationNonce(): number {
-  const n = Number(randomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
+  const n = Number(pooledRandomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
   return n === 0 ? 1 : n;
 }
 

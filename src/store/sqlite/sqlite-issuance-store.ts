@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import Database from 'better-sqlite3';
 import {
   type ColumnReader,
   type IssuanceColumns,
@@ -35,6 +36,20 @@ export const rowToIssuance = (r: IssuanceRow): IssuanceRecord => issuanceFromRow
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
+/** A UNIQUE constraint the insert hit: thrown to roll the transaction back, answered as the outcome. */
+class InsertConflict extends Error {
+  constructor(readonly kind: 'nonce-taken' | 'slot-taken') {
+    super(kind);
+  }
+}
+
+function uniqueConflict(err: unknown): InsertConflict['kind'] | undefined {
+  if (!(err instanceof Database.SqliteError) || err.code !== 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
+  if (err.message.includes('issuances.revocation_nonce')) return 'nonce-taken';
+  if (err.message.includes('issuances.status_index')) return 'slot-taken';
+  return undefined;
+}
+
 // Random probes before falling back to a scan of the partition's allocations.
 const RANDOM_PROBES = 48;
 
@@ -63,11 +78,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
       slotsOf: db.prepare<[number], { i: number }>(
         'SELECT status_index AS i FROM issuances WHERE status_partition = ?',
       ),
-      partition: db.prepare<[number], { size: number; allocated: number }>(
-        'SELECT size, allocated FROM status_list_partitions WHERE partition = ?',
-      ),
-      bumpPartition: db.prepare(
-        'UPDATE status_list_partitions SET allocated = allocated + 1 WHERE partition = ?',
+      // Counts the slot in its partition if the partition exists, is not full and has the index.
+      bumpPartition: db.prepare<[number, number]>(
+        'UPDATE status_list_partitions SET allocated = allocated + 1 WHERE partition = ? AND allocated < size AND ? < size',
       ),
       nonce: db.prepare<[number], { x: number }>('SELECT 1 AS x FROM issuances WHERE revocation_nonce = ?'),
       duplicate: db.prepare<[string, string, string, string, string], IssuanceRow>(
@@ -133,7 +146,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
         "SELECT COUNT(*) AS n FROM issuances WHERE upload_state = 'pending'",
       ),
       oldestPending: db.prepare<[], { t: string | null }>(
-        "SELECT MIN(created_at) AS t FROM issuances WHERE upload_state = 'pending'",
+        // Left alone, the planner walks issuances_created from the oldest row to the first pending one.
+        "SELECT MIN(created_at) AS t FROM issuances INDEXED BY issuances_outbox_pending WHERE upload_state = 'pending'",
       ),
     };
   }
@@ -184,7 +198,12 @@ export class SqliteIssuanceStore implements IssuanceStore {
   ): Promise<InsertOutcome> {
     // IMMEDIATE: take the write lock first so two processes sharing the file serialize here.
     this.insertTransaction ??= this.makeInsertTransaction();
-    return this.insertTransaction.immediate(n, options);
+    try {
+      return this.insertTransaction.immediate(n, options);
+    } catch (err) {
+      if (err instanceof InsertConflict) return { kind: err.kind };
+      throw err;
+    }
   }
 
   // Made once: better-sqlite3 builds a transaction function's wrappers on every `transaction()`.
@@ -199,15 +218,14 @@ export class SqliteIssuanceStore implements IssuanceStore {
           const dup = this.liveDuplicate({ ...n, now: n.createdAt });
           if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
         }
-        if (this.stmts.nonce.get(n.revocationNonce)) return { kind: 'nonce-taken' };
-        if (n.statusSlot) {
-          const p = this.stmts.partition.get(n.statusSlot.partition);
-          if (!p || p.allocated >= p.size || n.statusSlot.index >= p.size) return { kind: 'slot-taken' };
-          if (this.stmts.slotTaken.get(n.statusSlot.partition, n.statusSlot.index))
-            return { kind: 'slot-taken' };
-          this.stmts.bumpPartition.run(n.statusSlot.partition);
-        }
-        this.stmts.insert.run({
+        // A taken nonce or slot is left to the UNIQUE constraints (no lookups before the insert); the
+        // InsertConflict thrown then rolls the partition's count back with the transaction.
+        if (
+          n.statusSlot &&
+          this.stmts.bumpPartition.run(n.statusSlot.partition, n.statusSlot.index).changes === 0
+        )
+          return { kind: 'slot-taken' };
+        this.runInsert({
           credentialId: n.credentialId,
           channel: n.channel,
           userId: n.userId,
@@ -251,6 +269,16 @@ export class SqliteIssuanceStore implements IssuanceStore {
         return { kind: 'inserted', record };
       },
     );
+  }
+
+  private runInsert(row: Record<string, string | number | null>): void {
+    try {
+      this.stmts.insert.run(row);
+    } catch (err) {
+      const kind = uniqueConflict(err);
+      if (kind) throw new InsertConflict(kind);
+      throw err;
+    }
   }
 
   async get(credentialId: string) {

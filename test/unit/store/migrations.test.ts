@@ -51,10 +51,10 @@ describe('SQLite migrations', () => {
 
   it('a gap in the numbers is refused, naming the file', () => {
     const migrations = copyShipped();
-    writeFileSync(join(migrations, '009-later.sql'), 'SELECT 1;');
+    writeFileSync(join(migrations, '099-later.sql'), 'SELECT 1;');
     const db = new Database(':memory:');
     expect(() => runMigrations(db, migrations)).toThrow(
-      /009-later\.sql: migration numbers must run without gaps/,
+      /099-later\.sql: migration numbers must run without gaps/,
     );
     db.close();
   });

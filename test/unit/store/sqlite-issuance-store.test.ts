@@ -98,3 +98,89 @@ describe('SqliteIssuanceStore', () => {
     await store.close();
   });
 });
+
+// Issue 13 (migration 008): fewer indexes on issuances, and every query over it still searches one.
+describe('SQLite issuances query plans', () => {
+  const plan = (store: ReturnType<typeof openSqliteStore>, sql: string): string[] =>
+    (
+      store.db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(...Array(sql.split('?').length - 1).fill(1)) as Array<{
+        detail: string;
+      }>
+    ).map((r) => r.detail);
+
+  it.each([
+    // The hosted duplicate check, status slot probes, outbox, metrics, status lists, key expiry, history.
+    [
+      "SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = ? AND subject_hash = ? AND channel = 'hosted' AND status = 0 AND expires_at > ? ORDER BY created_at DESC LIMIT 1",
+      'issuances_holder_created',
+    ],
+    [
+      'SELECT 1 FROM issuances WHERE status_partition = ? AND status_index = ?',
+      'sqlite_autoindex_issuances_3',
+    ],
+    ['SELECT 1 FROM issuances WHERE revocation_nonce = ?', 'sqlite_autoindex_issuances_2'],
+    ['SELECT * FROM issuances WHERE credential_id = ?', 'sqlite_autoindex_issuances_1'],
+    [
+      "SELECT * FROM issuances WHERE upload_state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at LIMIT ?",
+      'issuances_outbox_pending',
+    ],
+    [
+      "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_until, 0))) FROM issuances WHERE upload_state = 'pending'",
+      'issuances_outbox_pending',
+    ],
+    ["SELECT COUNT(*) FROM issuances WHERE upload_state = 'pending'", 'issuances_outbox_pending'],
+    [
+      "SELECT MIN(created_at) FROM issuances INDEXED BY issuances_outbox_pending WHERE upload_state = 'pending'",
+      'issuances_outbox_pending',
+    ],
+    ["SELECT COUNT(*) FROM issuances WHERE upload_state = 'failed'", 'issuances_upload_failed'],
+    [
+      "UPDATE issuances SET upload_state = 'pending' WHERE upload_state = 'failed'",
+      'issuances_upload_failed',
+    ],
+    [
+      'SELECT status_index, status FROM issuances WHERE status_partition = ? AND status != 0',
+      'issuances_nonzero_status',
+    ],
+    ['SELECT MAX(expires_at) FROM issuances WHERE kid = ?', 'issuances_kid_expiry'],
+    [
+      "SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = 'SD_JWT_VC' AND status != 1 AND expires_at > ? ORDER BY created_at DESC, rowid DESC",
+      'issuances_holder_created',
+    ],
+    [
+      'SELECT * FROM issuances WHERE schema_id = ? ORDER BY created_at DESC, rowid DESC',
+      'issuances_schema_created',
+    ],
+    ['SELECT * FROM issuances ORDER BY created_at DESC, rowid DESC LIMIT 10', 'issuances_created'],
+  ])('%s searches %s', (sql, index) => {
+    const store = openSqliteStore(':memory:');
+    const steps = plan(store, sql);
+    expect(steps.some((s) => s.includes(`INDEX ${index}`))).toBe(true);
+    expect(steps.filter((s) => /^SCAN issuances$/.test(s))).toEqual([]);
+  });
+
+  it('a hosted insert writes no partial index (non-zero statuses, failed uploads)', async () => {
+    const store = openSqliteStore(':memory:');
+    const slot = await store.issuances.proposeStatusSlot(8, 1);
+    await store.issuances.insertIssuance(issuance(slot, 7), { dedupe: true });
+    const count = (index: string) =>
+      (
+        store.db
+          .prepare(
+            `SELECT COUNT(*) AS n FROM issuances INDEXED BY ${index} WHERE ${index === 'issuances_nonzero_status' ? 'status != 0' : "upload_state = 'failed'"}`,
+          )
+          .get() as { n: number }
+      ).n;
+    expect(count('issuances_nonzero_status')).toBe(0);
+    expect(count('issuances_upload_failed')).toBe(0);
+    const indexes = (
+      store.db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'issuances'")
+        .all() as Array<{ name: string }>
+    ).map((r) => r.name);
+    expect(indexes).not.toContain('issuances_dedupe');
+    expect(indexes).not.toContain('issuances_outbox');
+  });
+});
