@@ -1,37 +1,39 @@
 import { createHash, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { Jwt, SDJwt } from '@sd-jwt/core';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { SD_DECOY, SD_DIGEST, SD_LIST_KEY } from '@sd-jwt/types';
+import { Disclosure } from '@sd-jwt/utils';
 import { pooledRandomBytes } from '../../random-pool.js';
 
 /**
- * A synchronous SD-JWT VC issuance following the library (`@sd-jwt/core` 0.19.0) step by step:
- * `pack` without its `await`s (the library's async `pack`, `digest`, signer and salt generator cost
- * a promise chain per claim, several times the hashing they wrap), `Disclosure.encode`/`digestSync`,
- * `Jwt.getUnsignedToken` and `SDJwt.encodeSDJwt`, with `SDJwtVcInstance`'s reserved-name check.
- * Encoding is Buffer's base64url of the JSON's UTF-8, which is what the library's js-base64
- * `encodeURI` produces, without its string round trips.
+ * A synchronous SD-JWT VC issuance with the library's own pieces: `Disclosure` (encoding and
+ * digest), `Jwt` (header and payload encoding), `SDJwt` (the `~` serialisation) and
+ * `SDJwtVcInstance`'s reserved-name check. Only `pack` (`@sd-jwt/core` 0.19.0, src/index.ts) is
+ * followed here step by step without its `await`s: the library's async `pack`, `digest`, signer and
+ * salt generator cost a promise chain per claim, several times the hashing they wrap.
  * test/unit/issuers/sd-jwt-assemble.test.ts verifies our output with the library's verifier and
  * compares its structure with the library's own `issue()`.
  */
 
 const SALT_HEX = 16; // @sd-jwt/crypto-nodejs generateSalt(16): 16 hex characters (8 random bytes)
-const base64url = (json: string): string => Buffer.from(json, 'utf8').toString('base64url');
-const sha256Base64url = (ascii: string): string =>
-  createHash('sha256').update(ascii, 'latin1').digest('base64url');
-
-/** RFC 9901 §4.2.1-4.2.3: the disclosure is base64url(JSON array); its digest hashes that ASCII string. */
-interface Disclosure {
-  encoded: string;
-  digest: string;
-}
-function disclose(item: [string, unknown] | [string, string, unknown]): Disclosure {
-  const encoded = base64url(JSON.stringify(item));
-  return { encoded, digest: sha256Base64url(encoded) };
-}
+const hash = {
+  alg: 'sha-256',
+  hasher: (data: string | ArrayBuffer) =>
+    new Uint8Array(
+      createHash('sha256')
+        .update(typeof data === 'string' ? data : Buffer.from(data))
+        .digest(),
+    ),
+};
 /** The library's SD-JWT VC reserved-claim check and JWT encoding, which it keeps `protected`. */
 class VcRules extends SDJwtVcInstance {
   check(frame: Record<string, unknown> | undefined): void {
     this.validateReservedFields(frame as never);
+  }
+}
+class UnsignedJwt extends Jwt {
+  unsigned(): string {
+    return this.getUnsignedToken();
   }
 }
 const vcRules = new VcRules({});
@@ -54,7 +56,7 @@ class Salts {
 type Frame = Record<string, unknown> & { _sd?: Array<string | number>; _sd_decoy?: number };
 
 function decoy(salts: Salts): string {
-  return sha256Base64url(salts.next());
+  return Buffer.from(hash.hasher(salts.next())).toString('base64url');
 }
 
 /** `@sd-jwt/core` `pack`, synchronous: same traversal, same digests, `_sd` sorted. */
@@ -79,8 +81,8 @@ function packSync(
     for (let i = 0; i < claims.length; i++) {
       const claim = recursive[i] ? recursive[i] : claims[i];
       if (sd.includes(i)) {
-        const disclosure = disclose([salts.next(), claim]);
-        packedClaims.push({ [SD_LIST_KEY]: disclosure.digest });
+        const disclosure = new Disclosure([salts.next(), claim]);
+        packedClaims.push({ [SD_LIST_KEY]: disclosure.digestSync(hash) });
         disclosures.push(disclosure);
       } else {
         packedClaims.push(claim);
@@ -94,8 +96,8 @@ function packSync(
   for (const key in claims as Record<string, unknown>) {
     const claim = recursive[key] ? recursive[key] : (claims as Record<string, unknown>)[key];
     if (sd.includes(key)) {
-      const disclosure = disclose([salts.next(), key, claim]);
-      digests.push(disclosure.digest);
+      const disclosure = new Disclosure([salts.next(), key, claim]);
+      digests.push(disclosure.digestSync(hash));
       disclosures.push(disclosure);
     } else {
       packedClaims[key] = claim;
@@ -120,13 +122,11 @@ export function issueSdJwtVcSync(
   const { packedClaims, disclosures } = packSync(payload, frame as Frame | undefined, new Salts());
   const header = { typ: 'dc+sd-jwt', ...options.header, alg: 'ES256' };
   const body = { ...(packedClaims as Record<string, unknown>), _sd_alg: frame ? 'sha-256' : undefined };
-  const unsigned = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(body))}`;
-  const signature = cryptoSign('sha256', Buffer.from(unsigned, 'latin1'), {
+  const unsigned = new UnsignedJwt({ header, payload: body }).unsigned();
+  const signature = cryptoSign('sha256', Buffer.from(unsigned), {
     key: options.privateKey,
     dsaEncoding: 'ieee-p1363',
   }).toString('base64url');
-  // SDJwt.encodeSDJwt: the JWT, each disclosure, then an empty key-binding part: `jwt~d1~d2~`.
-  let out = `${unsigned}.${signature}~`;
-  for (const d of disclosures) out += `${d.encoded}~`;
-  return out;
+  const jwt = new Jwt({ header, payload: body, signature, encoded: `${unsigned}.${signature}` });
+  return new SDJwt({ jwt, disclosures }).encodeSDJwt();
 }
