@@ -241,6 +241,9 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
     const late = await call(50).catch((e: unknown) => e);
     expect(late).toBeInstanceOf(HttpFailure);
     expect(late).toMatchObject({ kind: 'timeout' });
+    // The deadline covers the body too: a head on time and a body that never ends.
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{"a"');
+    await expect(call(100)).rejects.toMatchObject({ name: 'HttpFailure', kind: 'timeout' });
     const closed = createTcpServer();
     closed.listen(0, '127.0.0.1');
     await once(closed, 'listening');
