@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../../src/keys/certificates.js';
 import { DEV_CA_PEM, issueDevLeaf, loadOrCreateDevCa } from '../../../src/keys/dev-ca.js';
-import { HttpFailure, postJson } from '../../../src/service-client/http-json.js';
+import { closeHttpPools, HttpFailure, postJson } from '../../../src/service-client/http-json.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 // The request as it reaches the upstream: one loopback server records each.
@@ -212,6 +212,18 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
     await serverSide;
     answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n[1 ]');
     expect(await call()).toEqual({ status: 200, body: [1] });
+  });
+
+  it('closing the pools (the context closes) ends idle connections; a later call opens a new one', async () => {
+    let open: Promise<unknown> = Promise.resolve();
+    answer = (socket) => {
+      open = once(socket, 'close');
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await call();
+    await closeHttpPools();
+    await open;
+    expect(await call()).toEqual({ status: 200, body: {} });
   });
 
   it('an HTTP/1.0 answer without length is read until close; 204 has no body; non-JSON is undefined', async () => {
