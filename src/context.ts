@@ -23,6 +23,7 @@ import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
 import { buildTypeMetadata, type TypeMetadataRegistry } from './schemas/type-metadata.js';
+import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
@@ -344,6 +345,7 @@ export async function createContext(
     lifecycle,
     async close() {
       await outbox.stop();
+      await closeHttpPools();
       keys.close();
       await shared?.close();
       await iden3?.close();

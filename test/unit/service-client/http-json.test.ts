@@ -1,14 +1,15 @@
+import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { createServer as createHttpsServer, globalAgent } from 'node:https';
+import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../../src/keys/certificates.js';
 import { DEV_CA_PEM, issueDevLeaf, loadOrCreateDevCa } from '../../../src/keys/dev-ca.js';
-import { HttpFailure, postJson } from '../../../src/service-client/http-json.js';
+import { closeHttpPools, HttpFailure, postJson } from '../../../src/service-client/http-json.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 // The request as it reaches the upstream: one loopback server records each.
@@ -146,17 +147,38 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
   });
 
   it('keeps the connection for the next request, and opens a new one after connection: close', async () => {
-    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
-    await call();
-    const before = connections.length;
-    await call();
-    await call();
-    expect(connections.length).toBe(before);
-    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}');
-    await call();
-    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
-    await call();
-    expect(connections.length).toBe(before + 1);
+    // Each call starts in a later event-loop turn, as calls made for separate incoming requests
+    // do: undici hands a connection to the next request one turn after its answer (a server that
+    // closes despite keep-alive is seen first).
+    const nextCall = async () => {
+      await new Promise(setImmediate);
+      return call();
+    };
+    const used: number[] = [];
+    answer = (socket) => {
+      used.push(socket.remotePort ?? 0);
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await nextCall();
+    await nextCall();
+    await nextCall();
+    expect(new Set(used).size).toBe(1);
+    let closedByClient: Promise<unknown> = Promise.resolve();
+    answer = (socket) => {
+      used.push(socket.remotePort ?? 0);
+      closedByClient = once(socket, 'close');
+      socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await nextCall();
+    // The server leaves the connection open; the client closes it after the answer.
+    await closedByClient;
+    const closed = used.at(-1);
+    answer = (socket) => {
+      used.push(socket.remotePort ?? 0);
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await nextCall();
+    expect(used.at(-1)).not.toBe(closed);
   });
 
   it('past 64 connections a request waits for a free one, and each gets its own answer', async () => {
@@ -192,6 +214,18 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
     expect(await call()).toEqual({ status: 200, body: [1] });
   });
 
+  it('closing the pools (the context closes) ends idle connections; a later call opens a new one', async () => {
+    let open: Promise<unknown> = Promise.resolve();
+    answer = (socket) => {
+      open = once(socket, 'close');
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    };
+    await call();
+    await closeHttpPools();
+    await open;
+    expect(await call()).toEqual({ status: 200, body: {} });
+  });
+
   it('an HTTP/1.0 answer without length is read until close; 204 has no body; non-JSON is undefined', async () => {
     answer = (socket) => {
       socket.write('HTTP/1.0 200 OK\r\n\r\n{"until":');
@@ -219,6 +253,9 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
     const late = await call(50).catch((e: unknown) => e);
     expect(late).toBeInstanceOf(HttpFailure);
     expect(late).toMatchObject({ kind: 'timeout' });
+    // The deadline covers the body too: a head on time and a body that never ends.
+    answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{"a"');
+    await expect(call(100)).rejects.toMatchObject({ name: 'HttpFailure', kind: 'timeout' });
     const closed = createTcpServer();
     closed.listen(0, '127.0.0.1');
     await once(closed, 'listening');
@@ -231,7 +268,7 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
 });
 
 describe('postJson over https', () => {
-  it('checks the certificate against the process trust, and speaks through a trusted one', async () => {
+  it('checks the certificate against the process trust (NODE_EXTRA_CA_CERTS), and speaks through a trusted one', async () => {
     const dir = tempDir();
     const server = createHttpsServer((req, res) => {
       req.resume();
@@ -247,18 +284,36 @@ describe('postJson over https', () => {
       key: privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
       cert: x5cToPem(chain),
     });
-    const saved = globalAgent.options.ca;
     try {
+      // This process does not trust the development CA.
       await expect(postJson(`${origin}/a`, {}, { timeoutMs: 2000 })).rejects.toMatchObject({
         kind: 'network',
       });
-      globalAgent.options.ca = readFileSync(join(dir, DEV_CA_PEM), 'utf8');
-      expect(await postJson(`${origin}/b`, {}, { timeoutMs: 2000 })).toEqual({
-        status: 200,
-        body: { tls: true },
-      });
+      // A process started with NODE_EXTRA_CA_CERTS naming it does, as node's own https does.
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `const { postJson } = await import(process.argv[1]);
+           const res = await postJson(process.argv[2], {}, { timeoutMs: 5000 });
+           process.stdout.write(JSON.stringify(res));`,
+          fileURLToPath(new URL('../../../src/service-client/http-json.ts', import.meta.url)),
+          `${origin}/b`,
+        ],
+        {
+          env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, DEV_CA_PEM) },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let out = '';
+      child.stdout.on('data', (c) => (out += c));
+      const [code] = await once(child, 'exit');
+      expect(code).toBe(0);
+      expect(JSON.parse(out)).toEqual({ status: 200, body: { tls: true } });
     } finally {
-      globalAgent.options.ca = saved;
       server.closeAllConnections();
       server.close();
     }
