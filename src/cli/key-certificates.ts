@@ -1,15 +1,21 @@
-import { createPublicKey, webcrypto } from 'node:crypto';
+import { createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/config.js';
 import { attachChain, chainProblems, originHost, pemToX5c } from '../keys/certificates.js';
 import { certifyWithDevCa, DEV_CA_PEM } from '../keys/dev-ca.js';
-import { generateKey, KeyError, loadKeyRing, readKeys } from '../keys/key-ring.js';
+import { keyOfRow, storedKey } from '../keys/key-holder.js';
+import { generateKey, KeyError, loadKeyRing, newKeyData, readKeys } from '../keys/key-ring.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../keys/sealed-key.js';
 import { type LibKeyPair, sanFor, x509 } from '../keys/x509.js';
+import { parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
+import type { KeyMaterialStore } from '../store/store.js';
 
 /**
- * SD_JWT_ISSUER=x5c key files (issue 14): standby keys with a certificate request, chains attached
- * to key files, and development chains. Key files only; the server is not involved.
+ * SD_JWT_ISSUER=x5c keys (issue 14): standby keys with a certificate request, chains attached to
+ * keys, and development chains. The server is not involved: on SQLite these are KEYS_DIR's files;
+ * with DATABASE_URL on PostgreSQL, the sealed rows every instance shares (issue 9 "Keys"), whose
+ * version bump makes every instance reload them within its poll.
  */
 
 export interface PreparedKey {
@@ -27,9 +33,14 @@ const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
  */
 export async function prepareKey(keysDir: string, origin: string, csrFile?: string): Promise<PreparedKey> {
   const key = await generateKey(keysDir, 'credential-signing', new Date(), { standby: true });
-  if (csrFile === undefined) return { kid: key.kid, file: key.file, csr: undefined };
-  const privateJwk = key.privateKey.export({ format: 'jwk' }) as webcrypto.JsonWebKey;
-  const publicJwk = createPublicKey(key.privateKey).export({ format: 'jwk' }) as webcrypto.JsonWebKey;
+  if (csrFile !== undefined) await writeCsr(key.privateKey, origin, csrFile);
+  return { kid: key.kid, file: key.file, csr: csrFile };
+}
+
+/** A PKCS#10 request for `privateKey` naming the origin's host (CN and subjectAltName). */
+async function writeCsr(privateKey: KeyObject, origin: string, csrFile: string): Promise<void> {
+  const privateJwk = privateKey.export({ format: 'jwk' }) as webcrypto.JsonWebKey;
+  const publicJwk = createPublicKey(privateKey).export({ format: 'jwk' }) as webcrypto.JsonWebKey;
   const keys = {
     privateKey: await webcrypto.subtle.importKey('jwk', privateJwk, EC, false, ['sign']),
     publicKey: await webcrypto.subtle.importKey('jwk', publicJwk, EC, true, ['verify']),
@@ -41,7 +52,6 @@ export async function prepareKey(keysDir: string, origin: string, csrFile?: stri
     extensions: [sanFor(origin)],
   });
   writeFileSync(csrFile, `${csr.toString('pem')}\n`);
-  return { kid: key.kid, file: key.file, csr: csrFile };
 }
 
 export interface AttachedCertificate {
@@ -65,6 +75,13 @@ export async function attachCertificate(
 ): Promise<AttachedCertificate> {
   const key = (await readKeys(keysDir)).find((k) => k.kid === kid && k.purpose === 'credential-signing');
   if (!key) throw new KeyError(`${keysDir}: no credential-signing key with kid ${kid}`);
+  const x5c = readChain(pemFile);
+  checkChain(x5c, key.privateKey, kid, pemFile, origin, now);
+  attachChain(key.file, x5c);
+  return { kid, file: key.file, certificates: x5c.length };
+}
+
+function readChain(pemFile: string): string[] {
   let x5c: string[];
   try {
     x5c = pemToX5c(readFileSync(pemFile, 'utf8'));
@@ -72,10 +89,87 @@ export async function attachCertificate(
     throw new KeyError(`${pemFile}: not a PEM certificate chain (${(err as Error).message})`);
   }
   if (x5c.length === 0) throw new KeyError(`${pemFile}: no -----BEGIN CERTIFICATE----- block`);
-  const problems = chainProblems(x5c, key.privateKey, origin, now);
+  return x5c;
+}
+
+function checkChain(x5c: string[], key: KeyObject, kid: string, pemFile: string, origin: string, now: Date) {
+  const problems = chainProblems(x5c, key, origin, now);
   if (problems.length > 0) throw new KeyError(`${pemFile}: refused for ${kid}:\n  ${problems.join('\n  ')}`);
-  attachChain(key.file, x5c);
-  return { kid, file: key.file, certificates: x5c.length };
+}
+
+/** The shared key rows of a PostgreSQL DATABASE_URL, and the key that seals them. */
+export interface DatabaseKeys {
+  keys: Pick<KeyMaterialStore, 'addStandby' | 'attachChain'>;
+  kek: Buffer;
+  /** DATABASE_URL without its password, for messages. */
+  where: string;
+}
+
+/**
+ * Runs `fn` on the key rows of DATABASE_URL when it is PostgreSQL (KEY_ENCRYPTION_KEY as the
+ * server reads it: required in production, the development key otherwise); undefined on SQLite.
+ */
+export async function withDatabaseKeys<T>(
+  env: Record<string, string | undefined>,
+  databaseUrl: string,
+  cwd: string,
+  fn: (db: DatabaseKeys) => Promise<T>,
+): Promise<T | undefined> {
+  const target = parseDatabaseUrl(databaseUrl, cwd);
+  if (typeof target === 'string') throw new KeyError(`DATABASE_URL: ${target}`);
+  if (target.kind !== 'postgres') return undefined;
+  let kek: Buffer = DEVELOPMENT_KEY_ENCRYPTION_KEY;
+  if (env.KEY_ENCRYPTION_KEY !== undefined) {
+    const parsed = parseKeyEncryptionKey(env.KEY_ENCRYPTION_KEY);
+    if (typeof parsed === 'string') throw new KeyError(`KEY_ENCRYPTION_KEY: ${parsed}`);
+    kek = parsed;
+  } else if (env.NODE_ENV === 'production') {
+    throw new KeyError('KEY_ENCRYPTION_KEY: required in production with PostgreSQL (it seals the keys)');
+  }
+  // Loaded here: only a PostgreSQL deployment needs the driver.
+  const { openPostgresStore } = await import('../store/postgres/index.js');
+  const store = await openPostgresStore(target.url, { poolMax: 1 });
+  try {
+    return await fn({ keys: store.keys, kek, where: `database ${redactDatabaseUrl(target.url)}` });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `keys prepare` on PostgreSQL: the standby key is a sealed row (published by every instance
+ * within a poll, promoted by the next rotation through any of them).
+ */
+export async function prepareDatabaseKey(
+  db: DatabaseKeys,
+  origin: string,
+  csrFile?: string,
+  now = new Date(),
+): Promise<PreparedKey> {
+  const { kid, data } = await newKeyData('credential-signing', now);
+  const row = storedKey(db.kek, kid, data, { standby: true });
+  if (csrFile !== undefined) await writeCsr((await keyOfRow(db.kek, row)).privateKey, origin, csrFile);
+  await db.keys.addStandby(row);
+  return { kid, file: db.where, csr: csrFile };
+}
+
+/**
+ * `keys certificate` on PostgreSQL: the chain is checked exactly as for a file, against the
+ * row's key as it is under the key lock, then kept on the row.
+ */
+export async function attachDatabaseCertificate(
+  db: DatabaseKeys,
+  kid: string,
+  pemFile: string,
+  origin: string,
+  now = new Date(),
+): Promise<AttachedCertificate> {
+  const x5c = readChain(pemFile);
+  const found = await db.keys.attachChain(kid, x5c, async (row) => {
+    checkChain(x5c, (await keyOfRow(db.kek, row)).privateKey, kid, pemFile, origin, now);
+  });
+  if (!found) throw new KeyError(`${db.where}: no credential-signing key with kid ${kid}`);
+  return { kid, file: db.where, certificates: x5c.length };
 }
 
 /**

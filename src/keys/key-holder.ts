@@ -1,21 +1,24 @@
+import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JWK } from 'jose';
 import type { Logger } from '../model.js';
 import type { KeyMaterialStore, StoredKey } from '../store/store.js';
+import { attachChain } from './certificates.js';
 import {
   assembleRing,
   type KeyData,
   type KeyEnvironment,
-  KeyError,
   type KeyPurpose,
   type KeyRing,
   loadKeyRing,
   type ManagedKey,
   newKeyData,
   parseKeyData,
+  readKeys,
   rotateKey,
 } from './key-ring.js';
+import type { X5cRotation } from './rotation-certificate.js';
 import { openSealedKey, sealKey } from './sealed-key.js';
 
 /** The key ring the server signs with, and how a rotation reaches it. */
@@ -23,13 +26,14 @@ export interface KeyHolder {
   current(): KeyRing;
   reload(): Promise<KeyRing>;
   /**
-   * Retires the active key of `purpose` and makes another one active (the ring reloads);
-   * `certify` writes a new key's certificate chain (SD_JWT_ISSUER=x5c, files only).
+   * Retires the active key of `purpose` and makes another one active (the ring reloads): the
+   * standby key when there is one, else a new key. `x5c` (SD_JWT_ISSUER=x5c, credential-signing)
+   * says whether a standby key may sign and how a new key gets its chain; a refusal changes nothing.
    */
   rotate(
     purpose: KeyPurpose,
     now: Date,
-    certify?: (created: ManagedKey) => Promise<unknown>,
+    x5c?: X5cRotation,
   ): Promise<{ retired: ManagedKey[]; created: ManagedKey }>;
   close(): void;
 }
@@ -103,7 +107,18 @@ export async function fileKeyHolder(
   return {
     current: () => ring,
     reload,
-    async rotate(purpose, now, certify) {
+    async rotate(purpose, now, x5c) {
+      let certify: ((created: ManagedKey) => Promise<unknown>) | undefined;
+      if (x5c) {
+        const standby = (await readKeys(dir)).find((k) => k.purpose === purpose && k.standby && !k.retiredAt);
+        if (standby) {
+          const problems = x5c.standbyProblems(standby);
+          if (problems.length > 0) throw x5c.refused(`standby key ${standby.kid}: ${problems.join('; ')}`);
+        } else {
+          const chainFor = await x5c.certifierForNew();
+          certify = async (created) => attachChain(created.file, await chainFor(created.privateKey));
+        }
+      }
       const rotated = await rotateKey(dir, purpose, now, certify, environment);
       await reload();
       return rotated;
@@ -143,7 +158,7 @@ export async function databaseKeyHolder(
     const files = await loadKeyRing(options.keysDir, { generateIfMissing: options.generateIfMissing });
     const imported = await store.importIfEmpty(
       [...files.signingKeys, ...files.partnerKeys].map((k) =>
-        storedKey(kek, k.kid, keyDataOf(k), k.retiredAt),
+        storedKey(kek, k.kid, keyDataOf(k), { retiredAt: k.retiredAt, standby: k.standby, x5c: k.x5c }),
       ),
     );
     if (imported)
@@ -157,15 +172,7 @@ export async function databaseKeyHolder(
   let ring: KeyRing | undefined;
   const load = async (): Promise<KeyRing> => {
     const seen = await store.version();
-    const keys = await Promise.all(
-      (await store.list()).map(async (row) => {
-        const key = await parseKeyData(
-          openSealedKey(kek, row.kid, row.purpose, row.sealed),
-          `database:${row.kid}`,
-        );
-        return { ...key, retiredAt: row.retiredAt ?? undefined };
-      }),
-    );
+    const keys = await Promise.all((await store.list()).map((row) => keyOfRow(kek, row)));
     const next = assembleRing(keys, 'database keys');
     options.check?.(next);
     ring = next;
@@ -193,17 +200,33 @@ export async function databaseKeyHolder(
   return {
     current: () => ring!,
     reload: load,
-    async rotate(purpose, now, certify) {
-      // Certificates (SD_JWT_ISSUER=x5c) are written into key files by `keys certificate`.
-      if (certify)
-        throw new KeyError('SD_JWT_ISSUER=x5c: rotation with keys kept in PostgreSQL is not supported yet');
-      const { kid, data } = await newKeyData(purpose, now, options.environment);
-      const { retired } = await store.rotate(storedKey(kek, kid, data, undefined), now);
+    async rotate(purpose, now, x5c) {
       const before = ring!;
+      // A standby key is chosen under the key store's lock, so an x5c chain is checked on the
+      // row that is promoted, whichever instance prepared it.
+      let rotated = await store.promoteStandby(purpose, now, async (standby) => {
+        if (!x5c) return standby[0]!.kid;
+        const problems: string[] = [];
+        for (const row of standby) {
+          const found = x5c.standbyProblems(await keyOfRow(kek, row));
+          if (found.length === 0) return row.kid;
+          problems.push(`standby key ${row.kid}: ${found.join('; ')}`);
+        }
+        throw x5c.refused(problems.join('; '));
+      });
+      if (!rotated) {
+        const chainFor = x5c ? await x5c.certifierForNew() : undefined;
+        const { kid, data } = await newKeyData(purpose, now, options.environment);
+        const x5cChain = chainFor
+          ? await chainFor(createPrivateKey({ key: data.privateJwk as JsonWebKey, format: 'jwk' }))
+          : undefined;
+        const { retired } = await store.rotate(storedKey(kek, kid, data, { x5c: x5cChain }), now);
+        rotated = { promoted: kid, retired };
+      }
       const after = await load();
-      const created = [...after.signingKeys, ...after.partnerKeys].find((k) => k.kid === kid)!;
+      const { promoted, retired } = rotated;
       return {
-        created,
+        created: [...after.signingKeys, ...after.partnerKeys].find((k) => k.kid === promoted)!,
         retired: [...before.signingKeys, ...before.partnerKeys].filter((k) => retired.includes(k.kid)),
       };
     },
@@ -221,12 +244,32 @@ function keyDataOf(k: ManagedKey): KeyData {
   };
 }
 
-function storedKey(kek: Buffer, kid: string, data: KeyData, retiredAt: Date | undefined): StoredKey {
+/** A database row as a key: its sealed content opened, its state and chain from the row. */
+export async function keyOfRow(kek: Buffer, row: StoredKey): Promise<ManagedKey> {
+  const key = await parseKeyData(openSealedKey(kek, row.kid, row.purpose, row.sealed), `database:${row.kid}`);
+  const x5c = row.x5c ?? key.x5c;
+  return {
+    ...key,
+    retiredAt: row.retiredAt ?? undefined,
+    standby: row.standby,
+    x5c,
+    publicJwk: { ...key.publicJwk, ...(x5c ? { x5c } : {}) },
+  };
+}
+
+export function storedKey(
+  kek: Buffer,
+  kid: string,
+  data: KeyData,
+  row: { retiredAt?: Date | undefined; standby?: boolean; x5c?: string[] | undefined } = {},
+): StoredKey {
   return {
     kid,
     purpose: data.purpose,
     createdAt: new Date(data.createdAt),
-    retiredAt: retiredAt ?? null,
+    retiredAt: row.retiredAt ?? null,
     sealed: sealKey(kek, kid, data),
+    standby: row.standby ?? false,
+    x5c: row.x5c ?? null,
   };
 }

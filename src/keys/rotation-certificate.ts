@@ -1,42 +1,52 @@
+import type { KeyObject } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
 import { chainProblems } from './certificates.js';
-import { type ManagedKey, readKeys } from './key-ring.js';
+import type { ManagedKey } from './key-ring.js';
 
 type RotationConfig = Pick<Config, 'sdJwtIssuer' | 'production' | 'keysDir' | 'issuerOrigin'>;
 
 /**
  * Issue 14: in `SD_JWT_ISSUER=x5c` mode the key that takes over must carry a valid chain before
- * it signs. Checked before any key file changes:
+ * it signs. A key holder (files or database) asks this before any key changes:
  * - a standby key (`npm run admin -- keys prepare`, then `keys certificate`) takes over when its
  *   chain is valid now for this origin; otherwise 409 naming every problem;
  * - without one, development certifies the new key with KEYS_DIR's development CA;
  * - anywhere else there is no CA to ask: 409 saying how to prepare a standby key.
- * Returns the hook that certifies a newly generated key, when one is needed.
  */
-export async function x5cCertifier(
-  config: RotationConfig,
-  now = new Date(),
-): Promise<((created: ManagedKey) => Promise<unknown>) | undefined> {
+export interface X5cRotation {
+  /** Why a standby key may not sign (empty: it may). */
+  standbyProblems(key: ManagedKey): string[];
+  /** The 409 for a rotation that cannot go ahead. */
+  refused(why: string): AppError;
+  /**
+   * Answers how a newly generated key gets its chain (the development CA), or throws the 409
+   * when there is no CA to ask; called before anything changes.
+   */
+  certifierForNew(): Promise<(privateKey: KeyObject) => Promise<string[]>>;
+}
+
+/** The x5c rules of a credential-signing rotation; undefined outside `x5c` mode. */
+export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotation | undefined {
   if (config.sdJwtIssuer !== 'x5c') return undefined;
-  const standby = (await readKeys(config.keysDir)).find(
-    (k) => k.purpose === 'credential-signing' && k.standby && !k.retiredAt,
-  );
-  if (standby) {
-    const problems = standby.x5c
-      ? chainProblems(standby.x5c, standby.privateKey, config.issuerOrigin, now)
-      : ['no certificate chain; attach one with `npm run admin -- keys certificate`'];
-    if (problems.length > 0) throw refused(`standby key ${standby.kid}: ${problems.join('; ')}`);
-    return undefined;
-  }
-  // Loaded here: the certificate generator is only needed by x5c development rotations.
-  const { certifyWithDevCa, hasDevCa } = await import('./dev-ca.js');
-  if (config.production || !hasDevCa(config.keysDir)) {
-    throw refused(
-      'no standby key with a certificate; run `npm run admin -- keys prepare --csr <file>`, have the CSR certified, attach the chain with `npm run admin -- keys certificate <kid> <chain.pem>`, then rotate',
-    );
-  }
-  return (created) => certifyWithDevCa(config.keysDir, created, config.issuerOrigin, now);
+  return {
+    standbyProblems: (key) =>
+      key.x5c
+        ? chainProblems(key.x5c, key.privateKey, config.issuerOrigin, now)
+        : ['no certificate chain; attach one with `npm run admin -- keys certificate`'],
+    refused,
+    async certifierForNew() {
+      // Loaded here: the certificate generator is only needed by x5c development rotations.
+      const { hasDevCa, issueDevLeaf, loadOrCreateDevCa } = await import('./dev-ca.js');
+      if (config.production || !hasDevCa(config.keysDir)) {
+        throw refused(
+          'no standby key with a certificate; run `npm run admin -- keys prepare --csr <file>`, have the CSR certified, attach the chain with `npm run admin -- keys certificate <kid> <chain.pem>`, then rotate',
+        );
+      }
+      return async (privateKey) =>
+        issueDevLeaf(await loadOrCreateDevCa(config.keysDir, now), privateKey, config.issuerOrigin, now);
+    },
+  };
 }
 
 const refused = (why: string) =>

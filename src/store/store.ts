@@ -381,6 +381,10 @@ export interface StoredKey {
   createdAt: Date;
   retiredAt: Date | null;
   sealed: string;
+  /** Prepared by `keys prepare`: published, not signing, promoted by the next rotation. */
+  standby: boolean;
+  /** The certificate chain (RFC 7517 §4.7 `x5c`: base64 DER, leaf first), when one is attached. */
+  x5c: string[] | null;
 }
 
 /** The Iden3 BabyJubJub key as kept in the database: one row, its content sealed. */
@@ -409,6 +413,24 @@ export interface KeyMaterialStore {
   importIfEmpty(keys: StoredKey[]): Promise<boolean>;
   /** One transaction: retires the active key of `created.purpose` at `at`, adds `created`. */
   rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }>;
+  /**
+   * One transaction: when standby keys of `purpose` exist, `choose` picks the one that signs
+   * from now on (given them newest first; throwing refuses the rotation and nothing changes),
+   * the active key is retired at `at` and the chosen one signs. Undefined when there is none.
+   */
+  promoteStandby(
+    purpose: StoredKey['purpose'],
+    at: Date,
+    choose: (standby: StoredKey[]) => Promise<string>,
+  ): Promise<{ promoted: string; retired: string[] } | undefined>;
+  /** Adds a standby key (`keys prepare`), published at once, signing after the next rotation. */
+  addStandby(key: StoredKey): Promise<void>;
+  /**
+   * Sets the chain of the credential-signing key `kid` (`keys certificate`) once `check`, given
+   * the row under the lock, accepts it (throwing leaves the row as it was); false when there is
+   * no such key.
+   */
+  attachChain(kid: string, x5c: string[], check: (key: StoredKey) => Promise<void>): Promise<boolean>;
   iden3Key(): Promise<StoredIden3Key | undefined>;
   /** Stores `key` unless a key is stored (instances starting together agree); returns the stored one. */
   putIden3KeyIfAbsent(key: StoredIden3Key): Promise<StoredIden3Key>;

@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCli } from '../../src/cli/admin-cli.js';
+import { generateDevChain } from '../../src/cli/key-certificates.js';
+import { generateMissingKeys } from '../../src/cli/keys.js';
 import type { CliIo } from '../../src/cli/output.js';
 import { generateBjjKey } from '../../src/issuers/iden3/bjj-key.js';
 import { databaseBjjKey } from '../../src/issuers/iden3/database-bjj-key.js';
+import { chainProblems } from '../../src/keys/certificates.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import {
@@ -300,6 +303,52 @@ describe.skipIf(!available)('keys reseal: replacing KEY_ENCRYPTION_KEY', () => {
     } finally {
       await b.close();
       removeDir(b.dir);
+    }
+  });
+});
+
+// Issue 14 on PostgreSQL, development: with KEYS_DIR's development CA, an x5c rotation without a
+// standby key certifies the new key as the file path does, and keeps the chain on its row.
+describe.skipIf(!available)('x5c rotation with keys in PostgreSQL, development CA', () => {
+  let db: TempDatabase;
+  const dir = tempDir();
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+    removeDir(dir);
+  });
+
+  it('certifies the new key with the development CA and keeps its chain on its row', async () => {
+    const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: kek.toString('hex'), SD_JWT_ISSUER: 'x5c' };
+    const issuer = await startIssuer({
+      dir,
+      env,
+      prepare: async (d, origin) => {
+        await generateMissingKeys(join(d, 'keys'));
+        await generateDevChain(join(d, 'keys'), { ISSUER_ORIGIN: origin, NODE_ENV: 'test' });
+      },
+    });
+    try {
+      const key1 = issuer.ctx.keys.current().signing;
+      const res = await issuer.admin('/admin/keys/rotate', { purpose: 'credential-signing' });
+      expect(res.status).toBe(200);
+      const key2 = issuer.ctx.keys.current().signing;
+      expect(key2.kid).not.toBe(key1.kid);
+      expect(key2.x5c).toHaveLength(2);
+      expect(key2.x5c?.[1]).toBe(key1.x5c?.[1]);
+      expect(chainProblems(key2.x5c!, key2.privateKey, issuer.url, new Date())).toEqual([]);
+      const store = await openPostgresStore(db.url, { poolMax: 1 });
+      try {
+        const row = (await store.keys.list()).find((k) => k.kid === key2.kid);
+        expect(row).toMatchObject({ standby: false, retiredAt: null, x5c: key2.x5c });
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await issuer.close();
     }
   });
 });

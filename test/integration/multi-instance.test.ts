@@ -1,7 +1,9 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import {
   CredentialStatusResolverRegistry,
   CredentialStatusType,
@@ -9,11 +11,16 @@ import {
   ProofType,
   W3CCredential,
 } from '@0xpolygonid/js-sdk';
-import { decodeProtectedHeader } from 'jose';
+import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '../../src/cli/admin-cli.js';
+import { generateMissingKeys } from '../../src/cli/keys.js';
 import { openEnvelope } from '../../src/envelope/index.js';
+import { attachChain, chainProblems, x5cToPem } from '../../src/keys/certificates.js';
+import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
+import { readKeys } from '../../src/keys/key-ring.js';
 import { fetchList, holder, issueInProcess, seedMembers } from '../fixtures/status.js';
-import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { holderIden3Did } from '../unit/iden3/fixtures.js';
 
@@ -248,6 +255,159 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
       expect((await b.ctx.iden3!.latestState()).state).toBe((await a.ctx.iden3!.latestState()).state);
     } finally {
       await resolver.close();
+    }
+  });
+});
+
+// Issue 9 "Keys" with issue 14's SD_JWT_ISSUER=x5c: the standby key and its chain live in the
+// database, so a standby prepared and certified through one instance is promoted by a rotation
+// through another, and both then sign with it and send its chain.
+describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL database', () => {
+  let db: TempDatabase;
+  let a: TestIssuer;
+  let b: TestIssuer;
+  const dirs = [tempDir(), tempDir(), tempDir()];
+  // A CA kept away from KEYS_DIR, as a real one would be: rotation cannot certify a key itself.
+  const caDir = dirs[2]!;
+
+  /** The admin CLI (in this process) as an operator runs it next to instance A. */
+  async function cli(args: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const io = {
+      out: (text: string) => (stdout += `${text}\n`),
+      err: (text: string) => (stderr += `${text}\n`),
+      errStream: new Writable({ write: (_c, _e, done) => done() }),
+      errIsTTY: false,
+    };
+    const env = {
+      NODE_ENV: 'test',
+      ISSUER_URL: a.url,
+      ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+      DATABASE_URL: db.url,
+      KEY_ENCRYPTION_KEY: KEK,
+      KEYS_DIR: join(caDir, 'cli-keys'),
+    };
+    const code = await runAdminCli(
+      [process.execPath, resolve('scripts/admin.ts'), '--json', ...args],
+      io,
+      env,
+      caDir,
+    );
+    return { code, stdout, stderr };
+  }
+  const rotate = (i: TestIssuer) => i.admin('/admin/keys/rotate', { purpose: 'credential-signing' });
+  const listed = async (i: TestIssuer) =>
+    ((await (await i.admin('/admin/keys')).json()) as { keys: unknown[] }).keys;
+  const published = async (i: TestIssuer) =>
+    (
+      (await (await fetch(`${i.url}/.well-known/jwt-vc-issuer`)).json()) as {
+        jwks: { keys: Array<{ kid: string }> };
+      }
+    ).jwks.keys.map((k) => k.kid);
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK, SD_JWT_ISSUER: 'x5c' };
+    a = await startIssuer({
+      dir: dirs[0],
+      env,
+      context: { keysPollMs: POLL_MS },
+      prepare: async (dir, origin) => {
+        const keysDir = join(dir, 'keys');
+        await generateMissingKeys(keysDir);
+        const key = (await readKeys(keysDir)).find((k) => k.purpose === 'credential-signing')!;
+        attachChain(key.file, await issueDevLeaf(await loadOrCreateDevCa(caDir), key.privateKey, origin));
+      },
+    });
+    mkdirSync(join(dirs[1]!, 'keys'));
+    b = await startIssuer({
+      dir: dirs[1],
+      env: { ...env, SERVICE_V1_BASE_URL: a.ctx.config.serviceBaseUrl! },
+      context: { keysPollMs: POLL_MS },
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await db?.drop();
+    for (const d of dirs) removeDir(d);
+  });
+
+  it('without a certified standby key a rotation is refused (409) and the key ring stays as it was', async () => {
+    // The chain imported from A's key file is what B sends: it shares no disk with A.
+    expect(b.ctx.keys.current().signing.x5c).toEqual(a.ctx.keys.current().signing.x5c);
+    expect(b.ctx.keys.current().signing.x5c).toHaveLength(2);
+    const before = await listed(b);
+    const refused = await rotate(b);
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { code: string }).code).toBe('CONFLICT');
+    expect(await listed(b)).toEqual(before);
+    expect(await listed(a)).toEqual(before);
+  });
+
+  it('prepare and certificate through A, rotate through B: both sign with the standby key and send its chain', async () => {
+    const old = a.ctx.keys.current().signing.kid;
+    const csrFile = join(caDir, 'next.csr');
+    const prepared = await cli(['keys', 'prepare', '--csr', csrFile]);
+    expect(prepared.code).toBe(0);
+    const { kid } = JSON.parse(prepared.stdout) as { kid: string };
+    expect(readFileSync(csrFile, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE REQUEST-----/);
+    // Published by both (the version bump), not signing.
+    for (const i of [a, b]) {
+      const seen = await within(
+        5000,
+        () => published(i),
+        (kids) => kids.includes(kid),
+      );
+      expect(seen.value).toContain(kid);
+      expect(i.ctx.keys.current().signing.kid).toBe(old);
+    }
+    const uncertified = await rotate(b);
+    expect(uncertified.status).toBe(409);
+    expect(b.ctx.keys.current().signing.kid).toBe(old);
+
+    const standby = a.ctx.keys.current().signingKeys.find((k) => k.kid === kid)!;
+    expect(standby.standby).toBe(true);
+    const ca = await loadOrCreateDevCa(caDir);
+    const chainFile = join(caDir, 'chain.pem');
+    // A chain for another key is refused, and nothing is stored.
+    writeFileSync(
+      chainFile,
+      x5cToPem(await issueDevLeaf(ca, a.ctx.keys.current().signing.privateKey, a.url)),
+    );
+    expect((await cli(['keys', 'certificate', kid, chainFile])).code).toBe(1);
+    expect(await rotate(b).then((r) => r.status)).toBe(409);
+    const chain = await issueDevLeaf(ca, standby.privateKey, a.url);
+    writeFileSync(chainFile, x5cToPem(chain));
+    const attached = await cli(['keys', 'certificate', kid, chainFile]);
+    expect(attached.code).toBe(0);
+    expect(JSON.parse(attached.stdout)).toMatchObject({ kid, certificates: 2 });
+
+    // B may not have reloaded yet: its rotation reads the chain from the row under the key lock.
+    const rotated = await rotate(b);
+    expect(rotated.status).toBe(200);
+    expect(((await rotated.json()) as { created: { kid: string } }).created.kid).toBe(kid);
+    const caCert = new X509Certificate(readFileSync(join(caDir, 'dev-ca.pem')));
+    for (const i of [a, b]) {
+      const seen = await within(
+        5000,
+        async () => i.ctx.keys.current().signing.kid,
+        (k) => k === kid,
+      );
+      expect(seen.value).toBe(kid);
+      const [user] = await seedMembers(i, `x5c-${i.url.split(':').pop()}`, 1);
+      const jws = (await issueInProcess(i, user!)).compact.split('~')[0]!;
+      const header = decodeProtectedHeader(jws);
+      expect(header.x5c).toEqual(chain);
+      // Verified as an x5c verifier does: the signature with the leaf's key, the chain up to the
+      // trusted CA, the leaf naming the issuer's host.
+      const leaf = await importX509(x5cToPem([header.x5c![0]!]), 'ES256');
+      await expect(compactVerify(jws, leaf)).resolves.toBeDefined();
+      const certs = header.x5c!.map((c) => new X509Certificate(Buffer.from(c, 'base64')));
+      expect(certs.at(-1)!.verify(caCert.publicKey)).toBe(true);
+      expect(chainProblems(header.x5c!, certs[0]!.publicKey, i.url, new Date())).toEqual([]);
+      expect(await published(i)).toContain(kid);
     }
   });
 });

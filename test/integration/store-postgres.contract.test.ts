@@ -56,6 +56,8 @@ describe.skipIf(!available)('PostgreSQL store', () => {
           createdAt: new Date('2030-01-01T00:00:00Z'),
           retiredAt: null,
           sealed: `sealed-${kid}`,
+          standby: false,
+          x5c: null,
         });
         const v0 = await store.keys.version();
         const imports = await Promise.all([
@@ -77,6 +79,53 @@ describe.skipIf(!available)('PostgreSQL store', () => {
             { ...key('s2', 'credential-signing'), createdAt: new Date('2030-01-01T00:00:00Z') },
           ].sort((a, b) => a.kid.localeCompare(b.kid)),
         );
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('keys: a standby key and a chain reach the rows; a refused promotion changes nothing', async () => {
+      const store = await openPostgresStore(db.url, { poolMax: 2 });
+      try {
+        const key = (kid: string, standby: boolean) => ({
+          kid,
+          purpose: 'partner-jwt' as const,
+          createdAt: new Date('2031-01-01T00:00:00Z'),
+          retiredAt: null,
+          sealed: `sealed-${kid}`,
+          standby,
+          x5c: null,
+        });
+        const at = new Date('2031-02-01T00:00:00Z');
+        const partner = async () => (await store.keys.list()).filter((k) => k.purpose === 'partner-jwt');
+        // No standby key: nothing to promote, nothing changes.
+        expect(await store.keys.promoteStandby('partner-jwt', at, async () => 'x')).toBeUndefined();
+        const active = (await partner()).find((k) => !k.retiredAt)!;
+        const v0 = await store.keys.version();
+        await store.keys.addStandby(key('w1', true));
+        expect(await store.keys.version()).toBe(v0 + 1);
+        await expect(
+          store.keys.promoteStandby('partner-jwt', at, async () => {
+            throw new Error('refused');
+          }),
+        ).rejects.toThrow('refused');
+        expect(await partner()).toContainEqual({ ...active });
+        expect(await store.keys.version()).toBe(v0 + 1);
+        // attachChain is for credential-signing keys only, and a refused check leaves the row.
+        expect(await store.keys.attachChain('w1', ['AA=='], async () => {})).toBe(false);
+        const signing = (await store.keys.list()).find(
+          (k) => k.purpose === 'credential-signing' && !k.retiredAt,
+        )!;
+        await expect(
+          store.keys.attachChain(signing.kid, ['AA=='], async () => {
+            throw new Error('bad chain');
+          }),
+        ).rejects.toThrow('bad chain');
+        expect(await store.keys.attachChain(signing.kid, ['AA=='], async () => {})).toBe(true);
+        expect((await store.keys.list()).find((k) => k.kid === signing.kid)?.x5c).toEqual(['AA==']);
+        const promoted = await store.keys.promoteStandby('partner-jwt', at, async ([newest]) => newest!.kid);
+        expect(promoted).toEqual({ promoted: 'w1', retired: [active.kid] });
+        expect((await partner()).filter((k) => !k.retiredAt)).toEqual([key('w1', false)]);
       } finally {
         await store.close();
       }

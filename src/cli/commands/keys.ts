@@ -19,14 +19,20 @@ export const keysCommand: RegisterCommand = (program, act) => {
     );
   keys
     .command('prepare')
-    .description('create a standby credential-signing key, taken by the next rotation (files)')
+    .description(
+      'create a standby credential-signing key, taken by the next rotation (KEYS_DIR files; the shared rows with DATABASE_URL on PostgreSQL)',
+    )
     .option('--csr <file>', 'also write a PKCS#10 request for it (SD_JWT_ISSUER=x5c)')
     .option('--origin <origin>', 'the ISSUER_ORIGIN the request names (default: the server URL)')
     .action(
       act(async (run, opts: { csr?: string; origin?: string }) => {
         // Loaded here: the certificate code (@peculiar/x509) is only needed by these commands.
-        const { prepareKey } = await import('../key-certificates.js');
-        const out = await prepareKey(run.settings.keysDir, opts.origin ?? run.settings.url, opts.csr);
+        const { prepareDatabaseKey, prepareKey, withDatabaseKeys } = await import('../key-certificates.js');
+        const { env, databaseUrl, cwd, keysDir } = run.settings;
+        const origin = opts.origin ?? run.settings.url;
+        const out =
+          (await withDatabaseKeys(env, databaseUrl, cwd, (db) => prepareDatabaseKey(db, origin, opts.csr))) ??
+          (await prepareKey(keysDir, origin, opts.csr));
         if (run.json) run.io.out(json(out));
         else run.io.out(`standby ${out.kid} (${out.file})${out.csr ? `; request in ${out.csr}` : ''}`);
         return 0;
@@ -35,22 +41,24 @@ export const keysCommand: RegisterCommand = (program, act) => {
   keys
     .command('certificate <kid> <chain.pem>')
     .description(
-      'attach an X.509 chain (PEM, leaf first) to a credential-signing key file (SD_JWT_ISSUER=x5c)',
+      'attach an X.509 chain (PEM, leaf first) to a credential-signing key, its file or its PostgreSQL row (SD_JWT_ISSUER=x5c)',
     )
     .option('--origin <origin>', 'the ISSUER_ORIGIN whose host the leaf must name (default: the server URL)')
     .action(
       act(async (run, kid: string, pemFile: string, opts: { origin?: string }) => {
-        const { attachCertificate } = await import('../key-certificates.js');
-        const out = await attachCertificate(
-          run.settings.keysDir,
-          kid,
-          pemFile,
-          opts.origin ?? run.settings.url,
+        const { attachCertificate, attachDatabaseCertificate, withDatabaseKeys } = await import(
+          '../key-certificates.js'
         );
+        const { env, databaseUrl, cwd, keysDir } = run.settings;
+        const origin = opts.origin ?? run.settings.url;
+        const inDatabase = await withDatabaseKeys(env, databaseUrl, cwd, (db) =>
+          attachDatabaseCertificate(db, kid, pemFile, origin),
+        );
+        const out = inDatabase ?? (await attachCertificate(keysDir, kid, pemFile, origin));
         if (run.json) run.io.out(json(out));
         else
           run.io.out(
-            `${kid}: ${out.certificates} certificate(s) attached (${out.file}); restart to sign with it`,
+            `${kid}: ${out.certificates} certificate(s) attached (${out.file}); ${inDatabase ? 'every instance uses it within its key poll' : 'restart to sign with it'}`,
           );
         return 0;
       }),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { isActive, type KeyPurpose, type ManagedKey } from '../../keys/key-ring.js';
 import { publishedSigningKeys } from '../../keys/published-keys.js';
-import { x5cCertifier } from '../../keys/rotation-certificate.js';
+import { x5cRotation } from '../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../model.js';
 import type { Store } from '../../store/store.js';
 import { parseInput } from '../validate.js';
@@ -74,8 +74,8 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
 
   async function rotate(purpose: KeyPurpose, actor: AuditActor) {
     const now = new Date();
-    const certify = purpose === 'credential-signing' ? await x5cCertifier(ctx.config, now) : undefined;
-    const { retired, created } = await ctx.keys.rotate(purpose, now, certify);
+    const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.config, now) : undefined;
+    const { retired, created } = await ctx.keys.rotate(purpose, now, x5c);
     // Not one database transaction with the key change: recorded once the new key is in place.
     await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
     const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];

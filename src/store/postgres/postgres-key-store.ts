@@ -7,10 +7,25 @@ interface KeyRow {
   created_at: Date;
   retired_at: Date | null;
   sealed: string;
+  standby: boolean;
+  x5c: string[] | null;
 }
 
+const KEY_COLUMNS = 'kid, purpose, created_at, retired_at, sealed, standby, x5c';
+
+const keyOfRow = (r: KeyRow): StoredKey => ({
+  kid: r.kid,
+  purpose: r.purpose,
+  createdAt: r.created_at,
+  retiredAt: r.retired_at,
+  sealed: r.sealed,
+  standby: r.standby,
+  x5c: r.x5c,
+});
+
 /**
- * Keys of migrations 003 (signing and partner keys) and 009 (the Iden3 key); writes take one
+ * Keys of migrations 003 and 010 (signing and partner keys, standby keys, chains) and 009 (the
+ * Iden3 key); writes take one
  * advisory lock so two rotations (or a rotation and a reseal) never interleave.
  */
 export class PostgresKeyStore implements KeyMaterialStore {
@@ -26,15 +41,9 @@ export class PostgresKeyStore implements KeyMaterialStore {
 
   async list(): Promise<StoredKey[]> {
     const { rows } = await this.pool.query<KeyRow>(
-      'SELECT kid, purpose, created_at, retired_at, sealed FROM issuer_keys ORDER BY created_at, kid',
+      `SELECT ${KEY_COLUMNS} FROM issuer_keys ORDER BY created_at, kid`,
     );
-    return rows.map((r) => ({
-      kid: r.kid,
-      purpose: r.purpose,
-      createdAt: r.created_at,
-      retiredAt: r.retired_at,
-      sealed: r.sealed,
-    }));
+    return rows.map(keyOfRow);
   }
 
   async importIfEmpty(keys: StoredKey[]): Promise<boolean> {
@@ -50,12 +59,59 @@ export class PostgresKeyStore implements KeyMaterialStore {
   async rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }> {
     return this.#locked(async (client) => {
       const { rows } = await client.query<{ kid: string }>(
-        'UPDATE issuer_keys SET retired_at = $1 WHERE purpose = $2 AND retired_at IS NULL RETURNING kid',
+        'UPDATE issuer_keys SET retired_at = $1 WHERE purpose = $2 AND retired_at IS NULL AND NOT standby RETURNING kid',
         [at, created.purpose],
       );
       await insertKey(client, created);
       await bump(client);
       return { retired: rows.map((r) => r.kid) };
+    });
+  }
+
+  async promoteStandby(
+    purpose: StoredKey['purpose'],
+    at: Date,
+    choose: (standby: StoredKey[]) => Promise<string>,
+  ): Promise<{ promoted: string; retired: string[] } | undefined> {
+    return this.#locked(async (client) => {
+      const { rows: standby } = await client.query<KeyRow>(
+        `SELECT ${KEY_COLUMNS} FROM issuer_keys WHERE purpose = $1 AND retired_at IS NULL AND standby
+         ORDER BY created_at DESC, kid`,
+        [purpose],
+      );
+      if (standby.length === 0) return undefined;
+      const promoted = await choose(standby.map(keyOfRow));
+      if (!standby.some((r) => r.kid === promoted))
+        throw new Error(`${promoted} is not a standby ${purpose} key`);
+      const { rows } = await client.query<{ kid: string }>(
+        'UPDATE issuer_keys SET retired_at = $1 WHERE purpose = $2 AND retired_at IS NULL AND NOT standby RETURNING kid',
+        [at, purpose],
+      );
+      await client.query('UPDATE issuer_keys SET standby = false WHERE kid = $1', [promoted]);
+      await bump(client);
+      return { promoted, retired: rows.map((r) => r.kid) };
+    });
+  }
+
+  async addStandby(key: StoredKey): Promise<void> {
+    await this.#locked(async (client) => {
+      await insertKey(client, { ...key, standby: true, retiredAt: null });
+      await bump(client);
+    });
+  }
+
+  async attachChain(kid: string, x5c: string[], check: (key: StoredKey) => Promise<void>): Promise<boolean> {
+    return this.#locked(async (client) => {
+      const { rows } = await client.query<KeyRow>(
+        `SELECT ${KEY_COLUMNS} FROM issuer_keys WHERE kid = $1 AND purpose = 'credential-signing'`,
+        [kid],
+      );
+      const row = rows[0];
+      if (!row) return false;
+      await check(keyOfRow(row));
+      await client.query('UPDATE issuer_keys SET x5c = $1 WHERE kid = $2', [x5c, kid]);
+      await bump(client);
+      return true;
     });
   }
 
@@ -109,10 +165,15 @@ export class PostgresKeyStore implements KeyMaterialStore {
 }
 
 async function insertKey(client: PgClient, k: StoredKey): Promise<void> {
-  await client.query(
-    'INSERT INTO issuer_keys (kid, purpose, created_at, retired_at, sealed) VALUES ($1, $2, $3, $4, $5)',
-    [k.kid, k.purpose, k.createdAt, k.retiredAt, k.sealed],
-  );
+  await client.query(`INSERT INTO issuer_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    k.kid,
+    k.purpose,
+    k.createdAt,
+    k.retiredAt,
+    k.sealed,
+    k.standby,
+    k.x5c,
+  ]);
 }
 
 // An upsert, so a database whose tables were emptied (tests, a restore) still counts changes.
