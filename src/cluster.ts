@@ -34,8 +34,11 @@ export function answerClusterMetrics(registries: Registry[]): void {
   new AggregatorRegistry();
 }
 
-/** In a worker: the whole cluster's metrics in the Prometheus text format, aggregated by the primary. */
-export function clusterScrape(): () => Promise<string> {
+/**
+ * In a worker: the whole cluster's metrics in the Prometheus text format, aggregated by the
+ * primary; `UNAVAILABLE` (503) when the primary reports an error or does not answer in time.
+ */
+export function clusterScrape(timeoutMs = SCRAPE_TIMEOUT_MS): () => Promise<string> {
   let next = 0;
   const waiting = new Map<number, (reply: MetricsReply | undefined) => void>();
   process.on('message', (message) => {
@@ -44,7 +47,7 @@ export function clusterScrape(): () => Promise<string> {
   return () =>
     new Promise<string>((resolve, reject) => {
       const id = next++;
-      const timer = setTimeout(() => settle(undefined), SCRAPE_TIMEOUT_MS);
+      const timer = setTimeout(() => settle(undefined), timeoutMs);
       const settle = (reply: MetricsReply | undefined) => {
         clearTimeout(timer);
         waiting.delete(id);

@@ -163,4 +163,17 @@ describe('WORKERS=2', () => {
     expect(code).toBe(0);
     for (const pid of workerPids) expect(() => process.kill(Number(pid), 0)).toThrow();
   });
+
+  it("a worker's cluster scrape fails with UNAVAILABLE (503) when the primary does not answer", async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '../fixtures/silent-primary.ts')],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const output = watch(child);
+    const line = (await output.waitFor(/^\{.*\}$/m))[0];
+    expect(JSON.parse(line)).toEqual({ status: 503, code: 'UNAVAILABLE', isAppError: true });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+  });
 });
