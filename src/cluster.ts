@@ -1,10 +1,71 @@
 import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config, Secrets } from './config/config.js';
 import type { Development } from './dev/development.js';
+import { AppError } from './errors.js';
 import type { Logger } from './model.js';
 
 /** What a worker sends its primary once it serves requests. */
 export const WORKER_READY = 'issuer-kit:ready';
+
+// A worker's GET /metrics asks its primary for the whole cluster's metrics; the id pairs the
+// reply with the scrape that asked (several may be in flight).
+const METRICS_REQUEST = 'issuer-kit:metrics-request';
+const METRICS_REPLY = 'issuer-kit:metrics-reply';
+type MetricsRequest = { type: typeof METRICS_REQUEST; id: number };
+type MetricsReply = { type: typeof METRICS_REPLY; id: number; text?: string; error?: string };
+// prom-client's clusterMetrics() gives up after 5 s and the primary answers an error; this covers
+// a primary that does not answer at all.
+const SCRAPE_TIMEOUT_MS = 6_000;
+
+const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
+  typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
+
+let answering = false;
+/**
+ * In a worker: the registries prom-client's cluster support reports when the primary collects
+ * (none while the worker starts, so that a scrape meanwhile does not wait for it).
+ */
+export function answerClusterMetrics(registries: Registry[]): void {
+  AggregatorRegistry.setRegistries(registries);
+  if (answering) return;
+  answering = true;
+  // Its constructor adds the worker's listener for the primary's requests.
+  new AggregatorRegistry();
+}
+
+/**
+ * In a worker: the whole cluster's metrics in the Prometheus text format, aggregated by the
+ * primary; `UNAVAILABLE` (503) when the primary reports an error or does not answer in time.
+ */
+export function clusterScrape(timeoutMs = SCRAPE_TIMEOUT_MS): () => Promise<string> {
+  let next = 0;
+  const waiting = new Map<number, (reply: MetricsReply | undefined) => void>();
+  process.on('message', (message) => {
+    if (isMessage<MetricsReply>(message, METRICS_REPLY)) waiting.get(message.id)?.(message);
+  });
+  return () =>
+    new Promise<string>((resolve, reject) => {
+      const id = next++;
+      const timer = setTimeout(() => settle(undefined), timeoutMs);
+      const settle = (reply: MetricsReply | undefined) => {
+        clearTimeout(timer);
+        waiting.delete(id);
+        if (reply?.text !== undefined) resolve(reply.text);
+        else
+          reject(
+            new AppError(
+              'UNAVAILABLE',
+              `metrics: the cluster did not answer (${reply?.error ?? 'timed out'})`,
+            ),
+          );
+      };
+      waiting.set(id, settle);
+      process.send?.({ type: METRICS_REQUEST, id } satisfies MetricsRequest, undefined, {}, (err) => {
+        if (err) settle({ type: METRICS_REPLY, id, error: err.message });
+      });
+    });
+}
 
 /**
  * `WORKERS=N` (N > 1): this process is the cluster primary. It never loads the app; it starts the
@@ -33,10 +94,24 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
 
   const listening = new Set<Worker>();
   let stopping = false;
+  // prom-client's cluster support: asks every worker for its registry and aggregates by each
+  // metric's `aggregator` (sum unless the metric says otherwise).
+  const aggregator = new AggregatorRegistry();
+  const answerScrape = (worker: Worker, id: number) =>
+    aggregator
+      .clusterMetrics()
+      .then(
+        (text): MetricsReply => ({ type: METRICS_REPLY, id, text }),
+        (err: Error): MetricsReply => ({ type: METRICS_REPLY, id, error: err.message }),
+      )
+      .then((reply) => {
+        if (worker.isConnected()) worker.send(reply);
+      });
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     worker.on('message', (message) => {
       if (message === WORKER_READY) listening.add(worker);
+      else if (isMessage<MetricsRequest>(message, METRICS_REQUEST)) void answerScrape(worker, message.id);
     });
     return worker;
   };

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { WORKER_READY } from './cluster.js';
+import { answerClusterMetrics, clusterScrape, WORKER_READY } from './cluster.js';
 import { loadConfig } from './config/config.js';
 import { ConfigError } from './config/env.js';
 import type { AppContext } from './context.js';
@@ -48,6 +48,8 @@ async function main(): Promise<void> {
     const { runPrimary } = await import('./cluster.js');
     return runPrimary(config, secrets, log);
   }
+  // A starting worker answers the primary's metrics requests with nothing until its registry exists.
+  if (cluster.isWorker) answerClusterMetrics([]);
   // Loaded here, not above: a cluster primary never loads the app.
   const [{ createContext }, { bind, serve }] = await Promise.all([
     import('./context.js'),
@@ -96,6 +98,11 @@ async function main(): Promise<void> {
       ({ config, secrets } = dev);
     }
     ctx = await createContext(config, secrets, { log });
+    if (cluster.isWorker) {
+      // WORKERS=N: GET /metrics answers for the whole cluster, not for the worker that took it.
+      answerClusterMetrics([ctx.metrics.registry]);
+      ctx.metrics.scrape = clusterScrape();
+    }
     await dev?.seedExamples(ctx.store.claims);
     bound ??= await bind(config.port, config.host);
     if (config.admin) adminBound ??= await bind(config.admin.port, config.admin.host);

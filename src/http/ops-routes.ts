@@ -37,7 +37,7 @@ export function metricsRoute(metrics: IssuerMetrics, token: string | undefined) 
         throw new AppError('UNAUTHORIZED', 'metrics: missing or wrong bearer token');
       }
     }
-    res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
+    res.set('content-type', metrics.registry.contentType).send(await metrics.scrape());
   };
 }
 

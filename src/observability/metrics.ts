@@ -96,6 +96,12 @@ export class IssuerMetrics {
     registers: [this.registry],
   });
 
+  /**
+   * What `GET /metrics` answers: this registry, or in a cluster worker the whole cluster's
+   * (`src/cluster.ts` swaps it in).
+   */
+  scrape: () => Promise<string> = () => this.registry.metrics();
+
   // The series of one (method, route, status), looked up once: prom-client validates the label
   // values of every call made with a label object. Few: route patterns × methods × statuses.
   readonly #requestSeries = new Map<
@@ -120,7 +126,8 @@ export class IssuerMetrics {
 
   constructor(backlog: BacklogReader) {
     collectDefaultMetrics({ register: this.registry });
-    // The backlog lives in the database (shared by every instance): read it when scraped.
+    // The backlog lives in the database (shared by every instance): read it when scraped. Every
+    // worker of a cluster reads the same figures, so a cluster scrape takes the largest, not the sum.
     let last: ReturnType<BacklogReader> | undefined;
     const read = () => {
       last ??= backlog().finally(() => {
@@ -132,6 +139,7 @@ export class IssuerMetrics {
       name: 'issuer_upload_outbox_pending',
       help: 'Issued credentials whose envelope is not stored by the hosting service yet',
       registers: [this.registry],
+      aggregator: 'max',
       async collect() {
         this.set((await read()).pending);
       },
@@ -140,6 +148,7 @@ export class IssuerMetrics {
       name: 'issuer_upload_outbox_oldest_age_seconds',
       help: 'Age of the oldest pending upload in seconds (0 when none)',
       registers: [this.registry],
+      aggregator: 'max',
       async collect() {
         const { oldest } = await read();
         this.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
@@ -149,6 +158,7 @@ export class IssuerMetrics {
       name: 'issuer_upload_outbox_failed',
       help: 'Uploads the outbox gave up on (state failed; npm run admin -- uploads retry)',
       registers: [this.registry],
+      aggregator: 'max',
       async collect() {
         this.set((await read()).failed);
       },

@@ -127,10 +127,53 @@ describe('WORKERS=2', () => {
     expect(uploads).toHaveLength(80);
     expect(new Set(uploads)).toEqual(new Set(rows.map((r) => r.credential_id)));
 
+    // issue 10 + 13: GET /metrics answers for the whole cluster (prom-client's AggregatorRegistry
+    // through the primary), whichever worker takes it: counters are summed over the workers, the
+    // database-wide outbox gauges are not. Three uploads marked given-up make the gauge non-zero.
+    const writable = new Database(join(dir, 'issuer.db'), { timeout: 5000 });
+    writable
+      .prepare(
+        "UPDATE issuances SET upload_state = 'failed' WHERE credential_id IN (SELECT credential_id FROM issuances LIMIT 3)",
+      )
+      .run();
+    writable.close();
+    const sum = (text: string, pattern: RegExp) =>
+      [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
+    // Several at once: each scrape gets its own answer.
+    const scrapes = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const res = await fetch(`${issuerUrl}/metrics`);
+        return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+      }),
+    );
+    for (const { status, type, text } of scrapes) {
+      expect(status).toBe(200);
+      expect(type).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(sum(text, /^issuer_issuances_total\{[^}]*outcome="issued"[^}]*\} (\S+)$/gm)).toBe(80);
+      expect(
+        sum(text, /^issuer_http_requests_total\{[^}]*route="\/issue-vc"[^}]*status="201"[^}]*\} (\S+)$/gm),
+      ).toBe(80);
+      expect(sum(text, /^issuer_upload_outbox_failed (\S+)$/gm)).toBe(3);
+      expect(sum(text, /^issuer_upload_outbox_pending (\S+)$/gm)).toBe(0);
+    }
+
     // SIGTERM to the primary stops the workers, then the primary.
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
     for (const pid of workerPids) expect(() => process.kill(Number(pid), 0)).toThrow();
+  });
+
+  it("a worker's cluster scrape fails with UNAVAILABLE (503) when the primary does not answer", async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '../fixtures/silent-primary.ts')],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const output = watch(child);
+    const line = (await output.waitFor(/^\{.*\}$/m))[0];
+    expect(JSON.parse(line)).toEqual({ status: 503, code: 'UNAVAILABLE', isAppError: true });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
   });
 });
