@@ -3,30 +3,11 @@ import { once } from 'node:events';
 import { cpSync, mkdirSync, statSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
-import type { CliIo } from '../../src/cli/output.js';
+import { runCli } from '../helpers/cli.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
-async function cli(args: string[], env: Record<string, string>, cwd: string) {
-  let stdout = '';
-  let stderr = '';
-  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
-  const io: CliIo = {
-    out: (text) => (stdout += line(text)),
-    err: (text) => (stderr += line(text)),
-    errStream: new Writable({ write: (_c, _e, done) => done() }),
-    errIsTTY: false,
-  };
-  const code = await runAdminCli(
-    [process.execPath, 'scripts/admin.ts', ...args],
-    io,
-    { NODE_ENV: 'test', ...env },
-    cwd,
-  );
-  return { code, stdout, stderr };
-}
+const cli = runCli;
 
 const subject = {
   givenName: 'Bo',

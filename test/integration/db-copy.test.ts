@@ -1,14 +1,12 @@
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { readBjjKeyFile } from '../../src/issuers/iden3/bjj-key.js';
 import { COPIED_TABLES, POSTGRES_ONLY_TABLES } from '../../src/store/copy-database.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqlite, runMigrations } from '../../src/store/sqlite/database.js';
 import { fetchList, holder, type IssuedSdJwt, issueOverHttp } from '../fixtures/status.js';
+import { runCli } from '../helpers/cli.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { holderIden3Did } from '../unit/iden3/fixtures.js';
@@ -17,19 +15,7 @@ const available = await postgresAvailable('the db copy tests');
 const KEK = 'b2'.repeat(32);
 const CLAIMS = { givenName: 'Co', familyName: 'Py', memberSince: '2021-03-04', tier: 'gold' };
 
-async function cli(args: string[], cwd: string) {
-  let stdout = '';
-  let stderr = '';
-  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
-  const io: CliIo = {
-    out: (text) => (stdout += line(text)),
-    err: (text) => (stderr += line(text)),
-    errStream: new Writable({ write: (_c, _e, done) => done() }),
-    errIsTTY: false,
-  };
-  const code = await runAdminCli(['node', 'admin', ...args], io, { NODE_ENV: 'test' }, cwd);
-  return { code, stdout, stderr };
-}
+const cli = (args: string[], cwd: string) => runCli(args, {}, cwd);
 
 const json = async (url: string) => {
   const res = await fetch(url);

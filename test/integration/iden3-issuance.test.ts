@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   CredentialStatusResolverRegistry,
   CredentialStatusType,
@@ -10,6 +8,7 @@ import {
 import { Hash, verifyProof } from '@iden3/js-merkletree';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { didResolverFor } from '../helpers/did-resolver.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { HOLDER_DID_KEY, holderIden3Did } from '../unit/iden3/fixtures.js';
 
@@ -19,50 +18,17 @@ type Json = Record<string, any>;
 // js-sdk against the running server's /credential-status (loopback only).
 describe('hosted BJJ_SIG_2021 issuance', () => {
   let issuer: TestIssuer;
-  let resolver: Server;
-  let resolverUrl: string;
+  let resolver: Awaited<ReturnType<typeof didResolverFor>>;
   const dir = tempDir();
   const holder = generateHolderKeyPair();
 
   beforeAll(async () => {
     issuer = await startIssuer({ dir });
-    // A DID resolver standing in for the chain: it knows the states this issuer recorded
-    // (unpublished, so js-sdk accepts the genesis state, as for a new issuer).
-    resolver = createServer(async (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const did = decodeURIComponent(url.pathname.replace(/^\/resolver\//, ''));
-      const known =
-        did === issuer.ctx.iden3!.did &&
-        (await issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? ''));
-      res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify(
-          known
-            ? {
-                didDocument: {
-                  '@context': ['https://www.w3.org/ns/did/v1'],
-                  id: did,
-                  verificationMethod: [
-                    {
-                      id: `${did}#state-info-v1`,
-                      type: 'Iden3StateInfo2023',
-                      controller: did,
-                      published: false,
-                    },
-                  ],
-                },
-                didResolutionMetadata: {},
-              }
-            : { didResolutionMetadata: {} },
-        ),
-      );
-    });
-    await new Promise<void>((ok) => resolver.listen(0, '127.0.0.1', ok));
-    resolverUrl = `http://127.0.0.1:${(resolver.address() as AddressInfo).port}/resolver`;
+    resolver = await didResolverFor(issuer);
   });
   afterAll(async () => {
     await issuer.close();
-    await new Promise((ok) => resolver.close(ok));
+    await resolver.close();
     removeDir(dir);
   });
 
@@ -123,7 +89,7 @@ describe('hosted BJJ_SIG_2021 issuance', () => {
 
     const w3c = W3CCredential.fromJSON(vc);
     const verify = () =>
-      w3c.verifyProof(ProofType.BJJSignature, resolverUrl, {
+      w3c.verifyProof(ProofType.BJJSignature, resolver.url, {
         credStatusResolverRegistry: registry(),
         merklizeOptions: { documentLoader: issuer.ctx.iden3!.documentLoader },
       });
@@ -157,7 +123,7 @@ describe('hosted BJJ_SIG_2021 issuance', () => {
     // The auth claim (nonce 0) is untouched: the issuer's other credentials still verify.
     const other = W3CCredential.fromJSON(await issueBjj(HOLDER_DID_KEY));
     await expect(
-      other.verifyProof(ProofType.BJJSignature, resolverUrl, {
+      other.verifyProof(ProofType.BJJSignature, resolver.url, {
         credStatusResolverRegistry: registry(),
         merklizeOptions: { documentLoader: issuer.ctx.iden3!.documentLoader },
       }),

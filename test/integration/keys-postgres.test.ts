@@ -1,17 +1,15 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
 import { generateDevChain } from '../../src/cli/key-certificates.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { generateBjjKey } from '../../src/issuers/iden3/bjj-key.js';
 import { databaseBjjKey } from '../../src/issuers/iden3/database-bjj-key.js';
 import { chainProblems } from '../../src/keys/certificates.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
+import { runCli } from '../helpers/cli.js';
 import {
   removeDir,
   startIssuer,
@@ -120,19 +118,7 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   });
 });
 
-async function cli(args: string[], env: Record<string, string>, cwd: string) {
-  let stdout = '';
-  let stderr = '';
-  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
-  const io: CliIo = {
-    out: (text) => (stdout += line(text)),
-    err: (text) => (stderr += line(text)),
-    errStream: new Writable({ write: (_c, _e, done) => done() }),
-    errIsTTY: false,
-  };
-  const code = await runAdminCli(['node', 'admin', ...args], io, { NODE_ENV: 'test', ...env }, cwd);
-  return { code, stdout, stderr };
-}
+const cli = runCli;
 
 /** `src/main.ts` as a process, until it exits (a refused start) or listens (killed then). */
 async function startProcess(env: Record<string, string>): Promise<{ code: number | null; output: string }> {

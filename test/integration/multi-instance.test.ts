@@ -1,7 +1,5 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import {
@@ -20,6 +18,7 @@ import { attachChain, chainProblems, x5cToPem } from '../../src/keys/certificate
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { readKeys } from '../../src/keys/key-ring.js';
 import { fetchList, holder, issueInProcess, seedMembers } from '../fixtures/status.js';
+import { didResolverFor } from '../helpers/did-resolver.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { holderIden3Did } from '../unit/iden3/fixtures.js';
@@ -27,44 +26,6 @@ import { holderIden3Did } from '../unit/iden3/fixtures.js';
 const available = await postgresAvailable('the two-instance tests');
 const KEK = 'a1'.repeat(32);
 const POLL_MS = 100;
-
-/** A DID resolver standing in for the chain: it knows the states `issuer` has recorded (unpublished). */
-async function didResolverFor(issuer: TestIssuer) {
-  const server = createServer(async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const did = decodeURIComponent(url.pathname.replace(/^\/resolver\//, ''));
-    const known =
-      did === issuer.ctx.iden3Did() &&
-      (await issuer.ctx.iden3!.hasState(url.searchParams.get('state') ?? ''));
-    res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify(
-        known
-          ? {
-              didDocument: {
-                '@context': ['https://www.w3.org/ns/did/v1'],
-                id: did,
-                verificationMethod: [
-                  {
-                    id: `${did}#state-info-v1`,
-                    type: 'Iden3StateInfo2023',
-                    controller: did,
-                    published: false,
-                  },
-                ],
-              },
-              didResolutionMetadata: {},
-            }
-          : { didResolutionMetadata: {} },
-      ),
-    );
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/resolver`,
-    close: () => new Promise((ok) => server.close(ok)),
-  };
-}
 
 /** Polls `read` until `done` holds or `ms` pass; answers the last value and how long it took. */
 async function within<T>(ms: number, read: () => Promise<T>, done: (v: T) => boolean) {
