@@ -1,4 +1,5 @@
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { generateEncodedKeyPair } from '../envelope/keys.js';
 import { x25519DidKey } from './did-key.js';
 import type { VcUpload } from './schemas.js';
 
@@ -68,14 +69,14 @@ export class EmulatorState {
     const key = normalizeEmail(email);
     const existing = this.holders.get(key);
     if (existing) return { holder: existing, created: false };
-    const { publicKey, privateKey } = generateKeyPairSync('x25519');
-    const spki = publicKey.export({ format: 'der', type: 'spki' });
+    // Encoded by the generation itself (never export a just-generated key: keys.ts).
+    const { spki, pkcs8 } = generateEncodedKeyPair('x25519');
     const holder: HolderRecord = {
       email: key,
       userId: randomUUID(),
       did: x25519DidKey(spki.subarray(X25519_SPKI_HEADER_LENGTH)),
       publicKey: spki.toString('hex'),
-      privateKeyPkcs8Hex: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+      privateKeyPkcs8Hex: pkcs8.toString('hex'),
       createdAt: now.toISOString(),
     };
     this.holders.set(key, holder);

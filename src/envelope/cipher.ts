@@ -46,12 +46,15 @@ function agreeWithHolder(
         : ecSpki(holder.curve, ecdhFor(holder.curve, fixedPrivateKey).getPublicKey());
     return { ephemeralSpki, sharedSecret: computeSharedSecret(fixedPrivateKey, holder.curve, holderPoint) };
   }
-  // Hot path: one key generation and one ECDH; the ephemeral SPKI is built from the raw key
-  // rather than through OpenSSL's DER encoder.
+  // Hot path: one key generation and one ECDH. The ephemeral public key comes out of the
+  // generation already as SPKI DER: exporting a just-generated key can deadlock Node 20 (see
+  // generateEncodedKeyPair in keys.ts), and this runs once per issuance.
   if (holder.curve === 'x25519') {
-    const { privateKey, publicKey } = generateKeyPairSync('x25519');
+    const { privateKey, publicKey } = generateKeyPairSync('x25519', {
+      publicKeyEncoding: { type: 'spki', format: 'der' },
+    } as never) as unknown as { privateKey: KeyObject; publicKey: Buffer }; // @types/node has no overload for one encoded half
     return {
-      ephemeralSpki: x25519Spki(x25519RawPublicKey(publicKey)),
+      ephemeralSpki: publicKey,
       sharedSecret: diffieHellman({ privateKey, publicKey: holder.keyObject }),
     };
   }

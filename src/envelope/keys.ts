@@ -180,6 +180,28 @@ export function computeSharedSecret(privateKey: KeyObject, curve: HolderCurve, p
 }
 
 /**
+ * A fresh key pair with both halves encoded by the key generation itself (SPKI and PKCS#8 DER).
+ * Never `export()` a key that `generateKeyPairSync` has just returned: on Node 20 the export holds
+ * the key's mutex while it allocates, and a garbage collection at that moment runs the finished
+ * key-generation job's destructor, which takes the same mutex. The process then hangs for good
+ * (seen here as a stuck process in a test run: gdb showed ExportJWKEdKey → GC → ~KeyGenJob →
+ * pthread_mutex_lock). Encoding inside the generation happens while the job is still alive.
+ */
+export function generateEncodedKeyPair(curve: HolderCurve): { spki: Buffer; pkcs8: Buffer } {
+  const publicKeyEncoding = { type: 'spki', format: 'der' } as const;
+  const privateKeyEncoding = { type: 'pkcs8', format: 'der' } as const;
+  const { publicKey, privateKey } =
+    curve === 'x25519'
+      ? generateKeyPairSync('x25519', { publicKeyEncoding, privateKeyEncoding })
+      : generateKeyPairSync('ec', {
+          namedCurve: OPENSSL_CURVE[curve],
+          publicKeyEncoding,
+          privateKeyEncoding,
+        });
+  return { spki: publicKey, pkcs8: privateKey };
+}
+
+/**
  * Holder side (emulator, demo, tests): a fresh key pair, with the public key in its wire form
  * (SPKI DER hex, EC points uncompressed) and the private key as PKCS#8 DER hex.
  */
@@ -188,14 +210,11 @@ export function generateHolderKeyPair(curve: HolderCurve = 'x25519'): {
   publicKeyHex: string;
   privateKeyPkcs8Hex: string;
 } {
-  const { privateKey, publicKey } =
-    curve === 'x25519'
-      ? generateKeyPairSync('x25519')
-      : generateKeyPairSync('ec', { namedCurve: OPENSSL_CURVE[curve] });
+  const { spki, pkcs8 } = generateEncodedKeyPair(curve);
   return {
-    privateKey,
-    publicKeyHex: publicKey.export({ format: 'der', type: 'spki' }).toString('hex'),
-    privateKeyPkcs8Hex: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+    privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }),
+    publicKeyHex: spki.toString('hex'),
+    privateKeyPkcs8Hex: pkcs8.toString('hex'),
   };
 }
 
