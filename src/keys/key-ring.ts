@@ -194,14 +194,28 @@ export async function parseKeyData(raw: unknown, file: string): Promise<ManagedK
   };
 }
 
+/**
+ * A new P-256 private key as a JWK, encoded by the generation itself: exporting a key that
+ * `generateKeyPairSync` has just returned can deadlock Node 20 (src/envelope/keys.ts
+ * `generateEncodedKeyPair` says how).
+ */
+function newP256Jwk(): JWK {
+  const { privateKey } = generateKeyPairSync('ec', {
+    namedCurve: 'P-256',
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+  });
+  // A key object of our own (no key-generation job behind it) is safe to export.
+  return createPrivateKey({ key: privateKey, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' }) as JWK;
+}
+
 /** A new ES256 key's content (not written anywhere), its kid the RFC 7638 thumbprint. */
 export async function newKeyData(
   purpose: KeyPurpose,
   now = new Date(),
   environment: KeyEnvironment = 'production',
 ): Promise<{ kid: string; data: KeyData }> {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = privateKey.export({ format: 'jwk' }) as JWK;
+  const jwk = newP256Jwk();
   const kid = await calculateJwkThumbprint(jwk, 'sha256');
   return {
     kid,
@@ -222,8 +236,7 @@ export async function generateKey(
   options: { standby?: boolean; environment?: KeyEnvironment } = {},
 ): Promise<ManagedKey> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = privateKey.export({ format: 'jwk' }) as JWK;
+  const jwk = newP256Jwk();
   const kid = await calculateJwkThumbprint(jwk, 'sha256');
   const file = join(dir, `${purpose}-${kid}.json`);
   const body: KeyFile = {
