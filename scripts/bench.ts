@@ -11,12 +11,20 @@ import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
 
+const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
+
 const sections: Record<string, () => Promise<Row[]>> = {
   primitives: benchPrimitives,
   hosted: async () => [
     ...(await benchHostedIssueVc({ workers: 1 })),
     ...(await benchHostedIssueVc({ workers: 2 })),
   ],
+  // Issue 13: what the parts alone cost in the same shape, and what each of the kit's layers adds.
+  floor: async () => {
+    const rows: Row[] = [];
+    for (const floor of FLOOR_LAYERS) rows.push(...(await benchHostedIssueVc({ workers: 1, floor })));
+    return rows;
+  },
   http: () => benchHttpIssueVc(),
   status: benchStatusList,
   iden3: benchIden3,
@@ -95,6 +103,27 @@ if (ceilingMs !== undefined) {
     if (rate(1) && rate(2))
       console.log(`  WORKERS=2 ÷ WORKERS=1 issuances/s ${(rate(2)!.value / rate(1)!.value).toFixed(2)}×`);
   }
+}
+
+// Issue 13: the floor (scripts/bench/floor-server.ts) and each layer of the kit put back on it.
+const floorCpu = (layers: string) =>
+  get(`hosted floor, parts alone${layers ? ` + ${layers}` : ''}: server CPU per issuance`);
+if (ceilingMs !== undefined && floorCpu('') !== undefined) {
+  console.log('\nhosted floor: the parts alone, then with each kit layer (same run; ÷ ceiling cost)');
+  const bare = floorCpu('')!;
+  for (const layers of FLOOR_LAYERS) {
+    const cpu = floorCpu(layers);
+    if (cpu === undefined) continue;
+    const added = layers ? `  (+${(cpu - bare).toFixed(3)} ms)` : '';
+    console.log(
+      `  ${(layers ? `+ ${layers}` : 'parts alone').padEnd(26)} ${cpu.toFixed(3)} ms ${(cpu / ceilingMs).toFixed(2).padStart(6)}×${added}`,
+    );
+  }
+  const kit = get('hosted issue-vc WORKERS=1: server CPU per issuance');
+  if (kit !== undefined)
+    console.log(
+      `  ${'the kit (WORKERS=1)'.padEnd(26)} ${kit.toFixed(3)} ms ${(kit / ceilingMs).toFixed(2).padStart(6)}×  (${(kit / bare).toFixed(2)}× the parts alone)`,
+    );
 }
 
 function fmt(v: number): string {

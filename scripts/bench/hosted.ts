@@ -76,12 +76,20 @@ export async function benchHostedIssueVc(
     concurrency?: number;
     /** A PostgreSQL database for the issuer (default: SQLite in the bench's folder). */
     databaseUrl?: string;
+    /**
+     * Run `scripts/bench/floor-server.ts` (the parts alone) in place of the issuer, with these of
+     * the kit's layers put back (its `FLOOR_WITH`; '' for none).
+     */
+    floor?: string;
   } = {},
 ): Promise<Row[]> {
   const workers = options.workers ?? 1;
   let seconds = options.seconds ?? 8;
   const concurrency = options.concurrency ?? 32;
-  const tag = `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}`;
+  const tag =
+    options.floor !== undefined
+      ? `hosted floor, parts alone${options.floor ? ` + ${options.floor}` : ''}`
+      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}`;
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -119,10 +127,12 @@ export async function benchHostedIssueVc(
         SCHEMAS_DIR: schemasDir,
         SERVICE_V1_BASE_URL: emulator.url,
         WORKERS: String(workers),
+        ...(options.floor ? { FLOOR_WITH: options.floor } : {}),
         ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       },
       {
         dir,
+        entry: options.floor !== undefined ? 'scripts/bench/floor-server.ts' : undefined,
         // BENCH_CPU_PROF=<dir>: the issuer writes a V8 CPU profile there on exit (node --cpu-prof).
         nodeArgs: process.env.BENCH_CPU_PROF
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]

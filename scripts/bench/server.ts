@@ -23,21 +23,25 @@ export interface BenchServer {
  */
 export async function startBenchServer(
   env: Record<string, string> = {},
-  options: { dir?: string; nodeArgs?: string[] } = {},
+  options: { dir?: string; nodeArgs?: string[] /** Default `src/main.ts`. */; entry?: string } = {},
 ): Promise<BenchServer> {
   const dir = options.dir ?? tempDir();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      PORT: '0',
-      KEYS_DIR: join(dir, 'keys'),
-      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      ...env,
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), '--import', 'tsx', options.entry ?? 'src/main.ts'],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        NODE_ENV: 'development',
+        PORT: '0',
+        KEYS_DIR: join(dir, 'keys'),
+        DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  );
   let out = '';
   child.stdout!.setEncoding('utf8');
   const url = await new Promise<string>((resolve, reject) => {

@@ -11,7 +11,8 @@ import type { Row } from './issuance.js';
 
 /**
  * The store's share of a hosted issuance on each engine: propose a slot, record it (with the
- * hosted dedupe), lease its upload, mark it uploaded — 8 at a time. CPU is this process plus,
+ * hosted dedupe; the insert holds the upload's lease, store.ts `uploadDueAt`), mark it uploaded
+ * — 8 at a time. CPU is this process plus,
  * on PostgreSQL, the server's backends serving it (read from /proc; same machine). Signing and
  * HTTP are left out: this is what the engine adds, not what an issuance costs.
  */
@@ -60,8 +61,6 @@ async function issueAndUpload(store: Store): Promise<void> {
     );
     if (outcome.kind !== 'inserted') continue;
     const now = new Date();
-    if (!(await store.issuances.leaseUpload(outcome.record.credentialId, now, 30_000)))
-      throw new Error('lease refused on a fresh issuance');
     await store.issuances.markUploaded(
       outcome.record.credentialId,
       `/vcs/${outcome.record.credentialId}`,
@@ -128,7 +127,7 @@ export async function benchStoreEngines(): Promise<Row[]> {
       `  PostgreSQL at ${BENCH_DATABASE_URL} unreachable (${(err as Error).message}): engine comparison skipped`,
     );
     return [
-      { name: 'store: SQLite issue+lease+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
+      { name: 'store: SQLite issue+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
       { name: 'store: SQLite CPU per issuance', value: onSqlite.cpuMsPer, unit: 'ms' },
     ];
   }
@@ -147,8 +146,8 @@ export async function benchStoreEngines(): Promise<Row[]> {
     const serverCpuMs = () => [...backendCpuMs(name).values()].reduce((sum, ms) => sum + ms, 0);
     const onPostgres = await run(store, serverCpuMs);
     return [
-      { name: 'store: SQLite issue+lease+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
-      { name: 'store: PostgreSQL issue+lease+uploaded/s', value: onPostgres.perSecond, unit: '/s' },
+      { name: 'store: SQLite issue+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
+      { name: 'store: PostgreSQL issue+uploaded/s', value: onPostgres.perSecond, unit: '/s' },
       { name: 'store: SQLite CPU per issuance', value: onSqlite.cpuMsPer, unit: 'ms' },
       {
         name: 'store: PostgreSQL CPU per issuance (client + backends)',
