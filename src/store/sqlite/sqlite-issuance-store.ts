@@ -19,6 +19,7 @@ import type {
   UploadState,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import { GroupCommit } from './group-commit.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 
 type IssuanceRow = IssuanceColumns<string, number, number>;
@@ -55,11 +56,14 @@ const RANDOM_PROBES = 48;
 
 export class SqliteIssuanceStore implements IssuanceStore {
   private readonly stmts;
+  /** Inserts and "uploaded" marks of one event-loop turn commit together (group-commit.ts). */
+  private readonly writes: GroupCommit;
 
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audit = new SqliteAuditStore(db),
   ) {
+    this.writes = new GroupCommit(db);
     this.stmts = {
       // Only a partition with today's size and bits is open: after a change of
       // STATUS_LIST_BITS or STATUS_LIST_PARTITION_SIZE new credentials go to a new partition.
@@ -196,79 +200,77 @@ export class SqliteIssuanceStore implements IssuanceStore {
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome> {
-    // IMMEDIATE: take the write lock first so two processes sharing the file serialize here.
-    this.insertTransaction ??= this.makeInsertTransaction();
+    // With the other writes of this turn, in its own savepoint of one IMMEDIATE transaction (taking
+    // the write lock first, so two processes sharing the file serialize there).
     try {
-      return this.insertTransaction.immediate(n, options);
+      return await this.writes.run(() => this.recordIssuance(n, options));
     } catch (err) {
       if (err instanceof InsertConflict) return { kind: err.kind };
       throw err;
     }
   }
 
-  // Made once: better-sqlite3 builds a transaction function's wrappers on every `transaction()`.
-  private insertTransaction: ReturnType<SqliteIssuanceStore['makeInsertTransaction']> | undefined;
-  private makeInsertTransaction() {
-    return this.db.transaction(
-      (n: NewIssuance, options: { dedupe: boolean; audit?: AuditActor | undefined }): InsertOutcome => {
-        // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
-        const same = this.stmts.get.get(n.credentialId);
-        if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
-        if (options.dedupe) {
-          const dup = this.liveDuplicate({ ...n, now: n.createdAt });
-          if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
-        }
-        // A taken nonce or slot is left to the UNIQUE constraints (no lookups before the insert); the
-        // InsertConflict thrown then rolls the partition's count back with the transaction.
-        if (
-          n.statusSlot &&
-          this.stmts.bumpPartition.run(n.statusSlot.partition, n.statusSlot.index).changes === 0
-        )
-          return { kind: 'slot-taken' };
-        this.runInsert({
-          credentialId: n.credentialId,
-          channel: n.channel,
-          userId: n.userId,
-          holderDid: n.holderDid,
-          schemaId: n.schemaId,
-          proofType: n.proofType,
-          revocationNonce: n.revocationNonce,
-          partition: n.statusSlot?.partition ?? null,
-          index: n.statusSlot?.index ?? null,
-          subjectHash: n.subjectHash,
-          kid: n.kid,
-          createdAt: n.createdAt.toISOString(),
-          expiresAt: n.expiresAt.toISOString(),
-          envelope: JSON.stringify(n.envelope),
-          nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
-          // The inserting request's lease on its own upload (store.ts: uploadDueAt).
-          leaseUntil: n.uploadDueAt?.getTime() ?? null,
-          emailHash: n.emailHash ?? null,
-        });
-        if (options.audit)
-          this.audit.insertAudit({
-            ...options.audit,
-            at: n.createdAt,
-            action: 'issue',
-            target: n.credentialId,
-          });
-        // What was just written, without reading it back (and re-parsing the envelope).
-        const { uploadDueAt, emailHash: _, ...issuance } = n;
-        const record: IssuanceRecord = {
-          ...issuance,
-          status: 0,
-          revokedAt: null,
-          suspendedAt: null,
-          uploadState: 'pending',
-          uploadAttempts: 0,
-          nextAttemptAt: uploadDueAt ?? n.createdAt,
-          lastError: null,
-          storagePath: null,
-          uploadedAt: null,
-        };
-        return { kind: 'inserted', record };
-      },
-    );
+  /** The statements of one insert; run inside a savepoint, which a throw rolls back. */
+  private recordIssuance(
+    n: NewIssuance,
+    options: { dedupe: boolean; audit?: AuditActor | undefined },
+  ): InsertOutcome {
+    // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
+    const same = this.stmts.get.get(n.credentialId);
+    if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
+    if (options.dedupe) {
+      const dup = this.liveDuplicate({ ...n, now: n.createdAt });
+      if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
+    }
+    // A taken nonce or slot is left to the UNIQUE constraints (no lookups before the insert); the
+    // InsertConflict thrown then rolls the partition's count back with the savepoint.
+    if (
+      n.statusSlot &&
+      this.stmts.bumpPartition.run(n.statusSlot.partition, n.statusSlot.index).changes === 0
+    )
+      return { kind: 'slot-taken' };
+    this.runInsert({
+      credentialId: n.credentialId,
+      channel: n.channel,
+      userId: n.userId,
+      holderDid: n.holderDid,
+      schemaId: n.schemaId,
+      proofType: n.proofType,
+      revocationNonce: n.revocationNonce,
+      partition: n.statusSlot?.partition ?? null,
+      index: n.statusSlot?.index ?? null,
+      subjectHash: n.subjectHash,
+      kid: n.kid,
+      createdAt: n.createdAt.toISOString(),
+      expiresAt: n.expiresAt.toISOString(),
+      envelope: JSON.stringify(n.envelope),
+      nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
+      // The inserting request's lease on its own upload (store.ts: uploadDueAt).
+      leaseUntil: n.uploadDueAt?.getTime() ?? null,
+      emailHash: n.emailHash ?? null,
+    });
+    if (options.audit)
+      this.audit.insertAudit({
+        ...options.audit,
+        at: n.createdAt,
+        action: 'issue',
+        target: n.credentialId,
+      });
+    // What was just written, without reading it back (and re-parsing the envelope).
+    const { uploadDueAt, emailHash: _, ...issuance } = n;
+    const record: IssuanceRecord = {
+      ...issuance,
+      status: 0,
+      revokedAt: null,
+      suspendedAt: null,
+      uploadState: 'pending',
+      uploadAttempts: 0,
+      nextAttemptAt: uploadDueAt ?? n.createdAt,
+      lastError: null,
+      storagePath: null,
+      uploadedAt: null,
+    };
+    return { kind: 'inserted', record };
   }
 
   private runInsert(row: Record<string, string | number | null>): void {
@@ -313,38 +315,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.lease.run(t + leaseMs, credentialId, t).changes === 1;
   }
 
-  /**
-   * Marks that arrive in the same tick commit in one transaction: each commit appends the touched
-   * pages to the WAL, and uploads finishing together touch the same ones.
-   */
-  markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.uploadedMarks.push({ credentialId, storagePath, at: at.toISOString(), resolve, reject });
-      if (this.uploadedMarks.length === 1) setImmediate(() => this.flushUploadedMarks());
-    });
-  }
-  private uploadedMarks: Array<{
-    credentialId: string;
-    storagePath: string | null;
-    at: string;
-    resolve: () => void;
-    reject: (err: unknown) => void;
-  }> = [];
-
-  private flushUploadedMarks(): void {
-    const marks = this.uploadedMarks;
-    this.uploadedMarks = [];
-    try {
-      this.db
-        .transaction(() => {
-          for (const m of marks) this.stmts.uploaded.run(m.storagePath, m.at, m.credentialId);
-        })
-        .immediate();
-    } catch (err) {
-      for (const m of marks) m.reject(err);
-      return;
-    }
-    for (const m of marks) m.resolve();
+  /** Commits with the other writes of this turn (group-commit.ts). */
+  async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
+    await this.writes.run(() => this.stmts.uploaded.run(storagePath, at.toISOString(), credentialId));
   }
 
   async markUploadFailed(

@@ -60,6 +60,27 @@ describe('SqliteIssuanceStore', () => {
     await store.close();
   });
 
+  it('inserts of one turn commit together, each with its own outcome (group commit)', async () => {
+    const store = openSqliteStore(':memory:');
+    const slot = await store.issuances.proposeStatusSlot(8, 1);
+    const other = await store.issuances.proposeStatusSlot(8, 1);
+    const otherSlot = other.index === slot.index ? { ...other, index: (slot.index + 1) % 8 } : other;
+    // Not awaited one by one: all four reach the store in the same turn.
+    const outcomes = await Promise.all([
+      store.issuances.insertIssuance(issuance(slot, 1), { dedupe: false }),
+      store.issuances.insertIssuance(issuance(slot, 2), { dedupe: false }), // slot taken by the first
+      store.issuances.insertIssuance(issuance(otherSlot, 1), { dedupe: false }), // nonce taken by the first
+      store.issuances.insertIssuance(issuance(otherSlot, 3), { dedupe: false }),
+    ]);
+    expect(outcomes.map((o) => o.kind)).toEqual(['inserted', 'slot-taken', 'nonce-taken', 'inserted']);
+    // The refused ones left nothing behind: two rows, and the partition counts two allocations.
+    const ids = outcomes.flatMap((o) => (o.kind === 'inserted' ? [o.record.credentialId] : []));
+    for (const id of ids) expect((await store.issuances.get(id))?.revocationNonce).toBeGreaterThan(0);
+    expect(await store.issuances.getByNonce(2)).toBeUndefined();
+    expect((await store.status.getPartition(slot.partition))?.allocated).toBe(2);
+    await store.close();
+  });
+
   it('opens a new partition when the configured size or bits change', async () => {
     const store = openSqliteStore(':memory:');
     const a = await store.issuances.proposeStatusSlot(16, 1);
