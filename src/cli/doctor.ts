@@ -5,11 +5,13 @@ import Database from 'better-sqlite3';
 import { decodeJwt, decodeProtectedHeader, importJWK, type JWK, jwtVerify } from 'jose';
 import { createClaimsProviders } from '../claims/index.js';
 import type { Config, Secrets } from '../config/config.js';
+import { BJJ_KEY_FILE, readBjjKeyFile } from '../issuers/iden3/bjj-key.js';
+import { bjjKeyToImport, openStoredBjjKey } from '../issuers/iden3/database-bjj-key.js';
 import { didWebFromOrigin } from '../issuers/sd-jwt/issuer-identification.js';
 import { databaseKeyHolder } from '../keys/key-holder.js';
-import { type KeyRing, loadKeyRing } from '../keys/key-ring.js';
+import { KeyError, type KeyRing, loadKeyRing } from '../keys/key-ring.js';
 import { publishedSigningKeys } from '../keys/published-keys.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../keys/sealed-key.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../keys/sealed-key.js';
 import { developmentStateProblems } from '../live/development-state.js';
 import { silentLogger } from '../observability/logger.js';
 import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../schemas/schema-registry.js';
@@ -45,6 +47,11 @@ export interface DoctorOptions {
   maxUploadAgeMs?: number;
   timeoutMs?: number;
   now?: Date;
+  /**
+   * KEY_ENCRYPTION_KEY_PREVIOUS as the environment has it (never given to the server): tried on an
+   * Iden3 key that does not open with KEY_ENCRYPTION_KEY, to tell a `keys reseal` still to run.
+   */
+  keyEncryptionKeyPrevious?: string | undefined;
 }
 
 export const HOUR_MS = 3_600_000;
@@ -97,6 +104,7 @@ export async function runDoctor(
   lines.push(...databaseLines);
 
   try {
+    if (opened) await iden3KeyLine(config, secrets, opened, options.keyEncryptionKeyPrevious, add);
     const localSigning = ring && store ? await publishedSigningKeys(ring, store.issuances, now) : undefined;
     const fetchJson = (path: string) => fetchDocument(`${origin}${path}`, timeoutMs);
 
@@ -262,6 +270,110 @@ async function loadLocalRing(
   });
   holder.close();
   return holder.current();
+}
+
+/**
+ * The Iden3 issuer key as the server would open it, read-only. On PostgreSQL: the sealed row,
+ * opened with KEY_ENCRYPTION_KEY by the issuer's own code (src/issuers/iden3/database-bjj-key.ts),
+ * or, with no row yet, what the first start would import. On SQLite: the KEYS_DIR file.
+ */
+async function iden3KeyLine(
+  config: Config,
+  secrets: Secrets,
+  opened: DoctorStore,
+  previousValue: string | undefined,
+  add: (item: string, verdict: Verdict, detail: string) => void,
+): Promise<void> {
+  const item = 'iden3 key';
+  const file = join(config.keysDir, BJJ_KEY_FILE);
+  let needed = true;
+  try {
+    needed = loadSchemas(config.schemasDir)
+      .all()
+      .some((s) => s.proofTypes.includes('BJJ_SIG_2021'));
+  } catch {
+    // The schemas line reports it; the key is checked as if a schema needed it.
+  }
+  const unneeded = 'no schema lists BJJ_SIG_2021, so the issuer needs none';
+  const postgres = opened.postgres;
+  try {
+    if (!postgres) {
+      const local = await readBjjKeyFile(config.keysDir);
+      if (local)
+        add(
+          item,
+          'PASS',
+          `${local.key.file} loads (public key ${local.key.publicKeyHex}; a file on SQLite, not sealed)`,
+        );
+      else if (!needed) add(item, 'PASS', `absent: no ${file}; ${unneeded}`);
+      else if (config.production)
+        add(item, 'FAIL', `${file}: missing; run npm run admin -- keys generate before the first start`);
+      else add(item, 'PASS', `absent: no ${file}; a development start generates one`);
+      return;
+    }
+    const stored = await postgres.keys.iden3Key();
+    if (!stored) {
+      if (!needed) {
+        add(item, 'PASS', `absent: the database holds no Iden3 key; ${unneeded}`);
+        return;
+      }
+      const planned = await bjjKeyToImport(postgres.iden3, {
+        keysDir: config.keysDir,
+        generateIfMissing: !config.production,
+      });
+      add(
+        item,
+        'PASS',
+        planned.content
+          ? `absent: the database holds no Iden3 key yet; the first start imports ${planned.file} (sealed under KEY_ENCRYPTION_KEY)`
+          : 'absent: the database holds no Iden3 key yet; a development start generates one',
+      );
+      return;
+    }
+    const did = (await postgres.iden3.getIdentity())?.did;
+    const which = `${did ? `${did}, ` : ''}public key ${stored.publicKey}`;
+    const current = secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY;
+    const currentName = secrets.keyEncryptionKey
+      ? 'KEY_ENCRYPTION_KEY'
+      : 'the development KEY_ENCRYPTION_KEY (KEY_ENCRYPTION_KEY is unset)';
+    if (opensWith(stored, current)) {
+      add(item, 'PASS', `${which}: sealed in the database under ${currentName}; it opens`);
+      return;
+    }
+    const previous = previousValue === undefined ? undefined : parseKeyEncryptionKey(previousValue);
+    if (previous instanceof Buffer && opensWith(stored, previous)) {
+      add(
+        item,
+        'FAIL',
+        `${which}: sealed under KEY_ENCRYPTION_KEY_PREVIOUS, not ${currentName} (the only key the server opens it with): run npm run admin -- keys reseal`,
+      );
+      return;
+    }
+    const tried =
+      previous === undefined
+        ? ''
+        : typeof previous === 'string'
+          ? ` (KEY_ENCRYPTION_KEY_PREVIOUS not tried: ${previous})`
+          : ' nor with KEY_ENCRYPTION_KEY_PREVIOUS';
+    add(
+      item,
+      'FAIL',
+      `${which}: sealed in the database, but does not open with ${currentName}${tried}: set KEY_ENCRYPTION_KEY to the key that sealed it`,
+    );
+  } catch (err) {
+    add(item, 'FAIL', (err as Error).message);
+  }
+}
+
+/** Whether the row opens under `kek`; a row that opens but holds a bad key throws (FAIL as it is). */
+function opensWith(stored: Parameters<typeof openStoredBjjKey>[0], kek: Buffer): boolean {
+  try {
+    openStoredBjjKey(stored, kek);
+    return true;
+  } catch (err) {
+    if (err instanceof KeyError) return false;
+    throw err;
+  }
 }
 
 /** The SQLite file, opened as it is. */

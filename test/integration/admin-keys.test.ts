@@ -1,7 +1,7 @@
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
-import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { issueDirectlyAndOpen } from '../helpers/issue-and-open.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 interface KeyView {
@@ -18,28 +18,8 @@ interface KeyView {
 // stay published until the last credential they signed has expired.
 describe('admin key rotation', () => {
   let issuer: TestIssuer;
-  let n = 0;
-  const issueAndOpen = async () => {
-    const email = `rotation.${n++}@example.org`;
-    const res = await issuer.admin('/admin/issue-vc', {
-      userId: email,
-      schemaId: 'membership-v1',
-      vct: 'urn:vct:membership',
-      expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
-      credentialSubject: {
-        givenName: 'Eve',
-        familyName: 'Li',
-        memberSince: '2022-01-01',
-        tier: 'basic',
-        memberNumber: 9,
-      },
-    });
-    expect(res.status).toBe(201);
-    const { credentialId } = (await res.json()) as { credentialId: string };
-    const holder = issuer.emulator!.state.holderByEmail(email)!;
-    const envelope = issuer.emulator!.state.envelopes.get(credentialId)!.envelope;
-    return openEnvelope(privateKeyFromPkcs8Hex(holder.privateKeyPkcs8Hex), envelope) as string;
-  };
+  const issueAndOpen = () =>
+    issueDirectlyAndOpen(issuer, { emailPrefix: 'rotation', validForMs: 30 * 86_400_000 });
   const keys = async () => ((await (await issuer.admin('/admin/keys')).json()) as { keys: KeyView[] }).keys;
   const publishedKids = async () => {
     const meta = (await (await fetch(`${issuer.url}/.well-known/jwt-vc-issuer`)).json()) as {

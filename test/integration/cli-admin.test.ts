@@ -2,16 +2,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Writable } from 'node:stream';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { parseKeyFile } from '../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { type InitializedUser, ServiceClient } from '../../src/service-client/service-client.js';
+import { runCli } from '../helpers/cli.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const ADMIN_SCRIPT = resolve('scripts/admin.ts');
@@ -43,7 +41,7 @@ describe('admin CLI', () => {
   let serviceClient: GatedServiceClient;
   let work: string;
 
-  const cliEnv = (env: Record<string, string | undefined>): NodeJS.ProcessEnv =>
+  const cliEnv = (env: Record<string, string | undefined>): Record<string, string> =>
     Object.fromEntries(
       Object.entries({
         NODE_ENV: 'test',
@@ -51,27 +49,11 @@ describe('admin CLI', () => {
         ADMIN_API_KEY: TEST_ADMIN_API_KEY,
         KEYS_DIR: join(work, 'cli-keys'),
         ...env,
-      }).filter(([, v]) => v !== undefined),
+      }).filter((e): e is [string, string] => e[1] !== undefined),
     );
-  const cli = async (args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> => {
-    let stdout = '';
-    let stderr = '';
-    const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
-    const io: CliIo = {
-      out: (text) => (stdout += line(text)),
-      err: (text) => (stderr += line(text)),
-      errStream: new Writable({
-        write: (chunk: Buffer | string, _encoding, done) => {
-          stderr += String(chunk);
-          done();
-        },
-      }),
-      errIsTTY: false,
-    };
-    // The working folder holds no .env: the CLI's settings come from `env` only.
-    const code = await runAdminCli([process.execPath, ADMIN_SCRIPT, ...args], io, cliEnv(env), work);
-    return { code, stdout, stderr };
-  };
+  // The working folder holds no .env: the CLI's settings come from `env` only.
+  const cli = (args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> =>
+    runCli(args, cliEnv(env), work);
   const spawnCli = (args: string[]): ChildProcess =>
     spawn(process.execPath, ['--import', 'tsx', ADMIN_SCRIPT, ...args], {
       env: { ...process.env, ...cliEnv({}) },

@@ -5,8 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
-import type { CliIo } from '../../src/cli/output.js';
+import { runCli } from '../helpers/cli.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const SUBJECT =
@@ -17,19 +16,8 @@ describe('admin CLI usability', () => {
   let issuer: TestIssuer;
   const work = tempDir();
 
-  const cli = async (args: string[], url?: string) => {
-    let stdout = '';
-    let stderr = '';
-    const io: CliIo = {
-      out: (t) => (stdout += t.endsWith('\n') ? t : `${t}\n`),
-      err: (t) => (stderr += t.endsWith('\n') ? t : `${t}\n`),
-      errStream: process.stderr,
-      errIsTTY: false,
-    };
-    const env = { NODE_ENV: 'test', ISSUER_URL: url ?? issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY };
-    const code = await runAdminCli(['node', 'admin', ...args], io, env, work);
-    return { code, stdout, stderr };
-  };
+  const cli = (args: string[], url?: string) =>
+    runCli(args, { ISSUER_URL: url ?? issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY }, work);
 
   beforeAll(async () => {
     issuer = await startIssuer();
@@ -268,19 +256,8 @@ describe('batch-issue under 409 in-progress and 503', () => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
-  const cli = async (url: string, args: string[]) => {
-    let stdout = '';
-    let stderr = '';
-    const io: CliIo = {
-      out: (t) => (stdout += `${t}\n`),
-      err: (t) => (stderr += `${t}\n`),
-      errStream: process.stderr,
-      errIsTTY: false,
-    };
-    const env = { NODE_ENV: 'test', ISSUER_URL: url, ADMIN_API_KEY: TEST_ADMIN_API_KEY };
-    const code = await runAdminCli(['node', 'admin', ...args], io, env, work);
-    return { code, stdout, stderr };
-  };
+  const cli = (url: string, args: string[]) =>
+    runCli(args, { ISSUER_URL: url, ADMIN_API_KEY: TEST_ADMIN_API_KEY }, work);
 
   it('waits for a row still in progress, saying how long, and then records it', async () => {
     const server = await fakeIssuer((n, res) =>

@@ -1,13 +1,12 @@
 import { once } from 'node:events';
-import { chmodSync, cpSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { rotateKey } from '../../src/keys/key-ring.js';
+import { runCli } from '../helpers/cli.js';
 import {
   queryStore,
   removeDir,
@@ -42,18 +41,8 @@ describe('admin doctor', () => {
   let claimsAnswer: { status: number; body: unknown } = { status: 200, body: { eligible: false } };
   let env: Record<string, string>;
 
-  const doctor = async (args: string[], extra: Record<string, string> = {}) => {
-    let stdout = '';
-    let stderr = '';
-    const io: CliIo = {
-      out: (t) => (stdout += `${t}\n`),
-      err: (t) => (stderr += `${t}\n`),
-      errStream: process.stderr,
-      errIsTTY: false,
-    };
-    const code = await runAdminCli(['node', 'admin', 'doctor', ...args], io, { ...env, ...extra }, dir);
-    return { code, stdout, stderr };
-  };
+  const doctor = (args: string[], extra: Record<string, string> = {}) =>
+    runCli(['doctor', ...args], { ...env, ...extra }, dir);
   const verdicts = (lines: Line[]) => lines.map((l) => `${l.verdict} ${l.item}`);
 
   beforeAll(async () => {
@@ -131,6 +120,7 @@ describe('admin doctor', () => {
       'PASS key files',
       'PASS development state',
       'PASS database',
+      'PASS iden3 key',
       'PASS did.json',
       'PASS jwt-vc-issuer',
       'PASS jwks.json',
@@ -144,12 +134,18 @@ describe('admin doctor', () => {
     expect(run.code).toBe(0);
     expect(items.find((l) => l.item === 'claims staff-v1')?.detail).toMatch(/eligible:false for doctor-/);
     expect(items.find((l) => l.item === 'partner JWT')?.detail).toMatch(/accepted the JWT .* \(400\)/);
+    // On SQLite the Iden3 key is the KEYS_DIR file (sealing is PostgreSQL's: doctor-postgres.test.ts).
+    const bjjFile = join(keysDir, 'iden3-bjj.json');
+    const { publicKey } = JSON.parse(readFileSync(bjjFile, 'utf8')) as { publicKey: string };
+    expect(items.find((l) => l.item === 'iden3 key')?.detail).toBe(
+      `${bjjFile} loads (public key ${publicKey}; a file on SQLite, not sealed)`,
+    );
 
     // The text form: one line per item, verdict first, then the totals.
     const text = await doctor(['--origin', issuer.url]);
     expect(text.code).toBe(0);
     expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
-    expect(text.stdout).toMatch(/13 pass, 1 warn, 0 fail/);
+    expect(text.stdout).toMatch(/14 pass, 1 warn, 0 fail/);
   });
 
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {
@@ -206,6 +202,7 @@ describe('admin doctor', () => {
         'FAIL key files',
         'FAIL development state',
         'PASS database',
+        'PASS iden3 key',
         'FAIL did.json',
         'FAIL jwt-vc-issuer',
         'PASS jwks.json',
@@ -257,9 +254,8 @@ describe('admin doctor', () => {
 
     // The command doctor names puts it back in the queue; the hosting service takes it.
     const uploaded = once(issuer.ctx.outbox, 'uploaded');
-    const io: CliIo = { out: () => {}, err: () => {}, errStream: process.stderr, errIsTTY: false };
-    const retry = ['node', 'admin', '--url', issuer.url, 'uploads', 'retry', '--all-failed'];
-    expect(await runAdminCli(retry, io, env, dir)).toBe(0);
+    const retry = ['--url', issuer.url, 'uploads', 'retry', '--all-failed'];
+    expect((await runCli(retry, env, dir)).code).toBe(0);
     await uploaded;
     expect(await outboxLines()).toEqual([{ item: 'outbox', verdict: 'PASS', detail: 'no upload pending' }]);
   });

@@ -6,11 +6,11 @@ import { generateDevChain, prepareKey } from '../../src/cli/key-certificates.js'
 import { generateMissingKeys } from '../../src/cli/keys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createContext } from '../../src/context.js';
-import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
 import { attachChain, x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { parseKeyFile, readKeys } from '../../src/keys/key-ring.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { issueDirectlyAndOpen } from '../helpers/issue-and-open.js';
 import {
   startIssuer,
   TEST_ADMIN_API_KEY,
@@ -22,27 +22,8 @@ import {
 
 // Issue 14 SD_JWT_ISSUER: how the credential and status list headers name the key, start-up
 // checks, and rotation in each mode.
-let n = 0;
 async function issue(issuer: TestIssuer) {
-  const email = `ident.${n++}@example.org`;
-  const res = await issuer.admin('/admin/issue-vc', {
-    userId: email,
-    schemaId: 'membership-v1',
-    vct: 'urn:vct:membership',
-    expiration: new Date(Date.now() + 86_400_000).toISOString(),
-    credentialSubject: {
-      givenName: 'Eve',
-      familyName: 'Li',
-      memberSince: '2022-01-01',
-      tier: 'basic',
-      memberNumber: 9,
-    },
-  });
-  expect(res.status).toBe(201);
-  const { credentialId } = (await res.json()) as { credentialId: string };
-  const holder = issuer.emulator!.state.holderByEmail(email)!;
-  const envelope = issuer.emulator!.state.envelopes.get(credentialId)!.envelope;
-  const compact = openEnvelope(privateKeyFromPkcs8Hex(holder.privateKeyPkcs8Hex), envelope) as string;
+  const compact = await issueDirectlyAndOpen(issuer, { emailPrefix: 'ident' });
   const p = compact.split('~')[0]!.split('.')[1];
   return {
     header: decodeProtectedHeader(compact.split('~')[0]!) as Record<string, unknown>,

@@ -1,7 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { Writable } from 'node:stream';
+import { join } from 'node:path';
 import {
   CredentialStatusResolverRegistry,
   CredentialStatusType,
@@ -11,13 +10,13 @@ import {
 } from '@0xpolygonid/js-sdk';
 import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
 import { openEnvelope } from '../../src/envelope/index.js';
 import { attachChain, chainProblems, x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { readKeys } from '../../src/keys/key-ring.js';
 import { fetchList, holder, issueInProcess, seedMembers } from '../fixtures/status.js';
+import { runCli } from '../helpers/cli.js';
 import { didResolverFor } from '../helpers/did-resolver.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
@@ -232,30 +231,15 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
   const caDir = dirs[2]!;
 
   /** The admin CLI (in this process) as an operator runs it next to instance A. */
-  async function cli(args: string[]) {
-    let stdout = '';
-    let stderr = '';
-    const io = {
-      out: (text: string) => (stdout += `${text}\n`),
-      err: (text: string) => (stderr += `${text}\n`),
-      errStream: new Writable({ write: (_c, _e, done) => done() }),
-      errIsTTY: false,
-    };
+  function cli(args: string[]) {
     const env = {
-      NODE_ENV: 'test',
       ISSUER_URL: a.url,
       ADMIN_API_KEY: TEST_ADMIN_API_KEY,
       DATABASE_URL: db.url,
       KEY_ENCRYPTION_KEY: KEK,
       KEYS_DIR: join(caDir, 'cli-keys'),
     };
-    const code = await runAdminCli(
-      [process.execPath, resolve('scripts/admin.ts'), '--json', ...args],
-      io,
-      env,
-      caDir,
-    );
-    return { code, stdout, stderr };
+    return runCli(['--json', ...args], env, caDir);
   }
   const rotate = (i: TestIssuer) => i.admin('/admin/keys/rotate', { purpose: 'credential-signing' });
   const listed = async (i: TestIssuer) =>

@@ -1,26 +1,14 @@
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../src/cli/admin-cli.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
+import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
 import { startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 
-async function cli(issuer: TestIssuer, args: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  const io: CliIo = {
-    out: (text) => (stdout += `${text}\n`),
-    err: (text) => (stdout += `${text}\n`),
-    errStream: new Writable({ write: (_c, _e, done) => done() }),
-    errIsTTY: false,
-  };
-  const env = { NODE_ENV: 'test', ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY };
-  const code = await runAdminCli([process.execPath, 'admin', ...args], io, env, issuer.dir);
-  return { code, stdout };
-}
+const cli = (issuer: TestIssuer, args: string[]) =>
+  runCli(args, { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY }, issuer.dir);
 
 // Issue 12 item 6: an upload the hosting service refuses for good is not retried forever.
 describe('upload failed state', () => {
@@ -112,6 +100,7 @@ describe('upload failed state', () => {
     const uploaded = once(issuer.ctx.outbox, 'uploaded');
     const all = await cli(issuer, ['--json', 'uploads', 'retry', '--all-failed']);
     expect(JSON.parse(all.stdout)).toEqual({ retried: [record.credentialId] });
+    expect(all.stderr).toBe('');
     await uploaded;
   });
 

@@ -25,6 +25,7 @@ export const doctorCommand: RegisterCommand = (program, act) => {
           lines = await runDoctor(config, secrets, {
             origin: opts.origin,
             allowHttp: opts.allowHttp === true,
+            keyEncryptionKeyPrevious: run.settings.env.KEY_ENCRYPTION_KEY_PREVIOUS,
           });
         } catch (err) {
           if (!(err instanceof ConfigError)) throw err;

@@ -2,7 +2,14 @@ import { join } from 'node:path';
 import { openSealedKey, sealJson } from '../../keys/sealed-key.js';
 import type { Logger } from '../../model.js';
 import type { Iden3Store, KeyMaterialStore, StoredIden3Key } from '../../store/store.js';
-import { BJJ_KEY_FILE, type BjjKey, bjjKeyFromContent, newBjjKeyContent, readBjjKeyFile } from './bjj-key.js';
+import {
+  BJJ_KEY_FILE,
+  type BjjKey,
+  type BjjKeyFile,
+  bjjKeyFromContent,
+  newBjjKeyContent,
+  readBjjKeyFile,
+} from './bjj-key.js';
 
 /** The purpose in the sealing's additional data (`iden3-bjj:<public key>`) and in `keys reseal`. */
 export const BJJ_SEAL_PURPOSE = 'iden3-bjj';
@@ -30,12 +37,7 @@ export async function databaseBjjKey(
   options: DatabaseBjjKeyOptions,
 ): Promise<BjjKey> {
   const stored = (await keys.iden3Key()) ?? (await importBjjKey(keys, iden3, options));
-  const key = bjjKeyFromContent(
-    openSealedKey(options.kek, stored.publicKey, BJJ_SEAL_PURPOSE, stored.sealed),
-    WHERE,
-  );
-  if (key.publicKeyHex !== stored.publicKey)
-    throw new Error(`${WHERE}: public_key does not match the sealed key`);
+  const key = openStoredBjjKey(stored, options.kek);
   const file = await readBjjKeyFile(options.keysDir).catch(() => undefined);
   if (file && file.key.publicKeyHex !== key.publicKeyHex)
     options.log.warn(
@@ -45,11 +47,27 @@ export async function databaseBjjKey(
   return key;
 }
 
-async function importBjjKey(
-  keys: KeyMaterialStore,
+/**
+ * The stored row opened with `kek` (KEY_ENCRYPTION_KEY): throws a `KeyError` when it does not open
+ * under that key, an `Error` when its content is not the key its row names. `admin doctor` opens
+ * it the same way, read-only.
+ */
+export function openStoredBjjKey(stored: StoredIden3Key, kek: Buffer): BjjKey {
+  const key = bjjKeyFromContent(openSealedKey(kek, stored.publicKey, BJJ_SEAL_PURPOSE, stored.sealed), WHERE);
+  if (key.publicKeyHex !== stored.publicKey)
+    throw new Error(`${WHERE}: public_key does not match the sealed key`);
+  return key;
+}
+
+/**
+ * What the first start would put in a database that holds no Iden3 key yet: the content of
+ * KEYS_DIR/iden3-bjj.json, or `undefined` for a new development key. Throws (naming the file)
+ * where that start would refuse. Reads only; `admin doctor` asks it too.
+ */
+export async function bjjKeyToImport(
   iden3: Pick<Iden3Store, 'getIdentity'>,
-  options: DatabaseBjjKeyOptions,
-): Promise<StoredIden3Key> {
+  options: Pick<DatabaseBjjKeyOptions, 'keysDir' | 'generateIfMissing'>,
+): Promise<{ file: string; content: BjjKeyFile | undefined }> {
   const file = join(options.keysDir, BJJ_KEY_FILE);
   const fromFile = await readBjjKeyFile(options.keysDir);
   // A database copied from SQLite (`db copy`) holds the identity but not its key, which is a file
@@ -67,7 +85,16 @@ async function importBjjKey(
     throw new Error(
       `${file}: Iden3 key file is missing and the database holds no Iden3 key (run the keys generate command before the first start, which imports it)`,
     );
-  const content = fromFile?.content ?? newBjjKeyContent('development');
+  return { file, content: fromFile?.content };
+}
+
+async function importBjjKey(
+  keys: KeyMaterialStore,
+  iden3: Pick<Iden3Store, 'getIdentity'>,
+  options: DatabaseBjjKeyOptions,
+): Promise<StoredIden3Key> {
+  const { file, content: fromFile } = await bjjKeyToImport(iden3, options);
+  const content = fromFile ?? newBjjKeyContent('development');
   const created = new Date(content.createdAt);
   const stored = await keys.putIden3KeyIfAbsent({
     publicKey: content.publicKey,
