@@ -1,5 +1,12 @@
 import type { ProofType } from '../model.js';
-import type { CredentialStatus, IssuanceRecord, IssuanceSummary, UploadBody, UploadState } from './store.js';
+import type {
+  CredentialStatus,
+  IssuanceRecord,
+  IssuanceSummary,
+  NewIssuance,
+  UploadBody,
+  UploadState,
+} from './store.js';
 
 /**
  * The `issuances` table's columns as an engine's driver returns them (DESIGN §9). Both engines
@@ -102,5 +109,25 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
     lastError: r.last_error,
     uploadedAt: orNull(r.uploaded_at, read.time),
+  };
+}
+
+/**
+ * The record an insert has just written, built from what was inserted rather than read back (and
+ * its envelope parsed again): every engine's `insertIssuance` answers with this.
+ */
+export function insertedRecord(n: NewIssuance): IssuanceRecord {
+  const { uploadDueAt, emailHash: _, ...issuance } = n;
+  return {
+    ...issuance,
+    status: 0,
+    revokedAt: null,
+    suspendedAt: null,
+    uploadState: 'pending',
+    uploadAttempts: 0,
+    nextAttemptAt: uploadDueAt ?? n.createdAt,
+    lastError: null,
+    storagePath: null,
+    uploadedAt: null,
   };
 }

@@ -4,6 +4,7 @@ import type { UploadOutbox } from '../../src/issuance/outbox.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import type { ProofType } from '../../src/model.js';
 import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
+import { insertedRecord } from '../../src/store/issuance-row.js';
 import type {
   InsertOutcome,
   IssuanceRecord,
@@ -131,18 +132,7 @@ export class MemoryIssuanceStore implements IssuanceStore {
     )
       return { kind: 'slot-taken' };
     if (await this.nonceInUse(issuance.revocationNonce)) return { kind: 'nonce-taken' };
-    const record: IssuanceRecord = {
-      ...issuance,
-      status: 0,
-      revokedAt: null,
-      suspendedAt: null,
-      uploadState: 'pending',
-      uploadAttempts: 0,
-      nextAttemptAt: issuance.uploadDueAt ?? issuance.createdAt,
-      lastError: null,
-      storagePath: null,
-      uploadedAt: null,
-    };
+    const record = insertedRecord(issuance);
     this.records.set(record.credentialId, record);
     return { kind: 'inserted', record };
   }

@@ -1,4 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
+import { insertedRecord } from '../issuance-row.js';
 import { pickFreeSlot } from '../slot-allocation.js';
 import type {
   AuditActor,
@@ -253,25 +254,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
       ],
     });
     const { outcome, existing } = rows[0]!;
-    if (outcome === 'inserted') {
-      // What was just written, without reading it back (and re-parsing the envelope).
-      const { uploadDueAt: _, emailHash: __, ...issuance } = n;
-      return {
-        kind: 'inserted',
-        record: {
-          ...issuance,
-          status: 0,
-          revokedAt: null,
-          suspendedAt: null,
-          uploadState: 'pending',
-          uploadAttempts: 0,
-          nextAttemptAt,
-          lastError: null,
-          storagePath: null,
-          uploadedAt: null,
-        },
-      };
-    }
+    if (outcome === 'inserted') return { kind: 'inserted', record: insertedRecord(n) };
     if (outcome === 'duplicate') {
       // Issuances are never deleted: the row found a moment ago is still there.
       const record = await this.get(existing!);

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import {
   type ColumnReader,
   type IssuanceColumns,
+  insertedRecord,
   issuanceFromRow,
   type SummaryColumns,
   summaryFromRow,
@@ -256,21 +257,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
         action: 'issue',
         target: n.credentialId,
       });
-    // What was just written, without reading it back (and re-parsing the envelope).
-    const { uploadDueAt, emailHash: _, ...issuance } = n;
-    const record: IssuanceRecord = {
-      ...issuance,
-      status: 0,
-      revokedAt: null,
-      suspendedAt: null,
-      uploadState: 'pending',
-      uploadAttempts: 0,
-      nextAttemptAt: uploadDueAt ?? n.createdAt,
-      lastError: null,
-      storagePath: null,
-      uploadedAt: null,
-    };
-    return { kind: 'inserted', record };
+    return { kind: 'inserted', record: insertedRecord(n) };
   }
 
   private runInsert(row: Record<string, string | number | null>): void {
