@@ -25,7 +25,7 @@ export class GroupCommit {
   private readonly group;
   private readonly savepoint;
 
-  constructor(db: SqliteDatabase) {
+  constructor(private readonly db: SqliteDatabase) {
     // better-sqlite3 runs a transaction function called inside another one as a SAVEPOINT.
     this.savepoint = db.transaction((work: () => unknown) => work());
     this.group = db.transaction((batch: Pending[]): Outcome[] =>
@@ -52,6 +52,10 @@ export class GroupCommit {
     this.queue = [];
     let outcomes: Outcome[];
     try {
+      // Inside a transaction someone else opened on this connection, better-sqlite3 would run the
+      // group as a savepoint of theirs: committed only when theirs is, not before we resolve.
+      if (this.db.inTransaction)
+        throw new Error('group commit: the connection is inside another transaction');
       outcomes = this.group.immediate(batch);
     } catch (error) {
       for (const p of batch) p.reject(error);

@@ -103,4 +103,17 @@ describe('GroupCommit', () => {
     other.close();
     db.close();
   });
+
+  it('refuses to join a transaction another caller left open on the connection', async () => {
+    const { db, other } = open();
+    const writes = new GroupCommit(db);
+    db.exec('BEGIN');
+    await expect(writes.run(() => db.prepare("INSERT INTO t (k, v) VALUES ('a', 1)").run())).rejects.toThrow(
+      /inside another transaction/,
+    );
+    db.exec('ROLLBACK');
+    expect(keysSeenBy(other)).toEqual([]);
+    other.close();
+    db.close();
+  });
 });
