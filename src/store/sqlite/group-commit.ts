@@ -18,7 +18,8 @@ interface Pending {
  * Each write keeps its own outcome: one that throws rolls back its savepoint only and rejects
  * alone, and the others still commit. Nothing resolves before the commit has happened, so a caller
  * that awaits its write knows it is committed (the issuance is recorded before its upload). If the
- * transaction itself cannot begin or commit, every write of the turn rejects and none is kept.
+ * transaction itself cannot begin or commit, or SQLite rolls all of it back (a full disk, an I/O
+ * error), every write of the turn rejects with that error and none is kept.
  */
 export class GroupCommit {
   private queue: Pending[] = [];
@@ -33,6 +34,10 @@ export class GroupCommit {
         try {
           return { ok: true, value: this.savepoint(p.work) };
         } catch (error) {
+          // Some errors (SQLITE_FULL, IOERR, NOMEM, a statement's BUSY) make SQLite roll back the
+          // whole transaction, not the savepoint. Going on would run the turn's later writes each
+          // in a transaction of its own, committed while the group fails: stop the group instead.
+          if (!db.inTransaction) throw error;
           return { ok: false, error };
         }
       }),
@@ -47,8 +52,10 @@ export class GroupCommit {
     });
   }
 
-  private flush(): void {
+  /** Commits what is queued now rather than at the end of the turn (before the database closes). */
+  flush(): void {
     const batch = this.queue;
+    if (batch.length === 0) return;
     this.queue = [];
     let outcomes: Outcome[];
     try {

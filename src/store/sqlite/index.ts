@@ -24,10 +24,11 @@ export function openSqliteStore(path: string): SqliteStore {
 export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
   const audit = new SqliteAuditStore(db);
   const status = new SqliteStatusStore(db, audit);
+  const issuances = new SqliteIssuanceStore(db, audit);
   return {
     kind: 'sqlite',
     db,
-    issuances: new SqliteIssuanceStore(db, audit),
+    issuances,
     status,
     audit,
     meta: new SqliteMetaStore(db),
@@ -39,6 +40,8 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
       db.prepare('SELECT 1').get();
     },
     async close() {
+      // Writes queued for this turn's group commit are committed, not dropped with the connection.
+      issuances.flushWrites();
       db.close();
     },
   };

@@ -197,6 +197,11 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.duplicate.get(q.holderDid, q.schemaId, q.proofType, q.subjectHash, q.now.toISOString());
   }
 
+  /** Commits the writes queued for this turn's group now (the store is closing). */
+  flushWrites(): void {
+    this.writes.flush();
+  }
+
   async insertIssuance(
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },

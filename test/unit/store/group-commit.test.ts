@@ -116,4 +116,34 @@ describe('GroupCommit', () => {
     other.close();
     db.close();
   });
+
+  it('when SQLite rolls the whole transaction back, no write of the turn is kept and all get that error', async () => {
+    const { db, other } = open();
+    // RAISE(ROLLBACK) ends the transaction itself, as a full disk or an I/O error would.
+    db.exec(
+      "CREATE TRIGGER t_full BEFORE INSERT ON t WHEN NEW.k = 'x' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END",
+    );
+    const writes = new GroupCommit(db);
+    const insert = db.prepare('INSERT INTO t (k, v) VALUES (?, ?)');
+    const results = await Promise.allSettled(
+      ['a', 'x', 'b', 'c'].map((k, i) => writes.run(() => insert.run(k, i))),
+    );
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    for (const r of results) expect(((r as PromiseRejectedResult).reason as Error).message).toBe('disk full');
+    expect(keysSeenBy(other)).toEqual([]);
+    expect(db.inTransaction).toBe(false);
+    other.close();
+    db.close();
+  });
+
+  it('flush() commits what is queued at once (the store does it before closing the database)', async () => {
+    const { db, other } = open();
+    const writes = new GroupCommit(db);
+    const done = writes.run(() => db.prepare("INSERT INTO t (k, v) VALUES ('a', 1)").run());
+    writes.flush();
+    db.close();
+    await expect(done).resolves.toMatchObject({ changes: 1 });
+    expect(keysSeenBy(other)).toEqual(['a']);
+    other.close();
+  });
 });

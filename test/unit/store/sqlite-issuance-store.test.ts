@@ -60,7 +60,7 @@ describe('SqliteIssuanceStore', () => {
     await store.close();
   });
 
-  it('inserts of one turn commit together, each with its own outcome (group commit)', async () => {
+  it('inserts racing in one turn each get their own outcome; a refused one leaves nothing behind', async () => {
     const store = openSqliteStore(':memory:');
     const slot = await store.issuances.proposeStatusSlot(8, 1);
     const other = await store.issuances.proposeStatusSlot(8, 1);
