@@ -11,7 +11,11 @@ import { didWebFromOrigin } from '../issuers/sd-jwt/issuer-identification.js';
 import { databaseKeyHolder } from '../keys/key-holder.js';
 import { KeyError, type KeyRing, loadKeyRing } from '../keys/key-ring.js';
 import { publishedSigningKeys } from '../keys/published-keys.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../keys/sealed-key.js';
+import {
+  DEVELOPMENT_KEY_ENCRYPTION_KEY,
+  parseKeyEncryptionKey,
+  SealedKeyFormatError,
+} from '../keys/sealed-key.js';
 import { developmentStateProblems } from '../live/development-state.js';
 import { silentLogger } from '../observability/logger.js';
 import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../schemas/schema-registry.js';
@@ -365,13 +369,16 @@ async function iden3KeyLine(
   }
 }
 
-/** Whether the row opens under `kek`; a row that opens but holds a bad key throws (FAIL as it is). */
+/**
+ * Whether the row opens under `kek`. A row no key could open (not a sealed key) or that opens but
+ * holds a bad key throws, and is a FAIL as it is.
+ */
 function opensWith(stored: Parameters<typeof openStoredBjjKey>[0], kek: Buffer): boolean {
   try {
     openStoredBjjKey(stored, kek);
     return true;
   } catch (err) {
-    if (err instanceof KeyError) return false;
+    if (err instanceof KeyError && !(err instanceof SealedKeyFormatError)) return false;
     throw err;
   }
 }

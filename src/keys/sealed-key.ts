@@ -8,6 +8,11 @@ import { type KeyData, KeyError } from './key-ring.js';
  */
 const VERSION = 'v1';
 
+/** The stored text is not a sealed key this version reads (altered, or another format): no key would open it. */
+export class SealedKeyFormatError extends KeyError {
+  override name = 'SealedKeyFormatError';
+}
+
 /** KEY_ENCRYPTION_KEY: 64 hex digits or base64 of 32 bytes. A string result is the problem. */
 export function parseKeyEncryptionKey(value: string): Buffer | string {
   const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
@@ -47,7 +52,7 @@ export function sealJson(kek: Buffer, kid: string, purpose: string, data: unknow
 export function openSealedKey(kek: Buffer, kid: string, purpose: string, sealed: string): unknown {
   const [version, iv, tag, ciphertext] = sealed.split('.');
   if (version !== VERSION || !iv || !tag || !ciphertext)
-    throw new KeyError(`database:${kid}: sealed: not a ${VERSION} sealed key`);
+    throw new SealedKeyFormatError(`database:${kid}: sealed: not a ${VERSION} sealed key`);
   try {
     const decipher = createDecipheriv('aes-256-gcm', kek, Buffer.from(iv, 'base64url'));
     decipher.setAAD(aad(kid, purpose));

@@ -159,6 +159,22 @@ describe.runIf(available)('admin doctor: the sealed Iden3 key on PostgreSQL', ()
     expect(await iden3Row()).toEqual(before);
   });
 
+  it('a row that is not a sealed key at all: FAIL saying so, not blaming KEY_ENCRYPTION_KEY', async () => {
+    const [before] = await iden3Row();
+    await queryStore(issuer.ctx.store, 'UPDATE iden3_key SET sealed = $1', ['not-a-sealed-key']);
+    try {
+      const run = await doctor();
+      expect(run.code).toBe(1);
+      expect(run.line).toMatchObject({
+        verdict: 'FAIL',
+        detail: expect.stringMatching(/sealed: not a v1 sealed key$/),
+      });
+    } finally {
+      await queryStore(issuer.ctx.store, 'UPDATE iden3_key SET sealed = $1', [before!.sealed]);
+    }
+    expect((await doctor()).line).toMatchObject({ verdict: 'PASS' });
+  });
+
   it('sealed under KEY_ENCRYPTION_KEY_PREVIOUS: FAIL with the reseal command; after the reseal it passes', async () => {
     const rotated = { KEY_ENCRYPTION_KEY: OTHER_KEK, KEY_ENCRYPTION_KEY_PREVIOUS: KEK };
     const run = await doctor(rotated);
