@@ -43,7 +43,7 @@ const pub = ['public'];
 const ops = ['operations'];
 
 /**
- * The route table (spec 4.6). Each row: method, path, the group (auth + rate limit), handler, and
+ * The route table (docs/interface.md). Each row: method, path, the group (auth + rate limit), handler, and
  * `doc`: the zod schemas the handler validates with and its answers, from which `/openapi.json`
  * is generated. The handler module is the code behind the rule.
  */
@@ -56,10 +56,10 @@ export function routeTable(ctx: AppContext) {
       method: 'post',
       path: '/available-vc',
       group: 'holder',
-      handler: availableVc(ctx.issuance),
+      handler: availableVc(ctx.hosted),
       doc: {
         operationId: 'available-vc',
-        summary: 'Encrypted previews of the credentials a holder may ask for (spec 4.6)',
+        summary: 'Encrypted previews of the credentials a holder may ask for',
         tags: holder,
         body: AvailableVcBodySchema,
         responses: json200('`{ data: [...] }`: one envelope-encrypted preview per schema and proof type'),
@@ -70,10 +70,10 @@ export function routeTable(ctx: AppContext) {
       method: 'post',
       path: '/issue-vc',
       group: 'holder',
-      handler: issueVc(ctx.issuance),
+      handler: issueVc(ctx.hosted),
       doc: {
         operationId: 'issue-vc',
-        summary: 'Issue a credential to the holder; answered once the envelope is stored (spec 4.6)',
+        summary: 'Issue a credential to the holder; answered once the envelope is stored',
         tags: holder,
         body: IssueVcBodySchema,
         responses: { 201: { description: 'Issued and stored by the hosting service (empty body)' } },
@@ -88,7 +88,7 @@ export function routeTable(ctx: AppContext) {
       handler: claimed('admin/issue-vc', adminIssueVc(ctx.direct, ctx.status)),
       doc: {
         operationId: 'admin-issue-vc',
-        summary: 'Direct issuance by email (spec 4.6 admin issue-vc; Idempotency-Key honoured)',
+        summary: 'Direct issuance by email (Idempotency-Key honoured)',
         tags: admin,
         body: AdminIssueVcBodySchema,
         responses: {
@@ -211,7 +211,7 @@ export function routeTable(ctx: AppContext) {
       handler: auditLog(ctx.store.audit),
       doc: {
         operationId: 'admin-audit',
-        summary: 'The audit log of admin changes (issue 11)',
+        summary: 'The audit log of admin changes',
         tags: admin,
         query: AuditQuerySchema,
         responses: json200('A page of audit entries'),
@@ -316,7 +316,7 @@ export function routeTable(ctx: AppContext) {
           } as const,
         ]
       : []),
-    // Operations (issue 10): probes, metrics and the contract itself; no key, no rate limit.
+    // Operations: probes, metrics and the contract itself; no key, no rate limit.
     {
       method: 'get',
       path: '/healthz',
@@ -398,7 +398,7 @@ export function openApiDocument(ctx: AppContext): ReturnType<typeof buildOpenApi
 export type Listener = 'public' | 'admin';
 
 /**
- * Which listener serves each route group when ADMIN_PORT is set (issue 11): admin routes answer
+ * Which listener serves each route group when ADMIN_PORT is set: admin routes answer
  * only on the admin listener and 404 on the public one. A new group must choose here.
  */
 export const LISTENER_OF = {

@@ -6,7 +6,8 @@ import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from '.
 import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
-import { IssuanceService } from './issuance/issuance-service.js';
+import { HostedIssuanceService } from './issuance/hosted-issuance.js';
+import { IssuanceCore } from './issuance/issuance-core.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -58,8 +59,11 @@ export interface AppContext {
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
-  issuance: IssuanceService;
-  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  /** What every issuance does: sign, seal, record, upload within the request. */
+  issuance: IssuanceCore;
+  /** The holder's flow (docs/interface.md "issue-vc"), over `issuance`. */
+  hosted: HostedIssuanceService;
+  /** Direct issuance by email (docs/interface.md "admin/issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -231,7 +235,7 @@ export async function createContext(
       (vct) => typeMetadata.get(vct)?.integrity,
     ),
   );
-  // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
+  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021.
   const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
   let iden3: Iden3BjjIssuer | undefined;
   if (bjjSchemas.length > 0) {
@@ -265,7 +269,7 @@ export async function createContext(
     issuers.set('BJJ_SIG_2021', iden3);
   }
 
-  const issuance = new IssuanceService({
+  const issuance = new IssuanceCore({
     issuerOrigin: config.issuerOrigin,
     schemas,
     claimsProviders,
@@ -277,6 +281,7 @@ export async function createContext(
     log,
     telemetry,
   });
+  const hosted = new HostedIssuanceService({ core: issuance, schemas });
 
   const status = new StatusService({
     issuerOrigin: config.issuerOrigin,
@@ -307,7 +312,7 @@ export async function createContext(
 
   const hashEmail = emailHasher(store.meta);
   const direct = new DirectIssuanceService({
-    issuance,
+    core: issuance,
     hashEmail,
     schemas,
     service: serviceClient,
@@ -330,6 +335,7 @@ export async function createContext(
     typeMetadata,
     issuers,
     issuance,
+    hosted,
     direct,
     hashEmail,
     status,

@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../envelope/index.js';
-import type { IssuanceService } from '../issuance/issuance-service.js';
+import type { HostedIssuanceService } from '../issuance/hosted-issuance.js';
 import { ProofTypeSchema } from '../model.js';
 import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
 import { parseInput } from './validate.js';
 
-// spec 4.6: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
+// docs/interface.md: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
 const id = z.string().min(1).max(2048);
 const proofType = z.enum(ProofTypeSchema.options, {
   error: `must be one of ${ProofTypeSchema.options.join(', ')}`,
@@ -43,8 +43,8 @@ export const IssueVcBodySchema = z
   });
 export type IssueVcBody = z.infer<typeof IssueVcBodySchema>;
 
-/** spec 4.6 `POST /available-vc`. */
-export function availableVc(issuance: IssuanceService) {
+/** docs/interface.md "available-vc". */
+export function availableVc(issuance: HostedIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AvailableVcBodySchema, req.body);
     const pubKey = parseHolderPublicKey(body.pubKey, 'pubKey');
@@ -59,11 +59,11 @@ export function availableVc(issuance: IssuanceService) {
   };
 }
 
-/** spec 4.6 `POST /issue-vc`: 201 with an empty body once the envelope is stored upstream. */
-export function issueVc(issuance: IssuanceService) {
+/** docs/interface.md "issue-vc": 201 with an empty body once the envelope is stored upstream. */
+export function issueVc(issuance: HostedIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(IssueVcBodySchema, req.body);
-    // encryptionKey wins when both are present (spec 4.6).
+    // encryptionKey wins when both are present (docs/interface.md "issue-vc").
     const encryptTo =
       body.encryptionKey !== undefined
         ? parseHolderPublicKey(body.encryptionKey, 'encryptionKey')
