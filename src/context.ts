@@ -63,7 +63,7 @@ export interface AppContext {
   issuance: IssuanceCore;
   /** The holder's flow (docs/interface.md "issue-vc"), over `issuance`. */
   hosted: HostedIssuanceService;
-  /** Direct issuance by email (docs/interface.md "admin/issue-vc"), over `issuance`. */
+  /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RESERVED_CLAIMS } from '../schemas/schema-file.js';
 
-// docs/interface.md "admin/issue-vc" inputs, shared by the route and the admin CLI (which checks rows before sending).
+// docs/interface.md "admin issue-vc" inputs, shared by the route and the admin CLI (which checks rows before sending).
 
 /** `allow` issues another credential, `ignore` answers the holder's valid one, `revoke` replaces it. */
 export const OnDuplicateSchema = z.enum(['allow', 'ignore', 'revoke'], {

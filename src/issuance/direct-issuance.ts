@@ -70,7 +70,7 @@ export interface DirectIssuanceDeps {
 const SHARED_LOCK_LEASE_MS = 30_000;
 const SHARED_LOCK_WAIT_MS = 30_000;
 
-// docs/interface.md "admin/issue-vc": these upstream answers are final and passed on with the same status.
+// docs/interface.md "admin issue-vc": these upstream answers are final and passed on with the same status.
 const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
   400: 'INVALID_PARAMETER',
   401: 'UNAUTHORIZED',
@@ -80,7 +80,7 @@ const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
 };
 
 /**
- * Direct issuance (docs/interface.md "admin/issue-vc"): resolve the holder by email, sign an
+ * Direct issuance (docs/interface.md "admin issue-vc"): resolve the holder by email, sign an
  * SD-JWT VC with no `cnf`, encrypt it to the holder's key, record it with a status slot and nonce,
  * upload it through the durable outbox. The claims are the caller's, or the schema's claims
  * provider's for a user id. Signing, sealing, recording and uploading are the core's.
@@ -191,7 +191,7 @@ export class DirectIssuanceService {
         expiresAt: req.expiresAt,
         encryptTo,
         vct: req.vct,
-        // docs/interface.md "admin/issue-vc": the default frame is every top-level claim, whatever
+        // docs/interface.md "admin issue-vc": the default frame is every top-level claim, whatever
         // the schema file says.
         disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
         dedupe: false,

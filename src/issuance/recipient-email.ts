@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// docs/interface.md "admin/issue-vc", initialize-user: "an individual recipient's account email,
+// docs/interface.md "admin issue-vc", initialize-user: "an individual recipient's account email,
 // never a partner, service, admin or shared address". Judged on the local part without a `+tag`.
 const ROLE_LOCAL_PARTS = new Set([
   'abuse',

@@ -41,7 +41,7 @@ const InitializeUserSchema = z.object({
 export type InitializedUser = z.infer<typeof InitializeUserSchema>;
 
 const StoreResponseSchema = z.object({
-  // docs/interface.md "dstorage/vcs": a store answer carries storagePath; the status already says it is stored, so an
+  // docs/interface.md "Direct issuance": a store answer carries storagePath; the status already says it is stored, so an
   // answer without one is still a success (the path is recorded as null).
   storagePath: z.string().min(1).optional(),
   state: z.string().optional(),
@@ -64,7 +64,7 @@ export class ServiceClient {
     private readonly telemetry?: Telemetry,
   ) {}
 
-  // docs/interface.md "initialize-user": the email goes in the body, never in the JWT.
+  // docs/interface.md "Direct issuance": the email goes in the body, never in the JWT.
   /** `timeoutMs`: a shorter bound than the client's own (what is left of a request's deadline). */
   async initializeUser(
     email: string,
@@ -74,7 +74,7 @@ export class ServiceClient {
     return parse(InitializeUserSchema, body, 'auth/initialize-user');
   }
 
-  // docs/interface.md "dstorage/vcs": the same externalId on every retry; also sent as idempotency-key.
+  // docs/interface.md "Direct issuance": the same externalId on every retry; also sent as idempotency-key.
   // `proofType` beside the envelope fields, as the reference issuer sends it.
   async storeEnvelope(envelope: UploadBody, proofType: ProofType, attempt?: number): Promise<StoreResponse> {
     const body = await this.post(

@@ -38,7 +38,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-// docs/interface.md "admin/issue-vc" with `claimsUserId`: the claims come from the schema's claims
+// docs/interface.md "admin issue-vc" with `claimsUserId`: the claims come from the schema's claims
 // provider (sqlite, filled by `admin claims import`), over HTTP and through the admin CLI.
 describe('direct issuance of a claims provider user', () => {
   let issuer: TestIssuer;

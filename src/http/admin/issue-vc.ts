@@ -46,7 +46,7 @@ const oneClaimsSource = (
 /** The claims provider's user id (the hosted flow's `userId`), whose claims are issued. */
 const ClaimsUserIdField = z.string().min(1).max(2048);
 
-// docs/interface.md "admin/issue-vc" body; `claimsUserId` instead of `credentialSubject` is this kit's.
+// docs/interface.md "admin issue-vc" body; `claimsUserId` instead of `credentialSubject` is this kit's.
 export const AdminIssueVcBodySchema = z
   .object({
     userId: RecipientEmailSchema,
@@ -80,7 +80,7 @@ function issueAnswer(status: StatusService, result: DirectIssueResult) {
   };
 }
 
-/** docs/interface.md "admin/issue-vc": direct issuance to a holder known by email. */
+/** docs/interface.md "admin issue-vc": direct issuance to a holder known by email. */
 export function adminIssueVc(direct: DirectIssuanceService, status: StatusService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AdminIssueVcBodySchema, req.body);
