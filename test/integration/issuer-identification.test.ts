@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyJWT } from 'did-jwt';
-import { Resolver } from 'did-resolver';
+import { type DIDDocument, Resolver } from 'did-resolver';
 import { decodeJwt, decodeProtectedHeader, type JWK } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateDevChain, prepareKey } from '../../src/cli/key-certificates.js';
@@ -88,7 +88,7 @@ describe('SD_JWT_ISSUER', () => {
     const served = issuer;
     const resolver = new Resolver({
       web: async () => ({
-        didDocument: await (await fetch(`${served.url}/.well-known/did.json`)).json(),
+        didDocument: (await (await fetch(`${served.url}/.well-known/did.json`)).json()) as DIDDocument,
         didResolutionMetadata: { contentType: 'application/did+json' },
         didDocumentMetadata: {},
       }),
