@@ -10,7 +10,7 @@ export type StatusBits = 1 | 2 | 4 | 8;
 /** Registered Status Type values (draft-ietf-oauth-status-list §7.1). */
 export const StatusValue = { VALID: 0, INVALID: 1, SUSPENDED: 2 } as const;
 
-/** `typ` of a Status List Token JWT (§5.1); its media type is `application/statuslist+jwt` (§8.2). */
+/** `typ` of a Status List Token JWT (draft-ietf-oauth-status-list §5.1); media type `application/statuslist+jwt` (§8.2). */
 export const STATUS_LIST_JWT_TYP = 'statuslist+jwt';
 
 // A decoded list never grows beyond this unless the caller names the size: 16 MiB is 128 million

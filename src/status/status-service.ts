@@ -25,7 +25,7 @@ export type ExternalRevoker = (
 ) => Promise<IssuanceRecord | undefined>;
 
 /**
- * Token status lists (draft-ietf-oauth-status-list) and status changes (DESIGN §4, §9). The
+ * Token status lists (draft-ietf-oauth-status-list) and status changes (docs/interface.md, docs/several-instances.md). The
  * statuses live on the issuance rows; a partition's signed token is cached in the store and
  * dropped on every change to that partition, so both processes sharing a database see it.
  */
