@@ -284,6 +284,7 @@ export async function createContext(
     store: store.status,
     signingKey: () => keys.current().signing,
     header: (key) => identification.header(key),
+    ...(identification.statusListIssuer ? { iss: identification.statusListIssuer } : {}),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
     telemetry,
     externalRevokers: iden3

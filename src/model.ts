@@ -7,7 +7,7 @@ import { z } from 'zod';
  * import it without climbing (http → issuance/issuers/status → store/envelope → model).
  */
 
-/** A credential format a schema can be issued in (DESIGN §6). */
+/** A credential format a schema can be issued in (docs/schemas-and-claims.md). */
 export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
 export type ProofType = z.infer<typeof ProofTypeSchema>;
 
@@ -24,7 +24,7 @@ export type StatusName = (typeof STATUS_NAMES)[CredentialStatus];
 /** What an admin may do to a credential's status. */
 export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
-/** Hosted (spec 4.6 issue-vc, the holder asks) or direct (spec 4.6 admin issue-vc, the issuer sends). */
+/** Hosted (docs/interface.md "issue-vc", the holder asks) or direct (admin issue-vc, the issuer sends). */
 export type Channel = 'hosted' | 'direct';
 
 /** `failed`: the outbox gave up (a refusal for good, or too many attempts); `uploads retry` resumes it. */
@@ -36,7 +36,7 @@ export interface StatusSlot {
   index: number;
 }
 
-/** DESIGN §2 / spec 2.7 encrypted envelope: four standard-base64 fields. */
+/** docs/interface.md encrypted envelope: four standard-base64 fields. */
 export interface Envelope {
   /** AES-256-GCM ciphertext of the UTF-8 of `JSON.stringify(value)`. */
   data: string;
@@ -93,7 +93,7 @@ export interface TelemetryEvents {
 
 export class Telemetry extends EventEmitter<TelemetryEvents> {}
 
-/** Admin actions recorded in the audit log (issue 11; a contract: scripts filter on them). */
+/** Admin actions recorded in the audit log (docs/operations.md; a contract: scripts filter on them). */
 export const AUDIT_ACTIONS = [
   'issue',
   'revoke',
