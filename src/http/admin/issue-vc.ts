@@ -13,6 +13,7 @@ import type {
   DirectIssueResult,
 } from '../../issuance/direct-issuance.js';
 import { RecipientEmailSchema } from '../../issuance/recipient-email.js';
+import { boundedText, MAX_ID_BYTES } from '../../model.js';
 import type { StatusService } from '../../status/status-service.js';
 import { parseInput } from '../validate.js';
 import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
@@ -44,7 +45,7 @@ const oneClaimsSource = (
 };
 
 /** The claims provider's user id (the hosted flow's `userId`), whose claims are issued. */
-const ClaimsUserIdField = z.string().min(1).max(2048);
+const ClaimsUserIdField = boundedText(MAX_ID_BYTES);
 
 // docs/interface.md "admin issue-vc" body; `claimsUserId` instead of `credentialSubject` is this kit's.
 export const AdminIssueVcBodySchema = z

@@ -58,7 +58,8 @@ const hosted = (userId = 'ada', proofType: ProofType = 'SD_JWT_VC') => ({
   encryptTo: holderKey,
 });
 
-// docs/interface.md "issue-vc", through `HostedIssuanceService` and its core alone.
+// docs/interface.md "issue-vc" and docs/several-instances.md "Storage engines", through
+// `HostedIssuanceService` and its core alone.
 describe('HostedIssuanceService.issueHosted', () => {
   it('looks up claims, signs, records, then uploads; the envelope holds what was signed', async () => {
     const { events, store, sdJwt, service } = setup();
