@@ -29,13 +29,21 @@ export const verifyCommand: RegisterCommand = (program, act) => {
     )
     .option('--nonce <nonce>', 'the nonce the key binding JWT must carry')
     .option('--aud <audience>', 'the audience the key binding JWT must name')
+    .option('--at <time>', 'verify as of this ISO 8601 time instead of now (expiry, key binding freshness)')
     .option('--schemas <dir>', 'where Iden3 JSON-LD context files are (default SCHEMAS_DIR or ./schemas)')
     .action(
       act(
         async (
           run,
           input: string,
-          opts: { origin?: string; trust?: string; nonce?: string; aud?: string; schemas?: string },
+          opts: {
+            origin?: string;
+            trust?: string;
+            nonce?: string;
+            aud?: string;
+            schemas?: string;
+            at?: string;
+          },
         ) => {
           const { cwd, env } = run.settings;
           let text: string;
@@ -44,6 +52,9 @@ export const verifyCommand: RegisterCommand = (program, act) => {
           else text = input;
           if (opts.origin !== undefined && !URL.canParse(opts.origin))
             throw new UsageError('--origin: not a URL');
+          const now = opts.at === undefined ? undefined : new Date(opts.at);
+          if (now !== undefined && Number.isNaN(now.getTime()))
+            throw new UsageError('--at: not an ISO 8601 time');
           const { DocumentFetcher, trustAnchorsFromPem, verifyCredential } = await import(
             '../../verify/index.js'
           );
@@ -60,6 +71,7 @@ export const verifyCommand: RegisterCommand = (program, act) => {
           const result = await verifyCredential(text, {
             fetcher: new DocumentFetcher({ origin: opts.origin }),
             trustAnchors,
+            now,
             nonce: opts.nonce,
             aud: opts.aud,
             schemasDir: resolve(cwd, opts.schemas ?? env.SCHEMAS_DIR ?? './schemas'),
