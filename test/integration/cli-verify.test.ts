@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import { once } from 'node:events';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -217,6 +219,25 @@ describe('verify refuses what a verifier must refuse (SD_JWT_ISSUER=url)', () =>
     const { code, body } = await verify(r, compact);
     expect(failed(body)).toEqual([]);
     expect(code).toBe(0);
+  });
+
+  it('reads the credential from stdin with -, and prints one line per check', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/admin.ts', 'verify', '-', '--origin', r.issuer.url],
+      {
+        env: { PATH: process.env.PATH ?? '', SCHEMAS_DIR: r.schemasDir },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stdin.end(compact);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^PASS {2}format/m);
+    expect(stdout).toMatch(/^PASS {2}status/m);
+    expect(stdout).toMatch(/^verified$/m);
   });
 
   it('a disclosure the payload does not reference: DISCLOSURE_UNREFERENCED', async () => {

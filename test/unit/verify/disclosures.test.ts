@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { digest, generateSalt } from '@sd-jwt/crypto-nodejs';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { describe, expect, it } from 'vitest';
@@ -23,13 +23,20 @@ function refusal(fn: () => unknown): string | undefined {
   return undefined;
 }
 
-const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const library = new SDJwtVcInstance({
   hasher: digest,
   saltGenerator: generateSalt,
   signAlg: 'ES256',
   signer: (data: string) =>
     sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url'),
+  verifier: (data: string, signature: string) =>
+    verify(
+      'sha256',
+      Buffer.from(data),
+      { key: publicKey, dsaEncoding: 'ieee-p1363' },
+      Buffer.from(signature, 'base64url'),
+    ),
 });
 
 async function issued(claims: Record<string, unknown>, frame: Record<string, unknown>) {
@@ -71,14 +78,19 @@ describe('processDisclosures', () => {
     expect(some.claims.name).toBeUndefined();
   });
 
-  it('refuses an unreferenced disclosure the library drops without a word', async () => {
+  it('refuses an unreferenced and a duplicated disclosure, which the library verifies without a word', async () => {
     const { compact, payload, disclosures } = await issued({ name: 'Zora' }, { _sd: ['name'] });
     const extra = disclosure('c2FsdA', 'admin', true).encoded;
-    const withExtra = `${compact}${extra}~`;
-    // The reference library answers the claims and keeps quiet about the extra disclosure.
-    await expect(library.getClaims(withExtra)).resolves.toMatchObject({ name: 'Zora' });
+    // The reference library's verify() answers the claims and keeps quiet about both.
+    await expect(library.verify(`${compact}${extra}~`)).resolves.toMatchObject({ payload: { name: 'Zora' } });
+    await expect(library.verify(`${compact}${disclosures[0]}~`)).resolves.toMatchObject({
+      payload: { name: 'Zora' },
+    });
     expect(refusal(() => processDisclosures(payload, [...disclosures, extra]))).toBe(
       'DISCLOSURE_UNREFERENCED',
+    );
+    expect(refusal(() => processDisclosures(payload, [...disclosures, disclosures[0]!]))).toBe(
+      'DISCLOSURE_DUPLICATE',
     );
   });
 
