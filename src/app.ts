@@ -12,6 +12,7 @@ import {
   validateIssueRows,
 } from './http/admin/issue-vc.js';
 import { listKeys, RotateKeyBodySchema, rotateKeys } from './http/admin/keys.js';
+import { reloadSchemas, SchemasReloadBodySchema } from './http/admin/schemas.js';
 import { RetryUploadsBodySchema, retryUploads } from './http/admin/uploads.js';
 import { openCors, refuseBrowsers, requireAdminKey, requireKey } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
@@ -32,7 +33,7 @@ import {
   StatusChangeBodySchema,
   statusListPartition,
 } from './http/status-routes.js';
-import { typeMetadata } from './http/type-metadata.js';
+import { sendTypeMetadata, typeMetadataMatch } from './http/type-metadata.js';
 import type { RouteGroup, StatusChange } from './model.js';
 
 const json200 = (description: string) => ({ 200: { description, contentType: 'application/json' } });
@@ -180,6 +181,20 @@ export function routeTable(ctx: AppContext) {
       },
     },
     {
+      method: 'post',
+      path: '/admin/schemas/reload',
+      group: 'admin',
+      handler: reloadSchemas(ctx),
+      doc: {
+        operationId: 'admin-schemas-reload',
+        summary: 'Read SCHEMAS_DIR again; a set with a bad file is refused and the previous one kept',
+        tags: admin,
+        body: SchemasReloadBodySchema,
+        responses: json200('`{ schemas: [{ schemaId, proofTypes, vct, file }] }`: the set now served'),
+        errors: ['SCHEMAS_INVALID'],
+      },
+    },
+    {
       method: 'get',
       path: '/admin/keys',
       group: 'admin',
@@ -294,7 +309,9 @@ export function routeTable(ctx: AppContext) {
           method: 'get',
           path: served.path,
           group: 'public',
-          handler: typeMetadata(served),
+          // Served by one by-path route (createApp): a schema reload changes these paths.
+          mountedByPath: true,
+          handler: sendTypeMetadata,
           doc: publicDoc(
             `type-metadata${served.path.replace(/[^A-Za-z0-9]+/g, '-')}`,
             'SD-JWT VC type metadata of this vct',
@@ -442,12 +459,19 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
       res.status(204).end();
     },
   );
+  // Each request runs on the schema set current when it reaches its handler, whatever reloads
+  // happen before it ends.
+  const pinSchemas: RequestHandler = (_req, _res, next) => ctx.schemaCatalog.pin(next);
   for (const route of routeTable(ctx)) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
+    if ('mountedByPath' in route) continue;
     const chain: RequestHandler[] = [...groups[route.group]];
     if (route.method === 'post') chain.push(json);
-    app[route.method](route.path, ...chain, requestScope, route.handler);
+    app[route.method](route.path, ...chain, requestScope, pinSchemas, route.handler);
   }
+  // SD-JWT VC type metadata: the current set's vct paths (a path no schema has passes on).
+  if (listenerOf({ group: 'public' }) === serves || serves === 'all')
+    app.get('/*path', typeMetadataMatch(ctx.typeMetadata), ...groups.public, requestScope, sendTypeMetadata);
   if (serves !== 'admin') app.use(docsRoutes());
 
   app.use(notFoundHandler);

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClaimsProvider } from '../claims/claims-provider.js';
+import type { Logger } from '../model.js';
 import {
   type LoadedSchema,
   SchemaFileError,
@@ -34,6 +35,11 @@ export class SchemaCatalog {
   readonly schemas: SchemaRegistry;
   readonly typeMetadata: TypeMetadataRegistry;
   readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
+  /**
+   * Set in a WORKERS=N worker: asks the primary to reload the sibling workers too, after a reload
+   * this worker took through the admin route (SIGHUP reaches every worker through the primary).
+   */
+  propagate: (() => void) | undefined;
 
   constructor(
     initial: SchemaSet,
@@ -104,4 +110,27 @@ class MapView<K, V> implements ReadonlyMap<K, V> {
   [Symbol.iterator]() {
     return this.source()[Symbol.iterator]();
   }
+}
+
+/** Reloads and writes the outcome to the log: `schemas_reloaded`, or `schemas_reload_failed` with each problem. */
+export async function reloadAndLog(
+  catalog: SchemaCatalog,
+  log: Logger,
+  trigger: string,
+): Promise<ReloadOutcome> {
+  const outcome = await catalog.reload();
+  const schemaIds = outcome.schemas.map((s) => s.schemaId);
+  if (outcome.ok)
+    log.info(
+      { event: 'schemas_reloaded', trigger, schemaIds },
+      `schemas: reloaded ${schemaIds.length} (${trigger})`,
+    );
+  else
+    log.error(
+      { event: 'schemas_reload_failed', trigger, problems: outcome.problems, schemaIds },
+      `schemas: reload failed, keeping the previous ${schemaIds.length} (${trigger}): ${outcome.problems
+        .map((p) => `${p.file}: ${p.message}`)
+        .join('; ')}`,
+    );
+  return outcome;
 }
