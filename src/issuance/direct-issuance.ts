@@ -249,7 +249,7 @@ export class DirectIssuanceService {
     }
   }
 
-  /** The schema's `sdJwt.vct`, as loaded (the file's, else the default: docs/schemas-and-claims.md "vct"). */
+  /** The schema's `sdJwt.vct`, as loaded (the file's, else the default: docs/schemas-and-claims.md "The vct"). */
   defaultVct(schemaId: string): string | undefined {
     return this.deps.schemas.get(schemaId)?.sdJwt.vct;
   }

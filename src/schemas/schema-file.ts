@@ -77,7 +77,7 @@ export const SchemaFileSchema = z.object({
   claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
   sdJwt: z
     .object({
-      // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "vct").
+      // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
       vct: z.string().min(1).optional(),
       disclosureFrame: DisclosureFrameSchema.optional(),
       /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */

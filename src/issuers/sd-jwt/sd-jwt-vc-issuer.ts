@@ -28,7 +28,7 @@ export class SdJwtVcIssuer implements Issuer {
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
     const key = this.currentKey();
-    // The loader filled in a schema's default vct (docs/schemas-and-claims.md "vct").
+    // The loader filled in a schema's default vct (docs/schemas-and-claims.md "The vct").
     const vct = input.vct ?? input.schema.sdJwt.vct;
     const payload: SdJwtVcPayload = {
       ...input.claims,
