@@ -126,7 +126,9 @@ describe('schema reload', () => {
       });
       await res.arrayBuffer();
       if (res.status !== 201) return res.status;
-      const stored = [...emulator.emulator.state.envelopes.values()].find((e) => e.envelope.holderDid === holderDID)!;
+      const stored = [...emulator.emulator.state.envelopes.values()].find(
+        (e) => e.envelope.holderDid === holderDID,
+      )!;
       const compact = openEnvelope(holder.privateKey, stored.envelope) as string;
       return decodeJwt(compact.split('~')[0]!);
     };
