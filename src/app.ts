@@ -33,7 +33,7 @@ import {
   StatusChangeBodySchema,
   statusListPartition,
 } from './http/status-routes.js';
-import { sendTypeMetadata, typeMetadataMatch } from './http/type-metadata.js';
+import { typeMetadata } from './http/type-metadata.js';
 import type { RouteGroup, StatusChange } from './model.js';
 
 const json200 = (description: string) => ({ 200: { description, contentType: 'application/json' } });
@@ -309,9 +309,9 @@ export function routeTable(ctx: AppContext) {
           method: 'get',
           path: served.path,
           group: 'public',
-          // Served by one by-path route (createApp): a schema reload changes these paths.
+          // Mounted from the current schema set by createApp: a schema reload changes these paths.
           mountedByPath: true,
-          handler: sendTypeMetadata,
+          handler: typeMetadata(served),
           doc: publicDoc(
             `type-metadata${served.path.replace(/[^A-Za-z0-9]+/g, '-')}`,
             'SD-JWT VC type metadata of this vct',
@@ -469,9 +469,22 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
     if (route.method === 'post') chain.push(json);
     app[route.method](route.path, ...chain, requestScope, pinSchemas, route.handler);
   }
-  // SD-JWT VC type metadata: the current set's vct paths (a path no schema has passes on).
-  if (listenerOf({ group: 'public' }) === serves || serves === 'all')
-    app.get('/*path', typeMetadataMatch(ctx.typeMetadata), ...groups.public, requestScope, sendTypeMetadata);
+  // SD-JWT VC type metadata at the current schema set's vct paths: one router per set, built when
+  // a request first meets that set (a path no schema has passes on; a kit route above wins).
+  if (listenerOf({ group: 'public' }) === serves || serves === 'all') {
+    const routers = new WeakMap<object, express.Router>();
+    app.use((req, res, next) => {
+      const served = ctx.schemaCatalog.current().typeMetadata;
+      let router = routers.get(served);
+      if (!router) {
+        router = express.Router();
+        for (const s of served.values())
+          router.get(s.path, ...groups.public, requestScope, pinSchemas, typeMetadata(s));
+        routers.set(served, router);
+      }
+      router(req, res, next);
+    });
+  }
   if (serves !== 'admin') app.use(docsRoutes());
 
   app.use(notFoundHandler);
