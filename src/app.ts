@@ -2,37 +2,42 @@ import express, { type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { AppContext } from './context.js';
 import type { ErrorCode } from './errors.js';
-import { AuditQuerySchema, auditLog } from './http/admin/audit.js';
-import { ClaimsImportBodySchema, importClaims } from './http/admin/claims.js';
-import { HistoryQuerySchema, issuanceHistory } from './http/admin/history.js';
+import { openCors, refuseBrowsers, requireAdminKey, requireKey } from './http/middleware/auth.js';
+import { errorHandler, notFoundHandler } from './http/middleware/error-handler.js';
+import { idempotent } from './http/middleware/idempotency.js';
+import { jsonBody } from './http/middleware/json-body.js';
+import { requestObservability, requestScope } from './http/middleware/observability.js';
+import { rateLimiter } from './http/middleware/rate-limit.js';
+import { AuditQuerySchema, auditLog } from './http/routes/admin/audit.js';
+import { ClaimsImportBodySchema, importClaims } from './http/routes/admin/claims.js';
+import { HistoryQuerySchema, issuanceHistory } from './http/routes/admin/history.js';
 import {
   AdminIssueVcBodySchema,
   adminIssueVc,
   ValidateRowsBodySchema,
   validateIssueRows,
-} from './http/admin/issue-vc.js';
-import { listKeys, RotateKeyBodySchema, rotateKeys } from './http/admin/keys.js';
-import { RetryUploadsBodySchema, retryUploads } from './http/admin/uploads.js';
-import { openCors, refuseBrowsers, requireAdminKey, requireKey } from './http/auth.js';
-import { errorHandler, notFoundHandler } from './http/error-handler.js';
-import { AvailableVcBodySchema, availableVc, IssueVcBodySchema, issueVc } from './http/holder-routes.js';
-import { idempotent } from './http/idempotency.js';
-import { credentialStatus } from './http/iden3-routes.js';
-import { jsonBody } from './http/json-body.js';
-import { NonceSchema } from './http/nonce.js';
-import { requestObservability, requestScope } from './http/observability.js';
-import { buildOpenApi, type DocGroup, type DocRow, type RouteDoc } from './http/openapi.js';
-import { docsRoutes, healthz, metricsRoute, openApiRoute, readyz } from './http/ops-routes.js';
-import { didDocument, jwtVcIssuer, partnerInfo, partnerJwks } from './http/public-routes.js';
-import { rateLimiter } from './http/rate-limit.js';
+} from './http/routes/admin/issue-vc.js';
+import { listKeys, RotateKeyBodySchema, rotateKeys } from './http/routes/admin/keys.js';
+import { RetryUploadsBodySchema, retryUploads } from './http/routes/admin/uploads.js';
+import {
+  AvailableVcBodySchema,
+  availableVc,
+  IssueVcBodySchema,
+  issueVc,
+} from './http/routes/holder/holder.js';
+import { credentialStatus } from './http/routes/iden3/credential-status.js';
+import { NonceSchema } from './http/routes/nonce.js';
+import { buildOpenApi, type DocGroup, type DocRow, type RouteDoc } from './http/routes/openapi.js';
+import { docsRoutes, healthz, metricsRoute, openApiRoute, readyz } from './http/routes/ops/ops.js';
+import { didDocument, jwtVcIssuer, partnerInfo, partnerJwks } from './http/routes/public/public.js';
+import { typeMetadata } from './http/routes/public/type-metadata.js';
 import {
   changeStatus,
   publishStatusLists,
   revocationStatus,
   StatusChangeBodySchema,
   statusListPartition,
-} from './http/status-routes.js';
-import { typeMetadata } from './http/type-metadata.js';
+} from './http/routes/status/status.js';
 import type { RouteGroup, StatusChange } from './model.js';
 
 const json200 = (description: string) => ({ 200: { description, contentType: 'application/json' } });

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisRateLimits, type SharedRateLimits } from '../../src/http/redis-rate-limit.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { redisRateLimits, type SharedRateLimits } from '../../src/rate-limit/redis-rate-limits.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 import { redisAvailable, TEST_REDIS_URL } from '../helpers/services.js';

@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { AppContext } from '../../context.js';
-import { isActive, type KeyPurpose, type ManagedKey } from '../../keys/key-ring.js';
-import { publishedSigningKeys } from '../../keys/published-keys.js';
-import { x5cRotation } from '../../keys/rotation-certificate.js';
-import type { AuditActor } from '../../model.js';
-import type { Store } from '../../store/store.js';
-import { parseInput } from '../validate.js';
+import type { AppContext } from '../../../context.js';
+import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
+import { publishedSigningKeys } from '../../../keys/published-keys.js';
+import { x5cRotation } from '../../../keys/rotation-certificate.js';
+import type { AuditActor } from '../../../model.js';
+import type { Store } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
 import { auditActor, ReasonField } from './fields.js';
 
 function describeKey(k: ManagedKey) {

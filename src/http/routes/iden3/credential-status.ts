@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Iden3BjjIssuer } from '../issuers/iden3/index.js';
-import { NonceSchema } from './nonce.js';
-import { parseInput } from './validate.js';
+import type { Iden3BjjIssuer } from '../../../issuers/iden3/index.js';
+import { parseInput } from '../../middleware/validate.js';
+import { NonceSchema } from '../nonce.js';
 
 /**
  * DESIGN §4 `GET /credential-status/:nonce` (Iden3 SparseMerkleTreeProof): a real

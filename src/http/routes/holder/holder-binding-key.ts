@@ -1,6 +1,6 @@
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { z } from 'zod';
-import { invalidParameter } from '../errors.js';
+import { invalidParameter } from '../../../errors.js';
 
 /**
  * A holder binding key (`signingKey.jwk`, put into `cnf.jwk`; SD-JWT VC §3.2.2.2, RFC 7800): what

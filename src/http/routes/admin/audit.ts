@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { invalidParameter } from '../../errors.js';
-import { AUDIT_ACTIONS } from '../../model.js';
-import type { AuditStore } from '../../store/store.js';
-import { parseInput } from '../validate.js';
+import { invalidParameter } from '../../../errors.js';
+import { AUDIT_ACTIONS } from '../../../model.js';
+import type { AuditStore } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
 import { wholeNumber } from './history.js';
 
 const AuditQueryShape = {

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
-import { AppError } from '../errors.js';
-import { canonicalJson, sha256Hex } from '../issuance/canonical.js';
-import type { Lifecycle } from '../observability/lifecycle.js';
-import type { IdempotencyStore } from '../store/store.js';
+import { AppError } from '../../errors.js';
+import { canonicalJson, sha256Hex } from '../../issuance/canonical.js';
+import type { Lifecycle } from '../../observability/lifecycle.js';
+import type { IdempotencyStore } from '../../store/store.js';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 /** A first request still unfinished after this long belongs to a process that died: take it over. */

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import swaggerUi from 'swagger-ui-dist';
-import { AppError } from '../errors.js';
-import { type Readiness, readiness } from '../observability/health.js';
-import type { IssuerMetrics } from '../observability/metrics.js';
+import { AppError } from '../../../errors.js';
+import { type Readiness, readiness } from '../../../observability/health.js';
+import type { IssuerMetrics } from '../../../observability/metrics.js';
 
 /** issue 10 `GET /healthz`: the process can answer. */
 export function healthz() {

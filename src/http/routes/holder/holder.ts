@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { parseHolderPublicKey } from '../envelope/index.js';
-import type { IssuanceService } from '../issuance/issuance-service.js';
-import { ProofTypeSchema } from '../model.js';
+import { parseHolderPublicKey } from '../../../envelope/index.js';
+import type { IssuanceService } from '../../../issuance/issuance-service.js';
+import { ProofTypeSchema } from '../../../model.js';
+import { parseInput } from '../../middleware/validate.js';
 import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
-import { parseInput } from './validate.js';
 
 // spec 4.6: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
 const id = z.string().min(1).max(2048);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERROR_STATUS, type ErrorCode } from '../errors.js';
+import { ERROR_STATUS, type ErrorCode } from '../../errors.js';
 
 /**
  * What a route table row says about its contract: the zod schemas its handler validates with,

@@ -6,11 +6,11 @@ import {
   disclosureFrameProblems,
   ExpirationSchema,
   OnDuplicateSchema,
-} from '../../issuance/direct-input.js';
-import type { DirectIssuanceService, DirectIssueResult } from '../../issuance/direct-issuance.js';
-import { RecipientEmailSchema } from '../../issuance/recipient-email.js';
-import type { StatusService } from '../../status/status-service.js';
-import { parseInput } from '../validate.js';
+} from '../../../issuance/direct-input.js';
+import type { DirectIssuanceService, DirectIssueResult } from '../../../issuance/direct-issuance.js';
+import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
+import type { StatusService } from '../../../status/status-service.js';
+import { parseInput } from '../../middleware/validate.js';
 import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
 
 /** A disclosure frame that does not fit the claims is a 400 naming the frame entry. */

@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { AppContext } from '../../context.js';
-import { AppError } from '../../errors.js';
-import type { InputProblem } from '../../issuance/direct-input.js';
-import type { ClaimsRecord, Store } from '../../store/store.js';
-import { parseInput } from '../validate.js';
+import type { AppContext } from '../../../context.js';
+import { AppError } from '../../../errors.js';
+import type { InputProblem } from '../../../issuance/direct-input.js';
+import type { ClaimsRecord, Store } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
 import { auditActor, ReasonField, SchemaIdField } from './fields.js';
 
 export const ClaimsImportBodySchema = z.object({

@@ -1,13 +1,13 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { invalidParameter } from '../../errors.js';
-import type { EmailHasher } from '../../issuance/email-hash.js';
-import { ProofTypeSchema } from '../../model.js';
-import { derivedStatus } from '../../status/derived-status.js';
-import type { StatusService } from '../../status/status-service.js';
-import type { IssuanceHistoryStore } from '../../store/store.js';
+import { invalidParameter } from '../../../errors.js';
+import type { EmailHasher } from '../../../issuance/email-hash.js';
+import { ProofTypeSchema } from '../../../model.js';
+import { derivedStatus } from '../../../status/derived-status.js';
+import type { StatusService } from '../../../status/status-service.js';
+import type { IssuanceHistoryStore } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
-import { parseInput } from '../validate.js';
 import { SchemaIdField } from './fields.js';
 
 export const wholeNumber = (name: string, min: number, max: number) =>

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Request, RequestHandler } from 'express';
-import { AppError } from '../errors.js';
-import type { Logger } from '../model.js';
-import type { Lifecycle } from '../observability/lifecycle.js';
-import { requestLineLogger } from '../observability/logger.js';
-import type { IssuerMetrics } from '../observability/metrics.js';
-import { REQUEST_ID, runWithRequestId } from '../observability/request-context.js';
+import { AppError } from '../../errors.js';
+import type { Logger } from '../../model.js';
+import type { Lifecycle } from '../../observability/lifecycle.js';
+import { requestLineLogger } from '../../observability/logger.js';
+import type { IssuerMetrics } from '../../observability/metrics.js';
+import { REQUEST_ID, runWithRequestId } from '../../observability/request-context.js';
 
 /** The route pattern a request matched (`/statuslist/:partition`), never its raw path. */
 export function routeLabel(req: Request): string {

@@ -3,9 +3,9 @@ import { request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorHandler } from '../../../src/http/error-handler.js';
-import { jsonBody } from '../../../src/http/json-body.js';
-import { silentLogger } from '../../../src/observability/logger.js';
+import { errorHandler } from '../../../../src/http/middleware/error-handler.js';
+import { jsonBody } from '../../../../src/http/middleware/json-body.js';
+import { silentLogger } from '../../../../src/observability/logger.js';
 
 type Answer = { status: number; body: unknown };
 

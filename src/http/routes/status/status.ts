@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { AppError, notFound } from '../errors.js';
-import { ProofTypeSchema, STATUS_NAMES, type StatusChange } from '../model.js';
-import type { StatusService } from '../status/status-service.js';
-import type { AuditStore, IssuanceStore } from '../store/store.js';
-import { auditActor, ReasonField } from './admin/fields.js';
-import { NonceSchema } from './nonce.js';
-import { parseInput } from './validate.js';
+import { AppError, notFound } from '../../../errors.js';
+import { ProofTypeSchema, STATUS_NAMES, type StatusChange } from '../../../model.js';
+import type { StatusService } from '../../../status/status-service.js';
+import type { AuditStore, IssuanceStore } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
+import { auditActor, ReasonField } from '../admin/fields.js';
+import { NonceSchema } from '../nonce.js';
 
 /** spec 4.6 `GET /statuslist/:partition` (draft-ietf-oauth-status-list §8). */
 export function statusListPartition(status: StatusService) {

@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { z } from 'zod';
-import type { AuditActor } from '../../model.js';
+import type { AuditActor } from '../../../model.js';
 
 /** Field rules shared by the admin bodies and queries. */
 export const SchemaIdField = z.string().min(1).max(255);

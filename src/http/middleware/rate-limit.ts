@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { rateLimit, type Store } from 'express-rate-limit';
-import { AppError } from '../errors.js';
-import type { RouteGroup } from '../model.js';
+import { AppError } from '../../errors.js';
+import type { RouteGroup } from '../../model.js';
 
 /**
  * Per client IP and route group; 0 turns a group off. The store is the library's Store

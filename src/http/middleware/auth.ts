@@ -1,6 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { AppError } from '../errors.js';
+import { AppError } from '../../errors.js';
 
 // One-shot crypto.hash: a third of createHash().update().digest()'s CPU, on every keyed request.
 const digest = (s: string) => hash('sha256', s, 'buffer');

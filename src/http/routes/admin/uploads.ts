@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { UploadOutbox } from '../../issuance/outbox.js';
-import { parseInput } from '../validate.js';
+import type { UploadOutbox } from '../../../issuance/outbox.js';
+import { parseInput } from '../../middleware/validate.js';
 
 // Exactly one of: a credential id, or every failed upload.
 export const RetryUploadsBodySchema = z.union(

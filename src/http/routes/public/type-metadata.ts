@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ServedTypeMetadata } from '../schemas/type-metadata.js';
+import type { ServedTypeMetadata } from '../../../schemas/type-metadata.js';
 
 /**
  * `GET <vct path>`: the SD-JWT VC type metadata of one schema (issue 14), as the exact bytes that

@@ -1,5 +1,5 @@
 import express, { type Request, type RequestHandler } from 'express';
-import { AppError } from '../errors.js';
+import { AppError } from '../../errors.js';
 
 /**
  * How deep a request body may nest (objects and arrays). The deepest legitimate body is a

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import type { AppContext } from '../context.js';
-import { didWebFromOrigin } from '../issuers/sd-jwt/issuer-identification.js';
-import { publishedSigningKeys } from '../keys/published-keys.js';
+import type { AppContext } from '../../../context.js';
+import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
+import { publishedSigningKeys } from '../../../keys/published-keys.js';
 
 export { didWebFromOrigin };
 

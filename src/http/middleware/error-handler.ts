@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError } from '../errors.js';
-import type { Logger } from '../model.js';
+import { AppError } from '../../errors.js';
+import type { Logger } from '../../model.js';
 import { requestIdOf, routeLabel } from './observability.js';
 
 /** Unknown routes → 404 JSON (DESIGN §10). */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NonceSchema } from '../../../src/http/nonce.js';
-import { parseInput } from '../../../src/http/validate.js';
-import { expectAppError } from '../../helpers/errors.js';
+import { parseInput } from '../../../../src/http/middleware/validate.js';
+import { NonceSchema } from '../../../../src/http/routes/nonce.js';
+import { expectAppError } from '../../../helpers/errors.js';
 
 const Body = z.object({ name: z.string(), tags: z.array(z.string()), limit: z.number().int().optional() });
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError } from '../errors.js';
+import { AppError } from '../../errors.js';
 
 /**
  * Parses a body or query with zod. Any problem is a 400 whose message names every field at fault
