@@ -6,8 +6,8 @@ import { AppError } from '../../errors.js';
 const digest = (s: string) => hash('sha256', s, 'buffer');
 
 /**
- * spec 5 / 4.6: a missing or wrong key is 403 (not 401). Hashing both sides first makes the
- * comparison constant-time whatever the lengths.
+ * A missing or wrong key is 403, not 401 (docs/interface.md "authentication"). Hashing both sides
+ * first makes the comparison constant-time whatever the lengths.
  */
 export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: string): RequestHandler {
   const want = digest(expected);
@@ -65,3 +65,21 @@ export const openCors: RequestHandler = (_req, res, next) => {
   res.set('Access-Control-Expose-Headers', 'ETag, RateLimit, RateLimit-Policy');
   next();
 };
+
+/**
+ * `Authorization: Bearer <token>` when a token is set (METRICS_TOKEN); open when it is not. A
+ * missing or wrong token is 401 with `WWW-Authenticate` (RFC 6750 §3).
+ */
+export function requireBearer(token: string | undefined, realm: string): RequestHandler {
+  if (token === undefined) return (_req, _res, next) => next();
+  const want = digest(token);
+  return (req, res, next) => {
+    const got = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
+    if (got === undefined || !timingSafeEqual(digest(got), want)) {
+      res.set('www-authenticate', `Bearer realm="${realm}"`);
+      next(new AppError('UNAUTHORIZED', `${realm}: missing or wrong bearer token`));
+      return;
+    }
+    next();
+  };
+}

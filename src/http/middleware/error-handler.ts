@@ -3,13 +3,13 @@ import { AppError } from '../../errors.js';
 import type { Logger } from '../../model.js';
 import { requestIdOf, routeLabel } from './observability.js';
 
-/** Unknown routes → 404 JSON (DESIGN §10). */
+/** Unknown routes → 404 JSON (docs/interface.md "errors"). */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
   next(new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`));
 };
 
 /**
- * The one place that writes error responses (DESIGN §10): `{ code, message, details? }`.
+ * The one place that writes error responses (docs/interface.md "errors"): `{ code, message, details? }`.
  * A 5xx never leaks internals; body-parser errors map to 400/413.
  */
 export function errorHandler(log: Logger): ErrorRequestHandler {

@@ -12,7 +12,7 @@ const RETENTION_MS = 30 * 24 * 3600_000;
 const PRUNE_EVERY_MS = 3600_000;
 
 /**
- * `Idempotency-Key` on admin mutations (issue: admin toolkit): a repeat with the same key and
+ * `Idempotency-Key` on admin mutations: a repeat with the same key and
  * body replays the first 2xx answer (status and body); the same key with another body is 409;
  * a repeat while the first is still running is 409. Failed requests are forgotten, so a retry
  * with the same key runs again. Without the header the route behaves as usual.
@@ -21,7 +21,7 @@ export function idempotent(
   store: IdempotencyStore,
   scope: string,
   handler: RequestHandler,
-  /** A drain that runs out of grace releases the claims of requests still running (issue 10). */
+  /** A drain that runs out of grace releases the claims of requests still running. */
   lifecycle?: Pick<Lifecycle, 'holdUntilDone'>,
 ): RequestHandler {
   let lastPrune = 0;

@@ -95,7 +95,7 @@ function readPlainJson(req: Request, done: (err: Error | undefined, body?: unkno
 
 /**
  * The JSON body parser of every POST route: express.json (100 kB, objects and arrays only), then
- * the nesting bound (issue 12: a 5,000-deep body was a 500), answered as a 400 naming the path.
+ * the nesting bound (a 5,000-deep body would overflow the stack: a 500), answered as a 400 naming the path.
  * A plain JSON request (the hosting service's every call) is read by `readPlainJson`; every other
  * (no length, another charset or type, compressed, too large) by express.json, as before.
  */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * DESIGN §8: a revocation nonce is a non-negative integer below 2^53, written as a decimal string
+ * A revocation nonce is a non-negative integer below 2^53, written as a decimal string
  * (a JSON number is accepted on input too). Anything else is a 400 naming the field.
  */
 export const NonceSchema = z

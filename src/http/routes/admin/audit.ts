@@ -4,6 +4,7 @@ import { invalidParameter } from '../../../errors.js';
 import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
 import { wholeNumber } from './history.js';
 
 const AuditQueryShape = {
@@ -14,8 +15,24 @@ const AuditQueryShape = {
 };
 export const AuditQuerySchema = z.object(AuditQueryShape);
 
+/** `GET /admin/audit`. */
+export const auditRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/admin/audit',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-audit',
+    summary: 'The audit log of admin changes',
+    tags: TAGS.admin,
+    query: AuditQuerySchema,
+    responses: json200('A page of audit entries'),
+  },
+  handler: auditLog(ctx.store.audit),
+});
+
 /**
- * `GET /admin/audit` (issue 11): who did what, newest first, paginated like the issuance history:
+ * `GET /admin/audit`: who did what, newest first, paginated like the issuance history:
  * `{ data: [{ at, actor, action, target, reason? }], pagination: { page, limit, total } }`.
  */
 export function auditLog(audit: AuditStore) {

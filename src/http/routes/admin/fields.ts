@@ -5,7 +5,7 @@ import type { AuditActor } from '../../../model.js';
 /** Field rules shared by the admin bodies and queries. */
 export const SchemaIdField = z.string().min(1).max(255);
 export const VctField = z.string().min(1).max(2048);
-/** Why an admin did it, kept in the audit log (issue 11). */
+/** Why an admin did it, kept in the audit log. */
 export const ReasonField = z.string().min(1).max(1000).optional();
 
 /** The audit actor of an admin request: the name of the key `requireAdminKey` accepted. */

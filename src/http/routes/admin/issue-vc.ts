@@ -11,6 +11,7 @@ import type { DirectIssuanceService, DirectIssueResult } from '../../../issuance
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import type { StatusService } from '../../../status/status-service.js';
 import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
 
 /** A disclosure frame that does not fit the claims is a 400 naming the frame entry. */
@@ -23,7 +24,7 @@ const frameFits = (
     ctx.addIssue({ code: 'custom', path: p.field.split('.'), message: p.message });
 };
 
-// spec 4.6 `POST /admin/issue-vc` body.
+// docs/interface.md "admin issue-vc": the body.
 export const AdminIssueVcBodySchema = z
   .object({
     userId: RecipientEmailSchema,
@@ -55,7 +56,31 @@ function issueAnswer(status: StatusService, result: DirectIssueResult) {
   };
 }
 
-/** spec 4.6 `POST /admin/issue-vc`: direct issuance to a holder known by email. */
+/** `POST /admin/issue-vc`: direct issuance to a holder known by email. */
+export const adminIssueVcRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/issue-vc',
+  group: 'admin',
+  auth: 'admin-api-key',
+  idempotency: 'admin/issue-vc',
+  doc: {
+    operationId: 'admin-issue-vc',
+    summary: 'Direct issuance by email (Idempotency-Key honoured)',
+    tags: TAGS.admin,
+    body: AdminIssueVcBodySchema,
+    responses: {
+      200: { description: 'onDuplicate=ignore found a valid credential', contentType: 'application/json' },
+      201: { description: 'Issued and stored', contentType: 'application/json' },
+      202: {
+        description: 'Issued and recorded; the upload is retried in the background',
+        contentType: 'application/json',
+      },
+    },
+    errors: ['UNAUTHORIZED', 'NOT_FOUND', 'CONFLICT', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
+  },
+  handler: adminIssueVc(ctx.direct, ctx.status),
+});
+
 export function adminIssueVc(direct: DirectIssuanceService, status: StatusService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AdminIssueVcBodySchema, req.body);
@@ -87,6 +112,23 @@ export const ValidateRowsBodySchema = z.object({
     )
     .min(1)
     .max(1000),
+});
+
+/** `POST /admin/issue-vc/validate`. */
+export const validateRowsRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/issue-vc/validate',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-issue-vc-validate',
+    summary: 'Check issue-vc rows without issuing',
+    tags: TAGS.admin,
+    body: ValidateRowsBodySchema,
+    responses: json200('`{ problems, vct }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: validateIssueRows(ctx.direct),
 });
 
 /**

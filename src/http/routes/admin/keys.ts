@@ -7,6 +7,7 @@ import { x5cRotation } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField } from './fields.js';
 
 function describeKey(k: ManagedKey) {
@@ -21,9 +22,40 @@ function describeKey(k: ManagedKey) {
   };
 }
 
+/** `GET /admin/keys`. */
+export const listKeysRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/admin/keys',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-keys',
+    summary: 'Every key on disk and whether it is published',
+    tags: TAGS.admin,
+    responses: json200('`{ keys: [...] }`'),
+  },
+  handler: listKeys(ctx),
+});
+
+/** `POST /admin/keys/rotate`. */
+export const rotateKeysRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/keys/rotate',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-keys-rotate',
+    summary: 'Rotate a signing or partner key',
+    tags: TAGS.admin,
+    body: RotateKeyBodySchema,
+    responses: json200('The new and retired keys'),
+  },
+  handler: rotateKeys(ctx),
+});
+
 /**
  * `GET /admin/keys` (kit extension): every key on disk. Credential-signing keys also say whether
- * they are published (DESIGN §4: retired keys stay until the last credential they signed expires).
+ * they are published (retired keys stay published until the last credential they signed expires).
  */
 export function listKeys(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances'> }) {
   return async (_req: Request, res: Response) => {

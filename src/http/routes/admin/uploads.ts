@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { UploadOutbox } from '../../../issuance/outbox.js';
 import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
 
 // Exactly one of: a credential id, or every failed upload.
 export const RetryUploadsBodySchema = z.union(
@@ -13,8 +14,24 @@ export const RetryUploadsBodySchema = z.union(
 );
 export type RetryUploadsBody = z.infer<typeof RetryUploadsBodySchema>;
 
+/** `POST /admin/uploads/retry`. */
+export const retryUploadsRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/uploads/retry',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-uploads-retry',
+    summary: 'Queue failed uploads again (one credential, or every failed upload)',
+    tags: TAGS.admin,
+    body: RetryUploadsBodySchema,
+    responses: json200('`{ retried: [credentialId] }` (an id that is not a failed upload is left out)'),
+  },
+  handler: retryUploads(ctx.outbox),
+});
+
 /**
- * `POST /admin/uploads/retry` (kit extension, issue 12): puts `failed` uploads back in the outbox
+ * `POST /admin/uploads/retry` (kit extension): puts `failed` uploads back in the outbox
  * queue with a fresh attempt budget. Answers `{ retried: [credentialId…] }`; an id that is not
  * `failed` (unknown, pending, uploaded) is not in the list.
  */

@@ -4,9 +4,10 @@ import { parseHolderPublicKey } from '../../../envelope/index.js';
 import type { IssuanceService } from '../../../issuance/issuance-service.js';
 import { ProofTypeSchema } from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
+import { type RouteFactory, TAGS } from '../route.js';
 import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
 
-// spec 4.6: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
+// docs/interface.md "holder-facing routes": unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
 const id = z.string().min(1).max(2048);
 const proofType = z.enum(ProofTypeSchema.options, {
   error: `must be one of ${ProofTypeSchema.options.join(', ')}`,
@@ -43,7 +44,28 @@ export const IssueVcBodySchema = z
   });
 export type IssueVcBody = z.infer<typeof IssueVcBodySchema>;
 
-/** spec 4.6 `POST /available-vc`. */
+/** `POST /available-vc`: encrypted previews, one per schema and proof type the holder may ask for. */
+export const availableVcRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/available-vc',
+  group: 'holder',
+  auth: 'api-key',
+  doc: {
+    operationId: 'available-vc',
+    summary: 'Encrypted previews of the credentials a holder may ask for',
+    tags: TAGS.holder,
+    body: AvailableVcBodySchema,
+    responses: {
+      200: {
+        description: '`{ data: [...] }`: one envelope-encrypted preview per schema and proof type',
+        contentType: 'application/json',
+      },
+    },
+    errors: ['NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
+  },
+  handler: availableVc(ctx.issuance),
+});
+
 export function availableVc(issuance: IssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AvailableVcBodySchema, req.body);
@@ -59,11 +81,27 @@ export function availableVc(issuance: IssuanceService) {
   };
 }
 
-/** spec 4.6 `POST /issue-vc`: 201 with an empty body once the envelope is stored upstream. */
+/** `POST /issue-vc`: 201 with an empty body once the envelope is stored upstream. */
+export const issueVcRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/issue-vc',
+  group: 'holder',
+  auth: 'api-key',
+  doc: {
+    operationId: 'issue-vc',
+    summary: 'Issue a credential to the holder; answered once the envelope is stored',
+    tags: TAGS.holder,
+    body: IssueVcBodySchema,
+    responses: { 201: { description: 'Issued and stored by the hosting service (empty body)' } },
+    errors: ['NOT_FOUND', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
+  },
+  handler: issueVc(ctx.issuance),
+});
+
 export function issueVc(issuance: IssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(IssueVcBodySchema, req.body);
-    // encryptionKey wins when both are present (spec 4.6).
+    // encryptionKey wins when both are present (docs/interface.md "issue-vc").
     const encryptTo =
       body.encryptionKey !== undefined
         ? parseHolderPublicKey(body.encryptionKey, 'encryptionKey')

@@ -2,10 +2,49 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../../../context.js';
 import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
 import { publishedSigningKeys } from '../../../keys/published-keys.js';
+import { publicDoc, type RouteFactory } from '../route.js';
 
-export { didWebFromOrigin };
+/** `GET /.well-known/did.json`. */
+export const didDocumentRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/did.json',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('did-document', 'The did:web document of the issuer'),
+  handler: didDocument(ctx),
+});
 
-/** DESIGN §4 `GET /.well-known/did.json`. */
+/** `GET /.well-known/jwt-vc-issuer`. */
+export const jwtVcIssuerRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/jwt-vc-issuer',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('jwt-vc-issuer', 'SD-JWT VC issuer metadata with its JWKS'),
+  handler: jwtVcIssuer(ctx),
+});
+
+/** `GET /.well-known/jwks.json`. */
+export const partnerJwksRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/jwks.json',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('partner-jwks', 'The partner JWT keys the hosting service verifies'),
+  handler: partnerJwks(ctx),
+});
+
+/** `GET /.well-known/<PARTNER_INFO_SERVICE>-partner-info`. */
+export const partnerInfoRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: `/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('partner-info', '`{ partnerId }`'),
+  handler: partnerInfo(ctx),
+});
+
+/** The did:web document (W3C DID Core §5; did:web method specification). */
 export function didDocument(ctx: AppContext) {
   return async (_req: Request, res: Response) => {
     const did = didWebFromOrigin(ctx.config.issuerOrigin);
@@ -42,7 +81,7 @@ export function jwtVcIssuer(ctx: AppContext) {
   };
 }
 
-/** DESIGN §3: the partner JWT public keys the hosting service checks `kid` against. */
+/** The partner JWT public keys the hosting service checks `kid` against (docs/interface.md). */
 export function partnerJwks(ctx: AppContext) {
   return (_req: Request, res: Response) => {
     res.json({ keys: ctx.keys.current().partnerKeys.map((k) => publicOnly(k.publicJwk)) });

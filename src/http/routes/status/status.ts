@@ -7,13 +7,35 @@ import type { AuditStore, IssuanceStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { auditActor, ReasonField } from '../admin/fields.js';
 import { NonceSchema } from '../nonce.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
 
-/** spec 4.6 `GET /statuslist/:partition` (draft-ietf-oauth-status-list §8). */
+/** `GET /statuslist/:partition`: a signed token status list (draft-ietf-oauth-status-list §8). */
+export const statusListRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/statuslist/:partition',
+  group: 'public',
+  auth: 'none',
+  doc: {
+    operationId: 'statuslist',
+    summary: 'A token status list partition (draft-ietf-oauth-status-list)',
+    tags: TAGS.public,
+    params: { partition: z.string().regex(PARTITION) },
+    responses: {
+      200: { description: 'The signed status list token', contentType: 'application/statuslist+jwt' },
+      304: { description: 'Not modified (If-None-Match)' },
+    },
+    errors: ['NOT_FOUND'],
+  },
+  handler: statusListPartition(ctx.status),
+});
+
+/** Canonical decimal only: the token's `sub` must be the very URL the credentials carry. */
+const PARTITION = /^(0|[1-9]\d*)$/;
+
 export function statusListPartition(status: StatusService) {
   return async (req: Request, res: Response) => {
     const raw = String(req.params.partition);
-    // Canonical decimal only: the token's `sub` must be the very URL the credentials carry.
-    if (!/^(0|[1-9]\d*)$/.test(raw))
+    if (!PARTITION.test(raw))
       throw new AppError('INVALID_PARAMETER', 'partition: must be a non-negative integer', {
         field: 'partition',
       });
@@ -33,12 +55,28 @@ export function statusListPartition(status: StatusService) {
       res.status(304).end();
       return;
     }
-    // A Buffer, so Express adds no `; charset=utf-8` to the registered media type (§8.2).
+    // A Buffer, so Express adds no `; charset=utf-8` to the registered media type (draft-ietf-oauth-status-list §8.2).
     res.status(200).type('application/statuslist+jwt').send(Buffer.from(published.token));
   };
 }
 
-/** spec 4.6 `GET /revocation-status/:nonce` → `{ isRevoked }` (suspended is not revoked). */
+/** `GET /revocation-status/:nonce` → `{ isRevoked, status }` (suspended is not revoked). */
+export const revocationStatusRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/revocation-status/:nonce',
+  group: 'public',
+  auth: 'none',
+  doc: {
+    operationId: 'revocation-status',
+    summary: '`{ isRevoked, status }`',
+    tags: TAGS.public,
+    params: { nonce: NonceSchema },
+    responses: json200('`{ isRevoked, status }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: revocationStatus(ctx.store.issuances),
+});
+
 export function revocationStatus(issuances: IssuanceStore) {
   return async (req: Request, res: Response) => {
     const nonce = parseInput(z.object({ nonce: NonceSchema }), req.params, 'query').nonce;
@@ -61,7 +99,29 @@ export const StatusChangeBodySchema = z
     }
   });
 
-/** spec 4.6 `POST /admin/revoke`, and suspend/unsuspend with a 2-bit list. */
+/**
+ * `POST /admin/revoke`, `/admin/suspend` and `/admin/unsuspend` (the last two need
+ * STATUS_LIST_BITS=2). Only revoke honours `Idempotency-Key`: suspend and unsuspend are
+ * idempotent by themselves.
+ */
+export const statusChangeRoutes: RouteFactory = (ctx) =>
+  (['revoke', 'suspend', 'unsuspend'] as const).map((change) => ({
+    method: 'post',
+    path: `/admin/${change}`,
+    group: 'admin',
+    auth: 'admin-api-key',
+    ...(change === 'revoke' ? { idempotency: 'admin/revoke' } : {}),
+    doc: {
+      operationId: `admin-${change}`,
+      summary: `${change[0]!.toUpperCase()}${change.slice(1)} a credential by revocation nonce${change === 'revoke' ? ' (Idempotency-Key honoured)' : ''}`,
+      tags: TAGS.admin,
+      body: StatusChangeBodySchema,
+      responses: json200('`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`'),
+      errors: ['NOT_FOUND', 'CONFLICT'],
+    },
+    handler: changeStatus(ctx.status, change),
+  }));
+
 export function changeStatus(status: StatusService, change: StatusChange) {
   return async (req: Request, res: Response) => {
     const body = parseInput(StatusChangeBodySchema, req.body);
@@ -76,6 +136,21 @@ export function changeStatus(status: StatusService, change: StatusChange) {
     });
   };
 }
+
+/** `POST /admin/publish-token-status-list`. */
+export const publishStatusListsRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/publish-token-status-list',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-publish-token-status-list',
+    summary: 'Rebuild and re-sign every status list partition',
+    tags: TAGS.admin,
+    responses: json200('`{ partitions: [{ partition, uri, size, iat }] }`'),
+  },
+  handler: publishStatusLists(ctx.status, ctx.store.audit),
+});
 
 /** `POST /admin/publish-token-status-list` → `{ partitions: [{ partition, uri, size, iat }] }`. */
 export function publishStatusLists(status: StatusService, audit: AuditStore) {

@@ -1,36 +1,34 @@
+import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { ERROR_STATUS, type ErrorCode } from '../../errors.js';
+import { ERROR_STATUS, type ErrorCode } from '../../../errors.js';
+import { json200, type Route, type RouteFactory, TAGS } from '../route.js';
 
-/**
- * What a route table row says about its contract: the zod schemas its handler validates with,
- * its answers and the error codes it can give. `GET /openapi.json` is generated from these.
- */
-export interface RouteDoc {
-  summary: string;
-  operationId: string;
-  tags: string[];
-  body?: z.ZodType;
-  query?: z.ZodObject;
-  /** Path parameters by name (`:nonce`); a parameter without a schema is a plain string. */
-  params?: Record<string, z.ZodType>;
-  responses: Record<number, { description: string; contentType?: string; schema?: z.ZodType }>;
-  /** Error codes the handler itself can answer (the group's and the body's are added). */
-  errors?: ErrorCode[];
+/** `GET /openapi.json`: the document of the route table, built once on first request. */
+export const openApiRoute: RouteFactory = (ctx, routes) => ({
+  method: 'get',
+  path: '/openapi.json',
+  group: 'ops',
+  auth: 'none',
+  doc: {
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    tags: TAGS.ops,
+    responses: json200('OpenAPI 3.1'),
+  },
+  handler: serveOnce(() =>
+    buildOpenApi(routes(), { version: ctx.version, serverUrl: ctx.config.issuerOrigin }),
+  ),
+});
+
+function serveOnce(document: () => unknown) {
+  let body: string | undefined;
+  return (_req: Request, res: Response) => {
+    body ??= JSON.stringify(document());
+    res.type('application/json').send(body);
+  };
 }
 
-export type DocGroup = 'holder' | 'admin' | 'public' | 'ops';
-
-export interface DocRow {
-  method: 'get' | 'post';
-  path: string;
-  group: DocGroup;
-  doc: RouteDoc;
-  security?: 'metricsToken';
-  /** The listener that serves it when ADMIN_PORT splits them (default: its group's). */
-  listener?: 'public' | 'admin';
-}
-
-/** DESIGN §10 error body. */
+/** The error body every error answer carries (docs/interface.md "errors"). */
 export const ErrorBodySchema = z.object({
   code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
   message: z.string(),
@@ -49,9 +47,9 @@ function jsonSchema(schema: z.ZodType): Record<string, unknown> {
 /** Express `:param` → OpenAPI `{param}`. */
 export const openApiPath = (path: string): string => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 
-function errorCodes(row: DocRow): ErrorCode[] {
+function errorCodes(row: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(row.doc.errors ?? []);
-  if (row.group === 'holder' || row.group === 'admin') codes.add('FORBIDDEN');
+  if (row.auth === 'api-key' || row.auth === 'admin-api-key') codes.add('FORBIDDEN');
   if (row.group !== 'ops') codes.add('RATE_LIMITED');
   if (row.doc.body) {
     codes.add('INVALID_PARAMETER');
@@ -59,17 +57,16 @@ function errorCodes(row: DocRow): ErrorCode[] {
     codes.add('UNSUPPORTED_MEDIA_TYPE');
   }
   if (row.doc.query || row.doc.params) codes.add('INVALID_PARAMETER');
-  if (row.security === 'metricsToken') codes.add('UNAUTHORIZED');
+  if (row.auth === 'metrics-token') codes.add('UNAUTHORIZED');
   codes.add('INTERNAL');
   // A draining instance answers every route but the probes with 503.
-  if (row.group !== 'ops' || row.path === '/metrics' || row.path === '/openapi.json')
-    codes.add('UNAVAILABLE');
+  if (row.path !== '/healthz' && row.path !== '/readyz') codes.add('UNAVAILABLE');
   return [...codes];
 }
 
 function errorResponse(code: ErrorCode) {
   return {
-    description: `${code} (DESIGN §10 error body)`,
+    description: `${code} (error body)`,
     content: {
       'application/json': {
         schema: {
@@ -80,8 +77,16 @@ function errorResponse(code: ErrorCode) {
   };
 }
 
+/** `{}` after the token: /metrics is open while METRICS_TOKEN is unset. */
+const SECURITY = {
+  'api-key': [{ apiKey: [] }],
+  'admin-api-key': [{ adminApiKey: [] }],
+  'metrics-token': [{ metricsToken: [] }, {}],
+  none: [],
+} as const satisfies Record<Route['auth'], unknown[]>;
+
 /** The OpenAPI 3.1 document of a route table. */
-export function buildOpenApi(rows: readonly DocRow[], info: { version: string; serverUrl: string }) {
+export function buildOpenApi(rows: readonly Route[], info: { version: string; serverUrl: string }) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const row of rows) {
     const { doc } = row;
@@ -103,13 +108,14 @@ export function buildOpenApi(rows: readonly DocRow[], info: { version: string; s
     }
     const responses: Record<string, unknown> = {};
     for (const [status, r] of Object.entries(doc.responses)) {
+      const types = [r.contentType ?? 'application/json'].flat();
       responses[status] = {
         description: r.description,
         ...(r.contentType || r.schema
           ? {
-              content: {
-                [r.contentType ?? 'application/json']: r.schema ? { schema: jsonSchema(r.schema) } : {},
-              },
+              content: Object.fromEntries(
+                types.map((type) => [type, r.schema ? { schema: jsonSchema(r.schema) } : {}]),
+              ),
             }
           : {}),
       };
@@ -118,14 +124,7 @@ export function buildOpenApi(rows: readonly DocRow[], info: { version: string; s
       const status = String(ERROR_STATUS[code]);
       responses[status] ??= errorResponse(code);
     }
-    const security =
-      row.group === 'holder'
-        ? [{ apiKey: [] }]
-        : row.group === 'admin'
-          ? [{ adminApiKey: [] }]
-          : row.security === 'metricsToken'
-            ? [{ metricsToken: [] }, {}]
-            : [];
+    const security = SECURITY[row.auth];
     const operation: Record<string, unknown> = {
       operationId: doc.operationId,
       summary: doc.summary,
