@@ -302,6 +302,7 @@ export async function createContext(
       ? undefined
       : redisRateLimits(secrets.redisUrl, {
           log,
+          prefix: config.rateLimitRedisPrefix,
           onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
         });
 

@@ -38,6 +38,8 @@ export interface Config {
     merklizeWorkers: number | undefined;
   };
   rateLimits: { holder: number; admin: number; public: number };
+  /** Prefix of the rate-limit keys in Redis: deployments sharing one Redis each use their own. */
+  rateLimitRedisPrefix: string;
   /** Express `trust proxy` (`src/config/trust-proxy.ts`); never `true` in production. */
   trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
@@ -238,6 +240,7 @@ export function loadConfig(
         admin: env.RATE_LIMIT_ADMIN_PER_MIN ?? 1200,
         public: env.RATE_LIMIT_PUBLIC_PER_MIN ?? 6000,
       },
+      rateLimitRedisPrefix: env.RATE_LIMIT_REDIS_PREFIX ?? 'rl:',
       trustProxy: env.TRUST_PROXY ?? false,
       uploadTimeoutMs: env.UPLOAD_TIMEOUT_MS ?? 10_000,
       sdJwtIssuer: env.SD_JWT_ISSUER ?? 'url',

@@ -56,6 +56,10 @@ export const EnvSchema = z.object({
   RATE_LIMIT_HOLDER_PER_MIN: int('RATE_LIMIT_HOLDER_PER_MIN', 0, 10_000_000).optional(),
   RATE_LIMIT_ADMIN_PER_MIN: int('RATE_LIMIT_ADMIN_PER_MIN', 0, 10_000_000).optional(),
   RATE_LIMIT_PUBLIC_PER_MIN: int('RATE_LIMIT_PUBLIC_PER_MIN', 0, 10_000_000).optional(),
+  RATE_LIMIT_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'RATE_LIMIT_REDIS_PREFIX must be 1 to 64 letters, digits and : . _ -')
+    .optional(),
   TRUST_PROXY: TrustProxySchema.optional(),
   UPLOAD_TIMEOUT_MS: int('UPLOAD_TIMEOUT_MS', 100, 120_000).optional(),
   SD_JWT_ISSUER: z.enum(['url', 'did:web', 'x5c'], 'SD_JWT_ISSUER must be url, did:web or x5c').optional(),

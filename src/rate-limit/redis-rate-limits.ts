@@ -24,7 +24,7 @@ export function redisRateLimits(
   options: {
     log: Logger;
     onFailOpen?: () => void;
-    /** Key prefix (default `rl:`); tests sharing one Redis use their own. */
+    /** Key prefix, RATE_LIMIT_REDIS_PREFIX (default `rl:`): each deployment on one Redis its own. */
     prefix?: string;
   },
 ): SharedRateLimits {

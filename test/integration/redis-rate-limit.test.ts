@@ -48,6 +48,44 @@ describe.skipIf(!available)('rate limits in Redis (REDIS_URL)', () => {
   });
 });
 
+describe.skipIf(!available)('RATE_LIMIT_REDIS_PREFIX: deployments sharing one Redis', () => {
+  // Two deployments, each its own REDIS_URL client and prefix, on the same Redis server.
+  const run = randomBytes(6).toString('hex');
+  let first: TestIssuer;
+  let second: TestIssuer;
+  let firstAgain: TestIssuer;
+  beforeAll(async () => {
+    const env = (prefix: string) => ({
+      REDIS_URL: TEST_REDIS_URL,
+      RATE_LIMIT_REDIS_PREFIX: `${prefix}-${run}:`,
+      RATE_LIMIT_PUBLIC_PER_MIN: '3',
+    });
+    first = await startIssuer({ env: env('first') });
+    second = await startIssuer({ env: env('second') });
+    firstAgain = await startIssuer({ env: env('first') });
+  });
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+    await firstAgain?.close();
+  });
+
+  it('different prefixes do not share counters; the same prefix does', async () => {
+    const statuses = async (issuer: TestIssuer, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await wellKnown(issuer)).status);
+      return out;
+    };
+    expect(await statuses(first, 4)).toEqual([200, 200, 200, 429]);
+    // Another deployment's budget is untouched by the first one's requests.
+    expect(await statuses(second, 3)).toEqual([200, 200, 200]);
+    // A second instance of the first deployment counts against the first one's budget.
+    expect(await statuses(firstAgain, 1)).toEqual([429]);
+    for (const issuer of [first, second, firstAgain])
+      expect(issuer.ctx.sharedRateLimits!.failOpenCount()).toBe(0);
+  });
+});
+
 describe('rate limits when Redis is down', () => {
   let issuer: TestIssuer;
   const capture = capturingLogger();
