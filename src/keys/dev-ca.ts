@@ -5,7 +5,7 @@ import { attachChain, originHost, publicOf } from './certificates.js';
 import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
 
 /**
- * A development certificate authority for `SD_JWT_ISSUER=x5c` (issue 14; development only):
+ * A development certificate authority for `SD_JWT_ISSUER=x5c` (development only):
  * `KEYS_DIR/dev-ca.json` holds its key and certificate (mode 0600), `KEYS_DIR/dev-ca.pem` the
  * certificate a test wallet or verifier trusts. Certificates are built by @peculiar/x509 over
  * WebCrypto; nothing here encodes ASN.1 itself.

@@ -74,7 +74,8 @@ export function requireBearer(token: string | undefined, realm: string): Request
   if (token === undefined) return (_req, _res, next) => next();
   const want = digest(token);
   return (req, res, next) => {
-    const got = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
+    // RFC 9110 §11.1: the auth scheme is case-insensitive (`bearer`, `BEARER`).
+    const got = /^bearer +(\S+) *$/i.exec(req.get('authorization') ?? '')?.[1];
     if (got === undefined || !timingSafeEqual(digest(got), want)) {
       res.set('www-authenticate', `Bearer realm="${realm}"`);
       next(new AppError('UNAUTHORIZED', `${realm}: missing or wrong bearer token`));
