@@ -59,7 +59,7 @@ export interface AppContext {
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
-  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  /** docs/interface.md "admin issue-vc": direct issuance by email. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -231,7 +231,7 @@ export async function createContext(
       (vct) => typeMetadata.get(vct)?.integrity,
     ),
   );
-  // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
+  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021.
   const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
   let iden3: Iden3BjjIssuer | undefined;
   if (bjjSchemas.length > 0) {

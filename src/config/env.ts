@@ -242,7 +242,7 @@ export type Env = z.infer<typeof EnvSchema>;
 /**
  * Parses the environment variable by variable, so that every bad one is reported in one run: the
  * variables that parse are returned in `env`, one line per bad one in `problems` (which `loadConfig`
- * extends with its own rules). This is the only module that reads `process.env` (DESIGN §7).
+ * extends with its own rules). This is the only module that reads `process.env`.
  * Secrets are returned apart from the config object so that logging the config can never print them.
  */
 export function parseEnv(source: NodeJS.ProcessEnv): { env: Env; problems: string[]; invalid: Set<string> } {
