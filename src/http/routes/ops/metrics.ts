@@ -1,7 +1,6 @@
 import type { Request, Response } from 'express';
 import type { IssuerMetrics } from '../../../observability/metrics.js';
-import type { RouteFactory } from '../route.js';
-import { TAGS } from '../route.js';
+import { type RouteFactory, TAGS } from '../route.js';
 
 /**
  * `GET /metrics`: Prometheus text. `Authorization: Bearer <METRICS_TOKEN>` when one is set; with
