@@ -14,6 +14,7 @@ import { requestObservability, requestScope } from './http/middleware/observabil
 import { rateLimiter } from './http/middleware/rate-limit.js';
 import { routeTable } from './http/routes/index.js';
 import { docsRoutes } from './http/routes/ops/docs.js';
+import { currentTypeMetadata } from './http/routes/public/type-metadata.js';
 import type { Group, Listener, Route, RouteAuth } from './http/routes/route.js';
 import type { RouteGroup } from './model.js';
 
@@ -71,15 +72,21 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
       res.status(204).end();
     },
   );
+  // Each request runs on the schema set current when it reaches its handler, whatever reloads
+  // happen before it ends.
+  const pinSchemas: RequestHandler = (_req, _res, next) => ctx.schemaCatalog.pin(next);
   for (const route of routeTable(ctx)) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
+    if (route.mountedByPath) continue;
     const chain: RequestHandler[] = [...groups[route.group], ...auth[route.auth]];
     if (route.method === 'post') chain.push(json);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)
       : route.handler;
-    app[route.method](route.path, ...chain, requestScope, handler);
+    app[route.method](route.path, ...chain, requestScope, pinSchemas, handler);
   }
+  if (serves === 'all' || serves === LISTENER_OF.public)
+    app.use(currentTypeMetadata(ctx.schemaCatalog, [...groups.public, requestScope, pinSchemas]));
   if (serves !== 'admin') app.use(docsRoutes());
 
   app.use(notFoundHandler);

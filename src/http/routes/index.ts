@@ -4,6 +4,7 @@ import { claimsRoute } from './admin/claims.js';
 import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
+import { reloadSchemasRoute } from './admin/schemas.js';
 import { retryUploadsRoute } from './admin/uploads.js';
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
@@ -37,6 +38,7 @@ export const ROUTES: readonly RouteFactory[] = [
   statusChangeRoutes,
   publishStatusListsRoute,
   claimsRoute,
+  reloadSchemasRoute,
   listKeysRoute,
   rotateKeysRoute,
   auditRoute,

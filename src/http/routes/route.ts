@@ -49,6 +49,11 @@ export interface Route {
   auth: RouteAuth;
   /** The listener that serves it when ADMIN_PORT splits them (default: its group's). */
   listener?: Listener;
+  /**
+   * Documented by this row but mounted by path from the current schema set (`createApp`): a
+   * schema reload changes these paths without a restart.
+   */
+  mountedByPath?: true;
   /** `Idempotency-Key` is honoured, its answers kept under this scope. */
   idempotency?: string;
   doc: RouteDoc;
