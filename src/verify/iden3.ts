@@ -138,7 +138,7 @@ export async function verifyIden3Credential(
     'signature',
     async () => {
       if (!issuerKey) return refuse('SIGNATURE_INVALID', 'no issuer key to check the signature with');
-      const loader = documentLoader(options);
+      const loader = documentLoader(options, new URL(vc.credentialStatus.id).origin);
       let merklized: Awaited<ReturnType<typeof merklizeCredential>>;
       try {
         merklized = await merklizeCredential(credential, loader);
@@ -220,11 +220,14 @@ async function notRevoked(
 }
 
 /** The kit's local contexts and those of SCHEMAS_DIR; any other context is fetched. */
-function documentLoader(options: Iden3VerifyOptions): (url: string) => Promise<LoadedDocument> {
+function documentLoader(
+  options: Iden3VerifyOptions,
+  issuerOrigin: string,
+): (url: string) => Promise<LoadedDocument> {
   const local = new LocalDocumentLoader();
   if (options.schemasDir && existsSync(options.schemasDir)) {
     try {
-      for (const s of loadSchemas(options.schemasDir).all())
+      for (const s of loadSchemas(options.schemasDir, issuerOrigin).all())
         if (s.iden3) local.registerContext(s.iden3.contextUrl, options.schemasDir, s.iden3.contextFile);
     } catch {
       // Unreadable schemas leave only the shipped contexts; the rest are fetched.
