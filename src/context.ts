@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
-import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -21,6 +20,7 @@ import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
+import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { SchemaCatalog } from './schemas/schema-catalog.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
 import { buildSchemaSet } from './schemas/schema-set.js';
@@ -323,6 +323,7 @@ export async function createContext(
       ? undefined
       : redisRateLimits(secrets.redisUrl, {
           log,
+          prefix: config.rateLimitRedisPrefix,
           onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
         });
 
