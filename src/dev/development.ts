@@ -4,16 +4,16 @@ import type { JWK } from 'jose';
 import type { Config, Secrets } from '../config/config.js';
 import type { JwksSource } from '../emulator/index.js';
 import { type EmulatorServer, startEmulatorServer } from '../emulator/index.js';
+import { DEV_EMULATOR_FILE } from '../live/development-files.js';
 import type { Logger } from '../model.js';
 import type { ClaimsStore } from '../store/store.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
 import { seedExampleClaims } from './example-claims.js';
 
-/** Where `npm start` writes the development emulator's URL for `npm run demo` (in KEYS_DIR). */
-export const DEV_EMULATOR_FILE = 'dev-emulator.json';
+export { DEV_EMULATOR_FILE };
 
 /**
- * Development start-up policy (DESIGN §7), kept out of `createContext`: API keys and partner id
+ * Development start-up policy, kept out of `createContext`: API keys and partner id
  * from `KEYS_DIR/dev-secrets.json` when unset, the hosting-service emulator as its own server on
  * a free loopback port when `SERVICE_V1_BASE_URL` is unset, and the example claims. Production
  * never gets here: config validation requires all of these.
@@ -46,7 +46,7 @@ export async function startDevelopment(
   if (!apiKey || !adminApiKey || !partnerId) {
     const dev = loadOrCreateDevSecrets(config.keysDir);
     if (dev.created) {
-      // The keys stay in the file (issue 10: no API key in a log line); the partner id is not secret.
+      // The keys stay in the file (no API key in a log line); the partner id is not secret.
       const generated = [!apiKey && 'API_KEY', !adminApiKey && 'ADMIN_API_KEY', !partnerId && 'PARTNER_ID'];
       log.info(
         { file: dev.file, generated: generated.filter(Boolean), partnerId: dev.secrets.partnerId },

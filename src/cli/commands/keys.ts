@@ -13,7 +13,7 @@ export const keysCommand: RegisterCommand = (program, act) => {
         const { describeGenerated, generateMissingKeys } = await import('../keys.js');
         const out = await generateMissingKeys(run.settings.keysDir, { production: run.settings.production });
         if (run.json) run.io.out(json(out));
-        else for (const k of out) run.io.out(describeGenerated(k));
+        else for (const line of describeGenerated(out)) run.io.out(line);
         return 0;
       }),
     );
