@@ -7,7 +7,7 @@ import type {
   NewIden3State,
   StatusChangeRequest,
 } from '../../store/store.js';
-import type { BjjKey } from './bjj-key.js';
+import { type BjjKey, keyMismatchMessage } from './bjj-key.js';
 import { type Iden3DidOptions, resolveDidType } from './did-type.js';
 import { openTree } from './tree-storage.js';
 
@@ -89,7 +89,7 @@ function serialized<T>(store: Iden3Store, fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
-// Another process sharing the file (DESIGN §9) can commit a state between our read and our write;
+// Another process sharing the database file can commit a state between our read and our write;
 // the write then sees a newer state and starts over. A handful of rounds is plenty.
 const MAX_COMMIT_ATTEMPTS = 8;
 
@@ -102,7 +102,7 @@ export interface RevokeResult {
 }
 
 /**
- * The issuer's Iden3 identity (DESIGN §6): auth claim in the claims tree, revocation and roots trees,
+ * The issuer's Iden3 identity: auth claim in the claims tree, revocation and roots trees,
  * all persisted through an `Iden3Store`, and the list of states.
  */
 export class Iden3Identity {
@@ -141,9 +141,7 @@ export class Iden3Identity {
     const row = await store.getIdentity();
     if (!row) throw new Error('iden3_identity: genesis was not recorded');
     if (row.publicKey !== key.publicKeyHex || row.authClaim !== authClaim.hex()) {
-      throw new Error(
-        `${key.file}: this key is not the key of the Iden3 identity ${row.did} recorded in the database`,
-      );
+      throw new Error(keyMismatchMessage(key.file, row.did, row.publicKey));
     }
     const genesisRow = await store.genesisState();
     if (!genesisRow) throw new Error('iden3_states: the genesis state is missing');
