@@ -60,9 +60,11 @@ describe('production refuses development state', () => {
   it('a development start marks its keys, secrets and database, all owner-only', async () => {
     const dev = await run('src/main.ts', { ...common, DATABASE_URL: `sqlite:${devDb}` }, true);
     expect(dev.code).toBe(0);
-    expect(JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8')).environment).toBe(
-      'development',
-    );
+    const devSecrets = JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8'));
+    expect(devSecrets.environment).toBe('development');
+    // .env.example: the generated keys stay in the file, never in the output.
+    for (const secret of [devSecrets.apiKey, devSecrets.adminApiKey])
+      expect(dev.stdout + dev.stderr).not.toContain(secret);
     for (const name of readdirSync(keysDir).filter((f) => f.endsWith('.json'))) {
       if (name === 'dev-emulator.json') continue;
       expect(JSON.parse(readFileSync(join(keysDir, name), 'utf8')).environment, name).toBe('development');
