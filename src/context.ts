@@ -155,7 +155,7 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (README "Running several instances": the key decision). Config refuses production
+  // sealed (docs/security.md "Keys shared by several instances"). Config refuses production
   // on PostgreSQL without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
@@ -284,6 +284,7 @@ export async function createContext(
     store: store.status,
     signingKey: () => keys.current().signing,
     header: (key) => identification.header(key),
+    ...(identification.statusListIssuer ? { iss: identification.statusListIssuer } : {}),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
     telemetry,
     externalRevokers: iden3

@@ -1,11 +1,11 @@
 /**
- * The one error type of the kit (DESIGN §10). Handlers and services throw it; only the HTTP error
+ * The one error type of the kit (docs/interface.md "Errors"). Handlers and services throw it; only the HTTP error
  * handler turns it into a response. A code fixes its status (`ERROR_STATUS`); `expose` is false
  * for 5xx so internals never leak.
  */
 export const ERROR_STATUS = {
   INVALID_PARAMETER: 400,
-  /** Only when passing on a hosting-service 401 (spec 4.6 admin issue-vc); the issuer's own key checks answer 403. */
+  /** Only when passing on a hosting-service 401 (docs/interface.md "admin issue-vc"); the issuer's own key checks answer 403. */
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
@@ -45,7 +45,7 @@ export class AppError extends Error {
 
   /**
    * Passes on a 4xx status another party chose, where the table would say otherwise: the hosting
-   * service's final answer (spec 4.6 admin issue-vc: 400/401/403/404/409 with its message), or the
+   * service's final answer (docs/interface.md "admin issue-vc": 400/401/403/404/409 with its message), or the
    * body parser's in front of the handlers (415 and its other 4xx).
    */
   static fromUpstream(status: number, code: ErrorCode, message: string, details?: unknown): AppError {

@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   // ephemeral port is known for the dev origin) and resumes the uploads a previous run left; a
   // later worker joins the listener only once it can serve, and leaves its siblings' leases alone.
   const first = !cluster.isWorker || cluster.worker?.id === 1;
-  // A failed listen is one line naming the variables (issue 12: a raw EADDRINUSE stack named nothing):
+  // A failed listen is one line naming the variables (a raw EADDRINUSE stack would name none):
   // a `listen_failed` log line, and the plain `start-up:` line on stderr every failed start writes.
   const listen = async (port: number, host: string, names: ListenNames) => {
     try {

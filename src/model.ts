@@ -7,7 +7,37 @@ import { z } from 'zod';
  * import it without climbing (http → issuance/issuers/status → store/envelope → model).
  */
 
-/** A credential format a schema can be issued in (DESIGN §6). */
+/**
+ * Text that a database index holds is bounded in UTF-8 bytes, not characters: a PostgreSQL B-tree
+ * entry holds at most 2,704 bytes, and 2,048 CJK characters are 6,144 bytes. The same bound on
+ * both engines, checked at the edge (docs/interface.md "Field limits").
+ */
+export function boundedText(maxBytes: number) {
+  return z
+    .string()
+    .min(1, 'must not be empty')
+    .refine((s) => Buffer.byteLength(s, 'utf8') <= maxBytes, `must be at most ${maxBytes} bytes (UTF-8)`);
+}
+
+/** The longest user id or holder DID kept in an index (with its schema id, well under a B-tree entry). */
+export const MAX_ID_BYTES = 1024;
+
+/**
+ * W3C DID Core §3.1 `did = "did:" method-name ":" method-specific-id`: the method lower-case
+ * letters and digits, the id made of idchars (`ALPHA / DIGIT / "." / "-" / "_"` and
+ * percent-encodings) in `:`-separated segments, the last one non-empty. A DID URL (path, query,
+ * fragment) is not a holder DID. The hosting service refuses anything else, so it is refused here
+ * before anything is signed or recorded.
+ */
+const DID_SYNTAX =
+  /^did:[a-z0-9]+:(?:(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})*:)*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})+$/;
+
+export const HolderDidSchema = boundedText(MAX_ID_BYTES).refine(
+  (s) => DID_SYNTAX.test(s),
+  'must be a DID: did:<method>:<method-specific-id>, the method lower-case letters and digits',
+);
+
+/** A credential format a schema can be issued in (docs/schemas-and-claims.md). */
 export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
 export type ProofType = z.infer<typeof ProofTypeSchema>;
 
@@ -24,7 +54,7 @@ export type StatusName = (typeof STATUS_NAMES)[CredentialStatus];
 /** What an admin may do to a credential's status. */
 export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
-/** Hosted (spec 4.6 issue-vc, the holder asks) or direct (spec 4.6 admin issue-vc, the issuer sends). */
+/** Hosted (docs/interface.md "issue-vc", the holder asks) or direct (admin issue-vc, the issuer sends). */
 export type Channel = 'hosted' | 'direct';
 
 /** `failed`: the outbox gave up (a refusal for good, or too many attempts); `uploads retry` resumes it. */
@@ -36,7 +66,7 @@ export interface StatusSlot {
   index: number;
 }
 
-/** DESIGN §2 / spec 2.7 encrypted envelope: four standard-base64 fields. */
+/** docs/interface.md encrypted envelope: four standard-base64 fields. */
 export interface Envelope {
   /** AES-256-GCM ciphertext of the UTF-8 of `JSON.stringify(value)`. */
   data: string;
@@ -93,7 +123,7 @@ export interface TelemetryEvents {
 
 export class Telemetry extends EventEmitter<TelemetryEvents> {}
 
-/** Admin actions recorded in the audit log (issue 11; a contract: scripts filter on them). */
+/** Admin actions recorded in the audit log (docs/operations.md; a contract: scripts filter on them). */
 export const AUDIT_ACTIONS = [
   'issue',
   'revoke',

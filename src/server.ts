@@ -64,7 +64,7 @@ function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse)
 }
 
 /**
- * issue 10 graceful drain: readiness turns 503 at once and new requests are refused; the listeners
+ * Graceful drain (docs/operations.md): readiness turns 503 at once and new requests are refused; the listeners
  * stop accepting; requests in flight finish, up to `graceMs`; the Idempotency-Key claims of those
  * that could not are released (a retry is not told 409); the outbox stops after its current upload;
  * the database closes.

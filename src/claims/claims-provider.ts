@@ -12,7 +12,7 @@ export type ClaimsAnswer =
   | { eligible: true; credentialSubject: Record<string, unknown>; expiresAt?: Date | undefined };
 
 /**
- * A source of claims (DESIGN §8). An outage must throw (it becomes 502), never answer
+ * A source of claims (docs/schemas-and-claims.md). An outage must throw (it becomes 502), never answer
  * `eligible: false`. Implement this in a module and point a schema's `claims.path` at it.
  */
 export interface ClaimsProvider {
@@ -24,7 +24,7 @@ export class ClaimsSourceError extends Error {
   override name = 'ClaimsSourceError';
 }
 
-// DESIGN §8: `{ eligible: false }` or `{ eligible: true, credentialSubject, expiresAt? }`. An ISO
+// docs/schemas-and-claims.md: `{ eligible: false }` or `{ eligible: true, credentialSubject, expiresAt? }`. An ISO
 // date-time (a missing offset means UTC) or date; a module provider may also give a Date.
 const IsoInstant = z.union([z.iso.datetime({ offset: true, local: true }), z.iso.date(), z.date()]);
 const AnswerSchema = z.union([

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { type ClaimsProvider, parseClaimsAnswer } from './claims-provider.js';
 
 /**
- * DESIGN §8 `module` provider: a JS/TS module (path relative to SCHEMAS_DIR, or absolute inside
+ * docs/schemas-and-claims.md `module` provider: a JS/TS module (path relative to SCHEMAS_DIR, or absolute inside
  * it) exporting a ClaimsProvider as `default` or `claimsProvider`, or a factory
  * `createClaimsProvider()`. The path is confined to SCHEMAS_DIR after resolving symlinks (issue
  * 12: `../../../../etc/passwd` was imported). Every failure names the schema file that asked.

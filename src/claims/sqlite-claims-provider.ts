@@ -1,7 +1,7 @@
 import type { ClaimsStore } from '../store/store.js';
 import type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from './claims-provider.js';
 
-/** DESIGN §8 provider "sqlite": the built-in claims table, filled by `admin claims import`. */
+/** docs/schemas-and-claims.md provider "sqlite": the built-in claims table, filled by `admin claims import`. */
 export class SqliteClaimsProvider implements ClaimsProvider {
   constructor(private readonly store: ClaimsStore) {}
 

@@ -94,7 +94,7 @@ export async function runDoctor(
   );
   const store = opened?.store;
   // Local keys as the server reads them: files on SQLite, the sealed rows on PostgreSQL once the
-  // first start imported them (README "Running several instances"); file modes and markers.
+  // first start imported them (docs/security.md "Keys shared by several instances"); file modes and markers.
   let ring: KeyRing | undefined;
   try {
     ring = await loadLocalRing(config, secrets, opened);

@@ -12,9 +12,9 @@ import { parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
 import type { KeyMaterialStore } from '../store/store.js';
 
 /**
- * SD_JWT_ISSUER=x5c keys (issue 14): standby keys with a certificate request, chains attached to
+ * SD_JWT_ISSUER=x5c keys (docs/going-live.md): standby keys with a certificate request, chains attached to
  * keys, and development chains. The server is not involved: on SQLite these are KEYS_DIR's files;
- * with DATABASE_URL on PostgreSQL, the sealed rows every instance shares (issue 9 "Keys"), whose
+ * with DATABASE_URL on PostgreSQL, the sealed rows every instance shares (docs/several-instances.md), whose
  * version bump makes every instance reload them within its poll.
  */
 
@@ -27,7 +27,7 @@ export interface PreparedKey {
 const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 /**
- * `npm run admin -- keys prepare [--csr <file>]` (issue 14): a standby credential-signing key for
+ * `npm run admin -- keys prepare [--csr <file>]`: a standby credential-signing key for
  * the next rotation, published at once but not signing. With `--csr`, a PKCS#10 request for the
  * origin's host, to be certified and attached with `keys certificate` before rotating in x5c mode.
  */
@@ -61,7 +61,7 @@ export interface AttachedCertificate {
 }
 
 /**
- * `npm run admin -- keys certificate <kid> <chain.pem>` (issue 14): checks the PEM chain (leaf
+ * `npm run admin -- keys certificate <kid> <chain.pem>`: checks the PEM chain (leaf
  * first) against the credential-signing key `kid` and ISSUER_ORIGIN's host, then writes it into
  * the key file as its JWK `x5c`. A chain for another key, an expired one or one whose leaf does
  * not name the host is refused, with every reason.
@@ -173,7 +173,7 @@ export async function attachDatabaseCertificate(
 }
 
 /**
- * `npm run keys:generate -- --x5c` (development only, issue 14): the active credential-signing
+ * `npm run keys:generate -- --x5c` (development only): the active credential-signing
  * key gets a leaf from KEYS_DIR's development CA naming ISSUER_ORIGIN's host, unless its chain
  * is already valid for that host.
  */

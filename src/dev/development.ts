@@ -13,7 +13,7 @@ import { seedExampleClaims } from './example-claims.js';
 export { DEV_EMULATOR_FILE };
 
 /**
- * Development start-up policy, kept out of `createContext`: API keys and partner id
+ * Development start-up policy (docs/configuration.md), kept out of `createContext`: API keys and partner id
  * from `KEYS_DIR/dev-secrets.json` when unset, the hosting-service emulator as its own server on
  * a free loopback port when `SERVICE_V1_BASE_URL` is unset, and the example claims. Production
  * never gets here: config validation requires all of these.
@@ -46,7 +46,7 @@ export async function startDevelopment(
   if (!apiKey || !adminApiKey || !partnerId) {
     const dev = loadOrCreateDevSecrets(config.keysDir);
     if (dev.created) {
-      // The keys stay in the file (no API key in a log line); the partner id is not secret.
+      // The keys stay in the file (docs/security.md: no API key in a log line); the partner id is not secret.
       const generated = [!apiKey && 'API_KEY', !adminApiKey && 'ADMIN_API_KEY', !partnerId && 'PARTNER_ID'];
       log.info(
         { file: dev.file, generated: generated.filter(Boolean), partnerId: dev.secrets.partnerId },

@@ -27,7 +27,7 @@ export interface Emulator {
   faults: EmulatorFaults;
 }
 
-// The two routes of the real service (spec 4.5), by path relative to the router.
+// The two routes of the real service (docs/interface.md "Direct issuance"), by path relative to the router.
 const EMULATED_ROUTES: Readonly<Record<string, EmulatedRoute>> = {
   '/auth/initialize-user': 'initialize-user',
   '/dstorage/vcs': 'dstorage',
@@ -128,14 +128,14 @@ export function createEmulator(options: EmulatorOptions): Emulator {
       throw new EmulatorError(status, codeForStatus(status), `injected fault on ${route}`);
     };
 
-  // spec 4.5 initialize-user: resolve or create the recipient account.
+  // docs/interface.md "Direct issuance", initialize-user: resolve or create the recipient account.
   const initializeUser: RequestHandler = (req, res) => {
     const { email } = parseBody(EmailBodySchema, req.body);
     const { holder } = state.resolveHolder(email, now());
     send(res, 200, { userId: holder.userId, did: holder.did, publicKey: holder.publicKey });
   };
 
-  // spec 4.5 dstorage/vcs: idempotent by externalId, the same value being reused on retries.
+  // docs/interface.md "Direct issuance", dstorage/vcs: idempotent by externalId, the same value being reused on retries.
   const storeEnvelope: RequestHandler = (req, res) => {
     const envelope = parseBody(VcUploadSchema, req.body);
     const existing = state.envelopes.get(envelope.externalId);

@@ -22,7 +22,7 @@ export type PartnerVerifier = (token: string | undefined) => Promise<PartnerClai
 
 export const PARTNER_AUTH_HEADER = 'x-partner-auth';
 
-// spec 5 / DESIGN 3: RS256 or ES256, lifetime at most 5 minutes.
+// docs/interface.md "Authentication": RS256 or ES256, lifetime at most 5 minutes.
 const ALGORITHMS = ['ES256', 'RS256'];
 const MAX_LIFETIME_SECONDS = 5 * 60;
 const CLOCK_SKEW_SECONDS = 30;
@@ -74,7 +74,7 @@ function checkHeader(token: string): JWSHeaderParameters & { kid: string; alg: s
   } catch {
     throw unauthorized(`${PARTNER_AUTH_HEADER}: not a compact JWT`);
   }
-  // spec 5.2: typ must equal JWT (exactly; `at+jwt` and friends are other token kinds).
+  // docs/interface.md "Authentication": typ must equal JWT (exactly; `at+jwt` and friends are other token kinds).
   if (header.typ !== 'JWT') throw unauthorized(`${PARTNER_AUTH_HEADER}: header typ must be "JWT"`);
   const kid = str(header.kid);
   if (kid === undefined) throw unauthorized(`${PARTNER_AUTH_HEADER}: header kid missing`);
@@ -132,7 +132,7 @@ function checkClaims(payload: JWTPayload, expectedPartnerId: string | undefined,
   return { partnerId, scope: scope as string | string[], exp, ...(iat === undefined ? {} : { iat }) };
 }
 
-/** Verifies the partner JWT of the direct-issuance routes (spec 4.5, 5); throws 401 naming the failure. */
+/** Verifies the partner JWT of the direct-issuance routes (docs/interface.md "Direct issuance", "Authentication"); throws 401 naming the failure. */
 export function createPartnerVerifier(options: PartnerVerifierOptions): PartnerVerifier {
   const source =
     typeof options.jwks === 'string' ? remoteKeySource(options.jwks) : localKeySource(options.jwks);

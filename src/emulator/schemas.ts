@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-// spec 4.5: an individual recipient's address; the same rule the issuer applies before calling.
+// docs/interface.md "Direct issuance": an individual recipient's address; the same rule the issuer applies before calling.
 import { isRoleAddress } from '../issuance/recipient-email.js';
 import { invalidParameter } from './errors.js';
 
@@ -21,7 +21,7 @@ const base64Field = (bytes?: number) => {
     : field.refine((v) => Buffer.from(v, 'base64').length === bytes, `must decode to ${bytes} bytes`);
 };
 
-// The ephemeral key is a DER SPKI (DESIGN 2); parsing it catches an issuer sending raw or hex keys.
+// The ephemeral key is a DER SPKI (docs/security.md); parsing it catches an issuer sending raw or hex keys.
 // X25519, the wire default, has one fixed 12-byte prefix, so its check needs no key parse.
 const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
 const isSpki = (b64: string): boolean => {
@@ -35,8 +35,8 @@ const isSpki = (b64: string): boolean => {
   }
 };
 
-// The body of `POST /dstorage/vcs` as the service checks it: the spec 2.7 encrypted envelope plus its
-// metadata; all fields required (spec 4.5). AES-256-GCM: 12-byte IV, 16-byte tag. The emulator keeps
+// The body of `POST /dstorage/vcs` as the service checks it: the encrypted envelope plus its
+// metadata; all fields required (docs/interface.md "Direct issuance"). AES-256-GCM: 12-byte IV, 16-byte tag. The emulator keeps
 // its own copy of the rule on purpose: it is the other side of the wire.
 export const VcUploadSchema = z.object({
   holderDid: z.string().regex(/^did:[a-z0-9]+:\S+$/, 'must be a DID'),
@@ -47,7 +47,7 @@ export const VcUploadSchema = z.object({
   authTag: base64Field(16),
   encryptedKey: base64Field().refine(isSpki, 'must be the base64 of a DER SubjectPublicKeyInfo'),
   externalId: z.string().min(1, 'required').max(256),
-  // Beside the spec 2.7 fields, as the reference issuer sends it (issue 14); recorded, optional.
+  // Beside the envelope fields, as the reference issuer sends it; recorded, optional.
   proofType: z.enum(['SD_JWT_VC', 'BJJ_SIG_2021'], 'must be SD_JWT_VC or BJJ_SIG_2021').optional(),
 });
 export type VcUpload = z.infer<typeof VcUploadSchema>;

@@ -19,7 +19,7 @@ export interface HolderRecord {
   createdAt: string;
 }
 
-/** The 201 answer of `POST /dstorage/vcs` (spec 2.7). */
+/** The 201 answer of `POST /dstorage/vcs` (docs/interface.md "Direct issuance"). */
 export interface StoreResponse {
   storagePath: string;
   state: 'stored';

@@ -19,14 +19,14 @@ import {
 } from './keys.js';
 import type { Envelope, HolderPublicKey } from './types.js';
 
-// DESIGN §2 constants.
+// docs/security.md "Envelope encryption" constants.
 const HKDF_INFO = Buffer.from('data-enc-aes-256-gcm', 'utf8');
 const HKDF_SALT = Buffer.alloc(0);
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-// DESIGN §2 key derivation; exported for the vector tests.
+// docs/security.md "Envelope encryption" key derivation; exported for the vector tests.
 export function deriveContentKey(sharedSecret: Buffer): Buffer {
   return Buffer.from(hkdfSync('sha256', sharedSecret, HKDF_SALT, HKDF_INFO, KEY_BYTES));
 }
@@ -74,7 +74,7 @@ function holderRawPoint(holder: HolderPublicKey): Buffer {
 }
 
 /**
- * DESIGN §2: encrypts the UTF-8 of `JSON.stringify(value)` to the holder key with a fresh
+ * docs/security.md "Envelope encryption": encrypts the UTF-8 of `JSON.stringify(value)` to the holder key with a fresh
  * ephemeral key and IV. `fixed` is for test vectors only.
  */
 export function sealEnvelope(

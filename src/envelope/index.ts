@@ -1,5 +1,5 @@
 /**
- * DESIGN §2 envelope encryption (spec 2.7, 4.6): ECDH with a fresh ephemeral key on the holder
+ * Envelope encryption (docs/security.md, docs/interface.md): ECDH with a fresh ephemeral key on the holder
  * key's curve, HKDF-SHA256 to an AES-256-GCM key, standard-base64 fields. Issuer side seals;
  * the holder side (emulator, demo, tests) opens.
  */

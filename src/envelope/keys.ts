@@ -24,7 +24,7 @@ interface SpkiForm {
   pointTags?: readonly number[];
 }
 
-// DESIGN §2: the exact DER encodings accepted, fixed prefix + raw point. Matching bytes rather than
+// docs/security.md "Envelope encryption": the exact DER encodings accepted, fixed prefix + raw point. Matching bytes rather than
 // asking OpenSSL keeps out explicit-parameter EC keys and hybrid points, and lets the hot path
 // skip OpenSSL's DER decoder, which costs more than the ECDH itself.
 const SPKI_FORMS: readonly SpkiForm[] = [
@@ -136,7 +136,7 @@ export function decodeHex(input: unknown): Buffer | undefined {
 }
 
 /**
- * Validates a holder public key (DESIGN §2): hex, optional `0x`, of the DER SubjectPublicKeyInfo
+ * Validates a holder public key (docs/security.md "Envelope encryption"): hex, optional `0x`, of the DER SubjectPublicKeyInfo
  * of an X25519 (wire default), P-256 or secp256k1 key, EC points uncompressed or compressed.
  * Throws `invalidParameter(field, …)` for anything else, including points not on the curve and
  * small-order X25519 points.
@@ -173,7 +173,7 @@ export function keyCurve(key: KeyObject): HolderCurve | undefined {
   return undefined;
 }
 
-// DESIGN §2: the shared secret is the X25519 output, or the EC shared point's x-coordinate.
+// docs/security.md "Envelope encryption": the shared secret is the X25519 output, or the EC shared point's x-coordinate.
 export function computeSharedSecret(privateKey: KeyObject, curve: HolderCurve, peerPoint: Buffer): Buffer {
   if (curve === 'x25519') return diffieHellman({ privateKey, publicKey: x25519PublicKeyObject(peerPoint) });
   return ecdhFor(curve, privateKey).computeSecret(peerPoint);

@@ -1,6 +1,6 @@
 import type { Envelope, PreviewFields } from './types.js';
 
-/** spec 4.6 `/available-vc` preview names: data → encryptedData, encryptedKey → dataEncPublicKey. */
+/** docs/interface.md `/available-vc` preview names: data → encryptedData, encryptedKey → dataEncPublicKey. */
 export function toPreviewFields(e: Envelope): PreviewFields {
   return { encryptedData: e.data, iv: e.iv, authTag: e.authTag, dataEncPublicKey: e.encryptedKey };
 }

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 
 export type { Envelope } from '../model.js';
 
-/** spec 4.6 `/available-vc` names for the same four fields. */
+/** docs/interface.md `/available-vc` names for the same four fields. */
 export interface PreviewFields {
   encryptedData: string;
   iv: string;

@@ -18,7 +18,7 @@ export interface IssueInput {
   claims: Record<string, unknown>;
   issuedAt: Date;
   expiresAt: Date;
-  /** Non-negative integer below 2^53 (DESIGN §8). */
+  /** Non-negative integer below 2^53 (docs/schemas-and-claims.md). */
   revocationNonce: number;
   /** SD-JWT only: the token status list slot. */
   status?: StatusListEntry | undefined;
@@ -37,7 +37,7 @@ export interface IssuedCredential {
 }
 
 /**
- * A signing back-end (DESIGN §5, §6). Route code picks one by `proofType` and never sees
+ * A signing back-end (docs/architecture.md). Route code picks one by `proofType` and never sees
  * format details.
  */
 export interface Issuer {

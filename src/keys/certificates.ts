@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 
 /**
- * X.509 chains for `SD_JWT_ISSUER=x5c` (issue 14). A chain is the JWK `x5c` member (RFC 7517
+ * X.509 chains for `SD_JWT_ISSUER=x5c` (docs/going-live.md). A chain is the JWK `x5c` member (RFC 7517
  * §4.7): base64 DER, leaf first, each certificate certified by the next. Parsing and checks are
  * node:crypto's X509Certificate; nothing here reads ASN.1 itself.
  */

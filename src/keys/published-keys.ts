@@ -3,7 +3,7 @@ import type { IssuanceStore } from '../store/store.js';
 import type { KeyRing } from './key-ring.js';
 
 /**
- * DESIGN §4: every credential-signing key a verifier may still meet: the active one, and each
+ * docs/interface.md: every credential-signing key a verifier may still meet: the active one, and each
  * retired one until the last credential it signed has expired.
  */
 export async function publishedSigningKeys(

@@ -5,7 +5,7 @@ import * as x509 from '@peculiar/x509';
 import { originHost } from './certificates.js';
 
 /**
- * @peculiar/x509 over node:crypto's WebCrypto (issue 14): certificate and CSR generation only;
+ * @peculiar/x509 over node:crypto's WebCrypto: certificate and CSR generation only;
  * checks use node:crypto's X509Certificate. The library's DI container needs reflect-metadata.
  */
 export { x509 };
@@ -19,7 +19,7 @@ x509.cryptoProvider.set(webcrypto as unknown as LibCrypto);
 
 /**
  * The subjectAltName a leaf for this origin carries: the host (a DNS name, or an IP address) as
- * issue 14 asks, and the origin as a URI, since the SD-JWT VC draft lets `iss` match a SAN URI,
+ * verifiers expect, and the origin as a URI, since the SD-JWT VC draft lets `iss` match a SAN URI,
  * which is how wallets such as Credo accept an IP-address origin.
  */
 export function sanFor(origin: string): x509.SubjectAlternativeNameExtension {

@@ -9,7 +9,7 @@ import type { ClaimsRecord } from '../store/store.js';
  */
 
 /**
- * KEYS_DIR/dev-secrets.json: API keys and partner id a development start generates and
+ * KEYS_DIR/dev-secrets.json (docs/configuration.md): API keys and partner id a development start generates and
  * keeps (git-ignored, 0600). The file says it is development's (`environment`).
  */
 export const DevSecretsSchema = z.object({

@@ -22,7 +22,7 @@ export interface Readiness {
   };
 }
 
-/** issue 10 `/readyz`: the database answers, keys and schemas are loaded, recovery is done. */
+/** docs/operations.md `/readyz`: the database answers, keys and schemas are loaded, recovery is done. */
 export async function readiness(parts: {
   store: Store;
   keys: { current(): KeyRing };

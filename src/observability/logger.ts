@@ -6,7 +6,7 @@ import { currentRequestId } from './request-context.js';
 
 // Members of a JWK that are private (RFC 7518 §6.2.2, §6.3.2, §6.4.1).
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'];
-// Envelope ciphertext fields (DESIGN §2), tokens, keys, claim values.
+// Envelope ciphertext fields (docs/security.md), tokens, keys, claim values.
 const SECRET_FIELDS = [
   ...PRIVATE_JWK_MEMBERS,
   'data',

@@ -21,7 +21,7 @@ export function uploadBacklog(
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * The Prometheus instruments of one app (issue 10's table). Each context has its own registry,
+ * The Prometheus instruments of one app (the table in docs/operations.md). Each context has its own registry,
  * so tests running several apps in one process never share counters; the default process and
  * Node metrics are registered on it, named as prom-client names them.
  */

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
  * The request a piece of work belongs to, carried through async calls so the log lines of deep
- * parts carry `reqId` and our upstream calls pass the same `x-request-id` on (issue 10).
+ * parts carry `reqId` and our upstream calls pass the same `x-request-id` on (docs/operations.md).
  */
 const scope = new AsyncLocalStorage<{ requestId: string }>();
 

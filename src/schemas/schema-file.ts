@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ProofTypeSchema } from '../model.js';
 
-/** DESIGN §5: claims that can never come from claim data. */
+/** Claims that can never come from claim data (docs/schemas-and-claims.md). */
 export const RESERVED_CLAIMS = [
   'cnf',
   'exp',
@@ -15,7 +15,7 @@ export const RESERVED_CLAIMS = [
   'vct#integrity',
 ] as const;
 
-// DESIGN §8: one JSON file per credential schema in SCHEMAS_DIR (a contract).
+// docs/schemas-and-claims.md: one JSON file per credential schema in SCHEMAS_DIR (a contract).
 export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
   z.object({ provider: z.literal('sqlite') }),
   z.object({
@@ -24,7 +24,7 @@ export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
     timeoutMs: z.number().int().positive().max(60_000).default(3000),
     headers: z.record(z.string(), z.string()).optional(),
   }),
-  // DESIGN §8 names no field for the module's path: `path` (or `module`), relative to SCHEMAS_DIR.
+  // The module's path: `path` (or `module`), relative to SCHEMAS_DIR.
   z
     .object({
       provider: z.literal('module'),
@@ -79,7 +79,7 @@ export const SchemaFileSchema = z.object({
     .object({
       vct: z.string().min(1),
       disclosureFrame: DisclosureFrameSchema.optional(),
-      /** Type metadata display (issue 14); without it, `title` and `description` are used. */
+      /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
       display: z.array(TypeDisplaySchema).min(1).optional(),
     })
     .optional(),

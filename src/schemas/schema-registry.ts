@@ -20,7 +20,7 @@ export class SchemaFileError extends Error {
 export interface LoadedSchema extends CredentialSchema {
   /** Validates claims (the credentialSubject without `id`) as JSON Schema 2020-12. */
   validateClaims(claims: unknown): ClaimsProblem[];
-  /** DESIGN §5: every problem of claims about to be signed: reserved names first, then the JSON Schema's. */
+  /** Every problem of claims about to be signed: reserved names first, then the JSON Schema's. */
   claimProblems(claims: Record<string, unknown>): ClaimsProblem[];
 }
 
@@ -30,7 +30,7 @@ export interface ClaimsProblem {
 }
 
 /**
- * Loads every `*.json` directly in SCHEMAS_DIR (DESIGN §8); bad files stop start-up with every
+ * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop start-up with every
  * problem of every file in one SchemaFileError (one line each).
  */
 export function loadSchemas(dir: string): SchemaRegistry {
@@ -167,7 +167,7 @@ export class SchemaRegistry {
     return this.byId.get(schemaId);
   }
 
-  /** 404 for an unknown schema (spec 4.6 issue-vc). */
+  /** 404 for an unknown schema (docs/interface.md "issue-vc"). */
   require(schemaId: string): LoadedSchema {
     const schema = this.byId.get(schemaId);
     if (!schema)

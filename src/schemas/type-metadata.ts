@@ -3,7 +3,7 @@ import type { CredentialSchema, TypeDisplay } from './schema-file.js';
 
 /**
  * draft-ietf-oauth-sd-jwt-vc "Type Metadata" for each schema whose `sdJwt.vct` is a URL under
- * ISSUER_ORIGIN (issue 14). "Under" means the vct starts with `ISSUER_ORIGIN/`: production
+ * ISSUER_ORIGIN (docs/schemas-and-claims.md). "Under" means the vct starts with `ISSUER_ORIGIN/`: production
  * already requires an https origin, so there the vct is https as the draft wants; development
  * serves it under its http loopback origin the same way (verifiers that fetch only https, like
  * Credo, then skip it). The document is serialized once; the served bytes are those bytes and
@@ -59,7 +59,7 @@ export function typeMetadataDocument(schema: CredentialSchema, vct: string): Rec
     string,
     { title?: unknown; description?: unknown }
   >;
-  // The frame decides disclosability: without one every top-level claim is disclosable (DESIGN §5).
+  // The frame decides disclosability: without one every top-level claim is disclosable (docs/schemas-and-claims.md).
   const frame = schema.sdJwt?.disclosureFrame as { _sd?: unknown } | undefined;
   const disclosable = new Set(
     frame === undefined ? Object.keys(properties) : Array.isArray(frame._sd) ? frame._sd.map(String) : [],

@@ -2,7 +2,7 @@ import { SignJWT } from 'jose';
 import type { ManagedKey } from '../keys/key-ring.js';
 
 /**
- * DESIGN §3 / spec 5: the partner JWT for direct issuance. Header `{ alg, kid, typ: JWT }`;
+ * docs/interface.md "Authentication": the partner JWT for direct issuance. Header `{ alg, kid, typ: JWT }`;
  * claims partnerId, scope, iat, exp (5 minutes), iss. Cached until 30 s before expiry, and never
  * used while its `iat` is ahead of the clock (a clock stepped back would make the service refuse it).
  */

@@ -41,7 +41,7 @@ const InitializeUserSchema = z.object({
 export type InitializedUser = z.infer<typeof InitializeUserSchema>;
 
 const StoreResponseSchema = z.object({
-  // spec 2.7 says a store answer carries storagePath; the status already says it is stored, so an
+  // docs/interface.md says a store answer carries storagePath; the status already says it is stored, so an
   // answer without one is still a success (the path is recorded as null).
   storagePath: z.string().min(1).optional(),
   state: z.string().optional(),
@@ -51,7 +51,7 @@ const StoreResponseSchema = z.object({
 export type StoreResponse = z.infer<typeof StoreResponseSchema>;
 
 /**
- * Client of the hosting service's direct-issuance API (spec 4.5): timeout through AbortSignal,
+ * Client of the hosting service's direct-issuance API (docs/interface.md "Direct issuance"): timeout through AbortSignal,
  * explicit status checks, typed errors. Only `dstorage/vcs` is retried (by the outbox), because
  * `externalId` makes it idempotent.
  */
@@ -64,7 +64,7 @@ export class ServiceClient {
     private readonly telemetry?: Telemetry,
   ) {}
 
-  // spec 4.5 initialize-user: the email goes in the body, never in the JWT.
+  // initialize-user: the email goes in the body, never in the JWT.
   /** `timeoutMs`: a shorter bound than the client's own (what is left of a request's deadline). */
   async initializeUser(
     email: string,
@@ -74,8 +74,8 @@ export class ServiceClient {
     return parse(InitializeUserSchema, body, 'auth/initialize-user');
   }
 
-  // spec 4.5 dstorage/vcs: the same externalId on every retry; also sent as idempotency-key.
-  // `proofType` beside the spec 2.7 fields, as the reference issuer sends it (issue 14).
+  // dstorage/vcs: the same externalId on every retry; also sent as idempotency-key.
+  // `proofType` beside the envelope fields, as the reference issuer sends it.
   async storeEnvelope(envelope: UploadBody, proofType: ProofType, attempt?: number): Promise<StoreResponse> {
     const body = await this.post(
       '/dstorage/vcs',
@@ -122,7 +122,7 @@ export class ServiceClient {
   ): Promise<unknown> {
     const route = path.slice(1);
     let res: JsonResponse;
-    // The request we are serving, if any, is named to the hosting service too (issue 10).
+    // The request we are serving, if any, is named to the hosting service too (docs/operations.md).
     const requestId = currentRequestId();
     try {
       res = await postJson(`${this.baseUrl()}${path}`, payload, {

@@ -25,7 +25,7 @@ export type ExternalRevoker = (
 ) => Promise<IssuanceRecord | undefined>;
 
 /**
- * Token status lists (draft-ietf-oauth-status-list) and status changes (DESIGN §4, §9). The
+ * Token status lists (draft-ietf-oauth-status-list) and status changes (docs/interface.md, docs/several-instances.md). The
  * statuses live on the issuance rows; a partition's signed token is cached in the store and
  * dropped on every change to that partition, so both processes sharing a database see it.
  */
@@ -38,6 +38,8 @@ export class StatusService {
       signingKey: () => ManagedKey;
       /** Issue 14: the token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
       header?: (key: ManagedKey) => { kid: string; x5c?: string[] };
+      /** The token's `iss`, when the identification mode gives one. */
+      iss?: string;
       /** Back-ends with their own revocation registry, by proof type. */
       externalRevokers?: Map<string, ExternalRevoker>;
       lookup: (nonce: number) => Promise<IssuanceRecord | undefined>;
@@ -104,6 +106,7 @@ export class StatusService {
     const key = this.deps.signingKey();
     const token = await signStatusListToken(
       {
+        ...(this.deps.iss ? { iss: this.deps.iss } : {}),
         sub: this.uri(partition),
         iat,
         exp: iat + 2 * this.deps.ttlSeconds,

@@ -24,7 +24,7 @@ const issueBody = (i: number) => ({
   credentialSubject: subject,
 });
 
-// Backup, restore, upgrade: the documented commands, run.
+// docs/operations.md "Backup, restore, upgrade": its commands, run.
 describe('backup and restore', () => {
   let issuer: TestIssuer;
   let restored: TestIssuer | undefined;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DEVELOPMENT_KEYS_SUBDIR } from '../../live/development-files.js';
 import { BjjSigner } from './bjj-signer.js';
 
-/** The Iden3 issuer key file in KEYS_DIR. Its loss changes the issuer DID. */
+/** The Iden3 issuer key file in KEYS_DIR (docs/going-live.md). Its loss changes the issuer DID. */
 export const BJJ_KEY_FILE = 'iden3-bjj.json';
 
 const HEX32 = /^[0-9a-f]{64}$/;

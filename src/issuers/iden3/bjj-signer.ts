@@ -5,7 +5,7 @@ import { poseidonHash } from './poseidon.js';
 /**
  * EdDSA-Poseidon over BabyJubJub, the scheme of circomlib / `@iden3/js-crypto` `PrivateKey.signPoseidon`.
  *
- * DESIGN §11: the one hand-written crypto piece of the kit. js-crypto does its point arithmetic with
+ * The one hand-written crypto piece of the kit. js-crypto does its point arithmetic with
  * plain affine BigInt formulas (~24 signs/s); this does the same scheme on `@noble/curves`'
  * extended-coordinates Edwards arithmetic with a precomputed window table for iden3's Base8, and
  * keeps js-crypto's Poseidon. Keys, nonces and signatures are byte for byte those of js-crypto

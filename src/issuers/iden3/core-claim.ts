@@ -10,7 +10,7 @@ export const CREDENTIAL_SUBJECT_IRI = 'https://www.w3.org/2018/credentials#crede
 const schemaHashes = new Map<string, SchemaHash>();
 
 /**
- * DESIGN §8: the claim schema hash is the last 16 bytes of keccak256 of the type's expanded IRI
+ * docs/schemas-and-claims.md: the claim schema hash is the last 16 bytes of keccak256 of the type's expanded IRI
  * (js-sdk `calculateCoreSchemaHash(byteEncoder.encode(findCredentialType(mz)))`, Go
  * `utils.CreateSchemaHash`).
  */
@@ -140,7 +140,7 @@ export interface CoreClaimInput {
 }
 
 /**
- * DESIGN §8: merklized root in the value position, subject id in the index position, revocation
+ * docs/schemas-and-claims.md: merklized root in the value position, subject id in the index position, revocation
  * nonce, expiration (seconds), version 0, not updatable: the claim js-sdk `toCoreClaim` rebuilds
  * from the credential (it reads both positions from the claim's flags).
  */

@@ -1,6 +1,6 @@
 import { buildDIDType, registerDidMethodNetwork } from '@iden3/js-iden3-core';
 
-/** DESIGN §7: `IDEN3_METHOD`, `IDEN3_BLOCKCHAIN`, `IDEN3_NETWORK` (defaults iden3 / privado / test). */
+/** docs/configuration.md: `IDEN3_METHOD`, `IDEN3_BLOCKCHAIN`, `IDEN3_NETWORK` (defaults iden3 / privado / test). */
 export interface Iden3DidOptions {
   method: string;
   blockchain: string;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** W3C VC Data Model 1.1 context (DESIGN §8: ships with the kit). */
+/** W3C VC Data Model 1.1 context (ships with the kit). */
 export const VC_2018_CONTEXT_URL = 'https://www.w3.org/2018/credentials/v1';
 /** Iden3 proof and status types (`BJJSignature2021`, `SparseMerkleTreeProof`, `JsonSchema2023`). */
 export const IDEN3_PROOFS_CONTEXT_URL = 'https://schema.iden3.io/core/jsonld/iden3proofs.jsonld';
@@ -40,7 +40,7 @@ function readJson(file: string, what: string): unknown {
 }
 
 /**
- * The JSON-LD document loader of the Iden3 back-end (DESIGN §6, §8): nothing is fetched at run time.
+ * The JSON-LD document loader of the Iden3 back-end (docs/schemas-and-claims.md): nothing is fetched at run time.
  * It knows the two shipped contexts and, per schema, `contextUrl` → `SCHEMAS_DIR/<contextFile>`;
  * any other URL is an error.
  */

@@ -28,7 +28,7 @@ export interface Iden3BjjIssuerOptions {
   /** The key already loaded (PostgreSQL: from the database); without it, read from `keysDir`. */
   key?: BjjKey | undefined;
   keysDir: string;
-  /** Dev only (DESIGN §7): create `KEYS_DIR/iden3-bjj.json` when missing. */
+  /** Dev only (docs/configuration.md): create `KEYS_DIR/iden3-bjj.json` when missing. */
   generateKeyIfMissing: boolean;
   /** ISSUER_ORIGIN: `credentialStatus.id` is `<origin>/credential-status/<nonce>`. */
   origin: string;
@@ -63,7 +63,7 @@ export interface MtpJson {
 }
 
 /**
- * DESIGN §4 `GET /credential-status/:nonce`: the `SparseMerkleTreeProof` answer that js-sdk's
+ * docs/interface.md `GET /credential-status/:nonce`: the `SparseMerkleTreeProof` answer that js-sdk's
  * `IssuerResolver` and issuer-node read: issuer roots in hex, `mtp` in `ProofJSON` form.
  */
 export interface CredentialStatusAnswer {
@@ -151,7 +151,7 @@ function subjectTerms(contextDoc: unknown, type: string, file: string): Readonly
 }
 
 /**
- * The Iden3 `BJJ_SIG_2021` back-end (DESIGN §6): W3C credentials with a `BJJSignature2021` proof by
+ * The Iden3 `BJJ_SIG_2021` back-end (docs/architecture.md): W3C credentials with a `BJJSignature2021` proof by
  * the issuer's BabyJubJub key, `SparseMerkleTreeProof` status backed by the persisted revocation tree.
  */
 export class Iden3BjjIssuer implements Issuer {
@@ -301,7 +301,7 @@ export class Iden3BjjIssuer implements Issuer {
       throw invalidParameter('holderDID', 'not a DID');
     }
     for (const key of Object.keys(input.claims)) {
-      // credentialSubject id and type are the kit's (as DESIGN §5 reserves SD-JWT claims), and a key
+      // credentialSubject id and type are the kit's (as docs/schemas-and-claims.md reserves SD-JWT claims), and a key
       // the context does not define would not be in the merklized root, so not under the signature.
       if (RESERVED_SUBJECT_KEYS.has(key) || (schema.terms && !schema.terms.has(key))) {
         throw new AppError(
@@ -381,7 +381,7 @@ export class Iden3BjjIssuer implements Issuer {
   }
 
   /**
-   * DESIGN §4 status: inserts `nonce` into the revocation tree and records the new state;
+   * Revocation: inserts `nonce` into the revocation tree and records the new state;
    * `statusChange` (the issuance record's revocation) commits with it and comes back as `record`.
    * Revoking twice returns the current state (`alreadyRevoked`) and applies nothing.
    */
@@ -397,7 +397,7 @@ export class Iden3BjjIssuer implements Issuer {
     return { state: state.state.hex(), alreadyRevoked, ...(record ? { record } : {}) };
   }
 
-  /** DESIGN §4 `GET /credential-status/:nonce`, from the latest state (nonce 0: the auth claim). */
+  /** docs/interface.md `GET /credential-status/:nonce`, from the latest state (nonce 0: the auth claim). */
   async credentialStatus(nonce: number): Promise<CredentialStatusAnswer> {
     checkNonce(nonce);
     const { state, proof } = await this.#identity.revocationProof(BigInt(nonce));

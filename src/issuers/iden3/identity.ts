@@ -89,7 +89,7 @@ function serialized<T>(store: Iden3Store, fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
-// Another process sharing the database file can commit a state between our read and our write;
+// Another process sharing the file (docs/several-instances.md) can commit a state between our read and our write;
 // the write then sees a newer state and starts over. A handful of rounds is plenty.
 const MAX_COMMIT_ATTEMPTS = 8;
 
@@ -102,7 +102,7 @@ export interface RevokeResult {
 }
 
 /**
- * The issuer's Iden3 identity: auth claim in the claims tree, revocation and roots trees,
+ * The issuer's Iden3 identity (docs/architecture.md): auth claim in the claims tree, revocation and roots trees,
  * all persisted through an `Iden3Store`, and the list of states.
  */
 export class Iden3Identity {

@@ -54,7 +54,7 @@ export class MerklizeError extends Error {
 }
 
 /**
- * Merklization of Iden3 credentials on `node:worker_threads` (DESIGN §6). Merklizing is still the
+ * Merklization of Iden3 credentials on `node:worker_threads` (docs/architecture.md). Merklizing is still the
  * largest share of a BJJ issuance (~5–10 ms a credential with merklize.ts and the WASM Poseidon,
  * about half of it JSON-LD canonicalization; ~60–90 ms with the library, mostly Poseidon), so the pool runs one merklization per core while the main thread keeps HTTP,
  * the database and the signing key.

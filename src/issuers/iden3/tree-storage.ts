@@ -41,7 +41,7 @@ function decodeNode(stored: Iden3StoredNode): Node {
 }
 
 /**
- * `@iden3/js-merkletree` storage over an `Iden3Store` (DESIGN §9: tree nodes in the database).
+ * `@iden3/js-merkletree` storage over an `Iden3Store` (docs/architecture.md: tree nodes in the database).
  *
  * Reads go to the store (committed data); writes are buffered in memory until `writes()` hands
  * them to one store commit (`createIden3Identity`, `commitIden3State`) with the new state, so a

@@ -9,7 +9,7 @@ import type { IssuerIdentification } from './issuer-identification.js';
 export type VctIntegrity = (vct: string) => string | undefined;
 
 /**
- * DESIGN §5: SD-JWT VC (`typ: dc+sd-jwt`) with ES256, assembled synchronously from the library's
+ * SD-JWT VC draft: (`typ: dc+sd-jwt`) with ES256, assembled synchronously from the library's
  * own pieces (assemble.ts) and signed with node:crypto over the loaded KeyObject.
  */
 export class SdJwtVcIssuer implements Issuer {
@@ -28,7 +28,7 @@ export class SdJwtVcIssuer implements Issuer {
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
     const key = this.currentKey();
-    // Without an sdJwt.vct the schema identifier is the type (spec 4.4 accepts either as vct).
+    // Without an sdJwt.vct the schema identifier is the type (SD-JWT VC draft: any string is a valid vct).
     const vct = input.vct ?? input.schema.sdJwt?.vct ?? input.schema.schemaId;
     const payload: SdJwtVcPayload = {
       ...input.claims,
