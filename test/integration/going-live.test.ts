@@ -55,7 +55,7 @@ const production = {
   SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
 };
 
-// docs/going-live.md: going live in the checkout where the demo ran.
+// Going live in the checkout where the demo ran.
 describe('production refuses development state', () => {
   it('a development start marks its keys, secrets and database, all owner-only', async () => {
     const dev = await run('src/main.ts', { ...common, DATABASE_URL: `sqlite:${devDb}` }, true);
