@@ -14,7 +14,6 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from './keys/sealed-key.js';
 import { claimDatabaseEnvironment, developmentStateProblems } from './live/development-state.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
@@ -27,9 +26,7 @@ import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
-import type { OpenedStore } from './store/open-store.js';
-import { openPostgresStore } from './store/postgres/index.js';
-import { openSqliteStore } from './store/sqlite/index.js';
+import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -50,7 +47,7 @@ export interface AppContext {
   version: string;
   partnerId: string;
   keys: KeyHolder;
-  /** SQLite (embedded default) or PostgreSQL (several instances on one database), by DATABASE_URL. */
+  /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
   schemas: SchemaRegistry;
   /** SD_JWT_ISSUER: `iss` and JOSE header of credentials and status list tokens. */
@@ -59,7 +56,7 @@ export interface AppContext {
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
-  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  /** Admin issue-vc (docs/interface.md "admin issue-vc"): direct issuance by email. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -132,16 +129,16 @@ export async function createContext(
 
   const schemas = loadSchemas(config.schemasDir);
   const typeMetadata = buildTypeMetadata(schemas.all(), config.issuerOrigin);
-  // The config holds the URL without its password; the secrets hold it whole.
+  // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
-    store =
-      config.database.kind === 'sqlite'
-        ? openSqliteStore(config.database.path)
-        : await openPostgresStore(secrets.databaseUrl, { poolMax: config.database.poolMax, log });
+    store = await openStore(secrets.database, {
+      poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      log,
+    });
   } catch (err) {
     throw new Error(
-      `DATABASE_URL: cannot open ${config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : config.database.url} (${(err as Error).message})`,
+      `DATABASE_URL: cannot open ${describeTarget(secrets.database)} (${(err as Error).message})`,
     );
   }
   try {
@@ -155,8 +152,8 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (README "Running several instances": the key decision). Config refuses production
-  // on PostgreSQL without KEY_ENCRYPTION_KEY.
+  // sealed (docs/several-instances.md): the engine says which by having `keys` or not. Config
+  // refuses production on such an engine without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
   const orClose = async <T>(step: Promise<T>, also?: () => void): Promise<T> => {
@@ -169,7 +166,7 @@ export async function createContext(
     }
   };
   const keys: KeyHolder = await orClose(
-    store.kind === 'sqlite'
+    !store.keys
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
@@ -194,7 +191,7 @@ export async function createContext(
           check: (ring) => identification.assertUsable(ring),
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
-          kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
+          kek: secrets.keyEncryption.current,
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
@@ -231,25 +228,24 @@ export async function createContext(
       (vct) => typeMetadata.get(vct)?.integrity,
     ),
   );
-  // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
+  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021.
   const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
   let iden3: Iden3BjjIssuer | undefined;
   if (bjjSchemas.length > 0) {
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
       // Several instances share the key through the database (sealed); one machine keeps the file.
-      key:
-        store.kind === 'postgres'
-          ? await orClose(
-              databaseBjjKey(store.keys, store.iden3, {
-                keysDir: config.keysDir,
-                generateIfMissing: !config.production,
-                kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
-                log,
-              }),
-              () => keys.close(),
-            )
-          : undefined,
+      key: store.keys
+        ? await orClose(
+            databaseBjjKey(store.keys, store.iden3, {
+              keysDir: config.keysDir,
+              generateIfMissing: !config.production,
+              kek: secrets.keyEncryption.current,
+              log,
+            }),
+            () => keys.close(),
+          )
+        : undefined,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
       origin: config.issuerOrigin,
@@ -313,7 +309,7 @@ export async function createContext(
     service: serviceClient,
     history: store.history,
     status,
-    locks: store.kind === 'postgres' ? store.locks : undefined,
+    locks: store.locks,
     retry: overrides.direct,
     deadlineMs: config.adminIssueDeadlineMs,
   });

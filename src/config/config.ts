@@ -1,8 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { parseKeyEncryptionKey } from '../keys/sealed-key.js';
-import { DEFAULT_DATABASE_URL, parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
+import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
+import type { DatabaseTarget } from '../store/engines.js';
+import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
+import { type KeyEncryption, parseKeyEncryptionKey, resolveKeyEncryption } from './key-encryption-key.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -15,7 +17,7 @@ export interface Config {
   admin: { port: number; host: string } | undefined;
   /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
   insecureUpstream: boolean;
-  /** Public origin, no trailing slash. Defines `did:web` (spec 4.6). */
+  /** Public origin, no trailing slash. Defines `did:web` (docs/interface.md). */
   issuerOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
@@ -42,7 +44,7 @@ export interface Config {
   trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
   uploadTimeoutMs: number;
-  /** How verifiers find the credential-signing key (issue 14): `iss` and the JOSE header. */
+  /** How verifiers find the credential-signing key: `iss` and the JOSE header. */
   sdJwtIssuer: SdJwtIssuerMode;
   /** Worker processes behind one listener (node:cluster); `auto` resolves to one per core. */
   workers: number;
@@ -67,10 +69,14 @@ export interface Secrets {
   adminApiKeys: NamedKey[];
   /** Bearer token `GET /metrics` requires; unset = open. */
   metricsToken?: string | undefined;
-  /** DATABASE_URL as given (default sqlite:./data/issuer.db), for `openStore`. */
+  /** DATABASE_URL as given (default sqlite:./data/issuer.db). */
   databaseUrl: string;
-  /** KEY_ENCRYPTION_KEY (32 bytes): seals the private keys kept in a PostgreSQL database. */
+  /** What DATABASE_URL names, with its password: what `openStore` opens (src/store/engines.ts). */
+  database: DatabaseTarget;
+  /** KEY_ENCRYPTION_KEY (32 bytes) as given: seals the private keys kept in the database. */
   keyEncryptionKey: Buffer | undefined;
+  /** The sealing keys resolved once: the one to use (the development key when unset) and the previous one. */
+  keyEncryption: KeyEncryption;
   /** REDIS_URL as given: shared rate-limit counters. */
   redisUrl: string | undefined;
 }
@@ -83,7 +89,7 @@ export interface NamedKey {
 /** The actor name of the single ADMIN_API_KEY. */
 export const DEFAULT_ADMIN_ACTOR = 'admin';
 
-/** DESIGN §7: validates everything, collecting one line per problem, then throws ConfigError. */
+/** Validates everything, collecting one line per problem, then throws ConfigError. */
 export function loadConfig(
   source: NodeJS.ProcessEnv,
   cwd = process.cwd(),
@@ -139,9 +145,9 @@ export function loadConfig(
     const parsed = parseKeyEncryptionKey(env.KEY_ENCRYPTION_KEY);
     if (typeof parsed === 'string') problems.push(`KEY_ENCRYPTION_KEY: ${parsed}`);
     else keyEncryptionKey = parsed;
-  } else if (production && database.kind === 'postgres') {
+  } else if (production && typeof target !== 'string' && keepsKeysInDatabase(target)) {
     problems.push(
-      'KEY_ENCRYPTION_KEY: required in production with PostgreSQL (it seals the signing keys kept in the database)',
+      `KEY_ENCRYPTION_KEY: required in production with ${engineName(target)} (it seals the signing keys kept in the database)`,
     );
   }
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
@@ -171,7 +177,7 @@ export function loadConfig(
       if (k.key === env.API_KEY)
         problems.push(`ADMIN_API_KEYS (${k.name}): must differ from API_KEY in production`);
   }
-  // Issue 12: with `true`, any client's rotating X-Forwarded-For escapes every rate limit.
+  // With `true`, any client's rotating X-Forwarded-For escapes every rate limit.
   if (production && env.TRUST_PROXY === true)
     problems.push(
       'TRUST_PROXY: true is refused in production (any client could pick its address); give the hop count or the proxy addresses/subnets',
@@ -201,7 +207,7 @@ export function loadConfig(
     }
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || typeof target === 'string') throw new ConfigError(problems);
   return {
     config: {
       nodeEnv: env.NODE_ENV ?? 'development',
@@ -253,7 +259,9 @@ export function loadConfig(
       adminApiKeys,
       metricsToken: env.METRICS_TOKEN,
       databaseUrl,
+      database: target,
       keyEncryptionKey,
+      keyEncryption: resolveKeyEncryption(keyEncryptionKey, env.KEY_ENCRYPTION_KEY_PREVIOUS),
       redisUrl: env.REDIS_URL,
     },
   };

@@ -26,6 +26,7 @@ export const EnvSchema = z.object({
   ADMIN_HOST: z.string().min(1).optional(),
   ALLOW_INSECURE_UPSTREAM: z.enum(['0', '1'], 'ALLOW_INSECURE_UPSTREAM must be 1 (or unset)').optional(),
   KEY_ENCRYPTION_KEY: z.string().optional(),
+  KEY_ENCRYPTION_KEY_PREVIOUS: z.string().optional(),
   REDIS_URL: z.string().optional(),
   PARTNER_ID: z.uuid('PARTNER_ID must be a UUID').optional(),
   SERVICE_V1_BASE_URL: z.string().optional(),
@@ -78,7 +79,7 @@ export type Env = z.infer<typeof EnvSchema>;
 /**
  * Parses the environment variable by variable, so that every bad one is reported in one run: the
  * variables that parse are returned in `env`, one line per bad one in `problems` (which `loadConfig`
- * extends with its own rules). This is the only module that reads `process.env` (DESIGN §7).
+ * extends with its own rules). This is the only module that reads `process.env`.
  * Secrets are returned apart from the config object so that logging the config can never print them.
  */
 export function parseEnv(source: NodeJS.ProcessEnv): { env: Env; problems: string[]; invalid: Set<string> } {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.js';
+import { redactDatabaseUrl } from './database-url.js';
+import { parseDatabaseUrl } from './engines.js';
 import { createPool, migrate, type PgClient, withTransaction } from './postgres/database.js';
 import { planMigrations, type SqliteDatabase } from './sqlite/database.js';
 

@@ -13,8 +13,9 @@ import type {
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
 
 /**
- * Storage interfaces (DESIGN §9). Async so that a networked engine (PostgreSQL) can implement
- * them; `sqlite/` is the embedded default. A new engine is one folder implementing `Store`.
+ * Storage interfaces. Async so that a networked engine (PostgreSQL) can implement them;
+ * `sqlite/` is the embedded default. A new engine is one folder implementing `Store` and
+ * `StorageEngine` (src/store/engine.ts), listed in src/store/engines.ts.
  */
 
 /**
@@ -452,6 +453,8 @@ export interface NamedLockStore {
 }
 
 export interface Store {
+  /** The engine's name (`sqlite`, `postgres`): logs and tests only; code asks for the parts below. */
+  kind: string;
   issuances: IssuanceStore;
   audit: AuditStore;
   meta: MetaStore;
@@ -460,6 +463,13 @@ export interface Store {
   history: IssuanceHistoryStore;
   idempotency: IdempotencyStore;
   iden3: Iden3Store;
+  /**
+   * Private keys kept in the database, sealed, shared by every instance. Absent: the keys are
+   * files in KEYS_DIR (one machine).
+   */
+  keys?: KeyMaterialStore | undefined;
+  /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
+  locks?: NamedLockStore | undefined;
   /** One round trip to the database (readiness); rejects when it cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
