@@ -95,8 +95,8 @@ export function doctorContext(
     ring,
     localSigning,
     document(path) {
-      let fetched = documents.get(path);
-      if (!fetched) documents.set(path, (fetched = fetchDocument(`${origin}${path}`, timeoutMs)));
+      const fetched = documents.get(path) ?? fetchDocument(`${origin}${path}`, timeoutMs);
+      documents.set(path, fetched);
       return fetched;
     },
     async close() {

@@ -40,8 +40,8 @@ export const redis: DoctorCheck = {
         ),
       ];
     } finally {
+      // A refused connect leaves the client closed already (no reconnection strategy).
       if (client.isOpen) await client.close();
-      else client.destroy();
     }
   },
 };
