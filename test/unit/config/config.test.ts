@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/config/env.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../../src/config/key-encryption-key.js';
 
-// Production secrets must look random (issue 12 item 5): these are what `openssl rand -base64 32` prints.
+// Production secrets must look random: these are what `openssl rand -base64 32` prints.
 const SECRETS = {
   a: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
   b: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
@@ -30,7 +31,7 @@ function problems(env: Record<string, string>): string[] {
   return [];
 }
 
-// DESIGN §7: defaults, validation with one line per problem naming the variable, production rules.
+// docs/configuration.md: defaults, validation with one line per problem naming the variable, production rules.
 describe('config', () => {
   it('has the documented development defaults', () => {
     const { config, secrets } = loadConfig({}, '/srv/issuer');
@@ -54,6 +55,12 @@ describe('config', () => {
       adminApiKey: undefined,
       adminApiKeys: [],
       databaseUrl: 'sqlite:./data/issuer.db',
+      database: { kind: 'sqlite', path: '/srv/issuer/data/issuer.db' },
+      keyEncryptionKey: undefined,
+      // Outside production, unset: the development key, resolved here once.
+      keyEncryption: { current: DEVELOPMENT_KEY_ENCRYPTION_KEY, given: false, previous: undefined },
+      metricsToken: undefined,
+      redisUrl: undefined,
     });
   });
 
@@ -138,6 +145,23 @@ describe('config', () => {
     ]);
     const { config, secrets } = loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32) });
     expect(secrets.keyEncryptionKey).toEqual(Buffer.alloc(32, 0xcd));
+    expect(secrets.keyEncryption).toEqual({
+      current: Buffer.alloc(32, 0xcd),
+      given: true,
+      previous: undefined,
+    });
+    // KEY_ENCRYPTION_KEY_PREVIOUS is resolved once too; a malformed one is kept as its problem
+    // (only `keys reseal` and doctor use it), never refusing the server's start.
+    const rotating = loadConfig({
+      ...pgProduction,
+      KEY_ENCRYPTION_KEY: 'cd'.repeat(32),
+      KEY_ENCRYPTION_KEY_PREVIOUS: 'ab'.repeat(32),
+    }).secrets.keyEncryption;
+    expect(rotating.previous).toEqual(Buffer.alloc(32, 0xab));
+    expect(
+      loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32), KEY_ENCRYPTION_KEY_PREVIOUS: 'x' })
+        .secrets.keyEncryption.previous,
+    ).toMatch(/32 bytes/);
     expect(JSON.stringify(config)).not.toContain('cdcd');
   });
 
@@ -163,7 +187,7 @@ describe('config', () => {
     expect(problems({ ...production, ADMIN_API_KEY: production.API_KEY })[0]).toMatch(/^ADMIN_API_KEY:/);
   });
 
-  // Issue 12 item 5: length alone let `aaaa…` and 34 spaces through.
+  // Length alone let `aaaa…` and 34 spaces through.
   it.each([
     ['a run of one character', 'a'.repeat(40)],
     ['spaces', ' '.repeat(34)],
@@ -189,7 +213,7 @@ describe('config', () => {
     expect(problems({ ...production, API_KEY: value })).toEqual([]);
   });
 
-  describe('TRUST_PROXY (issue 12 item 4)', () => {
+  describe('TRUST_PROXY', () => {
     const trust = (value: string, env: Record<string, string> = {}) =>
       loadConfig({ TRUST_PROXY: value, ...env }, '/srv').config.trustProxy;
 
@@ -228,7 +252,7 @@ describe('config', () => {
     expect(problems({ API_KEY: 'test-key', ADMIN_API_KEY: 'test-key' })).toEqual([]);
   });
 
-  // Issue 11: a malformed variable no longer hides the production rules behind it.
+  // A malformed variable no longer hides the production rules behind it.
   it('production lists every problem in one run, one line per variable', () => {
     const lines = problems({
       NODE_ENV: 'production',
