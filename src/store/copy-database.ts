@@ -7,8 +7,8 @@ import { createPool, migrate, type PgClient, withTransaction } from './postgres/
 import { planMigrations, type SqliteDatabase } from './sqlite/database.js';
 
 /**
- * `npm run admin -- db copy`: a SQLite deployment into an empty PostgreSQL database (README
- * "Running several instances"). Every table is mapped explicitly below from both engines'
+ * `npm run admin -- db copy`: a SQLite deployment into an empty PostgreSQL database
+ * (docs/several-instances.md). Every table is mapped explicitly below from both engines'
  * migrations; a table or column either engine has and the map does not name stops the copy.
  */
 
@@ -69,7 +69,7 @@ export const COPIED_TABLES: TableSpec[] = [
       { name: 'lease_until', kind: 'epoch-ms' },
       ...text('last_error', 'storage_path'),
       ...time('uploaded_at'),
-      // Issue 11: meta (above) carries its HMAC key, so lookups keep working on the copy.
+      // Meta (above) carries its HMAC key, so lookups keep working on the copy.
       ...text('email_hash'),
     ],
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },

@@ -19,7 +19,7 @@ export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, 
  */
 
 /**
- * The stored body of `POST {v1}/dstorage/vcs` (spec 2.7): the sealed envelope plus the metadata the
+ * The stored body of `POST {v1}/dstorage/vcs` (docs/interface.md): the sealed envelope plus the metadata the
  * hosting service files it under; never the plaintext.
  */
 export interface UploadBody extends Envelope {
@@ -88,7 +88,7 @@ export interface IssuanceStore {
     subjectHash: string;
     now: Date;
   }): Promise<IssuanceRecord | undefined>;
-  /** One transaction: duplicate check, slot check, insert (DESIGN §9). */
+  /** One transaction: duplicate check, slot check, insert. */
   /** With `audit`, an `issue` audit row (target: the credential id) commits with the insert. */
   insertIssuance(
     issuance: NewIssuance,
@@ -273,7 +273,7 @@ export interface IdempotencyStore {
   prune(before: Date): Promise<number>;
 }
 
-/** The three trees of an Iden3 identity (DESIGN §6). */
+/** The three trees of an Iden3 identity (claims, revocation, roots). */
 export type Iden3TreeName = 'claims' | 'revocation' | 'roots';
 
 /** A Merkle tree node as stored: its type byte and its two 32-byte halves (64 bytes). */
@@ -318,7 +318,7 @@ export interface Iden3IdentityRecord {
 }
 
 /**
- * Iden3 identity storage (DESIGN §6, §9): tree nodes, roots, the identity and its states. Tree
+ * Iden3 identity storage: tree nodes, roots, the identity and its states. Tree
  * changes are computed first (reads only), then written with the new state in one transaction.
  */
 export interface Iden3Store {
@@ -345,7 +345,7 @@ export interface Iden3Store {
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
 }
 
-/** One row of the audit log (issue 11). */
+/** One row of the audit log. */
 export interface AuditEntry {
   at: Date;
   actor: string;
