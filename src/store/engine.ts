@@ -10,6 +10,8 @@ export interface StorageEngine<T extends { kind: string }, S extends Store> {
   kind: T['kind'];
   /** The engine's name in messages (`PostgreSQL`). */
   name: string;
+  /** The form of its DATABASE_URL, for the message that lists the accepted ones. */
+  urlForm: string;
   /**
    * The target a DATABASE_URL names when it is this engine's (its scheme); a string is what is
    * wrong with it, worded for a config error line; undefined means another engine's URL.

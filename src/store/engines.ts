@@ -21,7 +21,7 @@ export function parseDatabaseUrl(url: string, cwd: string): DatabaseTarget | str
     const target = engine.parse(url, cwd);
     if (target !== undefined) return target;
   }
-  return 'must be sqlite:<path> or postgres://user[:password]@host[:port]/database';
+  return `must be ${ENGINES.map((e) => e.urlForm).join(' or ')}`;
 }
 
 // The cast pairs a target with the engine that parsed it: `kind` is unique per engine, so the

@@ -17,6 +17,7 @@ export interface PostgresTarget {
 export const postgresEngine: StorageEngine<PostgresTarget, PostgresStore> = {
   kind: 'postgres',
   name: 'PostgreSQL',
+  urlForm: 'postgres://user[:password]@host[:port]/database',
   parse(url) {
     if (!/^postgres(ql)?:\/\//.test(url)) return undefined;
     try {

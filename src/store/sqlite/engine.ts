@@ -17,6 +17,7 @@ export interface SqliteTarget {
 export const sqliteEngine: StorageEngine<SqliteTarget, SqliteStore> = {
   kind: 'sqlite',
   name: 'SQLite',
+  urlForm: 'sqlite:<path>',
   parse(url, cwd) {
     if (!url.startsWith('sqlite:')) return undefined;
     // sqlite:<path>; the URL-style sqlite://<relative> and sqlite:///<absolute> mean the same.
