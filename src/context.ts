@@ -152,8 +152,8 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (docs/several-instances.md): the engine says which by having `keys` or not. Config
-  // refuses production on such an engine without KEY_ENCRYPTION_KEY.
+  // sealed (docs/security.md "Keys shared by several instances"): the engine says which by having
+  // `keys` or not. Config refuses production on such an engine without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
   const orClose = async <T>(step: Promise<T>, also?: () => void): Promise<T> => {
@@ -280,6 +280,7 @@ export async function createContext(
     store: store.status,
     signingKey: () => keys.current().signing,
     header: (key) => identification.header(key),
+    ...(identification.statusListIssuer ? { iss: identification.statusListIssuer } : {}),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
     telemetry,
     externalRevokers: iden3

@@ -1,4 +1,6 @@
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519';
+import { p256, p384, p521 } from '@noble/curves/nist';
 import { z } from 'zod';
 import { invalidParameter } from '../errors.js';
 
@@ -41,12 +43,52 @@ export const HolderBindingJwkSchema = z
   .transform(({ kty, crv, x, y }) => (kty === 'EC' ? { kty, crv, x, y: y! } : { kty, crv, x }));
 export type HolderBindingJwk = z.infer<typeof HolderBindingJwkSchema>;
 
-/** The point must be on the curve (zod checked the shape; the crypto library checks the point). */
+const WEIERSTRASS = { 'P-256': p256, 'P-384': p384, 'P-521': p521 } as const;
+
+/**
+ * The point must be a canonical encoding of a point of the curve's prime-order group (zod checked
+ * the shape). node:crypto accepts an Ed25519 `x` of 32 zero bytes (a small-order point, which
+ * any signature "verifies" against), so every curve is also decoded strictly with @noble/curves:
+ * - each coordinate's base64url is the canonical one for its bytes (RFC 7515 §2: no stray bits);
+ * - Ed25519 (RFC 8032 §5.1.3): y below p, not one of the eight small-order points, torsion-free;
+ * - P-256/384/521 (SEC 1 §3.2.2.1): coordinates below p and on the curve (cofactor 1: no small
+ *   subgroup beyond the point at infinity, which a JWK cannot encode).
+ */
 export function assertPublicKey(jwk: HolderBindingJwk, field: string): HolderBindingJwk {
+  const bad = (why: string) => invalidParameter(field, `not a valid public key (${why})`);
+  const x = canonicalCoordinate(jwk.x);
+  if (!x) throw bad('x is not the canonical base64url of its bytes');
+  if (jwk.kty === 'OKP') {
+    let point: ReturnType<typeof ed25519.ExtendedPoint.fromHex>;
+    try {
+      point = ed25519.ExtendedPoint.fromHex(x, false);
+    } catch {
+      throw bad('not a canonical Ed25519 point encoding');
+    }
+    if (point.isSmallOrder()) throw bad('a small-order Ed25519 point');
+    if (!point.isTorsionFree()) throw bad('an Ed25519 point outside the prime-order subgroup');
+  } else {
+    const y = canonicalCoordinate(jwk.y);
+    if (!y) throw bad('y is not the canonical base64url of its bytes');
+    const curve = WEIERSTRASS[jwk.crv as keyof typeof WEIERSTRASS];
+    try {
+      curve.ProjectivePoint.fromAffine({ x: bigint(x), y: bigint(y) }).assertValidity();
+    } catch {
+      throw bad('the point is not on the curve');
+    }
+  }
   try {
     createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
   } catch {
-    throw invalidParameter(field, 'not a valid public key (the point is not on the curve)');
+    throw bad('the point is not on the curve');
   }
   return jwk;
 }
+
+function canonicalCoordinate(value: string | undefined): Buffer | undefined {
+  if (value === undefined) return undefined;
+  const bytes = Buffer.from(value, 'base64url');
+  return bytes.toString('base64url') === value ? bytes : undefined;
+}
+
+const bigint = (bytes: Buffer): bigint => BigInt(`0x${bytes.toString('hex') || '0'}`);

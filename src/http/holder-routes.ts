@@ -2,20 +2,20 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../envelope/index.js';
 import type { IssuanceService } from '../issuance/issuance-service.js';
-import { ProofTypeSchema } from '../model.js';
+import { boundedText, HolderDidSchema, MAX_ID_BYTES, ProofTypeSchema } from '../model.js';
 import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
 import { parseInput } from './validate.js';
 
 // spec 4.6: unknown fields are ignored (zod strips them); wrong types are a 400 naming the field.
-const id = z.string().min(1).max(2048);
+const userId = boundedText(MAX_ID_BYTES);
 const proofType = z.enum(ProofTypeSchema.options, {
   error: `must be one of ${ProofTypeSchema.options.join(', ')}`,
 });
 
 export const AvailableVcBodySchema = z.object({
-  holderDID: id,
+  holderDID: HolderDidSchema,
   pubKey: z.string().min(1).max(1024),
-  userId: id,
+  userId,
   schemaId: z.string().min(1).max(255).optional(),
   proofType: proofType.optional(),
 });
@@ -23,11 +23,11 @@ export type AvailableVcBody = z.infer<typeof AvailableVcBodySchema>;
 
 export const IssueVcBodySchema = z
   .object({
-    holderDID: id,
+    holderDID: HolderDidSchema,
     pubKey: z.string().min(1).max(1024).optional(),
     encryptionKey: z.string().min(1).max(1024).optional(),
     signingKey: z.object({ jwk: HolderBindingJwkSchema }).optional(),
-    userId: id,
+    userId,
     schemaId: z.string().min(1).max(255),
     proofType: proofType.default('SD_JWT_VC'),
   })

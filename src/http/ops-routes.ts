@@ -30,7 +30,8 @@ export function metricsRoute(metrics: IssuerMetrics, token: string | undefined) 
   const want = token === undefined ? undefined : digest(token);
   return async (req: Request, res: Response) => {
     if (want) {
-      const got = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
+      // RFC 9110 §11.1: the auth scheme is case-insensitive (`bearer`, `BEARER`).
+      const got = /^bearer +(\S+) *$/i.exec(req.get('authorization') ?? '')?.[1];
       // Hashing both sides first makes the comparison constant-time whatever the lengths.
       if (got === undefined || !timingSafeEqual(digest(got), want)) {
         res.set('www-authenticate', 'Bearer realm="metrics"');

@@ -113,6 +113,8 @@ export class StatusList {
 
 /** Claims of a Status List Token; `bits` and `lst` become the `status_list` claim. */
 export interface StatusListTokenClaims {
+  /** Only where the identification mode needs it (a DID that resolves the `kid`). */
+  iss?: string;
   sub: string;
   iat: number;
   exp: number;
@@ -126,7 +128,7 @@ export async function signStatusListToken(
   claims: StatusListTokenClaims,
   key: { privateKey: CryptoKey | KeyObject; kid: string; x5c?: string[] },
 ): Promise<string> {
-  const { sub, iat, exp, ttl, bits, lst } = claims;
+  const { iss, sub, iat, exp, ttl, bits, lst } = claims;
   assertBits(bits);
   // draft-ietf-oauth-status-list §5.1: ttl MUST be a positive number; exp after iat or it is born expired.
   if (!Number.isSafeInteger(iat) || !Number.isSafeInteger(exp) || exp <= iat) {
@@ -135,8 +137,9 @@ export async function signStatusListToken(
   if (!Number.isSafeInteger(ttl) || ttl <= 0) {
     throw new RangeError(`ttl must be a positive integer, got ${ttl}`);
   }
-  // draft-ietf-oauth-status-list §5.1: header typ statuslist+jwt; claims sub, iat, exp, ttl, status_list.
-  return new SignJWT({ sub, iat, exp, ttl, status_list: { bits, lst } })
+  // draft-ietf-oauth-status-list §5.1: header typ statuslist+jwt; claims sub, iat, exp, ttl,
+  // status_list, and the optional iss.
+  return new SignJWT({ ...(iss ? { iss } : {}), sub, iat, exp, ttl, status_list: { bits, lst } })
     .setProtectedHeader({
       alg: 'ES256',
       typ: STATUS_LIST_JWT_TYP,

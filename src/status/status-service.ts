@@ -38,6 +38,8 @@ export class StatusService {
       signingKey: () => ManagedKey;
       /** Issue 14: the token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
       header?: (key: ManagedKey) => { kid: string; x5c?: string[] };
+      /** The token's `iss`, when the identification mode gives one. */
+      iss?: string;
       /** Back-ends with their own revocation registry, by proof type. */
       externalRevokers?: Map<string, ExternalRevoker>;
       lookup: (nonce: number) => Promise<IssuanceRecord | undefined>;
@@ -104,6 +106,7 @@ export class StatusService {
     const key = this.deps.signingKey();
     const token = await signStatusListToken(
       {
+        ...(this.deps.iss ? { iss: this.deps.iss } : {}),
         sub: this.uri(partition),
         iat,
         exp: iat + 2 * this.deps.ttlSeconds,

@@ -24,7 +24,7 @@ const issueBody = (i: number) => ({
   credentialSubject: subject,
 });
 
-// Issue 11 "Backup, restore, upgrade": the README's commands, run.
+// docs/operations.md "Backup, restore, upgrade": its commands, run.
 describe('backup and restore', () => {
   let issuer: TestIssuer;
   let restored: TestIssuer | undefined;

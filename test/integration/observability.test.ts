@@ -221,6 +221,13 @@ describe('observability: METRICS_TOKEN and a failing readiness check', () => {
         headers: { authorization: 'Bearer metrics-token-0123456789' },
       });
       expect(ok.status).toBe(200);
+      // RFC 9110 §11.1: the scheme is case-insensitive.
+      for (const scheme of ['bearer', 'BEARER']) {
+        const res = await fetch(`${issuer.url}/metrics`, {
+          headers: { authorization: `${scheme} metrics-token-0123456789` },
+        });
+        expect(res.status).toBe(200);
+      }
     } finally {
       await issuer.close();
     }

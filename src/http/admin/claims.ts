@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
 import type { InputProblem } from '../../issuance/direct-input.js';
+import { boundedText, MAX_ID_BYTES } from '../../model.js';
 import type { ClaimsRecord, Store } from '../../store/store.js';
 import { parseInput } from '../validate.js';
 import { auditActor, ReasonField, SchemaIdField } from './fields.js';
@@ -11,7 +12,7 @@ export const ClaimsImportBodySchema = z.object({
   records: z
     .array(
       z.object({
-        userId: z.string().min(1).max(2048),
+        userId: boundedText(MAX_ID_BYTES),
         schemaId: SchemaIdField,
         claims: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
         expiresAt: z.iso.datetime({ offset: true }).nullable().optional(),

@@ -26,7 +26,7 @@ export interface DatabaseBjjKeyOptions {
 }
 
 /**
- * The Iden3 issuer key on PostgreSQL (README "Running several instances"): read from the database,
+ * The Iden3 issuer key on PostgreSQL (docs/security.md "Keys shared by several instances"): read from the database,
  * sealed under KEY_ENCRYPTION_KEY, so every instance serves one DID without a shared disk. The
  * first start stores `KEYS_DIR/iden3-bjj.json` (or, in development, a new key); instances starting
  * together agree on whichever row was written first.

@@ -45,6 +45,15 @@ export class IssuerIdentification {
   }
 
   /**
+   * The `iss` of a status list token: the DID in `did:web` mode, so that a DID-JWT verifier can
+   * resolve the `kid` it names (draft-ietf-oauth-status-list §5.1 allows `iss`); none in the other
+   * modes, whose verifiers find the key through the token's `sub` origin or its `x5c` chain.
+   */
+  get statusListIssuer(): string | undefined {
+    return this.mode === 'did:web' ? this.iss : undefined;
+  }
+
+  /**
    * Start-up and reload check: in `x5c` mode the active signing key must carry a chain that is
    * valid now, for this key and this origin; the error names the key file and every problem.
    */

@@ -238,6 +238,21 @@ describe('config', () => {
       expect(lines[0]).toMatch(/^TRUST_PROXY:/);
     });
 
+    it.each(['6', '1000', '0005000'])(
+      'a hop count of %s (more than the longest real chain) is refused in every environment',
+      (value) => {
+        for (const env of [{}, production]) {
+          const lines = problems({ ...env, TRUST_PROXY: value });
+          expect(lines).toHaveLength(1);
+          expect(lines[0]).toMatch(/^TRUST_PROXY:/);
+        }
+      },
+    );
+
+    it('a hop count of 5 is the documented maximum', () => {
+      expect(trust('5', production)).toBe(5);
+    });
+
     it.each(['yes', '10.0.0.0/33', 'loopback,nonsense', '-1', '1.5', ''.padEnd(3, ',')])(
       '%j is one config line naming TRUST_PROXY, not a TypeError later',
       (value) => {
