@@ -261,7 +261,11 @@ export function loadConfig(
       databaseUrl,
       database: target,
       keyEncryptionKey,
-      keyEncryption: resolveKeyEncryption(keyEncryptionKey, env.KEY_ENCRYPTION_KEY_PREVIOUS),
+      keyEncryption: resolveKeyEncryption(
+        keyEncryptionKey,
+        // A tool variable (src/config/tool-env.ts): never refuses the start, whatever its value.
+        source.KEY_ENCRYPTION_KEY_PREVIOUS,
+      ),
       redisUrl: env.REDIS_URL,
     },
   };

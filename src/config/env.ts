@@ -91,11 +91,6 @@ export const EnvSchema = z.object({
     default: 'a fixed, public development key (PostgreSQL only)',
     production: 'required on PostgreSQL',
   }),
-  KEY_ENCRYPTION_KEY_PREVIOUS: z.string().optional().meta({
-    description:
-      'The KEY_ENCRYPTION_KEY being replaced, only while rotating it: `npm run admin -- keys reseal` opens the rows with it and seals them under KEY_ENCRYPTION_KEY; `admin doctor` tries it on a key that does not open, to tell a reseal still to run. The server never opens with it. Secret.',
-    default: 'unset',
-  }),
   REDIS_URL: z.string().optional().meta({
     description:
       "`redis://…` or `rediss://…`: every route group's rate-limit counters in Redis, shared by all instances; when Redis is unreachable requests pass uncounted.",

@@ -7,7 +7,7 @@ import { line } from '../line.js';
 const item = 'partner JWT';
 
 /**
- * docs/interface.md "initialize-user": the hosting service has no read-only route under the
+ * docs/interface.md "The partner JWT": the hosting service has no read-only route under the
  * partner JWT; `initialize-user` creates the account it is asked for. The check sends it an empty
  * body: a service that accepts the JWT refuses the body (400) and creates nothing; one that
  * refuses the JWT answers 401 (or 403).
