@@ -39,7 +39,7 @@ const body = {
   },
 };
 
-// Issue 12 item 7: one deadline (ADMIN_ISSUE_DEADLINE_MS) bounds the whole /admin/issue-vc request.
+// One deadline (ADMIN_ISSUE_DEADLINE_MS) bounds the whole /admin/issue-vc request.
 describe.each([
   ['initialize-user hangs', false],
   ['dstorage hangs', true],

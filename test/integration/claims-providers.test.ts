@@ -8,7 +8,7 @@ import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../sr
 import { expectError } from '../helpers/errors.js';
 import { startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
-// DESIGN §8: the http provider's exact request and answers; an outage is 502, never "not eligible".
+// docs/schemas-and-claims.md: the http provider's exact request and answers; an outage is 502, never "not eligible".
 describe('claims providers', () => {
   let issuer: TestIssuer;
   let claimsServer: Server;

@@ -11,7 +11,7 @@ import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } 
 const SUBJECT =
   '{"givenName":"A","familyName":"B","memberSince":"2020-01-01","tier":"gold","memberNumber":1}';
 
-// Issue 11, "the admin CLI, as its users found it": runAdminCli in this process against a real server.
+// The admin CLI as its users found it: runAdminCli in this process against a real server.
 describe('admin CLI usability', () => {
   let issuer: TestIssuer;
   const work = tempDir();

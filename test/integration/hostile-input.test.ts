@@ -20,7 +20,7 @@ const P256 = {
   y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
 };
 
-// Red-team findings (issue 12): hostile bodies get a 400 naming the field, never a 500.
+// Red-team findings: hostile bodies get a 400 naming the field, never a 500.
 describe('hostile input', () => {
   let issuer: TestIssuer;
   const holder = generateHolderKeyPair();

@@ -36,7 +36,7 @@ async function within<T>(ms: number, read: () => Promise<T>, done: (v: T) => boo
   }
 }
 
-// Issue 9: two instances (real servers in this process) on one PostgreSQL database behave as one
+// Two instances (real servers in this process) on one PostgreSQL database behave as one
 // issuer: keys from the database, status lists and Idempotency-Keys through the database.
 describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
   let db: TempDatabase;
@@ -219,7 +219,7 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
   });
 });
 
-// Issue 9 "Keys" with issue 14's SD_JWT_ISSUER=x5c: the standby key and its chain live in the
+// SD_JWT_ISSUER=x5c: the standby key and its chain live in the
 // database, so a standby prepared and certified through one instance is promoted by a rotation
 // through another, and both then sign with it and send its chain.
 describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL database', () => {

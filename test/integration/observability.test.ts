@@ -272,7 +272,7 @@ describe('secrets never reach a log line', () => {
     try {
       const flow = await wholeFlow(issuer);
       await fetch(`${issuer.url}/admin/keys`, { headers: { 'x-admin-api-key': `${TEST_ADMIN_API_KEY}x` } });
-      // Issue 11 `history --email`: neither a lookup nor a malformed one logs the address.
+      // `history --email`: neither a lookup nor a malformed one logs the address.
       const history = (email: string) =>
         fetch(`${issuer.url}/admin/issuance-history?email=${encodeURIComponent(email)}`, {
           headers: { 'x-admin-api-key': TEST_ADMIN_API_KEY },
@@ -369,7 +369,7 @@ describe('the API contract', () => {
       'FORBIDDEN',
     );
     expect(doc.paths['/admin/revoke']!.post.security).toEqual([{ adminApiKey: [] }]);
-    // The union body of POST /admin/uploads/retry (issue 12): one credential, or every failed one.
+    // The union body of POST /admin/uploads/retry: one credential, or every failed one.
     const retry = doc.paths['/admin/uploads/retry']!.post.requestBody.content['application/json'].schema;
     expect(JSON.stringify(retry)).toContain('credentialId');
     expect(JSON.stringify(retry)).toContain('allFailed');

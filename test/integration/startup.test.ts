@@ -17,7 +17,7 @@ async function runMain(env: Record<string, string>): Promise<{ code: number | nu
   return { code, stderr };
 }
 
-// DESIGN §7: production refuses every dev default, one line per problem naming the variable.
+// docs/configuration.md: production refuses every dev default, one line per problem naming the variable.
 describe('start-up', () => {
   it('production without configuration exits non-zero naming each variable', async () => {
     const { code, stderr } = await runMain({ NODE_ENV: 'production', PORT: '0' });
@@ -46,7 +46,7 @@ describe('start-up', () => {
     expect(stderr).not.toContain('a'.repeat(40));
   });
 
-  // Issue 12 item 8: each start-up failure names its subject.
+  // Each start-up failure names its subject.
   it('a busy port is one line naming PORT and HOST', async () => {
     const bound = await bind(0, '127.0.0.1');
     try {

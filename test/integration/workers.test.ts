@@ -36,7 +36,7 @@ function watch(child: ChildProcess) {
   };
 }
 
-// DESIGN §9 and issue 13: WORKERS=2 serves from two processes sharing the SQLite file, with the
+// docs/several-instances.md "Several processes on one machine": WORKERS=2 serves from two processes sharing the SQLite file, with the
 // same results as one: no index, nonce or upload twice.
 describe('WORKERS=2', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
@@ -127,7 +127,7 @@ describe('WORKERS=2', () => {
     expect(uploads).toHaveLength(80);
     expect(new Set(uploads)).toEqual(new Set(rows.map((r) => r.credential_id)));
 
-    // issue 10 + 13: GET /metrics answers for the whole cluster (prom-client's AggregatorRegistry
+    // GET /metrics answers for the whole cluster (prom-client's AggregatorRegistry
     // through the primary), whichever worker takes it: counters are summed over the workers, the
     // database-wide outbox gauges are not. Three uploads marked given-up make the gauge non-zero.
     const writable = new Database(join(dir, 'issuer.db'), { timeout: 5000 });

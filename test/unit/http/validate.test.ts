@@ -10,7 +10,7 @@ const Body = z.object({ name: z.string(), tags: z.array(z.string()), limit: z.nu
 const parsing = (input: unknown, where?: 'body' | 'query') =>
   Promise.resolve().then(() => parseInput(Body, input, where));
 
-// DESIGN §10: every route validates its input and answers 400 naming the field.
+// docs/interface.md "Errors": every route validates its input and answers 400 naming the field.
 describe('parseInput', () => {
   it('returns the parsed value', () => {
     expect(parseInput(Body, { name: 'a', tags: [] })).toEqual({ name: 'a', tags: [] });
@@ -40,7 +40,7 @@ describe('parseInput', () => {
   });
 });
 
-// DESIGN §8: revocation nonces.
+// docs/schemas-and-claims.md: revocation nonces.
 describe('NonceSchema', () => {
   it.each([
     ['0', 0],

@@ -6,7 +6,7 @@ import { type CredentialSchema, SchemaFileSchema } from '../../../src/schemas/sc
 
 export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../schemas');
 
-/** The example schema as the loader would give it (DESIGN §8). */
+/** The example schema as the loader would give it (docs/schemas-and-claims.md). */
 export function membershipSchema(): CredentialSchema {
   const file = join(SCHEMAS_DIR, 'membership-v1.json');
   return { ...SchemaFileSchema.parse(JSON.parse(readFileSync(file, 'utf8'))), file };

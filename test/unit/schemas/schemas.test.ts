@@ -33,7 +33,7 @@ function dirWith(files: Record<string, unknown>): string {
   return dir;
 }
 
-// DESIGN §8: schema files are a contract, checked at start-up with the file and field named.
+// docs/schemas-and-claims.md: schema files are a contract, checked at start-up with the file and field named.
 describe('schemas', () => {
   it('loads the shipped example schema', () => {
     const registry = loadSchemas(join(process.cwd(), 'schemas'));
