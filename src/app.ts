@@ -12,6 +12,7 @@ import {
   validateIssueRows,
 } from './http/admin/issue-vc.js';
 import { listKeys, RotateKeyBodySchema, rotateKeys } from './http/admin/keys.js';
+import { reloadSchemas, SchemasReloadBodySchema } from './http/admin/schemas.js';
 import { RetryUploadsBodySchema, retryUploads } from './http/admin/uploads.js';
 import { openCors, refuseBrowsers, requireAdminKey, requireKey } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
@@ -180,6 +181,20 @@ export function routeTable(ctx: AppContext) {
       },
     },
     {
+      method: 'post',
+      path: '/admin/schemas/reload',
+      group: 'admin',
+      handler: reloadSchemas(ctx),
+      doc: {
+        operationId: 'admin-schemas-reload',
+        summary: 'Read SCHEMAS_DIR again; a set with a bad file is refused and the previous one kept',
+        tags: admin,
+        body: SchemasReloadBodySchema,
+        responses: json200('`{ schemas: [{ schemaId, proofTypes, vct, file }] }`: the set now served'),
+        errors: ['SCHEMAS_INVALID'],
+      },
+    },
+    {
       method: 'get',
       path: '/admin/keys',
       group: 'admin',
@@ -294,6 +309,8 @@ export function routeTable(ctx: AppContext) {
           method: 'get',
           path: served.path,
           group: 'public',
+          // Mounted from the current schema set by createApp: a schema reload changes these paths.
+          mountedByPath: true,
           handler: typeMetadata(served),
           doc: publicDoc(
             `type-metadata${served.path.replace(/[^A-Za-z0-9]+/g, '-')}`,
@@ -442,11 +459,31 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
       res.status(204).end();
     },
   );
+  // Each request runs on the schema set current when it reaches its handler, whatever reloads
+  // happen before it ends.
+  const pinSchemas: RequestHandler = (_req, _res, next) => ctx.schemaCatalog.pin(next);
   for (const route of routeTable(ctx)) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
+    if ('mountedByPath' in route) continue;
     const chain: RequestHandler[] = [...groups[route.group]];
     if (route.method === 'post') chain.push(json);
-    app[route.method](route.path, ...chain, requestScope, route.handler);
+    app[route.method](route.path, ...chain, requestScope, pinSchemas, route.handler);
+  }
+  // SD-JWT VC type metadata at the current schema set's vct paths: one router per set, built when
+  // a request first meets that set (a path no schema has passes on; a kit route above wins).
+  if (listenerOf({ group: 'public' }) === serves || serves === 'all') {
+    const routers = new WeakMap<object, express.Router>();
+    app.use((req, res, next) => {
+      const served = ctx.schemaCatalog.current().typeMetadata;
+      let router = routers.get(served);
+      if (!router) {
+        router = express.Router();
+        for (const s of served.values())
+          router.get(s.path, ...groups.public, requestScope, pinSchemas, typeMetadata(s));
+        routers.set(served, router);
+      }
+      router(req, res, next);
+    });
   }
   if (serves !== 'admin') app.use(docsRoutes());
 

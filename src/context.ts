@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
-import { createClaimsProviders } from './claims/index.js';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
 import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
@@ -20,8 +19,10 @@ import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
+import { SchemaCatalog } from './schemas/schema-catalog.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
-import { buildTypeMetadata, type TypeMetadataRegistry } from './schemas/type-metadata.js';
+import { buildSchemaSet } from './schemas/schema-set.js';
+import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
@@ -49,7 +50,10 @@ export interface AppContext {
   keys: KeyHolder;
   /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
+  /** The current schema set (a view: a reload swaps what it reads). */
   schemas: SchemaRegistry;
+  /** The schema set and its reload (SIGHUP, `POST /admin/schemas/reload`). */
+  schemaCatalog: SchemaCatalog;
   /** SD_JWT_ISSUER: `iss` and JOSE header of credentials and status list tokens. */
   identification: IssuerIdentification;
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
@@ -127,8 +131,7 @@ export async function createContext(
   }
   const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
 
-  const schemas = loadSchemas(config.schemasDir);
-  const typeMetadata = buildTypeMetadata(schemas.all(), config.issuerOrigin);
+  const initialSchemas = loadSchemas(config.schemasDir, config.issuerOrigin);
   // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
@@ -197,7 +200,6 @@ export async function createContext(
           log,
         }),
   );
-  const claimsProviders = await createClaimsProviders(schemas, store.claims, config.schemasDir);
 
   const serviceClient =
     overrides.serviceClient ??
@@ -228,10 +230,9 @@ export async function createContext(
       (vct) => typeMetadata.get(vct)?.integrity,
     ),
   );
-  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021.
-  const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
+  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021 at start-up (docs/architecture.md).
   let iden3: Iden3BjjIssuer | undefined;
-  if (bjjSchemas.length > 0) {
+  if (initialSchemas.all().some((s) => s.proofTypes.includes('BJJ_SIG_2021'))) {
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
       // Several instances share the key through the database (sealed); one machine keeps the file.
@@ -257,9 +258,23 @@ export async function createContext(
       networkFlag: config.iden3.networkFlag,
       merklizeWorkers: config.iden3.merklizeWorkers,
     });
-    for (const schema of bjjSchemas) iden3.prepareSchema(schema);
     issuers.set('BJJ_SIG_2021', iden3);
   }
+  // Claims providers, type metadata and the Iden3 prepared schemas, rebuilt together by a reload.
+  const schemaSetDeps = {
+    schemasDir: config.schemasDir,
+    issuerOrigin: config.issuerOrigin,
+    claimsStore: store.claims,
+    iden3,
+  };
+  const schemaCatalog = new SchemaCatalog(
+    await orClose(buildSchemaSet(initialSchemas, schemaSetDeps), () => {
+      keys.close();
+      void iden3?.close();
+    }),
+    async () => buildSchemaSet(loadSchemas(config.schemasDir, config.issuerOrigin), schemaSetDeps),
+  );
+  const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
   const issuance = new IssuanceService({
     issuerOrigin: config.issuerOrigin,
@@ -323,6 +338,7 @@ export async function createContext(
     keys,
     store,
     schemas,
+    schemaCatalog,
     identification,
     typeMetadata,
     issuers,

@@ -132,6 +132,7 @@ export const AUDIT_ACTIONS = [
   'claims.import',
   'keys.rotate',
   'status-list.publish',
+  'schemas.reload',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -16,6 +16,7 @@ import { historyCommand } from './commands/history.js';
 import { issueCommand } from './commands/issue.js';
 import { keysCommand } from './commands/keys.js';
 import { publishStatusListsCommand } from './commands/publish-status-lists.js';
+import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
 import { uploadsCommand } from './commands/uploads.js';
@@ -33,6 +34,7 @@ const COMMANDS: RegisterCommand[] = [
   uploadsCommand,
   publishStatusListsCommand,
   claimsCommand,
+  schemasCommand,
   keysCommand,
   didCommand,
   auditCommand,

@@ -21,7 +21,7 @@ import type {
 let bundled: SchemaRegistry | undefined;
 /** The repository's own schemas folder (membership-v1), loaded once per test file. */
 export function bundledSchemas(): SchemaRegistry {
-  bundled ??= loadSchemas(fileURLToPath(new URL('../../schemas', import.meta.url)));
+  bundled ??= loadSchemas(fileURLToPath(new URL('../../schemas', import.meta.url)), 'https://issuer.example');
   return bundled;
 }
 

@@ -24,7 +24,7 @@ export const exampleSchema: DoctorCheck = {
     if (!config.production) return [];
     let all: ReturnType<ReturnType<typeof loadSchemas>['all']>;
     try {
-      all = loadSchemas(config.schemasDir).all();
+      all = loadSchemas(config.schemasDir, config.issuerOrigin).all();
     } catch {
       // The schemas line reports it.
       return [];

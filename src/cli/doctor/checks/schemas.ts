@@ -11,7 +11,7 @@ export const schemas: DoctorCheck = {
     const { config } = ctx;
     let registry: SchemaRegistry;
     try {
-      registry = loadSchemas(config.schemasDir);
+      registry = loadSchemas(config.schemasDir, config.issuerOrigin);
     } catch (err) {
       if (!(err instanceof SchemaFileError)) throw err;
       return err.message.split('\n').map((l) => line('schemas', 'FAIL', l));
