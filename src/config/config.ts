@@ -17,7 +17,7 @@ export interface Config {
   admin: { port: number; host: string } | undefined;
   /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
   insecureUpstream: boolean;
-  /** Public origin, no trailing slash. Defines `did:web` (docs/interface.md). */
+  /** Public origin, no trailing slash. Defines `did:web`. */
   issuerOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
@@ -40,6 +40,8 @@ export interface Config {
     merklizeWorkers: number | undefined;
   };
   rateLimits: { holder: number; admin: number; public: number };
+  /** Prefix of the rate-limit keys in Redis: deployments sharing one Redis each use their own. */
+  rateLimitRedisPrefix: string;
   /** Express `trust proxy` (`src/config/trust-proxy.ts`); never `true` in production. */
   trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
@@ -244,6 +246,7 @@ export function loadConfig(
         admin: env.RATE_LIMIT_ADMIN_PER_MIN ?? 1200,
         public: env.RATE_LIMIT_PUBLIC_PER_MIN ?? 6000,
       },
+      rateLimitRedisPrefix: env.RATE_LIMIT_REDIS_PREFIX ?? 'rl:',
       trustProxy: env.TRUST_PROXY ?? false,
       uploadTimeoutMs: env.UPLOAD_TIMEOUT_MS ?? 10_000,
       sdJwtIssuer: env.SD_JWT_ISSUER ?? 'url',
