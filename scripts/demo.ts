@@ -10,7 +10,7 @@
  * an https issuer (production requires an https ISSUER_ORIGIN; development defaults to
  * http://localhost), and any run with NODE_ENV=production.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair } from 'jose';
@@ -19,13 +19,23 @@ import { x25519DidKey } from '../src/emulator/index.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
 import { DocumentFetcher, verifyCredential } from '../src/verify/index.js';
 
-const USAGE = 'usage: npm run demo [-- --user <userId> --schema <schemaId>]';
+const USAGE = 'usage: npm run demo [-- --user <userId> --schema <schemaId> --out <file>]';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
-let args: { user?: string | undefined; schema?: string | undefined; help?: boolean | undefined };
+let args: {
+  user?: string | undefined;
+  schema?: string | undefined;
+  out?: string | undefined;
+  help?: boolean | undefined;
+};
 try {
   args = parseArgs({
-    options: { user: { type: 'string' }, schema: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      user: { type: 'string' },
+      schema: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   }).values;
 } catch (err) {
   console.error(`demo: ${(err as Error).message}\n${USAGE}`);
@@ -174,6 +184,11 @@ async function main() {
     const opened = openEnvelope(holder.privateKey, stored.envelope);
     const credential = typeof opened === 'string' ? opened : JSON.stringify(opened);
     console.log(`5. decrypted: ${credential.slice(0, 60)}…`);
+    // --out: the credential as the holder's wallet holds it, for `npm run admin -- verify <file>`.
+    if (args.out) {
+      writeFileSync(args.out, `${credential}\n`);
+      console.log(`   written to ${args.out}`);
+    }
 
     // The issuer's documents are fetched from issuerUrl whatever origin the credential names.
     const verified = await verifyCredential(credential, {
