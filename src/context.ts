@@ -12,7 +12,6 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from './keys/sealed-key.js';
 import { claimDatabaseEnvironment, developmentStateProblems } from './live/development-state.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
@@ -28,9 +27,7 @@ import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
-import type { OpenedStore } from './store/open-store.js';
-import { openPostgresStore } from './store/postgres/index.js';
-import { openSqliteStore } from './store/sqlite/index.js';
+import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -51,7 +48,7 @@ export interface AppContext {
   version: string;
   partnerId: string;
   keys: KeyHolder;
-  /** SQLite (embedded default) or PostgreSQL (several instances on one database), by DATABASE_URL. */
+  /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
   /** The current schema set (a view: a reload swaps what it reads). */
   schemas: SchemaRegistry;
@@ -135,16 +132,16 @@ export async function createContext(
   const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
 
   const initialSchemas = loadSchemas(config.schemasDir, config.issuerOrigin);
-  // The config holds the URL without its password; the secrets hold it whole.
+  // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
-    store =
-      config.database.kind === 'sqlite'
-        ? openSqliteStore(config.database.path)
-        : await openPostgresStore(secrets.databaseUrl, { poolMax: config.database.poolMax, log });
+    store = await openStore(secrets.database, {
+      poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      log,
+    });
   } catch (err) {
     throw new Error(
-      `DATABASE_URL: cannot open ${config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : config.database.url} (${(err as Error).message})`,
+      `DATABASE_URL: cannot open ${describeTarget(secrets.database)} (${(err as Error).message})`,
     );
   }
   try {
@@ -158,8 +155,8 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (docs/security.md "Keys shared by several instances"). Config refuses production
-  // on PostgreSQL without KEY_ENCRYPTION_KEY.
+  // sealed (docs/security.md "Keys shared by several instances"): the engine says which by having
+  // `keys` or not. Config refuses production on such an engine without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
   const orClose = async <T>(step: Promise<T>, also?: () => void): Promise<T> => {
@@ -172,7 +169,7 @@ export async function createContext(
     }
   };
   const keys: KeyHolder = await orClose(
-    store.kind === 'sqlite'
+    !store.keys
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
@@ -197,7 +194,7 @@ export async function createContext(
           check: (ring) => identification.assertUsable(ring),
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
-          kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
+          kek: secrets.keyEncryption.current,
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
@@ -239,18 +236,17 @@ export async function createContext(
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
       // Several instances share the key through the database (sealed); one machine keeps the file.
-      key:
-        store.kind === 'postgres'
-          ? await orClose(
-              databaseBjjKey(store.keys, store.iden3, {
-                keysDir: config.keysDir,
-                generateIfMissing: !config.production,
-                kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
-                log,
-              }),
-              () => keys.close(),
-            )
-          : undefined,
+      key: store.keys
+        ? await orClose(
+            databaseBjjKey(store.keys, store.iden3, {
+              keysDir: config.keysDir,
+              generateIfMissing: !config.production,
+              kek: secrets.keyEncryption.current,
+              log,
+            }),
+            () => keys.close(),
+          )
+        : undefined,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
       origin: config.issuerOrigin,
@@ -330,7 +326,7 @@ export async function createContext(
     service: serviceClient,
     history: store.history,
     status,
-    locks: store.kind === 'postgres' ? store.locks : undefined,
+    locks: store.locks,
     retry: overrides.direct,
     deadlineMs: config.adminIssueDeadlineMs,
   });
