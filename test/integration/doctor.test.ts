@@ -271,10 +271,13 @@ describe('admin doctor', () => {
     expect(names.indexOf('redis')).toBe(names.indexOf('database') + 1);
 
     if (!(await redisAvailable('doctor redis item'))) return;
-    const up = await doctor(['--json', '--origin', issuer.url], { REDIS_URL: TEST_REDIS_URL });
+    const up = await doctor(['--json', '--origin', issuer.url], {
+      REDIS_URL: TEST_REDIS_URL,
+      RATE_LIMIT_REDIS_PREFIX: 'doctor-test:',
+    });
     const upItems = (JSON.parse(up.stdout) as { items: Line[] }).items;
     expect(upItems.filter((l) => l.item === 'redis')).toEqual([
-      { item: 'redis', verdict: 'PASS', detail: expect.stringMatching(/rl:/) },
+      { item: 'redis', verdict: 'PASS', detail: expect.stringMatching(/doctor-test:<group>:/) },
     ]);
     // Without REDIS_URL there is no redis item.
     const without = JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as {
