@@ -4,7 +4,8 @@ import type { Store } from 'express-rate-limit';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
-import { IssuanceService } from './issuance/issuance-service.js';
+import { HostedIssuanceService } from './issuance/hosted-issuance.js';
+import { IssuanceCore } from './issuance/issuance-core.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -59,8 +60,11 @@ export interface AppContext {
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
-  issuance: IssuanceService;
-  /** docs/interface.md "admin issue-vc": direct issuance by email. */
+  /** What every issuance does: sign, seal, record, upload within the request. */
+  issuance: IssuanceCore;
+  /** The holder's flow (docs/interface.md "issue-vc"), over `issuance`. */
+  hosted: HostedIssuanceService;
+  /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -276,7 +280,7 @@ export async function createContext(
   );
   const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
-  const issuance = new IssuanceService({
+  const issuance = new IssuanceCore({
     issuerOrigin: config.issuerOrigin,
     schemas,
     claimsProviders,
@@ -288,6 +292,7 @@ export async function createContext(
     log,
     telemetry,
   });
+  const hosted = new HostedIssuanceService({ core: issuance, schemas });
 
   const status = new StatusService({
     issuerOrigin: config.issuerOrigin,
@@ -320,7 +325,7 @@ export async function createContext(
 
   const hashEmail = emailHasher(store.meta);
   const direct = new DirectIssuanceService({
-    issuance,
+    core: issuance,
     hashEmail,
     schemas,
     service: serviceClient,
@@ -344,6 +349,7 @@ export async function createContext(
     typeMetadata,
     issuers,
     issuance,
+    hosted,
     direct,
     hashEmail,
     status,
