@@ -6,7 +6,7 @@ import type { Logger } from '../../model.js';
 import type { Lifecycle } from '../../observability/lifecycle.js';
 import { requestLineLogger } from '../../observability/logger.js';
 import type { IssuerMetrics } from '../../observability/metrics.js';
-import { REQUEST_ID, runWithRequestId } from '../../observability/request-context.js';
+import { REQUEST_ID, runWithRequestId } from '../../request-context.js';
 
 /** The route pattern a request matched (`/statuslist/:partition`), never its raw path. */
 export function routeLabel(req: Request): string {
