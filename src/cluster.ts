@@ -190,8 +190,9 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
       origin: env.ISSUER_ORIGIN ?? config.issuerOrigin,
       nodeEnv: config.nodeEnv,
       workers: config.workers,
+      docs: `${issuerUrl}/docs`,
     },
-    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers)`,
+    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
   );
   if (dev?.emulator)
     log.info(

@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
-import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { IssuanceService } from './issuance/issuance-service.js';
@@ -20,6 +19,7 @@ import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
+import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { SchemaCatalog } from './schemas/schema-catalog.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
 import { buildSchemaSet } from './schemas/schema-set.js';
@@ -63,7 +63,7 @@ export interface AppContext {
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
-  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  /** docs/interface.md "admin issue-vc": direct issuance by email. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -318,6 +318,7 @@ export async function createContext(
       ? undefined
       : redisRateLimits(secrets.redisUrl, {
           log,
+          prefix: config.rateLimitRedisPrefix,
           onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
         });
 

@@ -142,8 +142,14 @@ async function main(): Promise<void> {
     process.send?.(WORKER_READY);
   } else
     log.info(
-      { event: 'listening', url: running.url, origin: config.issuerOrigin, nodeEnv: config.nodeEnv },
-      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv})`,
+      {
+        event: 'listening',
+        url: running.url,
+        origin: config.issuerOrigin,
+        nodeEnv: config.nodeEnv,
+        docs: `${running.url}/docs`,
+      },
+      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs`,
     );
   if (running.admin && !cluster.isWorker)
     log.info(

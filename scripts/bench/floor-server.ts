@@ -22,7 +22,7 @@ import express from 'express';
 import { Pool } from 'undici';
 import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
 import { parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
-import { jsonBody } from '../../src/http/json-body.js';
+import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { canonicalJson, sha256Hex } from '../../src/issuance/canonical.js';
 import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
 import { issueSdJwtVcSync } from '../../src/issuers/sd-jwt/assemble.js';

@@ -20,6 +20,7 @@ import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
 import { uploadsCommand } from './commands/uploads.js';
+import { verifyCommand } from './commands/verify.js';
 import { InputFileError } from './csv-input.js';
 import { type CliIo, json, processIo } from './output.js';
 import { loadCliSettings } from './settings.js';
@@ -41,6 +42,7 @@ const COMMANDS: RegisterCommand[] = [
   backupCommand,
   dbCommand,
   doctorCommand,
+  verifyCommand,
   completionCommand,
 ];
 

@@ -168,6 +168,15 @@ export const EnvSchema = z.object({
     description: 'Requests per minute per client address on the public routes; `0` = off.',
     default: '`6000`',
   }),
+  RATE_LIMIT_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'RATE_LIMIT_REDIS_PREFIX must be 1 to 64 letters, digits and : . _ -')
+    .optional()
+    .meta({
+      description:
+        'Prefix of the rate-limit keys in Redis (with `REDIS_URL`): deployments sharing one Redis need different ones, or they share counters.',
+      default: '`rl:`',
+    }),
   TRUST_PROXY: TrustProxySchema.optional().meta({
     description:
       'Whose `X-Forwarded-For` to believe, so rate limits key on the client: `false` (or `0`), a hop count (at most 5), or a comma-separated list of addresses, CIDR subnets and `loopback`, `linklocal`, `uniquelocal` ([security.md](security.md#client-addresses-behind-a-proxy)).',
@@ -233,7 +242,7 @@ export type Env = z.infer<typeof EnvSchema>;
 /**
  * Parses the environment variable by variable, so that every bad one is reported in one run: the
  * variables that parse are returned in `env`, one line per bad one in `problems` (which `loadConfig`
- * extends with its own rules). This is the only module that reads `process.env` (DESIGN §7).
+ * extends with its own rules). This is the only module that reads `process.env`.
  * Secrets are returned apart from the config object so that logging the config can never print them.
  */
 export function parseEnv(source: NodeJS.ProcessEnv): { env: Env; problems: string[]; invalid: Set<string> } {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openApiDocument, routeTable } from '../../src/app.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
-import { openApiPath } from '../../src/http/openapi.js';
+import { openApiDocument, routeTable } from '../../src/http/routes/index.js';
+import { openApiPath } from '../../src/http/routes/ops/openapi.js';
 import { emailHash } from '../../src/observability/logger.js';
 import { startIssuer, TEST_ADMIN_API_KEY, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 import { capturingLogger } from '../helpers/log-capture.js';

@@ -48,6 +48,7 @@ describe('config', () => {
       partnerInfoService: 'svc',
       iden3: { method: 'iden3', blockchain: 'privado', network: 'test' },
       rateLimits: { holder: 10000, admin: 1200, public: 6000 },
+      rateLimitRedisPrefix: 'rl:',
     });
     expect(secrets).toEqual({
       apiKey: undefined,
@@ -101,6 +102,8 @@ describe('config', () => {
     ['SERVICE_V1_BASE_URL', 'not a url'],
     ['KEY_ENCRYPTION_KEY', 'too-short'],
     ['REDIS_URL', 'http://cache:6379'],
+    ['RATE_LIMIT_REDIS_PREFIX', 'two words'],
+    ['RATE_LIMIT_REDIS_PREFIX', 'x'.repeat(65)],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
