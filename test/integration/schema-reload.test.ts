@@ -46,8 +46,14 @@ async function startChild(env: Record<string, string>): Promise<Child> {
   const lines: Record<string, unknown>[] = [];
   const seen = new EventEmitter();
   createInterface({ input: proc.stdout! }).on('line', (line) => {
-    if (!line.startsWith('{')) return;
-    lines.push(JSON.parse(line) as Record<string, unknown>);
+    // Workers share the pipe: a line that is not one JSON record is not a log line of interest.
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    lines.push(record);
     seen.emit('line');
   });
   const exited = once(proc, 'exit').then(([code]) => {
