@@ -40,6 +40,11 @@ const listenerOf = (route: Route): Listener => route.listener ?? LISTENER_OF[rou
 export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // Paths match exactly: `/ADMIN/KEYS` or `/metrics/` is not `/admin/keys` or `/metrics`, so a
+  // proxy rule that blocks a path case-sensitively cannot be walked around (docs/security.md
+  // "What the server exposes").
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
   app.set('trust proxy', ctx.config.trustProxy);
   app.set('etag', false);
   app.use(requestObservability(ctx.log, ctx.metrics, ctx.lifecycle));

@@ -182,6 +182,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    // The backstop: whatever still holds the drain one second past the grace, the process ends
+    // (docs/operations.md "Shutdown").
+    setTimeout(() => {
+      log.error({ event: 'shutdown_overrun', graceMs: config.shutdownGraceMs }, 'drain overran its grace; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + 1000).unref();
     running
       .close()
       .then(() => dev?.close())

@@ -24,7 +24,7 @@ import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
 import { parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { canonicalJson, sha256Hex } from '../../src/issuance/canonical.js';
-import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
+import { randomRevocationNonce } from '../../src/issuance/issuance-core.js';
 import { issueSdJwtVcSync } from '../../src/issuers/sd-jwt/assemble.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
@@ -122,7 +122,7 @@ async function issue(body: { holderDID: string; pubKey: string; userId: string }
   else markUploaded.run(id);
 }
 
-/** The kit's store work for one hosted issuance (issuance-service.ts signAndRecord, in order). */
+/** The kit's store work for one hosted issuance (issuance-core.ts signAndRecord, in order). */
 async function recordInKitStore(
   id: string,
   holderDid: string,

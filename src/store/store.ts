@@ -13,12 +13,13 @@ import type {
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
 
 /**
- * Storage interfaces (DESIGN §9). Async so that a networked engine (PostgreSQL) can implement
- * them; `sqlite/` is the embedded default. A new engine is one folder implementing `Store`.
+ * Storage interfaces. Async so that a networked engine (PostgreSQL) can implement them;
+ * `sqlite/` is the embedded default. A new engine is one folder implementing `Store` and
+ * `StorageEngine` (src/store/engine.ts), listed in src/store/engines.ts.
  */
 
 /**
- * The stored body of `POST {v1}/dstorage/vcs` (spec 2.7): the sealed envelope plus the metadata the
+ * The stored body of `POST {v1}/dstorage/vcs` (docs/interface.md): the sealed envelope plus the metadata the
  * hosting service files it under; never the plaintext.
  */
 export interface UploadBody extends Envelope {
@@ -87,7 +88,7 @@ export interface IssuanceStore {
     subjectHash: string;
     now: Date;
   }): Promise<IssuanceRecord | undefined>;
-  /** One transaction: duplicate check, slot check, insert (DESIGN §9). */
+  /** One transaction: duplicate check, slot check, insert. */
   /** With `audit`, an `issue` audit row (target: the credential id) commits with the insert. */
   insertIssuance(
     issuance: NewIssuance,
@@ -272,7 +273,7 @@ export interface IdempotencyStore {
   prune(before: Date): Promise<number>;
 }
 
-/** The three trees of an Iden3 identity (DESIGN §6). */
+/** The three trees of an Iden3 identity (claims, revocation, roots). */
 export type Iden3TreeName = 'claims' | 'revocation' | 'roots';
 
 /** A Merkle tree node as stored: its type byte and its two 32-byte halves (64 bytes). */
@@ -317,7 +318,7 @@ export interface Iden3IdentityRecord {
 }
 
 /**
- * Iden3 identity storage (DESIGN §6, §9): tree nodes, roots, the identity and its states. Tree
+ * Iden3 identity storage: tree nodes, roots, the identity and its states. Tree
  * changes are computed first (reads only), then written with the new state in one transaction.
  */
 export interface Iden3Store {
@@ -344,7 +345,7 @@ export interface Iden3Store {
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
 }
 
-/** One row of the audit log (issue 11). */
+/** One row of the audit log. */
 export interface AuditEntry {
   at: Date;
   actor: string;
@@ -452,6 +453,8 @@ export interface NamedLockStore {
 }
 
 export interface Store {
+  /** The engine's name (`sqlite`, `postgres`): logs and tests only; code asks for the parts below. */
+  kind: string;
   issuances: IssuanceStore;
   audit: AuditStore;
   meta: MetaStore;
@@ -460,6 +463,13 @@ export interface Store {
   history: IssuanceHistoryStore;
   idempotency: IdempotencyStore;
   iden3: Iden3Store;
+  /**
+   * Private keys kept in the database, sealed, shared by every instance. Absent: the keys are
+   * files in KEYS_DIR (one machine).
+   */
+  keys?: KeyMaterialStore | undefined;
+  /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
+  locks?: NamedLockStore | undefined;
   /** One round trip to the database (readiness); rejects when it cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;

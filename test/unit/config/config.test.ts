@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/config/env.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../../src/config/key-encryption-key.js';
 
 // Production secrets must look random: these are what `openssl rand -base64 32` prints.
 const SECRETS = {
@@ -55,6 +56,12 @@ describe('config', () => {
       adminApiKey: undefined,
       adminApiKeys: [],
       databaseUrl: 'sqlite:./data/issuer.db',
+      database: { kind: 'sqlite', path: '/srv/issuer/data/issuer.db' },
+      keyEncryptionKey: undefined,
+      // Outside production, unset: the development key, resolved here once.
+      keyEncryption: { current: DEVELOPMENT_KEY_ENCRYPTION_KEY, given: false, previous: undefined },
+      metricsToken: undefined,
+      redisUrl: undefined,
     });
   });
 
@@ -141,6 +148,23 @@ describe('config', () => {
     ]);
     const { config, secrets } = loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32) });
     expect(secrets.keyEncryptionKey).toEqual(Buffer.alloc(32, 0xcd));
+    expect(secrets.keyEncryption).toEqual({
+      current: Buffer.alloc(32, 0xcd),
+      given: true,
+      previous: undefined,
+    });
+    // KEY_ENCRYPTION_KEY_PREVIOUS is resolved once too; a malformed one is kept as its problem
+    // (only `keys reseal` and doctor use it), never refusing the server's start.
+    const rotating = loadConfig({
+      ...pgProduction,
+      KEY_ENCRYPTION_KEY: 'cd'.repeat(32),
+      KEY_ENCRYPTION_KEY_PREVIOUS: 'ab'.repeat(32),
+    }).secrets.keyEncryption;
+    expect(rotating.previous).toEqual(Buffer.alloc(32, 0xab));
+    expect(
+      loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32), KEY_ENCRYPTION_KEY_PREVIOUS: 'x' })
+        .secrets.keyEncryption.previous,
+    ).toMatch(/32 bytes/);
     expect(JSON.stringify(config)).not.toContain('cdcd');
   });
 

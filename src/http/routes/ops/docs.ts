@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import swaggerUi from 'swagger-ui-dist';
 
@@ -26,19 +27,37 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({
 `;
 
 /**
+ * The only files of swagger-ui-dist the page loads. The package folder also holds its
+ * `package.json`, `README.md`, source maps and an `index.html` whose initializer points at a
+ * third-party origin: none of that is served (docs/security.md "What the server exposes").
+ */
+const DOCS_ASSETS = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+} as const;
+
+/**
  * `GET /docs`: Swagger UI rendering `/openapi.json`, every asset served from this origin by the
  * swagger-ui-dist package (no CDN; the page fetches nothing from elsewhere). Static files, so not
  * a row of the route table.
  */
 export function docsRoutes(): RequestHandler[] {
-  const assets = express.static(swaggerUi.getAbsoluteFSPath(), { index: false, fallthrough: true });
-  const router = express.Router();
+  const root = swaggerUi.getAbsoluteFSPath();
+  const router = express.Router({ caseSensitive: true, strict: true });
   router.get('/docs', (_req, res) => {
     res.type('html').send(DOCS_PAGE);
   });
   router.get('/docs/docs-init.js', (_req, res) => {
     res.type('application/javascript').send(DOCS_INIT);
   });
-  router.use('/docs', assets);
+  for (const [file, type] of Object.entries(DOCS_ASSETS)) {
+    const path = join(root, file);
+    router.get(`/docs/${file}`, (_req, res, next) => {
+      res.sendFile(path, { headers: { 'content-type': type }, maxAge: '1h' }, (err) => {
+        if (err) next(err);
+      });
+    });
+  }
   return [router];
 }

@@ -45,7 +45,7 @@ export function currentTypeMetadata(
     const served = catalog.current().typeMetadata;
     let router = routers.get(served);
     if (!router) {
-      router = express.Router();
+      router = express.Router({ caseSensitive: true, strict: true });
       for (const s of served.values()) router.get(s.path, ...before, typeMetadata(s));
       routers.set(served, router);
     }
