@@ -172,7 +172,10 @@ async function main(): Promise<void> {
     // The backstop: whatever still holds the drain one second past the grace, the process ends
     // (docs/operations.md "Shutdown").
     setTimeout(() => {
-      log.error({ event: 'shutdown_overrun', graceMs: config.shutdownGraceMs }, 'drain overran its grace; exiting');
+      log.error(
+        { event: 'shutdown_overrun', graceMs: config.shutdownGraceMs },
+        'drain overran its grace; exiting',
+      );
       process.exit(1);
     }, config.shutdownGraceMs + 1000).unref();
     running

@@ -113,7 +113,9 @@ export async function destroyHttpPools(): Promise<void> {
   const open = [...pools.values()];
   pools.clear();
   targets.clear();
-  await Promise.allSettled(open.map((pool) => pool.destroy(new HttpFailure('network', 'aborted: shutting down'))));
+  await Promise.allSettled(
+    open.map((pool) => pool.destroy(new HttpFailure('network', 'aborted: shutting down'))),
+  );
 }
 
 interface Target {
