@@ -4,6 +4,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHECKS } from '../../src/cli/doctor.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
 import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { rotateKey } from '../../src/keys/key-ring.js';
@@ -46,6 +47,11 @@ describe('admin doctor', () => {
   const doctor = (args: string[], extra: Record<string, string> = {}) =>
     runCli(['doctor', ...args], { ...env, ...extra }, dir);
   const verdicts = (lines: Line[]) => lines.map((l) => `${l.verdict} ${l.item}`);
+  // Every item reported is one a check declares (`<x>` a variable part), in the checks' order.
+  const declared = CHECKS.flatMap((c) => c.items).map(
+    (name) => new RegExp(`^${name.replace(/<\w+>/g, '.+')}$`),
+  );
+  const declaredOrder = (lines: Line[]) => lines.map((l) => declared.findIndex((re) => re.test(l.item)));
 
   beforeAll(async () => {
     claimsServer = createServer((req, res) => {
@@ -134,6 +140,9 @@ describe('admin doctor', () => {
       'PASS partner JWT',
     ]);
     expect(ok).toBe(true);
+    const order = declaredOrder(items);
+    expect(order).not.toContain(-1);
+    expect(order).toEqual([...order].sort((x, y) => x - y));
     // The bundled example (its vct on issuer.example) is served as if it were the issuer's own.
     expect(items.find((l) => l.item === 'example schema')?.detail).toMatch(/^membership-v1 /);
     expect(run.code).toBe(0);
@@ -272,10 +281,13 @@ describe('admin doctor', () => {
     expect(names.indexOf('redis')).toBe(names.indexOf('database') + 1);
 
     if (!(await redisAvailable('doctor redis item'))) return;
-    const up = await doctor(['--json', '--origin', issuer.url], { REDIS_URL: TEST_REDIS_URL });
+    const up = await doctor(['--json', '--origin', issuer.url], {
+      REDIS_URL: TEST_REDIS_URL,
+      RATE_LIMIT_REDIS_PREFIX: 'doctor-test:',
+    });
     const upItems = (JSON.parse(up.stdout) as { items: Line[] }).items;
     expect(upItems.filter((l) => l.item === 'redis')).toEqual([
-      { item: 'redis', verdict: 'PASS', detail: expect.stringMatching(/rl:/) },
+      { item: 'redis', verdict: 'PASS', detail: expect.stringMatching(/doctor-test:<group>:/) },
     ]);
     // Without REDIS_URL there is no redis item.
     const without = JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as {

@@ -3,9 +3,6 @@ import { redactDatabaseUrl } from '../../../store/database-url.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { line } from '../line.js';
 
-/** The prefix of the shared rate-limit counters (src/http/redis-rate-limit.ts's default). */
-const RATE_LIMIT_PREFIX = 'rl:';
-
 /** REDIS_URL, when set: the shared rate-limit counters' Redis answers PING. */
 export const redis: DoctorCheck = {
   items: ['redis'],
@@ -28,7 +25,7 @@ export const redis: DoctorCheck = {
         line(
           'redis',
           'PASS',
-          `${where} answered ${pong}; rate-limit counters under ${RATE_LIMIT_PREFIX}<group>: (shared by every instance)`,
+          `${where} answered ${pong}; rate-limit counters under ${ctx.config.rateLimitRedisPrefix}<group>: (RATE_LIMIT_REDIS_PREFIX, shared by every instance)`,
         ),
       ];
     } catch (err) {
