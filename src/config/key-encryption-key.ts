@@ -44,7 +44,7 @@ export function resolveKeyEncryption(
  * public string, and a key of a few distinct bytes (all zeros, one byte repeated, `abab…`) is not
  * random: with either, a copy of the database alone opens every sealed private key. A random
  * 32-byte key has fewer than 8 distinct bytes with negligible probability (docs/security.md
- * "Keys kept in the database").
+ * "Keys shared by several instances").
  */
 export function weakKeyEncryptionKey(key: Buffer): string | undefined {
   if (key.equals(DEVELOPMENT_KEY_ENCRYPTION_KEY))
