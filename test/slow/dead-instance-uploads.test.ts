@@ -39,11 +39,9 @@ describe.skipIf(!available)('an instance that dies mid-outage leaves its uploads
     emulator = await startEmulatorServer({ partnerId: TEST_PARTNER_ID, jwks: () => liveJwks(instances) });
     // A short lease and sweep, and attempts enough to outlast the outage.
     const env = { UPLOAD_LEASE_MS: '3000', OUTBOX_SWEEP_MS: '200', UPLOAD_MAX_ATTEMPTS: '1000' };
-    instances.push(
-      ...(await Promise.all(
-        dirs.map((dir) => startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir, env })),
-      )),
-    );
+    // One after the other: concurrent first starts are test/slow/multi-instance-processes.test.ts's subject.
+    for (const dir of dirs)
+      instances.push(await startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir, env }));
   }, 120_000);
 
   afterAll(async () => {
