@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
 import { Pool } from 'undici';
-import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
+import { loadOrCreateDevSecrets } from '../../src/development/dev-secrets.js';
 import { parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { canonicalJson, sha256Hex } from '../../src/issuance/canonical.js';

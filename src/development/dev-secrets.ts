@@ -1,9 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_SECRETS_FILE, type DevSecrets, DevSecretsSchema } from '../live/development-files.js';
-
-export { DEV_SECRETS_FILE };
+import { DEV_SECRETS_FILE, type DevSecrets, DevSecretsSchema } from './development-files.js';
 
 /**
  * Development only (docs/configuration.md): API keys and partner id generated on first run and kept in
