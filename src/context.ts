@@ -39,7 +39,7 @@ export type { KeyHolder };
 /**
  * Everything the app needs, built once (atproto's AppContext). `createContext` only assembles
  * parts; start-up policy (development secrets, the emulator, example claims) lives in `main.ts`
- * and `src/dev/`. Tests build it with overrides.
+ * and `src/development/`. Tests build it with overrides.
  */
 export interface AppContext {
   config: Config;
@@ -124,7 +124,7 @@ export async function createContext(
   ];
   const { partnerId, serviceBaseUrl } = config;
   // Production config validation refuses to get here without them; development start-up
-  // (src/dev/development.ts) fills them in first.
+  // (src/development/start.ts) fills them in first.
   if (!apiKey || adminApiKeys.length === 0 || !partnerId)
     throw new Error('API_KEY, ADMIN_API_KEY (or ADMIN_API_KEYS) and PARTNER_ID are required');
   if (!serviceBaseUrl) throw new Error('SERVICE_V1_BASE_URL is required');

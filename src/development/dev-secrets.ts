@@ -6,7 +6,7 @@ import { DEV_SECRETS_FILE, type DevSecrets, DevSecretsSchema } from './developme
 /**
  * Development only (docs/configuration.md): API keys and partner id generated on first run and kept in
  * KEYS_DIR/dev-secrets.json (git-ignored, 0600) so they survive restarts; production start-up
- * refuses any of its values (src/live/development-state.ts).
+ * refuses any of its values (src/development/production-guard.ts).
  */
 export function loadOrCreateDevSecrets(keysDir: string): {
   secrets: DevSecrets;
