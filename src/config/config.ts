@@ -4,7 +4,12 @@ import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.j
 import type { DatabaseTarget } from '../store/engines.js';
 import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
-import { type KeyEncryption, parseKeyEncryptionKey, resolveKeyEncryption } from './key-encryption-key.js';
+import {
+  type KeyEncryption,
+  parseKeyEncryptionKey,
+  resolveKeyEncryption,
+  weakKeyEncryptionKey,
+} from './key-encryption-key.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -147,6 +152,9 @@ export function loadConfig(
     const parsed = parseKeyEncryptionKey(env.KEY_ENCRYPTION_KEY);
     if (typeof parsed === 'string') problems.push(`KEY_ENCRYPTION_KEY: ${parsed}`);
     else keyEncryptionKey = parsed;
+    const weak = typeof parsed === 'string' ? undefined : weakKeyEncryptionKey(parsed);
+    if (production && weak)
+      problems.push(`KEY_ENCRYPTION_KEY: ${weak}; production needs a random one (openssl rand -hex 32)`);
   } else if (production && typeof target !== 'string' && keepsKeysInDatabase(target)) {
     problems.push(
       `KEY_ENCRYPTION_KEY: required in production with ${engineName(target)} (it seals the signing keys kept in the database)`,

@@ -38,3 +38,17 @@ export function resolveKeyEncryption(
     previous: previousValue === undefined ? undefined : parseKeyEncryptionKey(previousValue),
   };
 }
+
+/**
+ * Why a KEY_ENCRYPTION_KEY protects nothing, or undefined. The development key is derived from a
+ * public string, and a key of a few distinct bytes (all zeros, one byte repeated, `abab…`) is not
+ * random: with either, a copy of the database alone opens every sealed private key. A random
+ * 32-byte key has fewer than 8 distinct bytes with negligible probability (docs/security.md
+ * "Keys shared by several instances").
+ */
+export function weakKeyEncryptionKey(key: Buffer): string | undefined {
+  if (key.equals(DEVELOPMENT_KEY_ENCRYPTION_KEY))
+    return 'is the public development key, which anyone can derive';
+  if (new Set(key).size < 8) return `is not random (${new Set(key).size} distinct byte values in 32)`;
+  return undefined;
+}

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHECKS } from '../../src/cli/doctor.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { rotateKey } from '../../src/keys/key-ring.js';
 import { runCli } from '../helpers/cli.js';
 import {
@@ -326,5 +327,32 @@ describe('admin doctor', () => {
     const run = await doctor([], { PARTNER_ID: '', API_KEY: 'short' });
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^FAIL {2}config {2}API_KEY: must be at least 32 characters in production$/m);
+  });
+
+  it('a KEY_ENCRYPTION_KEY that protects nothing (the development key, all zeros) fails', async () => {
+    for (const value of [DEVELOPMENT_KEY_ENCRYPTION_KEY.toString('hex'), '00'.repeat(32)]) {
+      const run = await doctor(['--json', '--origin', issuer.url], { KEY_ENCRYPTION_KEY: value });
+      expect(run.code).toBe(1);
+      const { items } = JSON.parse(run.stdout) as { items: Line[] };
+      expect(items).toContainEqual({
+        item: 'config',
+        verdict: 'FAIL',
+        detail: expect.stringMatching(/^KEY_ENCRYPTION_KEY: /),
+      });
+    }
+  });
+
+  it('a database file group or others may read fails the database item, naming the file and chmod', async () => {
+    const file = join(dir, 'issuer.db');
+    chmodSync(file, 0o644);
+    try {
+      const { items } = JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as {
+        items: Line[];
+      };
+      const line = items.find((l) => l.item === 'database');
+      expect(line).toMatchObject({ verdict: 'FAIL', detail: expect.stringContaining(`chmod 600 ${file}`) });
+    } finally {
+      chmodSync(file, 0o600);
+    }
   });
 });

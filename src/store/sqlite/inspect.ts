@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { InspectedMigration, StoreInspection } from '../engine.js';
-import { planMigrations, type SqliteDatabase } from './database.js';
+import { looseDatabaseFiles, planMigrations, type SqliteDatabase } from './database.js';
 import { type SqliteStore, sqliteStoreOn } from './index.js';
 
 /**
@@ -20,6 +20,11 @@ export function inspectSqlite(path: string): StoreInspection<SqliteStore> {
   });
   if (path === ':memory:' || !existsSync(path))
     return refused(`DATABASE_URL: no database at ${path} (the server creates it at its first start)`);
+  // Read before opening: opening may create the -wal and -shm files.
+  const loose = looseDatabaseFiles(path).map(
+    ({ file, mode }) =>
+      `DATABASE_URL: ${file} is mode ${mode}: group or others may read the claims and issuance records; chmod 600 ${file} (the server tightens it when it starts)`,
+  );
   let db: SqliteDatabase;
   try {
     accessSync(path, constants.R_OK | constants.W_OK);
@@ -54,7 +59,7 @@ export function inspectSqlite(path: string): StoreInspection<SqliteStore> {
   const store = sqliteStoreOn(db);
   return {
     where: path,
-    problems,
+    problems: loose,
     migrations,
     writable: true,
     environment,
