@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
+import { type EmulatorServer, startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import {
   type InstanceProcess,
