@@ -10,6 +10,7 @@ import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
+import { PostgresWebhookStore } from './postgres-webhook-store.js';
 
 export interface PostgresStore extends Store {
   kind: 'postgres';
@@ -51,6 +52,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     audit: new PostgresAuditStore(pool),
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
+    webhooks: new PostgresWebhookStore(pool),
     async ping() {
       await pool.query('SELECT 1');
     },
