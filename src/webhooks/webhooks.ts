@@ -119,11 +119,12 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return this.store.removeEndpoint(id);
   }
 
-  start(): void {
+  /** Starts the worker; resolves after its first sweep (deliveries left by a previous run go out). */
+  async start(): Promise<void> {
     this.running = true;
     this.sweeper ??= setInterval(() => void this.sweep(), this.options.sweepMs);
     this.sweeper.unref();
-    void this.sweep();
+    await this.sweep();
   }
 
   async stop(): Promise<void> {

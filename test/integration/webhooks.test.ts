@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { expectError } from '../helpers/errors.js';
-import { startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
+import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -75,6 +75,12 @@ describe('webhooks', () => {
     expect(listed.webhooks).toHaveLength(1);
     expect(listed.webhooks[0]).toMatchObject({ id: endpoint.id, url: hook.url, description: 'crm' });
     expect(listed.webhooks[0]).not.toHaveProperty('secret');
+    // PostgreSQL keeps the secret sealed, like the keys.
+    const [stored] = await queryStore<{ secret: string }>(
+      issuer.ctx.store,
+      'SELECT secret FROM webhook_endpoints',
+    );
+    if (issuer.ctx.store.kind === 'postgres') expect(stored!.secret).not.toContain(endpoint.secret.slice(6));
 
     const holder = generateHolderKeyPair();
     const issued = await issuer.post('/issue-vc', {
