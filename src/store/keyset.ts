@@ -14,9 +14,9 @@
  */
 export const SCAN_LIMIT = 2000;
 
-/** One filter condition; `drives` when an index answers it in sort order. */
-export interface FilterTerm {
-  sql: string;
+/** One filter condition (`sql`: text, or how to write it); `drives` when an index answers it in sort order. */
+export interface FilterTerm<S = string> {
+  sql: S;
   drives: boolean;
 }
 
@@ -24,7 +24,7 @@ export interface FilterTerm {
  * The first term that an index answers drives the read (the caller lists terms most selective
  * first); every other term filters the rows it yields.
  */
-export function splitFilters(terms: readonly FilterTerm[]): { drive: string[]; rest: string[] } {
+export function splitFilters<S>(terms: readonly FilterTerm<S>[]): { drive: S[]; rest: S[] } {
   const driver = terms.find((t) => t.drives);
   return {
     drive: driver ? [driver.sql] : [],

@@ -76,35 +76,50 @@ export function auditStatements(q: AuditQuery): {
   scanEnd?: PgStatement | undefined;
   count: PgStatement;
 } {
-  const values: unknown[] = [];
-  const param = (v: unknown) => `$${values.push(v)}`;
-  const terms: FilterTerm[] = [];
-  if (q.actor !== undefined) terms.push({ sql: `actor = ${param(q.actor)}`, drives: true });
-  if (q.action !== undefined) terms.push({ sql: `action = ${param(q.action)}`, drives: true });
-  const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
-  const all = terms.map((t) => t.sql);
-  const count = { text: `SELECT count(*)::int AS n FROM audit_log ${where(all)}`, values };
-  const columns = 'id, at, actor, action, target, reason';
-  const limit = param(q.limit + 1);
-  if (q.page !== undefined) {
-    const text = `SELECT ${columns} FROM audit_log ${where(all)} ORDER BY id DESC
-      LIMIT ${limit} OFFSET ${param((q.page - 1) * q.limit)}`;
-    return { page: { text, values }, count };
-  }
+  // PostgreSQL wants exactly the parameters a statement names: each term numbers its own when written.
+  type Param = (value: unknown) => string;
+  const terms: FilterTerm<(param: Param) => string>[] = [];
+  const { actor, action, after } = q;
+  if (actor !== undefined) terms.push({ sql: (param) => `actor = ${param(actor)}`, drives: true });
+  if (action !== undefined) terms.push({ sql: (param) => `action = ${param(action)}`, drives: true });
   const { drive, rest } = splitFilters(terms);
-  if (q.after !== undefined) drive.push(`id < ${param(q.after)}::bigint`);
-  if (rest.length === 0) {
-    const text = `SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT ${limit}`;
-    return { page: { text, values }, count };
-  }
-  const scan = param(SCAN_LIMIT);
-  const text = `SELECT * FROM (SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT ${scan})
-    AS scanned ${where(rest)} ORDER BY id DESC LIMIT ${limit}`;
-  const scanEnd = {
-    text: `SELECT id FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT 1 OFFSET ${scan}::bigint - 1`,
-    values,
+  if (after !== undefined) drive.push((param) => `id < ${param(after)}::bigint`);
+  const build = (
+    write: (param: Param, where: (conds: Array<(param: Param) => string>) => string) => string,
+  ) => {
+    const values: unknown[] = [];
+    const param: Param = (v) => `$${values.push(v)}`;
+    const where = (conds: Array<(param: Param) => string>) =>
+      conds.length > 0 ? `WHERE ${conds.map((c) => c(param)).join(' AND ')}` : '';
+    return { text: write(param, where), values };
   };
-  return { page: { text, values }, scanEnd, count };
+  const count = build(
+    (_, where) => `SELECT count(*)::int AS n FROM audit_log ${where(terms.map((t) => t.sql))}`,
+  );
+  const columns = 'id, at, actor, action, target, reason';
+  if (q.page !== undefined) {
+    const page = build(
+      (param, where) => `SELECT ${columns} FROM audit_log ${where(terms.map((t) => t.sql))} ORDER BY id DESC
+        LIMIT ${param(q.limit + 1)} OFFSET ${param((q.page! - 1) * q.limit)}`,
+    );
+    return { page, count };
+  }
+  if (rest.length === 0) {
+    const page = build(
+      (param, where) =>
+        `SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT ${param(q.limit + 1)}`,
+    );
+    return { page, count };
+  }
+  const page = build(
+    (param, where) => `SELECT * FROM (SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC
+      LIMIT ${param(SCAN_LIMIT)}) AS scanned ${where(rest)} ORDER BY id DESC LIMIT ${param(q.limit + 1)}`,
+  );
+  const scanEnd = build(
+    (param, where) =>
+      `SELECT id FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT 1 OFFSET ${param(SCAN_LIMIT - 1)}`,
+  );
+  return { page, scanEnd, count };
 }
 
 export class PostgresMetaStore implements MetaStore {

@@ -38,57 +38,80 @@ export function historyStatements(q: HistoryQuery): {
   scanEnd?: PgStatement | undefined;
   count: PgStatement;
 } {
-  const values: unknown[] = [q.now];
-  const param = (v: unknown) => `$${values.push(v)}`;
-  // Most selective first: the first one an index answers drives the read.
-  const terms: FilterTerm[] = [];
+  // Most selective first: the first one an index answers drives the read. PostgreSQL wants
+  // exactly the parameters a statement names, so each term numbers its own when it is written.
+  const terms: FilterTerm<(param: Param) => string>[] = [];
   const add = (column: string, value: unknown) => {
-    if (value !== undefined) terms.push({ sql: `${column} = ${param(value)}`, drives: true });
+    if (value !== undefined) terms.push({ sql: (param) => `${column} = ${param(value)}`, drives: true });
   };
   add('revocation_nonce', q.revocationNonce);
   add('holder_did', q.holderDid);
   add('email_hash', q.emailHash);
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
-  if (status?.indexed) terms.push({ sql: status.indexed, drives: true });
+  if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true });
   add('schema_id', q.schemaId);
   add('proof_type', q.proofType);
-  if (status?.rest) terms.push({ sql: status.rest, drives: false });
+  if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false });
+  const { drive, rest } = splitFilters(terms);
+
   // `now` is only used by some status filters; a comparison that is always true keeps $1 typed.
-  const where = (conds: string[]) => `WHERE ${['$1::timestamptz IS NOT NULL', ...conds].join(' AND ')}`;
-  const all = terms.map((t) => t.sql);
-  const count = { text: `SELECT count(*)::int AS n FROM issuances ${where(all)}`, values };
+  const build = (
+    write: (param: Param, where: (conds: Array<(param: Param) => string>) => string) => string,
+  ) => {
+    const values: unknown[] = [q.now];
+    const param: Param = (v) => `$${values.push(v)}`;
+    const where = (conds: Array<(param: Param) => string>) =>
+      `WHERE ${['$1::timestamptz IS NOT NULL', ...conds.map((c) => c(param))].join(' AND ')}`;
+    return { text: write(param, where), values };
+  };
+  const count = build(
+    (_, where) => `SELECT count(*)::int AS n FROM issuances ${where(terms.map((t) => t.sql))}`,
+  );
 
   // seq breaks created_at ties: pages must be stable.
   const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
   const order = `ORDER BY created_at ${dir}, seq ${dir}`;
-  const limit = param(q.limit + 1);
   if (q.page !== undefined) {
-    const text = `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where(all)} ${order}
-      LIMIT ${limit} OFFSET ${param((q.page - 1) * q.limit)}`;
-    return { page: { text, values }, count };
+    const page = build(
+      (
+        param,
+        where,
+      ) => `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where(terms.map((t) => t.sql))} ${order}
+        LIMIT ${param(q.limit + 1)} OFFSET ${param((q.page! - 1) * q.limit)}`,
+    );
+    return { page, count };
   }
 
-  const { drive, rest } = splitFilters(terms);
-  if (q.after) {
-    // Row comparison: an index on (…, created_at, seq) seeks to it; one on (…, created_at) to its first column.
-    drive.push(
-      `(created_at, seq) ${dir === 'ASC' ? '>' : '<'} (${param(q.after.createdAt)}::timestamptz, ${param(q.after.id)}::bigint)`,
-    );
-  }
+  const after = q.after;
+  // Row comparison: an index on (…, created_at, seq) seeks to it; one on (…, created_at) to its first column.
+  const keyset = after
+    ? [
+        (param: Param) =>
+          `(created_at, seq) ${dir === 'ASC' ? '>' : '<'} (${param(after.createdAt)}::timestamptz, ${param(after.id)}::bigint)`,
+      ]
+    : [];
   if (rest.length === 0) {
-    const text = `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where(drive)} ${order} LIMIT ${limit}`;
-    return { page: { text, values }, count };
+    const page = build(
+      (param, where) =>
+        `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where([...drive, ...keyset])} ${order} LIMIT ${param(q.limit + 1)}`,
+    );
+    return { page, count };
   }
-  const scan = param(SCAN_LIMIT);
   // The outer filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order.
-  const text = `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances ${where(drive)}
-      ${order} LIMIT ${scan}) AS scanned WHERE ${rest.join(' AND ')} ${order} LIMIT ${limit}`;
-  const scanEnd = {
-    text: `SELECT created_at, seq FROM issuances ${where(drive)} ${order} LIMIT 1 OFFSET ${scan}::bigint - 1`,
-    values,
-  };
-  return { page: { text, values }, scanEnd, count };
+  const page = build(
+    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances
+      ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
+      WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}`,
+  );
+  const scanEnd = build(
+    (param, where) => `SELECT created_at, seq FROM issuances ${where([...drive, ...keyset])} ${order}
+      LIMIT 1 OFFSET ${param(SCAN_LIMIT - 1)}`,
+  );
+  return { page, scanEnd, count };
 }
+
+type Param = (value: unknown) => string;
+const fixed = (sql: string) => () => sql;
 
 type KeyedRow = SummaryRow & { seq: string };
 const keyOf = (r: { created_at: Date; seq: string }): HistoryCursor => ({
