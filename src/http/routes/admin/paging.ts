@@ -28,8 +28,11 @@ export const PagingShape = {
 // A cursor is opaque to clients: base64url of a tagged sort key, so that one route's cursor, or
 // one read in the other order, is refused rather than misread.
 const encode = (text: string) => Buffer.from(text).toString('base64url');
-const decode = (cursor: string) =>
-  /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString() : '';
+// Only the exact encoding of a cursor: Buffer ignores stray characters and bits.
+const decode = (cursor: string) => {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  return encode(text) === cursor ? text : '';
+};
 
 const ID = /^[1-9]\d{0,15}$/;
 
