@@ -1,3 +1,4 @@
+import type { ProofType } from '../../model.js';
 import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
 import type {
   HistoryCursor,
@@ -19,8 +20,14 @@ const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string 
   revoked: { indexed: 'status = 1' },
   suspended: { indexed: 'status = 2', rest: 'expires_at > $1' },
   expired: { rest: 'status <> 1 AND expires_at <= $1' },
-  upload_pending: { indexed: "upload_state = 'pending'" },
+  upload_pending: { rest: "upload_state = 'pending'" },
   upload_failed: { indexed: "upload_state = 'failed'" },
+};
+
+/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
+const PROOF_SQL: Record<ProofType, FilterTerm> = {
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
 };
 
 export interface PgStatement {
@@ -50,7 +57,10 @@ export function historyStatements(q: HistoryQuery): {
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true });
   add('schema_id', q.schemaId);
-  add('proof_type', q.proofType);
+  if (q.proofType !== undefined) {
+    const { sql, drives } = PROOF_SQL[q.proofType];
+    terms.push({ sql: fixed(sql), drives });
+  }
   if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false });
   const { drive, rest } = splitFilters(terms);
 

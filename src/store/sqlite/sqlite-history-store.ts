@@ -1,3 +1,4 @@
+import type { ProofType } from '../../model.js';
 import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
 import type {
   HistoryCursor,
@@ -25,8 +26,14 @@ const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string 
   revoked: { indexed: 'status = 1' },
   suspended: { indexed: 'status = 2', rest: 'expires_at > @now' },
   expired: { rest: 'status != 1 AND expires_at <= @now' },
-  upload_pending: { indexed: "upload_state = 'pending'" },
+  upload_pending: { rest: "upload_state = 'pending'" },
   upload_failed: { indexed: "upload_state = 'failed'" },
+};
+
+/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
+const PROOF_SQL: Record<ProofType, FilterTerm> = {
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
 };
 
 type Params = Record<string, string | number>;
@@ -59,7 +66,7 @@ export function historyStatements(q: HistoryQuery): {
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) terms.push({ sql: status.indexed, drives: true });
   add('schema_id', 'schemaId', q.schemaId);
-  add('proof_type', 'proofType', q.proofType);
+  if (q.proofType !== undefined) terms.push(PROOF_SQL[q.proofType]);
   if (status?.rest) terms.push({ sql: status.rest, drives: false });
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
   const count = { sql: `SELECT COUNT(*) AS n FROM issuances ${where(terms.map((t) => t.sql))}`, params };

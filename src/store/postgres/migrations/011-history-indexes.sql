@@ -1,10 +1,15 @@
--- Admin history and audit reads page by keyset (docs/interface.md "Paging"): each filter needs an
--- index that yields its rows in (created_at, seq) order, or a page reads the whole table to find
--- them. Revoked, suspended and failed rows are few and none is written by an insert; the pending
--- index holds only what still waits for its upload. Holder, schema and email keep their
--- (…, created_at) indexes: seq only orders the rows of one instant.
+-- As sqlite/migrations/009-history-indexes.sql: admin history reads page by keyset
+-- (docs/interface.md "Paging"), each filter through an index that yields its rows in
+-- (created_at, seq) order. Partial indexes for the rare status values and Iden3 credentials,
+-- which no SD-JWT insert writes; the holder, schema and email indexes gain seq in place of the
+-- ones of 001 and 007, so an insert writes as many indexes as before.
 CREATE INDEX issuances_revoked_created ON issuances (created_at, seq) WHERE status = 1;
 CREATE INDEX issuances_suspended_created ON issuances (created_at, seq) WHERE status = 2;
-CREATE INDEX issuances_pending_created ON issuances (created_at, seq) WHERE upload_state = 'pending';
 CREATE INDEX issuances_failed_created ON issuances (created_at, seq) WHERE upload_state = 'failed';
-CREATE INDEX issuances_proof_created ON issuances (proof_type, created_at, seq);
+CREATE INDEX issuances_bjj_created ON issuances (created_at, seq) WHERE proof_type = 'BJJ_SIG_2021';
+CREATE INDEX issuances_holder_created_seq ON issuances (holder_did, created_at, seq);
+DROP INDEX issuances_holder_created;
+CREATE INDEX issuances_schema_created_seq ON issuances (schema_id, created_at, seq);
+DROP INDEX issuances_schema_created;
+CREATE INDEX issuances_email_created_seq ON issuances (email_hash, created_at, seq) WHERE email_hash IS NOT NULL;
+DROP INDEX issuances_email_created;
