@@ -51,36 +51,42 @@ async function expectNotReady(issuer: TestIssuer): Promise<void> {
 
 describe.skipIf(!available)('PostgreSQL behind a cuttable proxy', () => {
   let db: TempDatabase;
-  let proxy: TcpProxy;
+  const proxies: TcpProxy[] = [];
   const dirs: string[] = [];
 
-  async function issuerThroughProxy(bounds: Record<string, string>): Promise<TestIssuer> {
+  /** An issuer whose DATABASE_URL goes through a fresh proxy in front of the test database. */
+  async function issuerThroughProxy(bounds: Record<string, string>) {
+    const target = new URL(db.url);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    proxies.push(proxy);
     const dir = tempDir();
     dirs.push(dir);
-    return startIssuer({
+    const issuer = await startIssuer({
       dir,
       env: { DATABASE_URL: proxy.url(db.url), KEY_ENCRYPTION_KEY: KEK, ...bounds },
     });
+    return { issuer, proxy };
   }
+  const SHORT_BOUNDS = {
+    DATABASE_CONNECT_TIMEOUT_MS: '500',
+    DATABASE_QUERY_TIMEOUT_MS: '1000',
+    DATABASE_ACQUIRE_TIMEOUT_MS: '1500',
+  };
 
   beforeAll(async () => {
     db = await createTempDatabase();
-    const target = new URL(db.url);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
   });
   afterAll(async () => {
-    proxy?.heal();
-    await proxy?.close();
+    for (const proxy of proxies) {
+      proxy.heal();
+      await proxy.close();
+    }
     await db?.drop();
     for (const dir of dirs) removeDir(dir);
   });
 
-  it('a silent partition answers 503 within the bounds, heals without a restart, and a refused connection is 503, not 502', async () => {
-    const issuer = await issuerThroughProxy({
-      DATABASE_CONNECT_TIMEOUT_MS: '500',
-      DATABASE_QUERY_TIMEOUT_MS: '1000',
-      DATABASE_ACQUIRE_TIMEOUT_MS: '1500',
-    });
+  it('a silent partition answers 503 within the bounds and heals without a restart', async () => {
+    const { issuer, proxy } = await issuerThroughProxy(SHORT_BOUNDS);
     try {
       expect((await issue(issuer)).status).toBe(201);
 
@@ -97,7 +103,15 @@ describe.skipIf(!available)('PostgreSQL behind a cuttable proxy', () => {
       expect((await issue(issuer)).status).toBe(201);
       expect((await issuer.admin('/admin/issuance-history')).status).toBe(200);
       expect((await fetch(`${issuer.url}/readyz`)).status).toBe(200);
+    } finally {
+      await issuer.close();
+    }
+  });
 
+  it("a reset and refused database is 503 naming no address, not the claims source's 502", async () => {
+    const { issuer, proxy } = await issuerThroughProxy(SHORT_BOUNDS);
+    try {
+      expect((await issue(issuer)).status).toBe(201);
       // Every connection reset, then the listener gone: ECONNRESET, then ECONNREFUSED. The claims
       // lookup (the built-in table) is the first to meet it: the database, not the claims source.
       proxy.reset();
@@ -111,11 +125,8 @@ describe.skipIf(!available)('PostgreSQL behind a cuttable proxy', () => {
   });
 
   it('/readyz answers 503 on its own short bound while requests still wait on theirs', async () => {
-    // A fresh proxy (the previous test closed its own) in front of the same database.
-    const target = new URL(db.url);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
     // Bounds far longer than the test's timeout: only the probe's own bound can answer in time.
-    const issuer = await issuerThroughProxy({
+    const { issuer, proxy } = await issuerThroughProxy({
       DATABASE_QUERY_TIMEOUT_MS: '600000',
       DATABASE_ACQUIRE_TIMEOUT_MS: '600000',
       DATABASE_CONNECT_TIMEOUT_MS: '600000',
