@@ -39,6 +39,9 @@ export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
  */
 export type KeyEnvironment = 'development' | 'production';
 
+/** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
+export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+
 export interface KeyRing {
   /** The key that signs new credentials. */
   signing: ManagedKey;

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
-import { startEmulatorServer } from '../../src/emulator/index.js';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 // docs/several-instances.md "Storage engines": an issuance is committed before its upload and never lost to an upstream failure.

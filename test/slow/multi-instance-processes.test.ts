@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
+import { type EmulatorServer, startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { removeDir, TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
 import {
