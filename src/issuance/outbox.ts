@@ -6,7 +6,10 @@ import type { IssuanceRecord, IssuanceStore } from '../store/store.js';
 import { backoffWithJitter } from './backoff.js';
 
 export interface OutboxOptions {
-  /** First retry delay; doubles per failure, capped at `maxBackoffMs` (issue: 30 s). */
+  /**
+   * First retry delay; doubles per failure, capped at `maxBackoffMs` (30 s by default; docs/interface.md
+   * "Decisions where the hosting service's interface is silent").
+   */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
   /** How long a worker owns an upload before another may take it over. */

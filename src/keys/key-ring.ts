@@ -5,7 +5,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import { z } from 'zod';
 
 /**
- * Credential-signing and partner-JWT keys (issue: Keys). One JSON file per key in KEYS_DIR,
+ * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
  * `<purpose>-<kid>.json`, mode 0600. Exactly one key per purpose is active (no `retiredAt`);
  * retired signing keys stay published until the credentials they signed expire.
  */
