@@ -63,6 +63,10 @@ export interface Config {
   shutdownGraceMs: number;
   /** Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good). */
   uploadMaxAttempts: number;
+  /** UPLOAD_LEASE_MS: how long an instance owns an upload it has taken. */
+  uploadLeaseMs: number;
+  /** OUTBOX_SWEEP_MS: how often the outbox looks for due uploads in the shared store. */
+  outboxSweepMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
 }
@@ -175,6 +179,10 @@ export function loadConfig(
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
     problems.push('REDIS_URL: must be redis://[user:password@]host[:port][/db] or rediss://…');
 
+  // An attempt that outlived its lease could be taken again by another instance meanwhile.
+  if (env.UPLOAD_LEASE_MS !== undefined && env.UPLOAD_LEASE_MS <= (env.UPLOAD_TIMEOUT_MS ?? 10_000))
+    problems.push('UPLOAD_LEASE_MS: must be longer than UPLOAD_TIMEOUT_MS (one upload attempt)');
+
   // Strength rules bind production; a development or test setup may use any non-empty key.
   const adminApiKeys = parseNamedKeys(env.ADMIN_API_KEYS, problems);
   if (env.ADMIN_API_KEY !== undefined && adminApiKeys.some((k) => k.name === DEFAULT_ADMIN_ACTOR))
@@ -274,6 +282,8 @@ export function loadConfig(
       log: { level: env.LOG_LEVEL ?? 'info', format: env.LOG_FORMAT ?? 'json' },
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 10_000,
       uploadMaxAttempts: env.UPLOAD_MAX_ATTEMPTS ?? 10,
+      uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
+      outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
     },
     secrets: {

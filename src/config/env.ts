@@ -246,6 +246,16 @@ export const EnvSchema = z.object({
       'Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good: a 4xx other than 408/429).',
     default: '`10`',
   }),
+  UPLOAD_LEASE_MS: int('UPLOAD_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns an upload it has taken; an upload left by an instance that died is taken over by another once this has passed. Must be longer than `UPLOAD_TIMEOUT_MS`.',
+    default: '`60000`, or `UPLOAD_TIMEOUT_MS` + 1000 when that is longer',
+  }),
+  OUTBOX_SWEEP_MS: int('OUTBOX_SWEEP_MS', 100, 600_000).optional().meta({
+    description:
+      'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died): one indexed query.',
+    default: '`5000`',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

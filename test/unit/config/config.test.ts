@@ -114,10 +114,21 @@ describe('config', () => {
     ['REDIS_URL', 'http://cache:6379'],
     ['RATE_LIMIT_REDIS_PREFIX', 'two words'],
     ['RATE_LIMIT_REDIS_PREFIX', 'x'.repeat(65)],
+    ['UPLOAD_LEASE_MS', '10000'],
+    ['OUTBOX_SWEEP_MS', '0'],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.every((l) => l.startsWith(`${name}:`))).toBe(true);
+  });
+
+  it('the upload lease outlasts one upload attempt by default', () => {
+    expect(loadConfig({}, '/srv/issuer').config).toMatchObject({
+      uploadLeaseMs: 60_000,
+      outboxSweepMs: 5000,
+    });
+    expect(loadConfig({ UPLOAD_TIMEOUT_MS: '90000' }, '/srv/issuer').config.uploadLeaseMs).toBe(91_000);
+    expect(problems({ UPLOAD_TIMEOUT_MS: '2000', UPLOAD_LEASE_MS: '3000' })).toEqual([]);
   });
 
   it.each([
