@@ -100,7 +100,7 @@ export interface ContextOverrides {
    */
   rateLimitStore?: (group: RouteGroup) => Store;
   /** Outbox timing (tests use short backoffs). */
-  outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number };
+  outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; sweepMs?: number };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;
   /** initialize-user retries of direct issuance (tests use short backoffs). */
@@ -141,6 +141,7 @@ export async function createContext(
   try {
     store = await openStore(secrets.database, {
       poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
       log,
     });
   } catch (err) {
@@ -219,6 +220,8 @@ export async function createContext(
     );
   const outbox = new UploadOutbox(store.issuances, serviceClient, {
     maxAttempts: config.uploadMaxAttempts,
+    leaseMs: config.uploadLeaseMs,
+    sweepMs: config.outboxSweepMs,
     ...overrides.outbox,
     log,
   });
