@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../claims/index.js';
-import { type Envelope, type HolderPublicKey, sealEnvelope } from '../envelope/index.js';
+import {
+  type Envelope,
+  type HolderPublicKey,
+  holderKeyFingerprint,
+  sealEnvelope,
+} from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import type { Issuer } from '../issuers/issuer.js';
 import type {
@@ -14,6 +19,7 @@ import type {
 } from '../model.js';
 import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
@@ -67,6 +73,27 @@ const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) 
 export function randomRevocationNonce(): number {
   const n = Number(pooledRandomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
   return n === 0 ? 1 : n;
+}
+
+/**
+ * What makes a repeated hosted request the same issuance, beside its holder DID, schema and proof
+ * type: the claims, the `cnf` key (RFC 7638 thumbprint) and the key the envelope is sealed to
+ * (normalized). A new key is a new credential, so what is stored always opens with the key the
+ * request sent.
+ * docs/interface.md "Decisions where the hosting service's interface is silent"
+ */
+export async function issuanceSubjectHash(
+  claims: Record<string, unknown>,
+  holderJwk: JWK | undefined,
+  encryptTo: HolderPublicKey,
+): Promise<string> {
+  return sha256Hex(
+    canonicalJson({
+      claims,
+      cnf: holderJwk ? await calculateJwkThumbprint(holderJwk) : null,
+      encryptTo: holderKeyFingerprint(encryptTo),
+    }),
+  );
 }
 
 /**
@@ -143,6 +170,9 @@ export class IssuanceCore {
       return answer;
     } catch (err) {
       done('error');
+      // The built-in claims table is in the kit's own database: its outage answers 503 like any
+      // other route's (docs/operations.md "Database unreachable").
+      if (err instanceof DatabaseUnavailableError) throw err;
       // docs/schemas-and-claims.md: a provider that cannot answer is an upstream error, never
       // "not eligible". Our own providers' messages are safe to pass on; a custom module's may hold internals.
       const reason = err instanceof ClaimsSourceError ? `: ${err.message}` : '';
@@ -153,7 +183,7 @@ export class IssuanceCore {
 
   /**
    * Validates, signs, encrypts and commits one issuance: the record, its nonce and its status slot
-   * commit together, before any upload. A hosted repeat returns the live original.
+   * commit together, before any upload. A hosted repeat (`issuanceSubjectHash`) returns the live original.
    */
   async signAndRecord(req: SignRequest): Promise<IssuanceRecord> {
     const issuer = req.issuer;
@@ -166,12 +196,7 @@ export class IssuanceCore {
         field: 'expiresAt',
       });
     }
-    const subjectHash = sha256Hex(
-      canonicalJson({
-        claims: req.claims,
-        cnf: req.holderJwk ? await calculateJwkThumbprint(req.holderJwk) : null,
-      }),
-    );
+    const subjectHash = await issuanceSubjectHash(req.claims, req.holderJwk, req.encryptTo);
     if (req.dedupe) {
       const existing = await this.deps.store.findLiveDuplicate({
         holderDid: req.holderDid,

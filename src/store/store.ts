@@ -38,6 +38,11 @@ export interface NewIssuance {
   proofType: ProofType;
   revocationNonce: number;
   statusSlot: StatusSlot | null;
+  /**
+   * Hash of the claims and the holder's keys (`cnf` and the encryption key;
+   * src/issuance/issuance-core.ts `issuanceSubjectHash`): with the holder DID, schema and proof
+   * type, what makes a hosted repeat the same issuance.
+   */
   subjectHash: string;
   kid: string;
   createdAt: Date;
@@ -70,7 +75,7 @@ export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash'> {
 
 export type InsertOutcome =
   | { kind: 'inserted'; record: IssuanceRecord }
-  /** The same credential id recorded before, or a live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and claims. */
+  /** The same credential id recorded before, or a live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and subject hash. */
   | { kind: 'duplicate'; record: IssuanceRecord }
   /** The proposed status slot or partition was taken meanwhile: propose again and re-sign. */
   | { kind: 'slot-taken' }
@@ -505,7 +510,10 @@ export interface Store {
   keys?: KeyMaterialStore | undefined;
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
-  /** One round trip to the database (readiness); rejects when it cannot answer. */
-  ping(): Promise<void>;
+  /**
+   * One round trip to the database (readiness); rejects when it cannot answer, and, given
+   * `timeoutMs`, when it does not answer within it (the connection is then given up).
+   */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cachedJwks } from '../../src/dev/development.js';
-import { startEmulatorServer } from '../../src/emulator/index.js';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
+import { cachedJwks } from '../../src/development/start.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
