@@ -14,6 +14,18 @@
  */
 export const SCAN_LIMIT = 2000;
 
+/** One SQLite statement with its named parameters (exported for the query-plan tests). */
+export interface SqliteStatement {
+  sql: string;
+  params: Record<string, string | number>;
+}
+
+/** One PostgreSQL statement with its numbered parameters (exported for the query-plan tests). */
+export interface PgStatement {
+  text: string;
+  values: unknown[];
+}
+
 /** One filter condition (`sql`: text, or how to write it); `drives` when an index answers it in sort order. */
 export interface FilterTerm<S = string> {
   sql: S;

@@ -211,7 +211,9 @@ describe('admin issuance history', () => {
     const bjj = await page('?proofType=BJJ_SIG_2021');
     expect(bjj.data.map((r) => r.proofType)).toEqual(['BJJ_SIG_2021']);
     expect((await page('?proofType=SD_JWT_VC&total=true')).pagination.total).toBe(11);
-    const combined = await page(`?schemaId=membership-v1&holderDid=${encodeURIComponent(bob.holderDid)}&total=true`);
+    const combined = await page(
+      `?schemaId=membership-v1&holderDid=${encodeURIComponent(bob.holderDid)}&total=true`,
+    );
     expect(combined.pagination.total).toBe(0);
   });
 
@@ -257,7 +259,9 @@ describe('admin issuance history', () => {
     const again = await issue(' Bob.History@EXAMPLE.org', 'employee-v1', { employer: 'Acme' });
     expect(again.holderDid).toBe(bob.holderDid);
     expect(await byEmail('bob.history@example.org')).toEqual([again.credentialId, bob.credentialId]);
-    expect((await page(`?email=bob.history%40example.org&schemaId=membership-v1&total=true`)).pagination.total).toBe(0);
+    expect(
+      (await page(`?email=bob.history%40example.org&schemaId=membership-v1&total=true`)).pagination.total,
+    ).toBe(0);
     expect(await byEmail('nobody.history@example.org')).toEqual([]);
     // The hosted BJJ issuance (no email) is in no email's history.
     const everyone = [

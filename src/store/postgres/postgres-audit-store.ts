@@ -1,8 +1,7 @@
 import type { AuditAction } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import { type PgPool, type Queryable, withTransaction } from './database.js';
-import type { PgStatement } from './postgres-history-store.js';
 
 /** One audit row on `q`: the pool, or a client inside the transaction of the change it records. */
 export async function insertAudit(q: Queryable, entry: AuditEntry): Promise<void> {

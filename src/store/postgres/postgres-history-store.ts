@@ -1,5 +1,5 @@
 import type { ProofType } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
 import type {
   HistoryCursor,
   HistoryPage,
@@ -29,11 +29,6 @@ const PROOF_SQL: Record<ProofType, FilterTerm> = {
   BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
   SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
 };
-
-export interface PgStatement {
-  text: string;
-  values: unknown[];
-}
 
 /**
  * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),

@@ -1,8 +1,7 @@
 import type { AuditAction } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
-import type { SqliteStatement } from './sqlite-history-store.js';
 
 interface AuditRow {
   id: number;

@@ -1,5 +1,5 @@
 import type { ProofType } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
 import type {
   HistoryCursor,
   HistoryPage,
@@ -37,10 +37,6 @@ const PROOF_SQL: Record<ProofType, FilterTerm> = {
 };
 
 type Params = Record<string, string | number>;
-export interface SqliteStatement {
-  sql: string;
-  params: Params;
-}
 
 /**
  * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),
