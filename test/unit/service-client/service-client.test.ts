@@ -11,7 +11,8 @@ import { tempDir } from '../../helpers/tmp.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
-// spec 4.5 / DESIGN §3: the client of the hosting service, against a loopback server.
+// docs/interface.md "Direct issuance" and "The partner JWT": the client of the hosting service,
+// against a loopback server.
 describe('ServiceClient', () => {
   let server: Server;
   let url: string;
@@ -38,7 +39,8 @@ describe('ServiceClient', () => {
     server.close();
   });
 
-  const client = (timeoutMs = 2000) =>
+  // Answered at once unless a test says otherwise: the deadline only has to outlast a busy machine.
+  const client = (timeoutMs = 60_000) =>
     new ServiceClient(
       () => url,
       new PartnerJwtSigner({
@@ -63,7 +65,7 @@ describe('ServiceClient', () => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(body);
     };
 
-  it('sends the partner JWT (DESIGN §3), the email in the body, and parses initialize-user', async () => {
+  it('sends the partner JWT, the email in the body, and parses initialize-user', async () => {
     handler = answer(200, JSON.stringify({ userId: 'u', did: 'did:example:u', publicKey: 'abcd' }));
     seen.length = 0;
     await expect(client().initializeUser('a.person@example.org')).resolves.toEqual({
@@ -89,7 +91,7 @@ describe('ServiceClient', () => {
       storagePath: 'vcs/1',
     });
     expect(seen[0]!.headers['idempotency-key']).toBe('ext-1');
-    // proofType beside the spec 2.7 fields, as the reference issuer sends it (issue 14).
+    // proofType beside the envelope fields, as the reference issuer sends it (docs/interface.md "The envelope").
     expect(seen[0]!.body).toEqual({ ...envelope, proofType: 'SD_JWT_VC' });
     handler = answer(201, '{}');
     await expect(client().storeEnvelope(envelope, 'SD_JWT_VC')).resolves.toEqual({});

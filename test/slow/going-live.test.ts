@@ -43,14 +43,14 @@ const production = {
   ...common,
   NODE_ENV: 'production',
   ISSUER_ORIGIN: 'https://issuer.example.com',
-  // Random-looking: production refuses low-entropy secrets (issue 12).
+  // Random-looking: production refuses low-entropy secrets.
   API_KEY: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
   ADMIN_API_KEY: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
   PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
   SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
 };
 
-// Issue 11: going live in the checkout where the demo ran.
+// docs/going-live.md: going live in the checkout where the demo ran. Each test starts a process.
 describe('production refuses development state', () => {
   it('a development start marks its keys, secrets and database, all owner-only', async () => {
     const dev = await run('src/main.ts', { ...common, DATABASE_URL: `sqlite:${devDb}` }, true);
