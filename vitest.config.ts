@@ -20,6 +20,8 @@ export default defineConfig({
     // is too short on a busy machine.
     expect: { poll: { timeout: 60_000, interval: 20 } },
     pool: 'forks',
+    // The run's temporary PostgreSQL databases are dropped together when it ends.
+    globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
       {
