@@ -19,7 +19,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
     ...(await benchHostedIssueVc({ workers: 1 })),
     ...(await benchHostedIssueVc({ workers: 2 })),
   ],
-  // Issue 13: what the parts alone cost in the same shape, and what each of the kit's layers adds.
+  // What the parts alone cost in the same shape, and what each of the kit's layers adds.
   floor: async () => {
     const rows: Row[] = [];
     for (const floor of FLOOR_LAYERS) rows.push(...(await benchHostedIssueVc({ workers: 1, floor })));
@@ -30,7 +30,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   iden3: benchIden3,
   batch: () => benchBatch(),
   store: benchStoreEngines,
-  // Issue 9: the same hosted run on SQLite and on PostgreSQL, each with one and two processes
+  // The same hosted run on SQLite and on PostgreSQL, each with one and two processes
   // (WORKERS=2 on PostgreSQL: two instances on one database); BENCH_DATABASE_URL names the server.
   postgres: async () => {
     const rows: Row[] = [];
@@ -67,7 +67,7 @@ if (http !== undefined && stages.length > 0) {
   console.log(`  issue-vc/s ÷ slowest stage (${slowest[0]}) ${(http / slowest[1]!).toFixed(3)}`);
 }
 
-// Issue 13: the ceiling is one bare ES256 signature plus one seal, per credential, on one core.
+// The ceiling is one bare ES256 signature plus one seal, per credential, on one core.
 const es256 = get('bare ES256 signs/s');
 const seal = get('envelope seals/s');
 const bjj = get('iden3: BJJ issue-vc over HTTP');
@@ -105,7 +105,7 @@ if (ceilingMs !== undefined) {
   }
 }
 
-// Issue 13: the floor (scripts/bench/floor-server.ts) and each layer of the kit put back on it.
+// The floor (scripts/bench/floor-server.ts) and each layer of the kit put back on it.
 const floorCpu = (layers: string) =>
   get(`hosted floor, parts alone${layers ? ` + ${layers}` : ''}: server CPU per issuance`);
 if (ceilingMs !== undefined && floorCpu('') !== undefined) {
@@ -130,7 +130,7 @@ function fmt(v: number): string {
   return v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2);
 }
 
-// Issue 9: PostgreSQL's server CPU per hosted issuance next to SQLite's (goal ≤ 1.25×).
+// PostgreSQL's server CPU per hosted issuance next to SQLite's (goal ≤ 1.25×).
 const cpuOf = (engine: string, workers: number) =>
   get(`hosted issue-vc${engine} WORKERS=${workers}: server CPU per issuance`);
 if (cpuOf(' PostgreSQL', 1) !== undefined && cpuOf('', 1) !== undefined) {

@@ -1,24 +1,52 @@
 /**
- * `npm run demo`: plays the hosting service and the holder against a running issuer (ISSUER_URL,
- * default http://localhost:3000), or starts one in-process when none answers:
- * available-vc → decrypt preview → issue-vc → fetch the stored envelope → decrypt → verify the
- * SD-JWT with keys from /.well-known/jwt-vc-issuer → print the disclosed claims.
+ * `npm run demo [-- --user <userId> --schema <schemaId>]`: plays the hosting service and the holder
+ * for that user and schema (default demo-user-1 and membership-v1, or DEMO_USER_ID and
+ * DEMO_SCHEMA_ID) against a running issuer (ISSUER_URL, default http://localhost:3000), or starts
+ * one in-process when none answers: available-vc → decrypt preview → issue-vc (SD-JWT VC when the
+ * schema offers it, else Iden3) → fetch the stored envelope → decrypt → verify it from the issuer's
+ * public documents as `npm run admin -- verify` does → print the claims.
  *
  * It issues real credentials, so it refuses a production issuer: one whose public metadata names
  * an https issuer (production requires an https ISSUER_ORIGIN; development defaults to
  * http://localhost), and any run with NODE_ENV=production.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair } from 'jose';
 import { DEV_EMULATOR_FILE } from '../src/dev/development.js';
-import { verifySdJwtVc } from '../src/dev/holder-sd-jwt-verifier.js';
 import { x25519DidKey } from '../src/emulator/index.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
+import { DocumentFetcher, verifyCredential } from '../src/verify/index.js';
+
+const USAGE = 'usage: npm run demo [-- --user <userId> --schema <schemaId> --out <file>]';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
-const userId = process.env.DEMO_USER_ID ?? 'demo-user-1';
-const schemaId = process.env.DEMO_SCHEMA_ID ?? 'membership-v1';
+let args: {
+  user?: string | undefined;
+  schema?: string | undefined;
+  out?: string | undefined;
+  help?: boolean | undefined;
+};
+try {
+  args = parseArgs({
+    options: {
+      user: { type: 'string' },
+      schema: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }).values;
+} catch (err) {
+  console.error(`demo: ${(err as Error).message}\n${USAGE}`);
+  process.exit(1);
+}
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const userId = args.user ?? process.env.DEMO_USER_ID ?? 'demo-user-1';
+const schemaId = args.schema ?? process.env.DEMO_SCHEMA_ID ?? 'membership-v1';
 
 /** The issuer's `jwt-vc-issuer` metadata `issuer`, or undefined when nothing answers there. */
 async function reachable(url: string): Promise<string | undefined> {
@@ -113,7 +141,7 @@ async function main() {
     const { publicKey: bindingKey } = await generateKeyPair('ES256');
     console.log(`holder ${holderDid}`);
 
-    console.log(`\n1. POST ${issuerUrl}/available-vc (userId ${userId})`);
+    console.log(`\n1. POST ${issuerUrl}/available-vc (userId ${userId}, schemaId ${schemaId})`);
     const available = (await (
       await post('/available-vc', { holderDID: holderDid, pubKey: holder.publicKeyHex, userId, schemaId })
     ).json()) as {
@@ -123,21 +151,23 @@ async function main() {
         credentialSubject: Parameters<typeof fromPreviewFields>[0];
       }>;
     };
-    const offer = available.data.find((d) => d.proofType === 'SD_JWT_VC');
+    const offers = available.data.filter((d) => d.schemaId === schemaId);
+    const offer =
+      offers.find((d) => d.proofType === 'SD_JWT_VC') ?? offers.find((d) => d.proofType === 'BJJ_SIG_2021');
     if (!offer) throw new Error(`${userId} is not eligible for ${schemaId}`);
     console.log(
-      '2. preview, decrypted by the holder:',
+      `2. ${offer.proofType} preview, decrypted by the holder:`,
       openEnvelope(holder.privateKey, fromPreviewFields(offer.credentialSubject)),
     );
 
-    console.log(`3. POST ${issuerUrl}/issue-vc`);
+    console.log(`3. POST ${issuerUrl}/issue-vc (${offer.proofType})`);
     const issued = await post('/issue-vc', {
       holderDID: holderDid,
       pubKey: holder.publicKeyHex,
       userId,
       schemaId,
-      proofType: 'SD_JWT_VC',
-      signingKey: { jwk: await exportJWK(bindingKey) },
+      proofType: offer.proofType,
+      ...(offer.proofType === 'SD_JWT_VC' ? { signingKey: { jwk: await exportJWK(bindingKey) } } : {}),
     });
     console.log(`   → ${issued.status}`);
 
@@ -151,18 +181,24 @@ async function main() {
     if (!stored) throw new Error('no envelope stored for the holder');
     console.log(`   storagePath ${stored.storagePath}`);
 
-    const compact = openEnvelope(holder.privateKey, stored.envelope) as string;
-    console.log(`5. decrypted: ${compact.slice(0, 60)}… (${compact.split('~').length - 2} disclosures)`);
+    const opened = openEnvelope(holder.privateKey, stored.envelope);
+    const credential = typeof opened === 'string' ? opened : JSON.stringify(opened);
+    console.log(`5. decrypted: ${credential.slice(0, 60)}…`);
+    // --out: the credential as the holder's wallet holds it, for `npm run admin -- verify <file>`.
+    if (args.out) {
+      writeFileSync(args.out, `${credential}\n`);
+      console.log(`   written to ${args.out}`);
+    }
 
-    const verified = await verifySdJwtVc(issuerUrl, compact);
-    const p = verified.payload as Record<string, unknown>;
-    console.log(
-      `6. verified with ${issuerUrl}/.well-known/jwt-vc-issuer (kid ${String(verified.header.kid)}), status list checked`,
-    );
-    console.log(`   iss ${String(p.iss)}  sub ${String(p.sub)}  vct ${String(p.vct)}`);
-    console.log(
-      `   exp ${new Date(Number(p.exp) * 1000).toISOString()}  cnf ${p.cnf ? 'holder key bound' : 'none'}`,
-    );
+    // The issuer's documents are fetched from issuerUrl whatever origin the credential names.
+    const verified = await verifyCredential(credential, {
+      fetcher: new DocumentFetcher({ origin: issuerUrl }),
+      schemasDir: process.env.SCHEMAS_DIR ?? 'schemas',
+    });
+    console.log(`6. verified from ${issuerUrl}'s public documents:`);
+    for (const c of verified.checks)
+      console.log(`   ${c.ok ? 'PASS' : 'FAIL'}  ${c.check}  ${c.ok ? '' : `${c.code}: `}${c.detail}`);
+    if (!verified.ok) throw new Error('the credential did not verify');
     const {
       _sd: _a,
       _sd_alg: _b,
@@ -174,9 +210,10 @@ async function main() {
       iat: _h,
       exp: _i,
       id: _j,
+      'vct#integrity': _k,
       ...disclosed
-    } = verified.claims;
-    console.log('7. disclosed claims:', disclosed);
+    } = verified.claims ?? {};
+    console.log('7. claims:', disclosed);
     console.log('\nverified credential ✔');
   } finally {
     await stop?.();

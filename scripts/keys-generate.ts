@@ -1,8 +1,9 @@
 /**
  * `npm run keys:generate`: creates the production keys in KEYS_DIR (default ./keys), once:
  * credential-signing, partner-JWT and the Iden3 BabyJubJub key. Existing keys are kept (rotate
- * with `npm run admin -- keys rotate`), except that under NODE_ENV=production the keys a
- * development start generated are moved to KEYS_DIR/development/ and replaced.
+ * with `npm run admin -- keys rotate`), except that under NODE_ENV=production everything a
+ * development start wrote in KEYS_DIR (its keys, dev-secrets.json, dev-emulator.json, the
+ * development CA) is moved to KEYS_DIR/development/, and the keys are replaced.
  * `-- --x5c` (development only): also a development CA (KEYS_DIR/dev-ca.json, dev-ca.pem) and a
  * leaf for ISSUER_ORIGIN's host on the active credential-signing key, for SD_JWT_ISSUER=x5c.
  */
@@ -13,9 +14,7 @@ import { describeGenerated, generateMissingKeys } from '../src/cli/keys.js';
 if (existsSync('.env')) process.loadEnvFile('.env');
 const keysDir = resolve(process.env.KEYS_DIR ?? './keys');
 const production = process.env.NODE_ENV === 'production';
-for (const key of await generateMissingKeys(keysDir, { production })) {
-  console.log(describeGenerated(key));
-}
+for (const line of describeGenerated(await generateMissingKeys(keysDir, { production }))) console.log(line);
 if (process.argv.includes('--x5c')) {
   const { generateDevChain } = await import('../src/cli/key-certificates.js');
   try {

@@ -3,9 +3,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApiDocument } from '../src/app.js';
 import { loadConfig } from '../src/config/config.js';
 import { createContext } from '../src/context.js';
+import { openApiDocument } from '../src/http/routes/index.js';
 import { silentLogger } from '../src/observability/logger.js';
 
 const out = process.argv[2] ?? 'openapi.json';

@@ -8,6 +8,13 @@ import type { Logger } from './model.js';
 /** What a worker sends its primary once it serves requests. */
 export const WORKER_READY = 'issuer-kit:ready';
 
+/**
+ * Reload the schemas: primary to worker (after a SIGHUP to the primary, or for a sibling), and
+ * worker to primary after an admin reload it served, for the primary to pass to the others.
+ */
+export const SCHEMAS_RELOAD = 'issuer-kit:schemas-reload';
+export type SchemasReload = { type: typeof SCHEMAS_RELOAD };
+
 // A worker's GET /metrics asks its primary for the whole cluster's metrics; the id pairs the
 // reply with the scrape that asked (several may be in flight).
 const METRICS_REQUEST = 'issuer-kit:metrics-request';
@@ -18,7 +25,7 @@ type MetricsReply = { type: typeof METRICS_REPLY; id: number; text?: string; err
 // a primary that does not answer at all.
 const SCRAPE_TIMEOUT_MS = 6_000;
 
-const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
+export const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
   typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
 
 let answering = false;
@@ -107,11 +114,17 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
       .then((reply) => {
         if (worker.isConnected()) worker.send(reply);
       });
+  // Every worker but `except` (the one that reloaded already) reloads its schemas.
+  const reloadSchemas = (except?: Worker) => {
+    for (const w of Object.values(cluster.workers ?? {}))
+      if (w && w !== except && w.isConnected()) w.send({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
+  };
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     worker.on('message', (message) => {
       if (message === WORKER_READY) listening.add(worker);
       else if (isMessage<MetricsRequest>(message, METRICS_REQUEST)) void answerScrape(worker, message.id);
+      else if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas(worker);
     });
     return worker;
   };
@@ -177,8 +190,9 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
       origin: env.ISSUER_ORIGIN ?? config.issuerOrigin,
       nodeEnv: config.nodeEnv,
       workers: config.workers,
+      docs: `${issuerUrl}/docs`,
     },
-    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers)`,
+    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
   );
   if (dev?.emulator)
     log.info(
@@ -195,4 +209,11 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => {
+    log.info(
+      { event: 'schemas_reload', signal: 'SIGHUP', workers: config.workers },
+      'schemas: reloading in every worker',
+    );
+    reloadSchemas();
+  });
 }

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
-import { createClaimsProviders } from './claims/index.js';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
-import { redisRateLimits, type SharedRateLimits } from './http/redis-rate-limit.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { IssuanceService } from './issuance/issuance-service.js';
@@ -21,8 +19,11 @@ import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
+import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
+import { SchemaCatalog } from './schemas/schema-catalog.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
-import { buildTypeMetadata, type TypeMetadataRegistry } from './schemas/type-metadata.js';
+import { buildSchemaSet } from './schemas/schema-set.js';
+import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
@@ -52,14 +53,17 @@ export interface AppContext {
   keys: KeyHolder;
   /** SQLite (embedded default) or PostgreSQL (several instances on one database), by DATABASE_URL. */
   store: OpenedStore;
+  /** The current schema set (a view: a reload swaps what it reads). */
   schemas: SchemaRegistry;
+  /** The schema set and its reload (SIGHUP, `POST /admin/schemas/reload`). */
+  schemaCatalog: SchemaCatalog;
   /** SD_JWT_ISSUER: `iss` and JOSE header of credentials and status list tokens. */
   identification: IssuerIdentification;
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   issuance: IssuanceService;
-  /** spec 4.6 admin issue-vc: direct issuance by email. */
+  /** docs/interface.md "admin issue-vc": direct issuance by email. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -130,8 +134,7 @@ export async function createContext(
   }
   const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
 
-  const schemas = loadSchemas(config.schemasDir);
-  const typeMetadata = buildTypeMetadata(schemas.all(), config.issuerOrigin);
+  const initialSchemas = loadSchemas(config.schemasDir, config.issuerOrigin);
   // The config holds the URL without its password; the secrets hold it whole.
   let store: OpenedStore;
   try {
@@ -155,7 +158,7 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (README "Running several instances": the key decision). Config refuses production
+  // sealed (docs/security.md "Keys shared by several instances"). Config refuses production
   // on PostgreSQL without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
@@ -200,7 +203,6 @@ export async function createContext(
           log,
         }),
   );
-  const claimsProviders = await createClaimsProviders(schemas, store.claims, config.schemasDir);
 
   const serviceClient =
     overrides.serviceClient ??
@@ -231,10 +233,9 @@ export async function createContext(
       (vct) => typeMetadata.get(vct)?.integrity,
     ),
   );
-  // DESIGN §6: the Iden3 back-end is on when a schema lists BJJ_SIG_2021.
-  const bjjSchemas = schemas.all().filter((s) => s.proofTypes.includes('BJJ_SIG_2021'));
+  // The Iden3 back-end is on when a schema lists BJJ_SIG_2021 at start-up (docs/architecture.md).
   let iden3: Iden3BjjIssuer | undefined;
-  if (bjjSchemas.length > 0) {
+  if (initialSchemas.all().some((s) => s.proofTypes.includes('BJJ_SIG_2021'))) {
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
       // Several instances share the key through the database (sealed); one machine keeps the file.
@@ -261,9 +262,23 @@ export async function createContext(
       networkFlag: config.iden3.networkFlag,
       merklizeWorkers: config.iden3.merklizeWorkers,
     });
-    for (const schema of bjjSchemas) iden3.prepareSchema(schema);
     issuers.set('BJJ_SIG_2021', iden3);
   }
+  // Claims providers, type metadata and the Iden3 prepared schemas, rebuilt together by a reload.
+  const schemaSetDeps = {
+    schemasDir: config.schemasDir,
+    issuerOrigin: config.issuerOrigin,
+    claimsStore: store.claims,
+    iden3,
+  };
+  const schemaCatalog = new SchemaCatalog(
+    await orClose(buildSchemaSet(initialSchemas, schemaSetDeps), () => {
+      keys.close();
+      void iden3?.close();
+    }),
+    async () => buildSchemaSet(loadSchemas(config.schemasDir, config.issuerOrigin), schemaSetDeps),
+  );
+  const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
   const issuance = new IssuanceService({
     issuerOrigin: config.issuerOrigin,
@@ -303,6 +318,7 @@ export async function createContext(
       ? undefined
       : redisRateLimits(secrets.redisUrl, {
           log,
+          prefix: config.rateLimitRedisPrefix,
           onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
         });
 
@@ -327,6 +343,7 @@ export async function createContext(
     keys,
     store,
     schemas,
+    schemaCatalog,
     identification,
     typeMetadata,
     issuers,

@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   /** A body in a content-encoding or charset the server does not read (the JSON body parser's 415). */
   UNSUPPORTED_MEDIA_TYPE: 415,
   CLAIMS_INVALID: 422,
+  /** A schema reload found bad files; the previous schema set is still served. */
+  SCHEMAS_INVALID: 422,
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UPSTREAM_UNAVAILABLE: 502,

@@ -1,7 +1,14 @@
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { answerClusterMetrics, clusterScrape, WORKER_READY } from './cluster.js';
+import {
+  answerClusterMetrics,
+  clusterScrape,
+  isMessage,
+  SCHEMAS_RELOAD,
+  type SchemasReload,
+  WORKER_READY,
+} from './cluster.js';
 import { loadConfig } from './config/config.js';
 import { ConfigError } from './config/env.js';
 import type { AppContext } from './context.js';
@@ -12,7 +19,8 @@ import { createLogger } from './observability/logger.js';
 async function schemaProblems(dir: string): Promise<string[]> {
   const { loadSchemas, SchemaFileError } = await import('./schemas/schema-registry.js');
   try {
-    loadSchemas(dir);
+    // The origin only shapes a default vct, which is never a problem.
+    loadSchemas(dir, 'http://localhost');
     return [];
   } catch (err) {
     if (err instanceof SchemaFileError) return err.message.split('\n');
@@ -98,6 +106,17 @@ async function main(): Promise<void> {
       ({ config, secrets } = dev);
     }
     ctx = await createContext(config, secrets, { log });
+    // SIGHUP reads SCHEMAS_DIR again (docs/schemas-and-claims.md "Reloading schemas"); a set with
+    // a bad file is refused, logged, and the current one kept.
+    const catalog = ctx.schemaCatalog;
+    const { reloadAndLog } = await import('./schemas/schema-catalog.js');
+    process.on('SIGHUP', () => void reloadAndLog(catalog, log, 'SIGHUP'));
+    if (cluster.isWorker) {
+      process.on('message', (message) => {
+        if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) void reloadAndLog(catalog, log, 'primary');
+      });
+      catalog.propagate = () => process.send?.({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
+    }
     if (cluster.isWorker) {
       // WORKERS=N: GET /metrics answers for the whole cluster, not for the worker that took it.
       answerClusterMetrics([ctx.metrics.registry]);
@@ -123,8 +142,14 @@ async function main(): Promise<void> {
     process.send?.(WORKER_READY);
   } else
     log.info(
-      { event: 'listening', url: running.url, origin: config.issuerOrigin, nodeEnv: config.nodeEnv },
-      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv})`,
+      {
+        event: 'listening',
+        url: running.url,
+        origin: config.issuerOrigin,
+        nodeEnv: config.nodeEnv,
+        docs: `${running.url}/docs`,
+      },
+      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs`,
     );
   if (running.admin && !cluster.isWorker)
     log.info(

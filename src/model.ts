@@ -7,6 +7,36 @@ import { z } from 'zod';
  * import it without climbing (http → issuance/issuers/status → store/envelope → model).
  */
 
+/**
+ * Text that a database index holds is bounded in UTF-8 bytes, not characters: a PostgreSQL B-tree
+ * entry holds at most 2,704 bytes, and 2,048 CJK characters are 6,144 bytes. The same bound on
+ * both engines, checked at the edge (docs/interface.md "Field limits").
+ */
+export function boundedText(maxBytes: number) {
+  return z
+    .string()
+    .min(1, 'must not be empty')
+    .refine((s) => Buffer.byteLength(s, 'utf8') <= maxBytes, `must be at most ${maxBytes} bytes (UTF-8)`);
+}
+
+/** The longest user id or holder DID kept in an index (with its schema id, well under a B-tree entry). */
+export const MAX_ID_BYTES = 1024;
+
+/**
+ * W3C DID Core §3.1 `did = "did:" method-name ":" method-specific-id`: the method lower-case
+ * letters and digits, the id made of idchars (`ALPHA / DIGIT / "." / "-" / "_"` and
+ * percent-encodings) in `:`-separated segments, the last one non-empty. A DID URL (path, query,
+ * fragment) is not a holder DID. The hosting service refuses anything else, so it is refused here
+ * before anything is signed or recorded.
+ */
+const DID_SYNTAX =
+  /^did:[a-z0-9]+:(?:(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})*:)*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})+$/;
+
+export const HolderDidSchema = boundedText(MAX_ID_BYTES).refine(
+  (s) => DID_SYNTAX.test(s),
+  'must be a DID: did:<method>:<method-specific-id>, the method lower-case letters and digits',
+);
+
 /** A credential format a schema can be issued in (docs/schemas-and-claims.md). */
 export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
 export type ProofType = z.infer<typeof ProofTypeSchema>;
@@ -102,6 +132,7 @@ export const AUDIT_ACTIONS = [
   'claims.import',
   'keys.rotate',
   'status-list.publish',
+  'schemas.reload',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * The floor for the hosted benchmark (issue 13): the least any issuer can do per hosted issuance
+ * The floor for the hosted benchmark: the least any issuer can do per hosted issuance
  * with the parts this kit must use, and nothing else. node:http in, one claims lookup and one
  * upload through undici, one ES256 signature and one seal (the ceiling's two primitives), the
  * API key compared in constant time, two SQLite writes (the record holding the envelope, then its
@@ -22,7 +22,7 @@ import express from 'express';
 import { Pool } from 'undici';
 import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
 import { parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
-import { jsonBody } from '../../src/http/json-body.js';
+import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { canonicalJson, sha256Hex } from '../../src/issuance/canonical.js';
 import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
 import { issueSdJwtVcSync } from '../../src/issuers/sd-jwt/assemble.js';

@@ -412,7 +412,7 @@ async function benchMerklization(): Promise<Row[]> {
 }
 
 /**
- * DESIGN §11 figures for the Iden3 back-end: BabyJubJub signatures (ours vs js-crypto), revocation-tree
+ * docs/dependencies.md figures for the Iden3 back-end: BabyJubJub signatures (ours vs js-crypto), revocation-tree
  * inserts, issue() in process with its time split, hosted issuance in process split by phase, and
  * BJJ issue-vc over HTTP against the real server.
  */

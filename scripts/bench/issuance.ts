@@ -41,7 +41,9 @@ export async function benchPrimitives(): Promise<Row[]> {
 
   const dir = tempDir();
   const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
-  const schema = loadSchemas(join(process.cwd(), 'schemas')).require('membership-v1');
+  const schema = loadSchemas(join(process.cwd(), 'schemas'), 'https://issuer.example').require(
+    'membership-v1',
+  );
   const issuer = new SdJwtVcIssuer(
     new IssuerIdentification('url', 'https://issuer.example'),
     () => ring.signing,

@@ -1,4 +1,4 @@
-import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { ClaimsProvider } from './claims-provider.js';
 import { HttpClaimsProvider } from './http-claims-provider.js';
@@ -7,8 +7,9 @@ import { SqliteClaimsProvider } from './sqlite-claims-provider.js';
 
 export type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from './claims-provider.js';
 export { ClaimsSourceError } from './claims-provider.js';
+export { SqliteClaimsProvider };
 
-/** One provider per schema, built once at start-up from each schema's `claims` block. */
+/** One provider per schema, built at start-up (and by a schema reload) from each schema's `claims` block. */
 export async function createClaimsProviders(
   registry: SchemaRegistry,
   claimsStore: ClaimsStore,
@@ -16,19 +17,24 @@ export async function createClaimsProviders(
 ): Promise<Map<string, ClaimsProvider>> {
   const sqlite = new SqliteClaimsProvider(claimsStore);
   const providers = new Map<string, ClaimsProvider>();
-  for (const schema of registry.all()) {
-    const source = schema.claims;
-    switch (source.provider) {
-      case 'sqlite':
-        providers.set(schema.schemaId, sqlite);
-        break;
-      case 'http':
-        providers.set(schema.schemaId, new HttpClaimsProvider(source.url, source.timeoutMs, source.headers));
-        break;
-      case 'module':
-        providers.set(schema.schemaId, await loadModuleClaimsProvider(source.path, schemasDir, schema.file));
-        break;
-    }
-  }
+  for (const schema of registry.all())
+    providers.set(schema.schemaId, await createClaimsProvider(schema, sqlite, schemasDir));
   return providers;
+}
+
+/** The provider of one schema; a `module` provider that does not load throws naming the schema file. */
+export async function createClaimsProvider(
+  schema: LoadedSchema,
+  sqlite: SqliteClaimsProvider,
+  schemasDir: string,
+): Promise<ClaimsProvider> {
+  const source = schema.claims;
+  switch (source.provider) {
+    case 'sqlite':
+      return sqlite;
+    case 'http':
+      return new HttpClaimsProvider(source.url, source.timeoutMs, source.headers);
+    case 'module':
+      return loadModuleClaimsProvider(source.path, schemasDir, schema.file);
+  }
 }

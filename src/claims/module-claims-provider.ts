@@ -6,8 +6,10 @@ import { type ClaimsProvider, parseClaimsAnswer } from './claims-provider.js';
 /**
  * docs/schemas-and-claims.md `module` provider: a JS/TS module (path relative to SCHEMAS_DIR, or absolute inside
  * it) exporting a ClaimsProvider as `default` or `claimsProvider`, or a factory
- * `createClaimsProvider()`. The path is confined to SCHEMAS_DIR after resolving symlinks (issue
- * 12: `../../../../etc/passwd` was imported). Every failure names the schema file that asked.
+ * `createClaimsProvider()`. The path is confined to SCHEMAS_DIR after resolving symlinks (a path
+ * such as `../../../../etc/passwd` is refused). Every failure names the schema file that asked.
+ * Node caches a module by its URL: a schema reload picks up a new module path, not new code at the
+ * same path.
  */
 export async function loadModuleClaimsProvider(
   path: string,

@@ -16,9 +16,11 @@ import { historyCommand } from './commands/history.js';
 import { issueCommand } from './commands/issue.js';
 import { keysCommand } from './commands/keys.js';
 import { publishStatusListsCommand } from './commands/publish-status-lists.js';
+import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
 import { uploadsCommand } from './commands/uploads.js';
+import { verifyCommand } from './commands/verify.js';
 import { InputFileError } from './csv-input.js';
 import { type CliIo, json, processIo } from './output.js';
 import { loadCliSettings } from './settings.js';
@@ -33,12 +35,14 @@ const COMMANDS: RegisterCommand[] = [
   uploadsCommand,
   publishStatusListsCommand,
   claimsCommand,
+  schemasCommand,
   keysCommand,
   didCommand,
   auditCommand,
   backupCommand,
   dbCommand,
   doctorCommand,
+  verifyCommand,
   completionCommand,
 ];
 

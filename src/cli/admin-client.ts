@@ -1,6 +1,6 @@
 /**
- * The admin CLI's HTTP client (STYLE: timeout through AbortSignal, explicit status checks, typed
- * errors). The CLI talks to the running server only through its routes.
+ * The admin CLI's HTTP client: timeout through AbortSignal, explicit status checks, typed
+ * errors. The CLI talks to the running server only through its routes.
  */
 export class AdminApiError extends Error {
   override name = 'AdminApiError';
@@ -76,7 +76,7 @@ export class AdminClient {
         timeout ? 'TIMEOUT' : 'UNREACHABLE',
         timeout
           ? `${url.origin} did not answer within ${this.timeoutMs} ms`
-          : `cannot reach ${url.origin}: ${networkCause(err)}`,
+          : `cannot reach ${url.origin}: ${networkCause(err)} (is the server running there? another server: --url <url> or ISSUER_URL)`,
       );
     }
     const text = await res.text();

@@ -94,7 +94,7 @@ export async function runDoctor(
   );
   const store = opened?.store;
   // Local keys as the server reads them: files on SQLite, the sealed rows on PostgreSQL once the
-  // first start imported them (README "Running several instances"); file modes and markers.
+  // first start imported them (docs/security.md "Keys shared by several instances"); file modes and markers.
   let ring: KeyRing | undefined;
   try {
     ring = await loadLocalRing(config, secrets, opened);
@@ -292,7 +292,7 @@ async function iden3KeyLine(
   const file = join(config.keysDir, BJJ_KEY_FILE);
   let needed = true;
   try {
-    needed = loadSchemas(config.schemasDir)
+    needed = loadSchemas(config.schemasDir, config.issuerOrigin)
       .all()
       .some((s) => s.proofTypes.includes('BJJ_SIG_2021'));
   } catch {
@@ -566,7 +566,7 @@ async function schemaLines(
 ): Promise<void> {
   let schemas: SchemaRegistry;
   try {
-    schemas = loadSchemas(config.schemasDir);
+    schemas = loadSchemas(config.schemasDir, config.issuerOrigin);
   } catch (err) {
     if (!(err instanceof SchemaFileError)) throw err;
     for (const line of err.message.split('\n')) add('schemas', 'FAIL', line);

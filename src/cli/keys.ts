@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../issuers/iden3/bjj-key.js';
 import { generateKey, isActive, type KeyPurpose, readKeys } from '../keys/key-ring.js';
+import { DEVELOPMENT_KEYS_SUBDIR, DEVELOPMENT_ONLY_FILES } from '../live/development-files.js';
 
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
 
-/** Where production `keys:generate` moves the development keys it replaces (inside KEYS_DIR). */
-export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+export { DEVELOPMENT_KEYS_SUBDIR };
 
 export interface GeneratedKey {
   purpose: KeyPurpose | 'iden3-bjj';
@@ -18,22 +18,29 @@ export interface GeneratedKey {
   movedAside: string[];
 }
 
+export interface GeneratedKeys {
+  keys: GeneratedKey[];
+  /** The other development files moved aside (production only): dev-secrets.json and the like, their new paths. */
+  movedAside: string[];
+}
+
 /**
  * `npm run keys:generate` and `admin keys generate`: on files, before the first production start.
  * Creates the missing active key of each purpose in KEYS_DIR, and the Iden3 BabyJubJub key, and
- * keeps existing ones (rotation goes through the running server). With `production`, key files a
- * development start generated are never kept: they move to KEYS_DIR/development/ (where nothing
- * reads them) and production keys take their place.
+ * keeps existing ones (rotation goes through the running server). With `production`, nothing a
+ * development start wrote stays: its key files and its other files (DEVELOPMENT_ONLY_FILES) move
+ * to KEYS_DIR/development/, where nothing reads them and from where a development start can use
+ * them again (KEYS_DIR=<KEYS_DIR>/development), and production keys take the keys' place.
  */
 export async function generateMissingKeys(
   dir: string,
   options: { production: boolean } = { production: false },
-): Promise<GeneratedKey[]> {
+): Promise<GeneratedKeys> {
   const moved = new Map<string, string[]>();
   const moveAside = (purpose: string, file: string) => {
     const aside = join(dir, DEVELOPMENT_KEYS_SUBDIR);
     mkdirSync(aside, { recursive: true, mode: 0o700 });
-    const to = join(aside, basename(file));
+    const to = freeName(join(aside, basename(file)));
     renameSync(file, to);
     moved.set(purpose, [...(moved.get(purpose) ?? []), to]);
   };
@@ -44,6 +51,8 @@ export async function generateMissingKeys(
       const bjj = await loadOrCreateBjjKey(dir, { generateIfMissing: false });
       if (bjj.environment === 'development') moveAside('iden3-bjj', bjj.file);
     }
+    for (const name of DEVELOPMENT_ONLY_FILES)
+      if (existsSync(join(dir, name))) moveAside('other', join(dir, name));
   }
   const keys = await readKeys(dir);
   const out: GeneratedKey[] = [];
@@ -69,11 +78,26 @@ export async function generateMissingKeys(
     created: !bjjExists,
     movedAside: moved.get('iden3-bjj') ?? [],
   });
-  return out;
+  return { keys: out, movedAside: moved.get('other') ?? [] };
 }
 
-/** One line per key for `keys:generate` and `admin keys generate`. */
-export function describeGenerated(key: GeneratedKey): string {
-  const moved = key.movedAside.map((f) => `moved development key ${f} aside; `).join('');
-  return `${key.purpose}: ${moved}${key.created ? 'created' : 'keeping'} ${key.kid} (${key.file}${key.created ? ', mode 0600' : ''})`;
+/**
+ * `file`, or `file.1`, `file.2`… if taken: a second production run after another development start
+ * keeps the files the first one moved aside.
+ */
+function freeName(file: string): string {
+  let candidate = file;
+  for (let n = 1; existsSync(candidate); n++) candidate = `${file}.${n}`;
+  return candidate;
+}
+
+/** One line per key, then one per other development file moved aside, for `keys:generate` and `admin keys generate`. */
+export function describeGenerated(generated: GeneratedKeys): string[] {
+  return [
+    ...generated.keys.map((key) => {
+      const moved = key.movedAside.map((f) => `moved development key ${f} aside; `).join('');
+      return `${key.purpose}: ${moved}${key.created ? 'created' : 'keeping'} ${key.kid} (${key.file}${key.created ? ', mode 0600' : ''})`;
+    }),
+    ...generated.movedAside.map((f) => `development: moved ${f} aside`),
+  ];
 }

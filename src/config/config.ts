@@ -15,7 +15,7 @@ export interface Config {
   admin: { port: number; host: string } | undefined;
   /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
   insecureUpstream: boolean;
-  /** Public origin, no trailing slash. Defines `did:web` (spec 4.6). */
+  /** Public origin, no trailing slash. Defines `did:web`. */
   issuerOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
@@ -38,11 +38,13 @@ export interface Config {
     merklizeWorkers: number | undefined;
   };
   rateLimits: { holder: number; admin: number; public: number };
+  /** Prefix of the rate-limit keys in Redis: deployments sharing one Redis each use their own. */
+  rateLimitRedisPrefix: string;
   /** Express `trust proxy` (`src/config/trust-proxy.ts`); never `true` in production. */
   trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
   uploadTimeoutMs: number;
-  /** How verifiers find the credential-signing key (issue 14): `iss` and the JOSE header. */
+  /** How verifiers find the credential-signing key: `iss` and the JOSE header. */
   sdJwtIssuer: SdJwtIssuerMode;
   /** Worker processes behind one listener (node:cluster); `auto` resolves to one per core. */
   workers: number;
@@ -83,7 +85,7 @@ export interface NamedKey {
 /** The actor name of the single ADMIN_API_KEY. */
 export const DEFAULT_ADMIN_ACTOR = 'admin';
 
-/** DESIGN §7: validates everything, collecting one line per problem, then throws ConfigError. */
+/** Validates everything, collecting one line per problem, then throws ConfigError. */
 export function loadConfig(
   source: NodeJS.ProcessEnv,
   cwd = process.cwd(),
@@ -171,7 +173,7 @@ export function loadConfig(
       if (k.key === env.API_KEY)
         problems.push(`ADMIN_API_KEYS (${k.name}): must differ from API_KEY in production`);
   }
-  // Issue 12: with `true`, any client's rotating X-Forwarded-For escapes every rate limit.
+  // With `true`, any client's rotating X-Forwarded-For escapes every rate limit.
   if (production && env.TRUST_PROXY === true)
     problems.push(
       'TRUST_PROXY: true is refused in production (any client could pick its address); give the hop count or the proxy addresses/subnets',
@@ -238,6 +240,7 @@ export function loadConfig(
         admin: env.RATE_LIMIT_ADMIN_PER_MIN ?? 1200,
         public: env.RATE_LIMIT_PUBLIC_PER_MIN ?? 6000,
       },
+      rateLimitRedisPrefix: env.RATE_LIMIT_REDIS_PREFIX ?? 'rl:',
       trustProxy: env.TRUST_PROXY ?? false,
       uploadTimeoutMs: env.UPLOAD_TIMEOUT_MS ?? 10_000,
       sdJwtIssuer: env.SD_JWT_ISSUER ?? 'url',

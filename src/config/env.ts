@@ -11,74 +11,238 @@ const int = (name: string, min: number, max: number) =>
     );
 
 export const EnvSchema = z.object({
-  NODE_ENV: z.enum(['development', 'production', 'test']).optional(),
-  PORT: int('PORT', 0, 65535).optional(),
-  HOST: z.string().min(1).optional(),
-  ISSUER_ORIGIN: z.string().optional(),
-  DATABASE_URL: z.string().optional(),
-  DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000).optional(),
-  KEYS_DIR: z.string().min(1).optional(),
-  SCHEMAS_DIR: z.string().min(1).optional(),
-  API_KEY: z.string().optional(),
-  ADMIN_API_KEY: z.string().optional(),
-  ADMIN_API_KEYS: z.string().optional(),
-  ADMIN_PORT: int('ADMIN_PORT', 0, 65535).optional(),
-  ADMIN_HOST: z.string().min(1).optional(),
-  ALLOW_INSECURE_UPSTREAM: z.enum(['0', '1'], 'ALLOW_INSECURE_UPSTREAM must be 1 (or unset)').optional(),
-  KEY_ENCRYPTION_KEY: z.string().optional(),
-  REDIS_URL: z.string().optional(),
-  PARTNER_ID: z.uuid('PARTNER_ID must be a UUID').optional(),
-  SERVICE_V1_BASE_URL: z.string().optional(),
+  NODE_ENV: z.enum(['development', 'production', 'test']).optional().meta({
+    description:
+      '`production` refuses every development default: missing secrets, development keys and secrets, the emulator, `http:` origins (one start-up line per problem). `test` is what the test suites use.',
+    default: '`development`',
+  }),
+  PORT: int('PORT', 0, 65535)
+    .optional()
+    .meta({ description: 'Port of the main listener (`0`: a free port).', default: '`3000`' }),
+  HOST: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: 'Address of the main listener.', default: '`127.0.0.1`' }),
+  ISSUER_ORIGIN: z.string().optional().meta({
+    description:
+      'The public origin, no trailing slash. It is the SD-JWT issuer identity (`did:web:<host>`, `iss`, status list URLs): changing it changes the issuer.',
+    default: '`http://localhost:$PORT`',
+    production: 'required, https',
+  }),
+  DATABASE_URL: z.string().optional().meta({
+    description:
+      '`sqlite:<path>`, or `postgres://user[:password]@host[:port]/db` (also `postgresql://`) for the PostgreSQL store shared by several instances ([several-instances.md](several-instances.md)). Treated as a secret: shown with its password as `***`.',
+    default: '`sqlite:./data/issuer.db`',
+    production: 'a database no development or test start created',
+  }),
+  DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000)
+    .optional()
+    .meta({ description: 'PostgreSQL connections per instance.', default: '`10`' }),
+  KEYS_DIR: z.string().min(1).optional().meta({
+    description:
+      'Folder of the key files (signing, partner JWT, Iden3); on PostgreSQL, imported into the database on the first start.',
+    default: '`./keys`',
+  }),
+  SCHEMAS_DIR: z.string().min(1).optional().meta({
+    description:
+      'Folder of the schema files, one `*.json` per credential type ([schemas-and-claims.md](schemas-and-claims.md)).',
+    default: '`./schemas`',
+  }),
+  API_KEY: z.string().optional().meta({
+    description: 'What the hosting service sends as `x-api-key` on the holder-facing routes. Secret.',
+    default: 'generated once into `keys/dev-secrets.json` (never logged)',
+    production:
+      'required; the secret rule of [security.md](security.md#production-secret-rule); different from the admin keys',
+  }),
+  ADMIN_API_KEY: z.string().optional().meta({
+    description:
+      '`x-admin-api-key` of the admin routes and the admin CLI; its actor name in the audit log is `admin`. Secret.',
+    default: 'generated once into `keys/dev-secrets.json`',
+    production: 'required unless `ADMIN_API_KEYS` is set; the secret rule',
+  }),
+  ADMIN_API_KEYS: z.string().optional().meta({
+    description:
+      'More admin keys, `name:key,…` (names of letters, digits, `-`, `_`); the name is the actor in the audit log. Every key is compared, in constant time. Secret.',
+    default: 'unset',
+    production: 'each key follows the secret rule',
+  }),
+  ADMIN_PORT: int('ADMIN_PORT', 0, 65535).optional().meta({
+    description:
+      'A separate listener for the admin routes (and `GET /metrics`): they then answer only there, and 404 on the main listener (`LISTENER_OF` in `src/app.ts`).',
+    default: 'unset: the main listener',
+  }),
+  ADMIN_HOST: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: 'Address of the `ADMIN_PORT` listener.', default: '`127.0.0.1`' }),
+  ALLOW_INSECURE_UPSTREAM: z
+    .enum(['0', '1'], 'ALLOW_INSECURE_UPSTREAM must be 1 (or unset)')
+    .optional()
+    .meta({
+      description:
+        '`1` lets production use an `http:` `SERVICE_V1_BASE_URL` (a staging sidecar); a warning is printed at every start.',
+      default: 'unset',
+    }),
+  KEY_ENCRYPTION_KEY: z.string().optional().meta({
+    description:
+      '32 bytes (64 hex digits or base64; `openssl rand -hex 32`) sealing the signing, partner and Iden3 keys kept in a PostgreSQL database; unused on SQLite. Secret ([security.md](security.md#keys-shared-by-several-instances)).',
+    default: 'a fixed, public development key (PostgreSQL only)',
+    production: 'required on PostgreSQL',
+  }),
+  REDIS_URL: z.string().optional().meta({
+    description:
+      "`redis://…` or `rediss://…`: every route group's rate-limit counters in Redis, shared by all instances; when Redis is unreachable requests pass uncounted.",
+    default: 'unset: in memory, per instance',
+  }),
+  PARTNER_ID: z.uuid('PARTNER_ID must be a UUID').optional().meta({
+    description: "The partner UUID the hosting service knows this issuer by (the partner JWT's `partnerId`).",
+    default: 'generated into `keys/dev-secrets.json`',
+    production: 'required',
+  }),
+  SERVICE_V1_BASE_URL: z.string().optional().meta({
+    description: "The hosting service's issuance API, ending in `/v1` (`initialize-user`, `dstorage/vcs`).",
+    default:
+      'the bundled emulator, started by `npm start` on a free loopback port and written to `keys/dev-emulator.json` for `npm run demo`',
+    production: 'required, https (unless `ALLOW_INSECURE_UPSTREAM=1`)',
+  }),
   STATUS_LIST_PARTITION_SIZE: int('STATUS_LIST_PARTITION_SIZE', 8, 1 << 26)
     .refine((n) => n % 8 === 0, 'STATUS_LIST_PARTITION_SIZE must be a multiple of 8')
-    .optional(),
-  STATUS_LIST_TTL_SECONDS: int('STATUS_LIST_TTL_SECONDS', 1, 31_536_000).optional(),
-  STATUS_LIST_BITS: z.enum(['1', '2'], 'STATUS_LIST_BITS must be 1 or 2').transform(Number).optional(),
+    .optional()
+    .meta({ description: 'Statuses per token status list partition, a multiple of 8.', default: '`131072`' }),
+  STATUS_LIST_TTL_SECONDS: int('STATUS_LIST_TTL_SECONDS', 1, 31_536_000).optional().meta({
+    description: 'Status list `ttl` and `Cache-Control: max-age`; a token is re-signed once it is this old.',
+    default: '`300`',
+  }),
+  STATUS_LIST_BITS: z
+    .enum(['1', '2'], 'STATUS_LIST_BITS must be 1 or 2')
+    .transform(Number)
+    .optional()
+    .meta({ description: '`1`, or `2` to allow SUSPENDED.', default: '`1`' }),
   PARTNER_INFO_SERVICE: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'PARTNER_INFO_SERVICE must be lower-case letters, digits and -')
-    .optional(),
+    .optional()
+    .meta({ description: 'The `<svc>` of `/.well-known/<svc>-partner-info`.', default: '`svc`' }),
   IDEN3_METHOD: z
     .string()
     .regex(/^[a-z0-9]+$/)
-    .optional(),
+    .optional()
+    .meta({
+      description: 'Method of the Iden3 issuer DID (`did:<method>:<blockchain>:<network>:…`).',
+      default: '`iden3`',
+    }),
   IDEN3_BLOCKCHAIN: z
     .string()
     .regex(/^[a-z0-9]+$/)
-    .optional(),
+    .optional()
+    .meta({ description: 'Blockchain of the Iden3 issuer DID.', default: '`privado`' }),
   IDEN3_NETWORK: z
     .string()
     .regex(/^[a-z0-9]+$/)
-    .optional(),
-  IDEN3_METHOD_BYTE: int('IDEN3_METHOD_BYTE', 1, 254).optional(),
-  IDEN3_NETWORK_FLAG: int('IDEN3_NETWORK_FLAG', 0, 255).optional(),
-  IDEN3_MERKLIZE_WORKERS: int('IDEN3_MERKLIZE_WORKERS', 0, 64).optional(),
-  RATE_LIMIT_HOLDER_PER_MIN: int('RATE_LIMIT_HOLDER_PER_MIN', 0, 10_000_000).optional(),
-  RATE_LIMIT_ADMIN_PER_MIN: int('RATE_LIMIT_ADMIN_PER_MIN', 0, 10_000_000).optional(),
-  RATE_LIMIT_PUBLIC_PER_MIN: int('RATE_LIMIT_PUBLIC_PER_MIN', 0, 10_000_000).optional(),
-  TRUST_PROXY: TrustProxySchema.optional(),
-  UPLOAD_TIMEOUT_MS: int('UPLOAD_TIMEOUT_MS', 100, 120_000).optional(),
-  SD_JWT_ISSUER: z.enum(['url', 'did:web', 'x5c'], 'SD_JWT_ISSUER must be url, did:web or x5c').optional(),
+    .optional()
+    .meta({ description: 'Network of the Iden3 issuer DID.', default: '`test`' }),
+  IDEN3_METHOD_BYTE: int('IDEN3_METHOD_BYTE', 1, 254).optional().meta({
+    description: 'Only for a DID method js-iden3-core does not know: its byte (registered at start).',
+    default: 'unset',
+  }),
+  IDEN3_NETWORK_FLAG: int('IDEN3_NETWORK_FLAG', 0, 255).optional().meta({
+    description: 'Only for a blockchain/network js-iden3-core does not know: its flag (registered at start).',
+    default: 'unset',
+  }),
+  IDEN3_MERKLIZE_WORKERS: int('IDEN3_MERKLIZE_WORKERS', 0, 64).optional().meta({
+    description: 'Worker threads merklizing BJJ credentials (`0` = on the main thread).',
+    default: 'one per core, at most 8',
+  }),
+  RATE_LIMIT_HOLDER_PER_MIN: int('RATE_LIMIT_HOLDER_PER_MIN', 0, 10_000_000).optional().meta({
+    description: 'Requests per minute per client address on the holder-facing routes; `0` = off.',
+    default: '`10000`',
+  }),
+  RATE_LIMIT_ADMIN_PER_MIN: int('RATE_LIMIT_ADMIN_PER_MIN', 0, 10_000_000).optional().meta({
+    description:
+      'Requests per minute per client address on the admin routes; `0` = off. CSV batches are paced by it.',
+    default: '`1200`',
+  }),
+  RATE_LIMIT_PUBLIC_PER_MIN: int('RATE_LIMIT_PUBLIC_PER_MIN', 0, 10_000_000).optional().meta({
+    description: 'Requests per minute per client address on the public routes; `0` = off.',
+    default: '`6000`',
+  }),
+  RATE_LIMIT_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'RATE_LIMIT_REDIS_PREFIX must be 1 to 64 letters, digits and : . _ -')
+    .optional()
+    .meta({
+      description:
+        'Prefix of the rate-limit keys in Redis (with `REDIS_URL`): deployments sharing one Redis need different ones, or they share counters.',
+      default: '`rl:`',
+    }),
+  TRUST_PROXY: TrustProxySchema.optional().meta({
+    description:
+      'Whose `X-Forwarded-For` to believe, so rate limits key on the client: `false` (or `0`), a hop count (at most 5), or a comma-separated list of addresses, CIDR subnets and `loopback`, `linklocal`, `uniquelocal` ([security.md](security.md#client-addresses-behind-a-proxy)).',
+    default: '`false`',
+    production: '`true` refused',
+  }),
+  UPLOAD_TIMEOUT_MS: int('UPLOAD_TIMEOUT_MS', 100, 120_000).optional().meta({
+    description:
+      'How long `/issue-vc` waits for the upload before answering 502 (the upload keeps being retried).',
+    default: '`10000`',
+  }),
+  SD_JWT_ISSUER: z
+    .enum(['url', 'did:web', 'x5c'], 'SD_JWT_ISSUER must be url, did:web or x5c')
+    .optional()
+    .meta({
+      description:
+        'How verifiers find the credential-signing key: `url`, `did:web` or `x5c` ([security.md](security.md#issuer-identification-sd_jwt_issuer)).',
+      default: '`url`',
+    }),
   WORKERS: z
     .union([z.literal('auto'), int('WORKERS', 1, 256)], 'WORKERS must be auto or a whole number from 1')
-    .optional(),
+    .optional()
+    .meta({
+      description:
+        'Worker processes behind one listener (`node:cluster`); `auto` = one per core ([several-instances.md](several-instances.md)).',
+      default: '`1`',
+    }),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       error: 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent',
     })
-    .optional(),
-  LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'LOG_FORMAT: must be json or pretty' }).optional(),
-  METRICS_TOKEN: z.string().min(1).optional(),
-  SHUTDOWN_GRACE_MS: int('SHUTDOWN_GRACE_MS', 0, 600_000).optional(),
-  UPLOAD_MAX_ATTEMPTS: int('UPLOAD_MAX_ATTEMPTS', 1, 1000).optional(),
-  ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional(),
+    .optional()
+    .meta({
+      description: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.',
+      default: '`info`',
+    }),
+  LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'LOG_FORMAT: must be json or pretty' }).optional().meta({
+    description: '`json` (one object per line) or `pretty` (pino-pretty, for reading in development).',
+    default: '`json`',
+  }),
+  METRICS_TOKEN: z.string().min(1).optional().meta({
+    description: 'When set, `GET /metrics` requires `Authorization: Bearer <token>` (401 otherwise). Secret.',
+    default: 'unset: `/metrics` is open',
+    production: 'follows the secret rule; unset is a start-up warning',
+  }),
+  SHUTDOWN_GRACE_MS: int('SHUTDOWN_GRACE_MS', 0, 600_000).optional().meta({
+    description: 'How long a SIGTERM/SIGINT drain lets in-flight requests finish.',
+    default: '`10000`',
+  }),
+  UPLOAD_MAX_ATTEMPTS: int('UPLOAD_MAX_ATTEMPTS', 1, 1000).optional().meta({
+    description:
+      'Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good: a 4xx other than 408/429).',
+    default: '`10`',
+  }),
+  ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
+    description:
+      'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',
+    default: '`15000`',
+  }),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
 /**
  * Parses the environment variable by variable, so that every bad one is reported in one run: the
  * variables that parse are returned in `env`, one line per bad one in `problems` (which `loadConfig`
- * extends with its own rules). This is the only module that reads `process.env` (DESIGN §7).
+ * extends with its own rules). This is the only module that reads `process.env`.
  * Secrets are returned apart from the config object so that logging the config can never print them.
  */
 export function parseEnv(source: NodeJS.ProcessEnv): { env: Env; problems: string[]; invalid: Set<string> } {

@@ -4,13 +4,13 @@ import type { JWK } from 'jose';
 import type { Config, Secrets } from '../config/config.js';
 import type { JwksSource } from '../emulator/index.js';
 import { type EmulatorServer, startEmulatorServer } from '../emulator/index.js';
+import { DEV_EMULATOR_FILE } from '../live/development-files.js';
 import type { Logger } from '../model.js';
 import type { ClaimsStore } from '../store/store.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
 import { seedExampleClaims } from './example-claims.js';
 
-/** Where `npm start` writes the development emulator's URL for `npm run demo` (in KEYS_DIR). */
-export const DEV_EMULATOR_FILE = 'dev-emulator.json';
+export { DEV_EMULATOR_FILE };
 
 /**
  * Development start-up policy (docs/configuration.md), kept out of `createContext`: API keys and partner id

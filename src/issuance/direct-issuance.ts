@@ -249,10 +249,9 @@ export class DirectIssuanceService {
     }
   }
 
-  /** The schema's `sdJwt.vct`, else its schemaId (spec 4.4 accepts either as a vct). */
+  /** The schema's `sdJwt.vct`, as loaded (the file's, else the default: docs/schemas-and-claims.md "The vct"). */
   defaultVct(schemaId: string): string | undefined {
-    const schema = this.deps.schemas.get(schemaId);
-    return schema ? (schema.sdJwt?.vct ?? schema.schemaId) : undefined;
+    return this.deps.schemas.get(schemaId)?.sdJwt.vct;
   }
 
   /** The schema's credential lifetime (`expiresInSeconds`): the CLI's default `--expiration`. */

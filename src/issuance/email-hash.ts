@@ -13,8 +13,8 @@ export function normaliseEmail(email: string): string {
 export type EmailHasher = (email: string) => Promise<string>;
 
 /**
- * Issue 11 `history --email`: HMAC-SHA256 of the normalised address under a random key kept in the
- * database's `meta` table (README "Finding issuances by email"). The key is read once per process;
+ * `history --email`: HMAC-SHA256 of the normalised address under a random key kept in the
+ * database's `meta` table (docs/security.md "Finding issuances by email"). The key is read once per process;
  * `setIfAbsent` makes instances that start together on one database agree on it.
  */
 export function emailHasher(meta: MetaStore): EmailHasher {

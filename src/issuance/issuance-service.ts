@@ -21,7 +21,7 @@ import type { UploadOutbox } from './outbox.js';
 export interface IssuanceServiceDeps {
   issuerOrigin: string;
   schemas: SchemaRegistry;
-  claimsProviders: Map<string, ClaimsProvider>;
+  claimsProviders: ReadonlyMap<string, ClaimsProvider>;
   issuers: Map<ProofType, Issuer>;
   store: IssuanceStore;
   /** Only the in-request attempt is the service's; the outbox's worker runs on its own. */

@@ -145,7 +145,7 @@ export interface DatabaseKeyOptions {
 }
 
 /**
- * Keys kept in the database, shared by every instance (README "Running several instances"). Each
+ * Keys kept in the database, shared by every instance (docs/security.md "Keys shared by several instances"). Each
  * instance reads the ring version every `pollMs` (one indexed row) and reloads on a change, so a
  * rotation through any instance is used and published by all within one poll.
  */

@@ -13,7 +13,7 @@ export interface ResealedRow {
 }
 
 /**
- * Replaces a leaked KEY_ENCRYPTION_KEY (README "Running several instances"): every sealed row is
+ * Replaces a leaked KEY_ENCRYPTION_KEY (docs/security.md "Keys shared by several instances"): every sealed row is
  * opened with `previous` and sealed again under `next`, in one transaction. A row that already
  * opens with `next` stays as it is, so the command can run again after instances still on the old
  * key wrote a row; a row that opens with neither stops it and no row changes.

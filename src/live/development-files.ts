@@ -22,16 +22,46 @@ export type DevSecrets = z.infer<typeof DevSecretsSchema>;
 
 export const DEV_SECRETS_FILE = 'dev-secrets.json';
 
-/** The values of KEYS_DIR/dev-secrets.json, if the file is there and readable (for refusing them). */
-export function readDevSecrets(keysDir: string): DevSecrets | undefined {
-  const file = join(keysDir, DEV_SECRETS_FILE);
-  if (!existsSync(file)) return undefined;
-  try {
-    const parsed = DevSecretsSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
+/** KEYS_DIR/dev-emulator.json: the URL of the emulator a development start runs, for `npm run demo`. */
+export const DEV_EMULATOR_FILE = 'dev-emulator.json';
+
+/** KEYS_DIR/dev-ca.json and dev-ca.pem: the development CA of `keys:generate -- --x5c` (src/keys/dev-ca.ts). */
+export const DEV_CA_FILE = 'dev-ca.json';
+export const DEV_CA_PEM = 'dev-ca.pem';
+
+/** Where production `keys:generate` moves what development wrote in KEYS_DIR (inside KEYS_DIR). */
+export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+
+/**
+ * The files of KEYS_DIR only development writes, besides the key files it marks
+ * `environment: development`: production `keys:generate` moves them all to KEYS_DIR/development/.
+ */
+export const DEVELOPMENT_ONLY_FILES: readonly string[] = [
+  DEV_SECRETS_FILE,
+  DEV_EMULATOR_FILE,
+  DEV_CA_FILE,
+  DEV_CA_PEM,
+];
+
+/**
+ * The development secrets of KEYS_DIR, for refusing them: KEYS_DIR/dev-secrets.json and the one
+ * production `keys:generate` moved to KEYS_DIR/development/, each if there and readable.
+ */
+export function readDevSecrets(keysDir: string): { file: string; secrets: DevSecrets }[] {
+  const found: { file: string; secrets: DevSecrets }[] = [];
+  for (const file of [
+    join(keysDir, DEV_SECRETS_FILE),
+    join(keysDir, DEVELOPMENT_KEYS_SUBDIR, DEV_SECRETS_FILE),
+  ]) {
+    if (!existsSync(file)) continue;
+    try {
+      const parsed = DevSecretsSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+      if (parsed.success) found.push({ file, secrets: parsed.data });
+    } catch {
+      // Unreadable: nothing to compare with.
+    }
   }
+  return found;
 }
 
 /** `examples/claims.json`: the claims a development start seeds into an empty claims table. */

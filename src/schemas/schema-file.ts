@@ -77,7 +77,8 @@ export const SchemaFileSchema = z.object({
   claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
   sdJwt: z
     .object({
-      vct: z.string().min(1),
+      // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
+      vct: z.string().min(1).optional(),
       disclosureFrame: DisclosureFrameSchema.optional(),
       /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
       display: z.array(TypeDisplaySchema).min(1).optional(),
@@ -94,8 +95,21 @@ export const SchemaFileSchema = z.object({
 });
 export type SchemaFile = z.infer<typeof SchemaFileSchema>;
 
+/**
+ * The `vct` of a schema whose file names none: a URL under ISSUER_ORIGIN, so that the issuer
+ * serves its type metadata there (src/schemas/type-metadata.ts) and the type name is
+ * collision-resistant, as the SD-JWT VC draft recommends for `vct` ("Type Metadata": a URL `vct`
+ * is where the metadata can be retrieved). A schemaId outside `[A-Za-z0-9._~-]` is percent-encoded
+ * and then gets no served metadata (only plain paths are served).
+ */
+export function defaultVct(issuerOrigin: string, schemaId: string): string {
+  return `${issuerOrigin.replace(/\/+$/, '')}/vct/${encodeURIComponent(schemaId)}`;
+}
+
 /** A schema file as loaded: the validated file plus where it came from. */
-export interface CredentialSchema extends SchemaFile {
+export interface CredentialSchema extends Omit<SchemaFile, 'sdJwt'> {
   /** Absolute path of the schema file (for error messages). */
   readonly file: string;
+  /** Always present once loaded, with `vct`: the file's, else `defaultVct`. */
+  sdJwt: NonNullable<SchemaFile['sdJwt']> & { vct: string };
 }

@@ -4,7 +4,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { AppError } from '../errors.js';
 import type { ProofType } from '../model.js';
-import { type CredentialSchema, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
+import { type CredentialSchema, defaultVct, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -13,8 +13,18 @@ const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormat
 // Defined with the schema file contract (no Ajv), so light callers such as the admin CLI can use it.
 export { RESERVED_CLAIMS } from './schema-file.js';
 
+/** A problem of one schema file (`file` is SCHEMAS_DIR itself when the folder cannot be read). */
+export interface SchemaFileProblem {
+  file: string;
+  message: string;
+}
+
+/** Every problem found; `message` has one `<file>: <problem>` line each. */
 export class SchemaFileError extends Error {
   override name = 'SchemaFileError';
+  constructor(readonly problems: SchemaFileProblem[]) {
+    super(problems.map((p) => `${p.file}: ${p.message}`).join('\n'));
+  }
 }
 
 export interface LoadedSchema extends CredentialSchema {
@@ -30,12 +40,11 @@ export interface ClaimsProblem {
 }
 
 /**
- * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop start-up with every
- * problem of every file in one SchemaFileError (one line each).
+ * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop start-up
+ * (and a reload) with every problem of every file in one SchemaFileError (one line each).
+ * `issuerOrigin` gives the default `sdJwt.vct` (`defaultVct`).
  */
-export function loadSchemas(dir: string): SchemaRegistry {
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats(ajv);
+export function loadSchemas(dir: string, issuerOrigin: string): SchemaRegistry {
   let names: string[];
   try {
     names = readdirSync(dir, { withFileTypes: true })
@@ -43,66 +52,82 @@ export function loadSchemas(dir: string): SchemaRegistry {
       .map((e) => e.name)
       .sort();
   } catch (err) {
-    throw new SchemaFileError(`${dir}: cannot read SCHEMAS_DIR (${(err as Error).message})`);
+    throw new SchemaFileError([
+      { file: dir, message: `cannot read SCHEMAS_DIR (${(err as Error).message})` },
+    ]);
   }
+  const loader = schemaFileLoader(issuerOrigin);
   const schemas = new Map<string, LoadedSchema>();
-  const problems: string[] = [];
+  const problems: SchemaFileProblem[] = [];
   for (const name of names) {
     const file = join(dir, name);
     let schema: LoadedSchema;
     try {
-      schema = parseSchemaFile(file, ajv);
+      schema = loader(file);
     } catch (err) {
       if (!(err instanceof SchemaFileError)) throw err;
-      problems.push(...err.message.split('\n'));
+      problems.push(...err.problems);
       continue;
     }
     const other = schemas.get(schema.schemaId);
-    if (other) problems.push(`${file}: schemaId ${schema.schemaId} is also defined in ${other.file}`);
+    if (other)
+      problems.push({ file, message: `schemaId ${schema.schemaId} is also defined in ${other.file}` });
     else schemas.set(schema.schemaId, schema);
   }
-  if (problems.length > 0) throw new SchemaFileError(problems.join('\n'));
+  if (problems.length > 0) throw new SchemaFileError(problems);
   return new SchemaRegistry(schemas);
 }
 
-function parseSchemaFile(file: string, ajv: Ajv2020): LoadedSchema {
+/** Loads one schema file as `loadSchemas` does (`admin schemas validate`); throws SchemaFileError. */
+export function loadSchemaFile(file: string, issuerOrigin: string): LoadedSchema {
+  return schemaFileLoader(issuerOrigin)(file);
+}
+
+function schemaFileLoader(issuerOrigin: string): (file: string) => LoadedSchema {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  return (file) => parseSchemaFile(file, ajv, issuerOrigin);
+}
+
+function parseSchemaFile(file: string, ajv: Ajv2020, issuerOrigin: string): LoadedSchema {
+  const fail = (messages: string[]) => new SchemaFileError(messages.map((message) => ({ file, message })));
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new SchemaFileError(`${file}: not valid JSON (${(err as Error).message})`);
+    throw fail([`not valid JSON (${(err as Error).message})`]);
   }
   const parsed = SchemaFileSchema.safeParse(raw);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${file}: ${i.path.join('.') || '(root)'}: ${i.message}`);
-    throw new SchemaFileError(lines.join('\n'));
+    throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
   }
   const data = parsed.data;
   const problems: string[] = [];
   if (data.proofTypes.includes('BJJ_SIG_2021') && !data.iden3) {
-    problems.push(`${file}: iden3: required when proofTypes lists BJJ_SIG_2021`);
+    problems.push('iden3: required when proofTypes lists BJJ_SIG_2021');
   }
   const subjectSchema = withoutSubjectId(data.credentialSubject);
   const properties = (subjectSchema as { properties?: Record<string, unknown> }).properties ?? {};
   const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
   if (reserved.length > 0) {
-    problems.push(`${file}: credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
+    problems.push(`credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
   }
   const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(data.sdJwt?.disclosureFrame).has(c));
   if (frameReserved.length > 0) {
-    problems.push(`${file}: sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`);
+    problems.push(`sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`);
   }
   let validate: ValidateFunction | undefined;
   try {
     validate = ajv.compile(subjectSchema);
   } catch (err) {
-    problems.push(`${file}: credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
+    problems.push(`credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
   }
-  if (problems.length > 0 || !validate) throw new SchemaFileError(problems.join('\n'));
+  if (problems.length > 0 || !validate) throw fail(problems);
   const validClaims = validate;
   return {
     ...data,
     title: data.title ?? data.schemaId,
+    sdJwt: { ...data.sdJwt, vct: data.sdJwt?.vct ?? defaultVct(issuerOrigin, data.schemaId) },
     file,
     claimProblems(claims: Record<string, unknown>): ClaimsProblem[] {
       return [
@@ -157,7 +182,21 @@ function disclosedNames(frame: Record<string, unknown> | undefined): Set<string>
 }
 
 export class SchemaRegistry {
-  constructor(private readonly byId: Map<string, LoadedSchema>) {}
+  readonly #source: () => ReadonlyMap<string, LoadedSchema>;
+
+  /** A fixed set, or (`SchemaCatalog.schemas`) a view of whichever set is current. */
+  constructor(byId: ReadonlyMap<string, LoadedSchema> | (() => ReadonlyMap<string, LoadedSchema>)) {
+    this.#source = typeof byId === 'function' ? byId : () => byId;
+  }
+
+  private get byId(): ReadonlyMap<string, LoadedSchema> {
+    return this.#source();
+  }
+
+  /** The schemas by id (a live view reads the current set). */
+  entries(): ReadonlyMap<string, LoadedSchema> {
+    return this.byId;
+  }
 
   all(): LoadedSchema[] {
     return [...this.byId.values()];

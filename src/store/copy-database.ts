@@ -6,8 +6,8 @@ import { createPool, migrate, type PgClient, withTransaction } from './postgres/
 import { planMigrations, type SqliteDatabase } from './sqlite/database.js';
 
 /**
- * `npm run admin -- db copy`: a SQLite deployment into an empty PostgreSQL database (README
- * "Running several instances"). Every table is mapped explicitly below from both engines'
+ * `npm run admin -- db copy`: a SQLite deployment into an empty PostgreSQL database (docs/several-instances.md
+ * "Copying a SQLite deployment"). Every table is mapped explicitly below from both engines'
  * migrations; a table or column either engine has and the map does not name stops the copy.
  */
 

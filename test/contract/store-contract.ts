@@ -11,7 +11,7 @@ import type {
 import { allocateThroughSignAndRecord } from '../fixtures/status.js';
 
 /**
- * The store contract (DESIGN §9), run against every engine: each engine's test file calls
+ * The store contract (docs/several-instances.md "Storage engines"), run against every engine: each engine's test file calls
  * `describeStoreContract` with a function that opens an empty store.
  */
 export type OpenEmptyStore = () => Promise<Store>;
@@ -19,7 +19,7 @@ export type OpenEmptyStore = () => Promise<Store>;
 const T0 = new Date('2030-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
 const YEAR = 365 * 86_400_000;
-// The largest nonce allowed (below 2^53, DESIGN §8): kept exact by every engine.
+// The largest nonce allowed (below 2^53, docs/schemas-and-claims.md): kept exact by every engine.
 const MAX_NONCE = 2 ** 53 - 1;
 
 let nonces = 1;

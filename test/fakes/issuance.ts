@@ -21,7 +21,7 @@ import type {
 let bundled: SchemaRegistry | undefined;
 /** The repository's own schemas folder (membership-v1), loaded once per test file. */
 export function bundledSchemas(): SchemaRegistry {
-  bundled ??= loadSchemas(fileURLToPath(new URL('../../schemas', import.meta.url)));
+  bundled ??= loadSchemas(fileURLToPath(new URL('../../schemas', import.meta.url)), 'https://issuer.example');
   return bundled;
 }
 
@@ -72,7 +72,7 @@ export class FakeClaimsProvider implements ClaimsProvider {
 }
 
 /**
- * An in-memory `IssuanceStore` with the commit rules of DESIGN §9 (a slot and a nonce are used
+ * An in-memory `IssuanceStore` with the commit rules of docs/several-instances.md "Storage engines" (a slot and a nonce are used
  * once; a live hosted repeat is a duplicate). `forced` outcomes are answered by the next inserts
  * first, as a concurrent issuer winning the race would. The outbox's bulk methods are not used by
  * `IssuanceService` and throw.

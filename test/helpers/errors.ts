@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { AppError } from '../../src/errors.js';
 
 /**
- * `details` as routes send it (DESIGN §10): a 400 names the first field, and every field when
+ * `details` as routes send it (docs/interface.md "Errors"): a 400 names the first field, and every field when
  * several fail; upstream errors say which call failed.
  */
 export interface ErrorDetails {
@@ -11,7 +11,7 @@ export interface ErrorDetails {
   [key: string]: unknown;
 }
 
-/** The error body every route answers with (DESIGN §10): `{ code, message, details? }`. */
+/** The error body every route answers with (docs/interface.md "Errors"): `{ code, message, details? }`. */
 export interface ErrorBody<D = ErrorDetails> {
   code: string;
   message: string;
@@ -19,7 +19,7 @@ export interface ErrorBody<D = ErrorDetails> {
 }
 
 /**
- * Asserts a DESIGN §10 error response: the status, a JSON body with the stable `code` and a
+ * Asserts an error response (docs/interface.md "Errors"): the status, a JSON body with the stable `code` and a
  * message, and `details.field` when `field` is given. Returns the body for further checks.
  */
 export async function expectError<D extends object = ErrorDetails>(

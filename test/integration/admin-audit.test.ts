@@ -9,7 +9,7 @@ interface AuditPage {
   pagination: { page: number; limit: number; total: number };
 }
 
-// Issue 11 "Who did what": every admin action recorded with the name of the key that asked.
+// Who did what: every admin action recorded with the name of the key that asked.
 describe('audit log and named admin keys', () => {
   let issuer: TestIssuer;
   const as = (key: string) => ({ 'x-admin-api-key': key });
@@ -120,7 +120,7 @@ describe('audit log and named admin keys', () => {
   });
 });
 
-// Issue 11: ADMIN_PORT: admin routes answer on the admin listener only.
+// ADMIN_PORT: admin routes answer on the admin listener only.
 describe('separate admin listener', () => {
   let issuer: TestIssuer;
   beforeAll(async () => {

@@ -13,7 +13,7 @@ const claims = {
   memberNumber: 12,
 };
 
-// `POST /admin/claims` (DESIGN §8 provider "sqlite"), the route behind `admin claims import`.
+// `POST /admin/claims` (docs/schemas-and-claims.md provider "sqlite"), the route behind `admin claims import`.
 describe('admin claims import', () => {
   let issuer: TestIssuer;
   let schemasDir: string;

@@ -67,7 +67,7 @@ function schemasWithEmployee(): string {
   return dir;
 }
 
-// spec 4.6 `GET /admin/issuance-history`: paging, order, every filter, metadata only.
+// `GET /admin/issuance-history` (docs/interface.md "Route table"): paging, order, every filter, metadata only.
 describe('admin issuance history', () => {
   let issuer: TestIssuer;
   let schemasDir: string;
@@ -245,7 +245,7 @@ describe('admin issuance history', () => {
     }
   });
 
-  // Issue 11 `history --email`: direct issuances keep a keyed hash of the normalised address.
+  // `history --email`: direct issuances keep a keyed hash of the normalised address.
   it('filters by email: that address only, in any case and spacing; hosted issuances never match', async () => {
     const byEmail = async (email: string) =>
       (await page(`?limit=100&email=${encodeURIComponent(email)}`)).data.map((r) => r.credentialId);

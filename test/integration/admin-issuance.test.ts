@@ -38,7 +38,7 @@ interface IssueAnswer {
   uploadState: 'uploaded' | 'pending';
 }
 
-// spec 4.5 + 4.6 `POST /admin/issue-vc`, against the mounted emulator, checked as the holder would.
+// docs/interface.md "admin issue-vc": `POST /admin/issue-vc` against the mounted emulator, checked as the holder would.
 describe('admin direct issuance', () => {
   let issuer: TestIssuer;
   const initializeCalls = () =>
@@ -450,7 +450,7 @@ describe('admin direct issuance', () => {
   });
 });
 
-// Admin routes are for the issuer's own servers (spec 4.6, 5).
+// Admin routes are for the issuer's own servers (docs/interface.md "Authentication").
 describe('admin route protection', () => {
   let issuer: TestIssuer;
   beforeAll(async () => {

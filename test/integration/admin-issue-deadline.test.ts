@@ -39,7 +39,7 @@ const body = {
   },
 };
 
-// docs/configuration.md ADMIN_ISSUE_DEADLINE_MS: one deadline bounds the whole /admin/issue-vc request.
+// One deadline (ADMIN_ISSUE_DEADLINE_MS) bounds the whole /admin/issue-vc request.
 describe.each([
   ['initialize-user hangs', false],
   ['dstorage hangs', true],

@@ -14,7 +14,7 @@ interface KeyView {
   lastCredentialExpiresAt?: string | null;
 }
 
-// Key rotation (issue: admin toolkit; DESIGN §4): the new key signs from then on, retired keys
+// Key rotation (docs/security.md "Issuer identification"): the new key signs from then on, retired keys
 // stay published until the last credential they signed has expired.
 describe('admin key rotation', () => {
   let issuer: TestIssuer;

@@ -3,7 +3,7 @@ import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { expectError } from '../helpers/errors.js';
 import { queryStore, startIssuer, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
-// spec 4.6, 5, 7 and DESIGN §10: every bad input gets a clear JSON error; nothing crashes.
+// docs/interface.md "Authentication" and "Errors": every bad input gets a clear JSON error; nothing crashes.
 describe('holder routes reject bad input', () => {
   let issuer: TestIssuer;
   const holder = generateHolderKeyPair();

@@ -223,7 +223,7 @@ describe('admin CLI', () => {
       await reachedFourth;
       child.kill('SIGKILL');
       await exited;
-      // Owner-only from the first line (issue 11): the results name holders.
+      // Owner-only from the first line: the results name holders.
       expect(statSync(results).mode & 0o777).toBe(0o600);
       const partial = readFileSync(results, 'utf8').trim().split('\n');
       expect(partial).toHaveLength(4);
@@ -393,7 +393,7 @@ describe('admin CLI', () => {
       (await cliJson<Array<{ created: boolean }>>(['keys', 'generate'])).json.every((k) => !k.created),
     ).toBe(true);
 
-    // Issue 14: a standby key with a CSR, then a certificate chain attached to it (files).
+    // A standby key with a CSR, then a certificate chain attached to it (files).
     const csrFile = join(work, 'next.csr');
     const prepared = await cliJson<{ kid: string; file: string; csr: string }>([
       'keys',

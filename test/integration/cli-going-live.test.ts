@@ -24,7 +24,7 @@ const issueBody = (i: number) => ({
   credentialSubject: subject,
 });
 
-// Issue 11 "Backup, restore, upgrade": the README's commands, run.
+// docs/operations.md "Backup, restore, upgrade": its commands, run.
 describe('backup and restore', () => {
   let issuer: TestIssuer;
   let restored: TestIssuer | undefined;
@@ -103,6 +103,9 @@ describe('admin CLI for going live', () => {
     const out = await cli(['history'], { ISSUER_URL: `http://127.0.0.1:${port}`, ADMIN_API_KEY: 'x' }, work);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain('ECONNREFUSED');
+    // ...and how to name another server.
+    expect(out.stderr).toContain('--url');
+    expect(out.stderr).toContain('ISSUER_URL');
   });
 
   it('the default server URL is the admin listener or localhost:$PORT, never ISSUER_ORIGIN', async () => {

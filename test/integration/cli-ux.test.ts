@@ -11,7 +11,7 @@ import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } 
 const SUBJECT =
   '{"givenName":"A","familyName":"B","memberSince":"2020-01-01","tier":"gold","memberNumber":1}';
 
-// Issue 11, "the admin CLI, as its users found it": runAdminCli in this process against a real server.
+// The admin CLI as its users found it: runAdminCli in this process against a real server.
 describe('admin CLI usability', () => {
   let issuer: TestIssuer;
   const work = tempDir();
@@ -161,7 +161,15 @@ describe('admin CLI usability', () => {
   it('history: a narrow table by default, every column with --wide', async () => {
     const narrow = await cli(['history']);
     const header = narrow.stdout.split('\n')[0]!;
-    expect(header.split(/\s+/)).toEqual(['created', 'nonce', 'status', 'upload', 'schemaId', 'holder']);
+    expect(header.split(/\s+/)).toEqual([
+      'created',
+      'nonce',
+      'status',
+      'upload',
+      'schemaId',
+      'holder',
+      'statusIdx',
+    ]);
     const wide = await cli(['history', '--wide']);
     expect(wide.stdout.split('\n')[0]!.split(/\s+/)).toEqual([
       'created',
@@ -173,7 +181,29 @@ describe('admin CLI usability', () => {
       'expires',
       'holderDid',
       'credentialId',
+      'statusIdx',
+      'statusList',
     ]);
+    // The table shows what --json says: each SD-JWT VC's index and list.
+    const asJson = JSON.parse((await cli(['--json', 'history'])).stdout) as {
+      data: Array<{ credentialId: string; statusList: { idx: number; uri: string } | null }>;
+    };
+    const listed = asJson.data.find((r) => r.statusList !== null);
+    expect(listed).toBeDefined();
+    const row = wide.stdout.split('\n').find((l) => l.includes(listed!.credentialId))!;
+    expect(row.split(/\s+/).slice(-2)).toEqual([String(listed!.statusList!.idx), listed!.statusList!.uri]);
+  });
+
+  it('publish-status-lists prints ISO 8601 times where the API has epoch seconds', async () => {
+    const table = await cli(['publish-status-lists']);
+    expect(table.code).toBe(0);
+    const asJson = JSON.parse((await cli(['--json', 'publish-status-lists'])).stdout) as {
+      partitions: Array<{ iat: number }>;
+    };
+    expect(typeof asJson.partitions[0]!.iat).toBe('number');
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]!.split(/\s+/)).toEqual(['partition', 'size', 'issuedAt', 'uri']);
+    expect(lines[1]!.split(/\s+/)[2]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('history --email: the issuances to that address in any case, a malformed one named as --email', async () => {

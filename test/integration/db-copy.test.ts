@@ -23,7 +23,7 @@ const json = async (url: string) => {
   return res.json();
 };
 
-// Issue 9 "Growing from one machine to several": a SQLite deployment copied into PostgreSQL by
+// docs/several-instances.md "Copying a SQLite deployment": a SQLite deployment copied into PostgreSQL by
 // `npm run admin -- db copy`, then served by an issuer on the copy.
 describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => {
   const dir = tempDir();

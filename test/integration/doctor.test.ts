@@ -30,7 +30,7 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-// Issue 11: `admin doctor` against a real production-mode server on loopback (its public origin is
+// `admin doctor` against a real production-mode server on loopback (its public origin is
 // https://issuer.example.com; `--origin` fetches the documents from the loopback listener).
 describe('admin doctor', () => {
   const dir = tempDir();

@@ -7,7 +7,7 @@ import type { IssuanceRecord } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
-// DESIGN §9: an issuance is committed before its upload and never lost to an upstream failure.
+// docs/several-instances.md "Storage engines": an issuance is committed before its upload and never lost to an upstream failure.
 describe('durable uploads', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
   afterEach(async () => {

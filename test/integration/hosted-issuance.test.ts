@@ -4,7 +4,7 @@ import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
-// spec 4.6 hosted issuance, end to end against the mounted emulator, checked as the holder would.
+// Hosted issuance (docs/interface.md "Two flows"), end to end against the mounted emulator, checked as the holder would.
 describe('hosted SD-JWT issuance', () => {
   let issuer: TestIssuer;
   const holder = generateHolderKeyPair('x25519');

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
@@ -19,7 +20,7 @@ const P256 = {
   y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
 };
 
-// Red-team findings (issue 12): hostile bodies get a 400 naming the field, never a 500.
+// Red-team findings: hostile bodies get a 400 naming the field, never a 500.
 describe('hostile input', () => {
   let issuer: TestIssuer;
   const holder = generateHolderKeyPair();
@@ -176,6 +177,61 @@ describe('hostile input', () => {
       expect((await issueWith({ ...ed, use: 'sig' }, 'did:example:ed')).status).toBe(201);
       const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey.export({ format: 'jwk' });
       expect((await issueWith(p384, 'did:example:p384')).status).toBe(201);
+    });
+
+    // RFC 8032 §5.1.3 and the small-order blocklist every Ed25519 library carries (libsodium's):
+    // a key any signature can be made to verify against is no binding at all.
+    const SMALL_ORDER_ED25519 = [
+      '0000000000000000000000000000000000000000000000000000000000000000',
+      '0000000000000000000000000000000000000000000000000000000000000080',
+      '0100000000000000000000000000000000000000000000000000000000000000',
+      'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+      'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+      'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa',
+      '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+      '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85',
+    ];
+    it.each(SMALL_ORDER_ED25519)('a small-order Ed25519 point (%s) is refused', async (hex) => {
+      const jwk = { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(hex, 'hex').toString('base64url') };
+      await expectError(
+        await issueWith(jwk, 'did:example:small-order'),
+        400,
+        'INVALID_PARAMETER',
+        'signingKey.jwk',
+      );
+    });
+
+    it('a non-canonical Ed25519 y (p + 1) and a mixed-order point are refused', async () => {
+      const p = 2n ** 255n - 19n;
+      const nonCanonical = Buffer.from((p + 1n).toString(16).padStart(64, '0'), 'hex').reverse();
+      const mixed = ed25519.ExtendedPoint.fromHex(
+        Buffer.from(generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!, 'base64url'),
+      )
+        .add(ed25519.ExtendedPoint.fromHex(SMALL_ORDER_ED25519[3]!))
+        .toRawBytes();
+      for (const x of [nonCanonical, Buffer.from(mixed)]) {
+        const jwk = { kty: 'OKP', crv: 'Ed25519', x: x.toString('base64url') };
+        await expectError(
+          await issueWith(jwk, 'did:example:odd-point'),
+          400,
+          'INVALID_PARAMETER',
+          'signingKey.jwk',
+        );
+      }
+    });
+
+    it('a coordinate whose base64url has stray bits (a second spelling of the same key) is refused', async () => {
+      const last = P256.x.at(-1)!;
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const stray = alphabet[alphabet.indexOf(last) | 1]!;
+      expect(Buffer.from(P256.x.slice(0, -1) + stray, 'base64url')).toEqual(Buffer.from(P256.x, 'base64url'));
+      const jwk = { ...P256, x: P256.x.slice(0, -1) + stray };
+      await expectError(
+        await issueWith(jwk, 'did:example:stray'),
+        400,
+        'INVALID_PARAMETER',
+        'signingKey.jwk',
+      );
     });
   });
 

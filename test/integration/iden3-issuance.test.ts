@@ -14,7 +14,7 @@ import { HOLDER_DID_KEY, holderIden3Did } from '../unit/iden3/fixtures.js';
 
 type Json = Record<string, any>;
 
-// Issue 5: BJJ_SIG_2021 through the same routes, outbox and status routes as SD-JWT, verified by
+// BJJ_SIG_2021 through the same routes, outbox and status routes as SD-JWT, verified by
 // js-sdk against the running server's /credential-status (loopback only).
 describe('hosted BJJ_SIG_2021 issuance', () => {
   let issuer: TestIssuer;

@@ -22,7 +22,7 @@ import {
   tempDir,
 } from '../helpers/issuer.js';
 
-// Issue 14 SD_JWT_ISSUER: how the credential and status list headers name the key, start-up
+// SD_JWT_ISSUER: how the credential and status list headers name the key, start-up
 // checks, and rotation in each mode.
 async function issue(issuer: TestIssuer) {
   const compact = await issueDirectlyAndOpen(issuer, { emailPrefix: 'ident' });

@@ -30,7 +30,7 @@ const options = (keysDir: string, generateIfMissing = true) => ({
   log: silentLogger(),
 });
 
-// Issue 9 "Keys": the Iden3 BJJ key lives in the database on PostgreSQL, sealed like the signing
+// docs/security.md "Keys shared by several instances": the Iden3 BJJ key lives in the database on PostgreSQL, sealed like the signing
 // keys, so instances without a shared disk serve one issuer DID.
 describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   let db: TempDatabase;
@@ -137,7 +137,7 @@ async function startProcess(env: Record<string, string>): Promise<{ code: number
   return { code, output };
 }
 
-// Issue 9 "Keys": a leaked KEY_ENCRYPTION_KEY is replaced by `npm run admin -- keys reseal`.
+// docs/security.md "Keys shared by several instances": a leaked KEY_ENCRYPTION_KEY is replaced by `npm run admin -- keys reseal`.
 describe.skipIf(!available)('keys reseal: replacing KEY_ENCRYPTION_KEY', () => {
   const OLD = 'c4'.repeat(32);
   const NEW = Buffer.alloc(32, 0x5d).toString('base64');
@@ -293,7 +293,7 @@ describe.skipIf(!available)('keys reseal: replacing KEY_ENCRYPTION_KEY', () => {
   });
 });
 
-// Issue 14 on PostgreSQL, development: with KEYS_DIR's development CA, an x5c rotation without a
+// On PostgreSQL, development: with KEYS_DIR's development CA, an x5c rotation without a
 // standby key certifies the new key as the file path does, and keeps the chain on its row.
 describe.skipIf(!available)('x5c rotation with keys in PostgreSQL, development CA', () => {
   let db: TempDatabase;

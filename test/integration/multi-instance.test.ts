@@ -26,7 +26,7 @@ const available = await postgresAvailable('the two-instance tests');
 const KEK = 'a1'.repeat(32);
 const POLL_MS = 100;
 
-// docs/several-instances.md: two instances (real servers in this process) on one PostgreSQL database behave as one
+// Two instances (real servers in this process) on one PostgreSQL database behave as one
 // issuer: keys from the database, status lists and Idempotency-Keys through the database.
 describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
   let db: TempDatabase;
@@ -204,7 +204,7 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
   });
 });
 
-// docs/several-instances.md, keys with SD_JWT_ISSUER=x5c: the standby key and its chain live in the
+// SD_JWT_ISSUER=x5c: the standby key and its chain live in the
 // database, so a standby prepared and certified through one instance is promoted by a rotation
 // through another, and both then sign with it and send its chain.
 describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL database', () => {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openApiDocument, routeTable } from '../../src/app.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
-import { openApiPath } from '../../src/http/openapi.js';
+import { openApiDocument, routeTable } from '../../src/http/routes/index.js';
+import { openApiPath } from '../../src/http/routes/ops/openapi.js';
 import { emailHash } from '../../src/observability/logger.js';
 import { startIssuer, TEST_ADMIN_API_KEY, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 import { capturingLogger } from '../helpers/log-capture.js';
@@ -221,6 +221,13 @@ describe('observability: METRICS_TOKEN and a failing readiness check', () => {
         headers: { authorization: 'Bearer metrics-token-0123456789' },
       });
       expect(ok.status).toBe(200);
+      // RFC 9110 §11.1: the scheme is case-insensitive.
+      for (const scheme of ['bearer', 'BEARER']) {
+        const res = await fetch(`${issuer.url}/metrics`, {
+          headers: { authorization: `${scheme} metrics-token-0123456789` },
+        });
+        expect(res.status).toBe(200);
+      }
     } finally {
       await issuer.close();
     }
@@ -265,7 +272,7 @@ describe('secrets never reach a log line', () => {
     try {
       const flow = await wholeFlow(issuer);
       await fetch(`${issuer.url}/admin/keys`, { headers: { 'x-admin-api-key': `${TEST_ADMIN_API_KEY}x` } });
-      // Issue 11 `history --email`: neither a lookup nor a malformed one logs the address.
+      // `history --email`: neither a lookup nor a malformed one logs the address.
       const history = (email: string) =>
         fetch(`${issuer.url}/admin/issuance-history?email=${encodeURIComponent(email)}`, {
           headers: { 'x-admin-api-key': TEST_ADMIN_API_KEY },
@@ -362,7 +369,7 @@ describe('the API contract', () => {
       'FORBIDDEN',
     );
     expect(doc.paths['/admin/revoke']!.post.security).toEqual([{ adminApiKey: [] }]);
-    // The union body of POST /admin/uploads/retry (issue 12): one credential, or every failed one.
+    // The union body of POST /admin/uploads/retry: one credential, or every failed one.
     const retry = doc.paths['/admin/uploads/retry']!.post.requestBody.content['application/json'].schema;
     expect(JSON.stringify(retry)).toContain('credentialId');
     expect(JSON.stringify(retry)).toContain('allFailed');

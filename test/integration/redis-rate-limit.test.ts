@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisRateLimits, type SharedRateLimits } from '../../src/http/redis-rate-limit.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { redisRateLimits, type SharedRateLimits } from '../../src/rate-limit/redis-rate-limits.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 import { redisAvailable, TEST_REDIS_URL } from '../helpers/services.js';
@@ -45,6 +45,44 @@ describe.skipIf(!available)('rate limits in Redis (REDIS_URL)', () => {
     for (let n = 0; n < 8; n++) statuses.push((await wellKnown(n % 2 === 0 ? a : b)).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
     expect(shared.failOpenCount()).toBe(0);
+  });
+});
+
+describe.skipIf(!available)('RATE_LIMIT_REDIS_PREFIX: deployments sharing one Redis', () => {
+  // Two deployments, each its own REDIS_URL client and prefix, on the same Redis server.
+  const run = randomBytes(6).toString('hex');
+  let first: TestIssuer;
+  let second: TestIssuer;
+  let firstAgain: TestIssuer;
+  beforeAll(async () => {
+    const env = (prefix: string) => ({
+      REDIS_URL: TEST_REDIS_URL,
+      RATE_LIMIT_REDIS_PREFIX: `${prefix}-${run}:`,
+      RATE_LIMIT_PUBLIC_PER_MIN: '3',
+    });
+    first = await startIssuer({ env: env('first') });
+    second = await startIssuer({ env: env('second') });
+    firstAgain = await startIssuer({ env: env('first') });
+  });
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+    await firstAgain?.close();
+  });
+
+  it('different prefixes do not share counters; the same prefix does', async () => {
+    const statuses = async (issuer: TestIssuer, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await wellKnown(issuer)).status);
+      return out;
+    };
+    expect(await statuses(first, 4)).toEqual([200, 200, 200, 429]);
+    // Another deployment's budget is untouched by the first one's requests.
+    expect(await statuses(second, 3)).toEqual([200, 200, 200]);
+    // A second instance of the first deployment counts against the first one's budget.
+    expect(await statuses(firstAgain, 1)).toEqual([429]);
+    for (const issuer of [first, second, firstAgain])
+      expect(issuer.ctx.sharedRateLimits!.failOpenCount()).toBe(0);
   });
 });
 

@@ -3,7 +3,7 @@ import type { StatusSlot } from '../../src/store/store.js';
 import { allocateThroughSignAndRecord } from '../fixtures/status.js';
 import { openTempStore } from '../fixtures/temp-store.js';
 
-// DESIGN §9, draft-ietf-oauth-status-list §12.5.1/§13.3: status indexes are drawn at random among
+// docs/several-instances.md "Storage engines", draft-ietf-oauth-status-list §12.5.1/§13.3: status indexes are drawn at random among
 // the free slots of the open partition, never reused and never handed out twice.
 describe('status slot allocation', () => {
   it('fills a partition to the last free slot, then opens the next one', async () => {

@@ -13,7 +13,7 @@ import {
 import { expectError } from '../helpers/errors.js';
 import { startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
-// spec 4.6 revoke, revocation-status, statuslist, publish-token-status-list; DESIGN §4, §9;
+// docs/interface.md: revoke, revocation-status, statuslist, publish-token-status-list; docs/interface.md "Public routes";
 // draft-ietf-oauth-status-list (1-bit lists, the default partition size).
 describe('token status lists and revocation (1-bit)', () => {
   let issuer: TestIssuer;

@@ -15,7 +15,7 @@ import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 const SMALL = { STATUS_LIST_BITS: '2', STATUS_LIST_PARTITION_SIZE: '16' };
 
-// DESIGN §4/§9 and draft-ietf-oauth-status-list with STATUS_LIST_BITS=2 (SUSPENDED) and partitions
+// docs/interface.md "Public routes" and draft-ietf-oauth-status-list with STATUS_LIST_BITS=2 (SUSPENDED) and partitions
 // of 16, so that partitions fill and the next one opens.
 describe('2-bit status lists in partitions of 16', () => {
   let issuer: TestIssuer;
@@ -24,7 +24,7 @@ describe('2-bit status lists in partitions of 16', () => {
   beforeAll(async () => {
     issuer = await startIssuer({ env: SMALL });
     const users = await seedMembers(issuer, 'two-bit', 17);
-    // spec 4.6 issue-vc: 17 concurrent requests over HTTP.
+    // issue-vc: 17 concurrent requests over HTTP.
     issued = await Promise.all(users.map((u) => issueOverHttp(issuer, u)));
   });
   afterAll(async () => {
@@ -196,7 +196,7 @@ describe('expired credentials keep their status slot', () => {
   });
 });
 
-// DESIGN §9: two servers behind one origin share the database file; the token cache lives there.
+// docs/several-instances.md "Storage engines": two servers behind one origin share the database file; the token cache lives there.
 describe('two servers sharing one database', () => {
   let a: TestIssuer;
   let b: TestIssuer;

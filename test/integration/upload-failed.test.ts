@@ -10,7 +10,7 @@ import { capturingLogger } from '../helpers/log-capture.js';
 const cli = (issuer: TestIssuer, args: string[]) =>
   runCli(args, { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY }, issuer.dir);
 
-// Issue 12 item 6: an upload the hosting service refuses for good is not retried forever.
+// An upload the hosting service refuses for good is not retried forever.
 describe('upload failed state', () => {
   let issuer: TestIssuer;
   const attempts: string[] = [];
@@ -51,7 +51,7 @@ describe('upload failed state', () => {
     expect(stored).toMatchObject({ uploadState: 'failed', uploadAttempts: 3, nextAttemptAt: null });
     expect(stored!.lastError).toMatch(/400/);
     expect(await issuer.ctx.store.issuances.countFailedUploads()).toBe(1);
-    // Observed (issue 10): counted, gauged, logged once at error level with the retry command.
+    // Observed: counted, gauged, logged once at error level with the retry command.
     const metrics = await (await fetch(`${issuer.url}/metrics`)).text();
     expect(metrics).toMatch(/^issuer_uploads_total\{outcome="gave_up"\} 1$/m);
     expect(metrics).toMatch(/^issuer_uploads_total\{outcome="retry"\} 2$/m);

@@ -15,7 +15,7 @@ if (!available) {
   );
 }
 
-// docs/operations.md "API contract and docs page" `GET /docs`: Swagger UI served from our own origin, rendered in headless Chromium.
+// `GET /docs`: Swagger UI served from our own origin, rendered in headless Chromium.
 describe.skipIf(!available)('/docs in a browser', () => {
   it('loads with no failed request, nothing from another origin, and shows the issue-vc operation', async () => {
     const issuer = await startIssuer();

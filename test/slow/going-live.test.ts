@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,8 +17,13 @@ interface Run {
  * Spawns `src/main.ts` (or another script); when `untilListening`, waits for the listening line,
  * stops it with SIGTERM and returns what it printed.
  */
-async function run(script: string, env: Record<string, string>, untilListening = false): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+async function run(
+  script: string,
+  env: Record<string, string>,
+  untilListening = false,
+  args: string[] = [],
+): Promise<Run> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -50,14 +55,16 @@ const production = {
   SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
 };
 
-// docs/going-live.md: going live in the checkout where the demo ran. Each test starts a process.
+// Going live in the checkout where the demo ran.
 describe('production refuses development state', () => {
   it('a development start marks its keys, secrets and database, all owner-only', async () => {
     const dev = await run('src/main.ts', { ...common, DATABASE_URL: `sqlite:${devDb}` }, true);
     expect(dev.code).toBe(0);
-    expect(JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8')).environment).toBe(
-      'development',
-    );
+    const devSecrets = JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8'));
+    expect(devSecrets.environment).toBe('development');
+    // .env.example: the generated keys stay in the file, never in the output.
+    for (const secret of [devSecrets.apiKey, devSecrets.adminApiKey])
+      expect(dev.stdout + dev.stderr).not.toContain(secret);
     for (const name of readdirSync(keysDir).filter((f) => f.endsWith('.json'))) {
       if (name === 'dev-emulator.json') continue;
       expect(JSON.parse(readFileSync(join(keysDir, name), 'utf8')).environment, name).toBe('development');
@@ -88,12 +95,62 @@ describe('production refuses development state', () => {
   });
 
   it('production keys:generate never keeps a development key: it moves them aside and creates new ones', async () => {
+    // What else development leaves in KEYS_DIR: the development CA, and the emulator's URL file
+    // that a development start killed without its shutdown leaves behind.
+    const chain = await run(
+      'scripts/keys-generate.ts',
+      { ...common, ISSUER_ORIGIN: 'http://localhost:3000' },
+      false,
+      ['--x5c'],
+    );
+    expect(chain.code).toBe(0);
+    writeFileSync(join(keysDir, 'dev-emulator.json'), '{"url":"http://127.0.0.1:1"}\n');
+    const developmentFiles = ['dev-secrets.json', 'dev-emulator.json', 'dev-ca.json', 'dev-ca.pem'];
+    for (const name of developmentFiles) expect(existsSync(join(keysDir, name)), name).toBe(true);
+
     const gen = await run('scripts/keys-generate.ts', { ...common, NODE_ENV: 'production' });
     expect(gen.code).toBe(0);
     expect(gen.stdout).not.toContain('keeping');
     expect(gen.stdout).toMatch(/^credential-signing: moved development key .* aside; created /m);
     for (const name of readdirSync(keysDir).filter((f) => /^(credential-signing|partner-jwt)-/.test(f)))
       expect(JSON.parse(readFileSync(join(keysDir, name), 'utf8')).environment).toBe('production');
+    for (const name of developmentFiles) {
+      expect(existsSync(join(keysDir, name)), name).toBe(false);
+      expect(existsSync(join(keysDir, 'development', name)), name).toBe(true);
+    }
+    // Nothing marked development is left in KEYS_DIR itself.
+    for (const name of readdirSync(keysDir).filter((f) => f.endsWith('.json')))
+      expect(JSON.parse(readFileSync(join(keysDir, name), 'utf8')).environment, name).toBe('production');
+  });
+
+  it('production still refuses the development secrets moved aside', async () => {
+    const devSecrets = JSON.parse(readFileSync(join(keysDir, 'development', 'dev-secrets.json'), 'utf8'));
+    const prod = await run('src/main.ts', {
+      ...production,
+      ADMIN_API_KEY: devSecrets.adminApiKey,
+      DATABASE_URL: `sqlite:${join(dir, 'fresh.db')}`,
+    });
+    expect(prod.code).toBe(1);
+    expect(prod.stderr).toMatch(
+      /^start-up: ADMIN_API_KEY: is the development value from .*development\/dev-secrets\.json/m,
+    );
+  });
+
+  it('a development start on the production keys says how to go on with the development database, and that works', async () => {
+    const dev = await run('src/main.ts', { ...common, DATABASE_URL: `sqlite:${devDb}` });
+    expect(dev.code).toBe(1);
+    const aside = join(keysDir, 'development');
+    expect(dev.stderr).toMatch(
+      /^start-up: .*iden3-bjj\.json: this key is not the key of the Iden3 identity/m,
+    );
+    expect(dev.stderr).toContain(`KEYS_DIR=${aside}`);
+    const recovered = await run(
+      'src/main.ts',
+      { ...common, KEYS_DIR: aside, DATABASE_URL: `sqlite:${devDb}` },
+      true,
+    );
+    expect(recovered.stderr).toBe('');
+    expect(recovered.code).toBe(0);
   });
 
   it('production refuses the development database, naming DATABASE_URL', async () => {

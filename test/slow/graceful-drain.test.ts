@@ -98,7 +98,7 @@ const issueVc = (url: string, holder: number) =>
     }),
   });
 
-// docs/operations.md graceful drain, on a real process receiving a real signal.
+// Graceful drain, on a real process receiving a real signal.
 describe('graceful drain on SIGTERM', () => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterEach(async () => {

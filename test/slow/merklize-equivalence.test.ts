@@ -16,7 +16,7 @@ import {
 import { holderIden3Did } from '../unit/iden3/fixtures.js';
 import { referenceMerklize } from '../unit/iden3/reference-merklize.js';
 
-// Issue 13 condition 1: the kit's merklizer (merklize.ts, poseidon.ts) gives the root, the core claim
+// The kit's merklizer (merklize.ts, poseidon.ts) gives the root, the core claim
 // and the signed message that @iden3/js-jsonld-merklization + @iden3/js-merkletree + js-crypto give,
 // on 1,000 generated credentials: varied subject types, nested objects, arrays, dates, integers
 // (negative too), doubles, booleans and non-ASCII text. Seeded, so a failure names its credential.

@@ -27,7 +27,7 @@ interface Instance {
 
 const holder = generateHolderKeyPair('x25519');
 
-// docs/several-instances.md: three real server processes (src/main.ts) on one PostgreSQL database and one Redis,
+// Three real server processes (src/main.ts) on one PostgreSQL database and one Redis,
 // an emulator that fails uploads, issuance, revocation and rotation through different instances
 // at once, one instance SIGKILLed mid-burst; then the database and the emulator are checked.
 describe.skipIf(!available)('three server processes on one PostgreSQL database', () => {

@@ -17,7 +17,7 @@ async function runMain(env: Record<string, string>): Promise<{ code: number | nu
   return { code, stderr };
 }
 
-// docs/going-live.md: production refuses every development default, one line per problem naming
+// docs/configuration.md: production refuses every development default, one line per problem naming
 // the variable; each start-up failure names its subject. Each test starts src/main.ts as a process.
 describe('start-up', () => {
   it('production without configuration exits non-zero naming each variable', async () => {

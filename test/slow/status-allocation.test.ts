@@ -8,7 +8,7 @@ import { openTempStore, slotsIn } from '../fixtures/temp-store.js';
 
 const ALLOCATE = join(import.meta.dirname, '../fixtures/allocate.ts');
 
-// DESIGN §9, draft-ietf-oauth-status-list §12.5.1/§13.3, at volume: 10,000 slots drawn at random,
+// docs/several-instances.md "Storage engines", draft-ietf-oauth-status-list §12.5.1/§13.3, at volume: 10,000 slots drawn at random,
 // and several processes on one SQLite file never handing out a slot or a nonce twice. Slow: every
 // allocation is a whole `signAndRecord` (envelope sealing included), and each process starts node.
 describe('status slot allocation at volume', () => {

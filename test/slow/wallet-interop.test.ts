@@ -20,7 +20,7 @@ import { credoVerifier } from '../helpers/credo.js';
 import { startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 /**
- * Issue 14: our SD-JWT VCs checked by verifiers nobody here wrote, in each SD_JWT_ISSUER mode:
+ * Our SD-JWT VCs checked by verifiers nobody here wrote, in each SD_JWT_ISSUER mode:
  * Credo 0.6.3 (did:web and x5c; it supports no other), Meeco's @meeco/sd-jwt (all three, the
  * key found the mode's way) and did-resolver + web-did-resolver (our did:web and the header kid).
  */

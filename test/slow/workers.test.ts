@@ -144,7 +144,7 @@ describe('WORKERS=2', () => {
     expect(uploads).toHaveLength(80);
     expect(new Set(uploads)).toEqual(new Set(rows.map((r) => r.credential_id)));
 
-    // docs/operations.md "Metrics": GET /metrics answers for the whole cluster (prom-client's AggregatorRegistry
+    // GET /metrics answers for the whole cluster (prom-client's AggregatorRegistry
     // through the primary), whichever worker takes it: counters are summed over the workers, the
     // database-wide outbox gauges are not. Three uploads marked given-up make the gauge non-zero.
     const writable = new Database(join(dir, 'issuer.db'), { timeout: 60_000 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pooledRandomBytes } from '../../src/random-pool.js';
 
-// Issue 13: salts, IVs and nonces come from one pooled CSPRNG buffer.
+// Salts, IVs and nonces come from one pooled CSPRNG buffer.
 describe('pooledRandomBytes', () => {
   it('hands out each byte once, across pool refills, and keeps earlier views unchanged', () => {
     const first = pooledRandomBytes(12);

@@ -26,9 +26,14 @@ const WIDE_COLUMNS = [
   'expires',
   'holderDid',
   'credentialId',
+  'statusIdx',
+  'statusList',
 ];
-/** What fits a terminal: the holder DID shortened to its end, as people compare them. */
-const NARROW_COLUMNS = ['created', 'nonce', 'status', 'upload', 'schemaId', 'holder'];
+/**
+ * What fits a terminal: the holder DID shortened to its end, as people compare them, and the
+ * credential's index in its token status list (Iden3 credentials have none: `-`).
+ */
+const NARROW_COLUMNS = ['created', 'nonce', 'status', 'upload', 'schemaId', 'holder', 'statusIdx'];
 
 export const historyCommand: RegisterCommand = (program, act) => {
   program
@@ -51,7 +56,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
     .option('--all', 'every page')
     .option(
       '--wide',
-      'every column, full width (default: created, nonce, status, upload, schemaId, a shortened holder DID)',
+      'every column, full width, with the status list URI (default: created, nonce, status, upload, schemaId, a shortened holder DID, the status list index)',
     )
     .action(
       act(async (run, opts: Record<string, string | boolean | undefined>) => {
@@ -100,6 +105,8 @@ export const historyCommand: RegisterCommand = (program, act) => {
           nonce: r.revocationNonce,
           created: opts.wide ? r.createdAt : String(r.createdAt).slice(0, 19).replace('T', ' '),
           holder: shortDid(String(r.holderDid)),
+          statusIdx: statusListOf(r)?.idx,
+          statusList: statusListOf(r)?.uri,
         }));
         run.io.out(table(rows, opts.wide ? WIDE_COLUMNS : NARROW_COLUMNS));
         const { page: p, limit, total } = result.pagination;
@@ -114,3 +121,9 @@ export const historyCommand: RegisterCommand = (program, act) => {
 };
 
 const shortDid = (did: string) => (did.length > 24 ? `${did.slice(0, 8)}…${did.slice(-12)}` : did);
+
+/** The route's `statusList: { idx, uri } | null` (the `status_list` reference of draft-ietf-oauth-status-list). */
+const statusListOf = (r: Record<string, unknown>): { idx?: unknown; uri?: unknown } | undefined =>
+  r.statusList && typeof r.statusList === 'object'
+    ? (r.statusList as { idx?: unknown; uri?: unknown })
+    : undefined;

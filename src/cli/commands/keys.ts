@@ -12,8 +12,11 @@ export const keysCommand: RegisterCommand = (program, act) => {
         // Loaded here: the key code (jose) is only needed by this command.
         const { describeGenerated, generateMissingKeys } = await import('../keys.js');
         const out = await generateMissingKeys(run.settings.keysDir, { production: run.settings.production });
-        if (run.json) run.io.out(json(out));
-        else for (const k of out) run.io.out(describeGenerated(k));
+        if (run.json) {
+          // stdout stays the array of keys; the other development files moved aside are a note.
+          run.io.out(json(out.keys));
+          for (const file of out.movedAside) run.io.err(`development: moved ${file} aside`);
+        } else for (const line of describeGenerated(out)) run.io.out(line);
         return 0;
       }),
     );

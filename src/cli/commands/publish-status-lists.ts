@@ -16,7 +16,17 @@ export const publishStatusListsCommand: RegisterCommand = (program, act) => {
           { body: opts.reason ? { reason: opts.reason } : {} },
         );
         if (run.json) run.io.out(json(body));
-        else run.io.out(table(body.partitions, ['partition', 'size', 'iat', 'uri']));
+        else
+          run.io.out(
+            table(
+              // iat is in epoch seconds (JWT); people read ISO 8601.
+              body.partitions.map((p) => ({
+                ...p,
+                issuedAt: typeof p.iat === 'number' ? new Date(p.iat * 1000).toISOString() : p.iat,
+              })),
+              ['partition', 'size', 'issuedAt', 'uri'],
+            ),
+          );
         return 0;
       }),
     );

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { z } from 'zod';
+import { DEVELOPMENT_KEYS_SUBDIR } from '../../live/development-files.js';
 import { BjjSigner } from './bjj-signer.js';
 
 /** The Iden3 issuer key file in KEYS_DIR (docs/going-live.md). Its loss changes the issuer DID. */
@@ -153,4 +155,36 @@ export async function loadOrCreateBjjKey(keysDir: string, options: LoadBjjKeyOpt
     (await writeNewKeyFile(keysDir, 'development')) ??
     loadOrCreateBjjKey(keysDir, { generateIfMissing: false })
   );
+}
+
+/**
+ * The refusal of a key file that is not the key of the database's Iden3 identity, saying how to
+ * recover. The usual cause: production `keys:generate` ran in a development checkout, moving the
+ * development key that made the development database to KEYS_DIR/development/.
+ */
+export function keyMismatchMessage(file: string, did: string, recordedPublicKey: string): string {
+  const shown = (path: string) => {
+    const inside = relative('.', path);
+    return inside && !inside.startsWith('..') ? inside : path;
+  };
+  const head = `${shown(file)}: this key is not the key of the Iden3 identity ${did} recorded in the database`;
+  const asideDir = join(dirname(file), DEVELOPMENT_KEYS_SUBDIR);
+  if (publicKeyOf(join(asideDir, BJJ_KEY_FILE)) === recordedPublicKey)
+    return (
+      `${head}. That database was made with the development key production \`keys:generate\` moved to ${shown(asideDir)}/. ` +
+      `To go on developing on it, start with KEYS_DIR=${shown(asideDir)} (set it in .env; the development secrets are there too), ` +
+      `or move the production keys out of ${shown(dirname(file))} and the files of ${shown(asideDir)}/ back. ` +
+      'Production needs a database of its own (DATABASE_URL)'
+    );
+  return `${head}: start with the KEYS_DIR whose ${BJJ_KEY_FILE} made this database, or point DATABASE_URL at a new database`;
+}
+
+/** The `publicKey` a key file names, if it is there and readable (only compared, never trusted). */
+function publicKeyOf(file: string): string | undefined {
+  try {
+    const parsed = BjjKeyFileSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    return parsed.success ? parsed.data.publicKey : undefined;
+  } catch {
+    return undefined;
+  }
 }

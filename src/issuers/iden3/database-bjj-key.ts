@@ -7,6 +7,7 @@ import {
   type BjjKey,
   type BjjKeyFile,
   bjjKeyFromContent,
+  keyMismatchMessage,
   newBjjKeyContent,
   readBjjKeyFile,
 } from './bjj-key.js';
@@ -26,7 +27,7 @@ export interface DatabaseBjjKeyOptions {
 }
 
 /**
- * The Iden3 issuer key on PostgreSQL (README "Running several instances"): read from the database,
+ * The Iden3 issuer key on PostgreSQL (docs/security.md "Keys shared by several instances"): read from the database,
  * sealed under KEY_ENCRYPTION_KEY, so every instance serves one DID without a shared disk. The
  * first start stores `KEYS_DIR/iden3-bjj.json` (or, in development, a new key); instances starting
  * together agree on whichever row was written first.
@@ -78,9 +79,7 @@ export async function bjjKeyToImport(
       `${file}: missing, and the database holds the Iden3 identity ${identity.did} but not its key: start once with the deployment's KEYS_DIR/${BJJ_KEY_FILE} to import it`,
     );
   if (identity && fromFile && fromFile.key.publicKeyHex !== identity.publicKey)
-    throw new Error(
-      `${file}: this key is not the key of the Iden3 identity ${identity.did} recorded in the database`,
-    );
+    throw new Error(keyMismatchMessage(file, identity.did, identity.publicKey));
   if (!fromFile && !options.generateIfMissing)
     throw new Error(
       `${file}: Iden3 key file is missing and the database holds no Iden3 key (run the keys generate command before the first start, which imports it)`,

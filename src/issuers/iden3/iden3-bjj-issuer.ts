@@ -151,6 +151,30 @@ function subjectTerms(contextDoc: unknown, type: string, file: string): Readonly
 }
 
 /**
+ * The problems `prepareSchema` would meet with these schemas' `iden3` blocks, found offline (a
+ * fresh loader: `admin schemas validate`, a schema reload): each context file loads from inside
+ * SCHEMAS_DIR, defines the type, and one context URL is served from one file.
+ */
+export function iden3ContextProblems(
+  schemas: readonly CredentialSchema[],
+  schemasDir: string,
+): Array<{ file: string; message: string }> {
+  const loader = new LocalDocumentLoader();
+  const problems: Array<{ file: string; message: string }> = [];
+  for (const schema of schemas) {
+    const block = schema.iden3;
+    if (!block) continue;
+    try {
+      const doc = loader.registerContext(block.contextUrl, schemasDir, block.contextFile);
+      subjectTerms(doc, block.type, block.contextFile);
+    } catch (err) {
+      problems.push({ file: schema.file, message: `iden3.contextFile: ${(err as Error).message}` });
+    }
+  }
+  return problems;
+}
+
+/**
  * The Iden3 `BJJ_SIG_2021` back-end (docs/architecture.md): W3C credentials with a `BJJSignature2021` proof by
  * the issuer's BabyJubJub key, `SparseMerkleTreeProof` status backed by the persisted revocation tree.
  */
@@ -254,7 +278,15 @@ export class Iden3BjjIssuer implements Issuer {
       throw invalidParameter('schemaId', `schema ${schema.schemaId} has no iden3 block (BJJ_SIG_2021)`);
     }
     const cached = this.#prepared.get(schema.schemaId);
-    if (cached && cached.contextUrl === block.contextUrl && cached.type === block.type) return cached;
+    // A schema reload may change any of the block's fields under the same schemaId.
+    if (
+      cached &&
+      cached.contextUrl === block.contextUrl &&
+      cached.type === block.type &&
+      cached.jsonSchemaUrl === block.jsonSchemaUrl &&
+      cached.contextSource.contextFile === block.contextFile
+    )
+      return cached;
     const doc = this.#loader.registerContext(block.contextUrl, this.#schemasDir, block.contextFile);
     const prepared: PreparedSchema = {
       contextUrl: block.contextUrl,

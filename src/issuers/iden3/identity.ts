@@ -7,7 +7,7 @@ import type {
   NewIden3State,
   StatusChangeRequest,
 } from '../../store/store.js';
-import type { BjjKey } from './bjj-key.js';
+import { type BjjKey, keyMismatchMessage } from './bjj-key.js';
 import { type Iden3DidOptions, resolveDidType } from './did-type.js';
 import { openTree } from './tree-storage.js';
 
@@ -141,9 +141,7 @@ export class Iden3Identity {
     const row = await store.getIdentity();
     if (!row) throw new Error('iden3_identity: genesis was not recorded');
     if (row.publicKey !== key.publicKeyHex || row.authClaim !== authClaim.hex()) {
-      throw new Error(
-        `${key.file}: this key is not the key of the Iden3 identity ${row.did} recorded in the database`,
-      );
+      throw new Error(keyMismatchMessage(key.file, row.did, row.publicKey));
     }
     const genesisRow = await store.genesisState();
     if (!genesisRow) throw new Error('iden3_states: the genesis state is missing');

@@ -28,8 +28,8 @@ export class SdJwtVcIssuer implements Issuer {
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
     const key = this.currentKey();
-    // Without an sdJwt.vct the schema identifier is the type (SD-JWT VC draft: any string is a valid vct).
-    const vct = input.vct ?? input.schema.sdJwt?.vct ?? input.schema.schemaId;
+    // The loader filled in a schema's default vct (docs/schemas-and-claims.md "The vct").
+    const vct = input.vct ?? input.schema.sdJwt.vct;
     const payload: SdJwtVcPayload = {
       ...input.claims,
       iss: this.identification.iss,

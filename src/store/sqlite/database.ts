@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -17,6 +26,7 @@ export function openSqlite(path: string, options: { migrate?: boolean } = {}): S
     // Owner-only: the folder 0700, the file 0600 (SQLite gives its -wal and -shm the file's mode).
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+    else tightenDatabaseFiles(path);
   }
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
@@ -26,6 +36,35 @@ export function openSqlite(path: string, options: { migrate?: boolean } = {}): S
   db.pragma('busy_timeout = 5000');
   if (options.migrate !== false) runMigrations(db);
   return db;
+}
+
+/** The database file and its WAL companions: what holds the claims and the issuance records. */
+export const databaseFiles = (path: string): string[] => [path, `${path}-wal`, `${path}-shm`];
+
+/**
+ * The files of an existing database (made by an older version, or copied in) that group or others
+ * may read or write are made owner-only before SQLite opens them, since new `-wal`/`-shm` files
+ * take the database file's mode (docs/security.md "Files on disk"). Answers the files changed.
+ * The folder is left alone: it may be shared, and without read access to the files it exposes
+ * only their names.
+ */
+export function tightenDatabaseFiles(path: string): string[] {
+  const changed: string[] = [];
+  for (const file of databaseFiles(path)) {
+    if (!existsSync(file)) continue;
+    if ((statSync(file).mode & 0o077) === 0) continue;
+    chmodSync(file, 0o600);
+    changed.push(file);
+  }
+  return changed;
+}
+
+/** The database files whose mode lets group or others in (read-only: for doctor). */
+export function looseDatabaseFiles(path: string): { file: string; mode: string }[] {
+  return databaseFiles(path)
+    .filter((file) => existsSync(file))
+    .map((file) => ({ file, mode: (statSync(file).mode & 0o777).toString(8).padStart(4, '0') }))
+    .filter(({ mode }) => (Number.parseInt(mode, 8) & 0o077) !== 0);
 }
 
 export class MigrationError extends Error {

@@ -8,7 +8,7 @@ import {
   packBjjPoint,
 } from '../../../src/issuers/iden3/bjj-signer.js';
 
-// DESIGN §11: the hand-written EdDSA-Poseidon signer must be js-crypto's scheme byte for byte.
+// docs/dependencies.md: the hand-written EdDSA-Poseidon signer must be js-crypto's scheme byte for byte.
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 

@@ -21,7 +21,7 @@ import {
   SCHEMAS_DIR,
 } from '../../unit/iden3/fixtures.js';
 
-// DESIGN §6, §11: what the kit does to merklize faster (a worker pool, a memoized Poseidon hasher)
+// docs/interface.md "What an SD-JWT VC contains" and docs/dependencies.md: what the kit does to merklize faster (a worker pool, a memoized Poseidon hasher)
 // must not change a byte of the core claim. The reference is the library's straightforward path:
 // Merklizer.merklizeJSONLD with its default hasher, and js-sdk's toCoreClaim.
 

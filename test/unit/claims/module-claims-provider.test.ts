@@ -6,7 +6,7 @@ import { removeDir, tempDir } from '../../helpers/tmp.js';
 
 const PROVIDER = 'export default { lookup: async () => ({ eligible: false }) };\n';
 
-// Issue 12 item 8: a module provider's path stays inside SCHEMAS_DIR; a broken module names its schema file.
+// A module provider's path stays inside SCHEMAS_DIR; a broken module names its schema file.
 describe('module claims provider loading', () => {
   let root: string;
   let schemas: string;

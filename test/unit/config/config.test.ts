@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/config/env.js';
 
-// Production secrets must look random (issue 12 item 5): these are what `openssl rand -base64 32` prints.
+// Production secrets must look random: these are what `openssl rand -base64 32` prints.
 const SECRETS = {
   a: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
   b: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
@@ -30,7 +30,7 @@ function problems(env: Record<string, string>): string[] {
   return [];
 }
 
-// DESIGN §7: defaults, validation with one line per problem naming the variable, production rules.
+// docs/configuration.md: defaults, validation with one line per problem naming the variable, production rules.
 describe('config', () => {
   it('has the documented development defaults', () => {
     const { config, secrets } = loadConfig({}, '/srv/issuer');
@@ -48,6 +48,7 @@ describe('config', () => {
       partnerInfoService: 'svc',
       iden3: { method: 'iden3', blockchain: 'privado', network: 'test' },
       rateLimits: { holder: 10000, admin: 1200, public: 6000 },
+      rateLimitRedisPrefix: 'rl:',
     });
     expect(secrets).toEqual({
       apiKey: undefined,
@@ -101,6 +102,8 @@ describe('config', () => {
     ['SERVICE_V1_BASE_URL', 'not a url'],
     ['KEY_ENCRYPTION_KEY', 'too-short'],
     ['REDIS_URL', 'http://cache:6379'],
+    ['RATE_LIMIT_REDIS_PREFIX', 'two words'],
+    ['RATE_LIMIT_REDIS_PREFIX', 'x'.repeat(65)],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
@@ -163,7 +166,7 @@ describe('config', () => {
     expect(problems({ ...production, ADMIN_API_KEY: production.API_KEY })[0]).toMatch(/^ADMIN_API_KEY:/);
   });
 
-  // Issue 12 item 5: length alone let `aaaa…` and 34 spaces through.
+  // Length alone let `aaaa…` and 34 spaces through.
   it.each([
     ['a run of one character', 'a'.repeat(40)],
     ['spaces', ' '.repeat(34)],
@@ -189,7 +192,7 @@ describe('config', () => {
     expect(problems({ ...production, API_KEY: value })).toEqual([]);
   });
 
-  describe('TRUST_PROXY (issue 12 item 4)', () => {
+  describe('TRUST_PROXY', () => {
     const trust = (value: string, env: Record<string, string> = {}) =>
       loadConfig({ TRUST_PROXY: value, ...env }, '/srv').config.trustProxy;
 
@@ -243,7 +246,7 @@ describe('config', () => {
     expect(problems({ API_KEY: 'test-key', ADMIN_API_KEY: 'test-key' })).toEqual([]);
   });
 
-  // Issue 11: a malformed variable no longer hides the production rules behind it.
+  // A malformed variable no longer hides the production rules behind it.
   it('production lists every problem in one run, one line per variable', () => {
     const lines = problems({
       NODE_ENV: 'production',

@@ -100,7 +100,7 @@ describe('hosting-service emulator (JWKS from a function)', () => {
     server.emulator.faults.clear();
   });
 
-  describe('POST /auth/initialize-user (spec 4.5)', () => {
+  describe('POST /auth/initialize-user (docs/interface.md "Direct issuance")', () => {
     it('creates a holder with an X25519 key and a did:key, stable per email', async () => {
       const first = await post(`${base}/auth/initialize-user`, { email: 'Alice@Example.com' }, auth);
       expect(first.status).toBe(200);
@@ -149,7 +149,7 @@ describe('hosting-service emulator (JWKS from a function)', () => {
     });
   });
 
-  describe('partner JWT (spec 5)', () => {
+  describe('partner JWT (docs/interface.md "Authentication")', () => {
     const cases: [string, () => Promise<Record<string, string>>][] = [
       ['no header', async () => ({})],
       ['not a JWT', async () => ({ 'x-partner-auth': 'not-a-jwt' })],
@@ -205,7 +205,7 @@ describe('hosting-service emulator (JWKS from a function)', () => {
     });
   });
 
-  describe('POST /dstorage/vcs (spec 2.7, 4.5)', () => {
+  describe('POST /dstorage/vcs (docs/interface.md "The envelope")', () => {
     it('stores an envelope and answers 201 with the store response', async () => {
       const env = envelope();
       const res = await post(`${base}/dstorage/vcs`, env, {

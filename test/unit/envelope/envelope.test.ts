@@ -42,7 +42,7 @@ interface RejectCase {
   envelope: Envelope;
 }
 
-// The repo's copy of the shared DESIGN §2 vectors; the shared original sits beside a project checkout only.
+// Fixed envelope vectors (docs/security.md "Envelope encryption"); a shared original may sit beside the checkout.
 const VECTORS_FILE = new URL('../../vectors/envelope.json', import.meta.url);
 const SHARED_VECTORS_FILE = new URL('../../../../shared/vectors/envelope.json', import.meta.url);
 const vectors = JSON.parse(readFileSync(VECTORS_FILE, 'utf8')) as {
@@ -83,7 +83,7 @@ function b64(hex: string): string {
   return Buffer.from(hex, 'hex').toString('base64');
 }
 
-describe('DESIGN §2 envelope vectors', () => {
+describe('envelope vectors', () => {
   it.skipIf(!existsSync(SHARED_VECTORS_FILE))(
     'the copy in test/vectors equals ../shared/vectors/envelope.json (skipped: no ../shared beside this checkout)',
     () => {
@@ -408,7 +408,7 @@ describe('privateKeyFromPkcs8Hex', () => {
   });
 });
 
-describe('spec 4.6 preview field names', () => {
+describe('available-vc preview field names', () => {
   it('maps data and encryptedKey and round-trips', () => {
     const envelope: Envelope = { data: 'ZGF0YQ==', iv: 'aXY=', authTag: 'dGFn', encryptedKey: 'a2V5' };
     const preview = toPreviewFields(envelope);

@@ -1,15 +1,15 @@
-import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDIDType, DID } from '@iden3/js-iden3-core';
-import { type CredentialSchema, SchemaFileSchema } from '../../../src/schemas/schema-file.js';
+import type { CredentialSchema } from '../../../src/schemas/schema-file.js';
+import { loadSchemaFile } from '../../../src/schemas/schema-registry.js';
 
 export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../schemas');
 
-/** The example schema as the loader would give it (DESIGN §8). */
+/** The example schema as the loader would give it (docs/schemas-and-claims.md). */
 export function membershipSchema(): CredentialSchema {
   const file = join(SCHEMAS_DIR, 'membership-v1.json');
-  return { ...SchemaFileSchema.parse(JSON.parse(readFileSync(file, 'utf8'))), file };
+  return loadSchemaFile(file, 'https://issuer.example');
 }
 
 export const MEMBERSHIP_TYPE_IRI = 'https://issuer.example/contexts/membership-v1.jsonld#Membership';

@@ -35,7 +35,7 @@ import {
   SCHEMAS_DIR,
 } from './fixtures.js';
 
-// DESIGN §6: credentials of the Iden3 back-end, checked by js-sdk (offline: loopback HTTP only)
+// docs/interface.md "What an SD-JWT VC contains": credentials of the Iden3 back-end, checked by js-sdk (offline: loopback HTTP only)
 // and independently with the primitives.
 
 type Json = Record<string, unknown>;
@@ -181,7 +181,7 @@ describe('Iden3BjjIssuer: identity', () => {
   });
 });
 
-describe('Iden3BjjIssuer: credential layout (DESIGN §6)', () => {
+describe('Iden3BjjIssuer: credential layout', () => {
   it('writes the W3C VC fields the Iden3 tooling writes', async () => {
     const i = input();
     const { credential } = await issuer.issue(i);
@@ -375,7 +375,7 @@ describe('Iden3BjjIssuer: js-sdk verification (offline, loopback only)', () => {
   });
 });
 
-describe('Iden3BjjIssuer: /credential-status answer (DESIGN §4)', () => {
+describe('Iden3BjjIssuer: /credential-status answer', () => {
   function expectShape(answer: CredentialStatusAnswer): void {
     expect(Object.keys(answer).sort()).toEqual(['issuer', 'mtp']);
     expect(Object.keys(answer.issuer).sort()).toEqual([

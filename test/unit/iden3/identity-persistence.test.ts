@@ -8,7 +8,7 @@ import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/datab
 import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
 import { SCHEMAS_DIR } from './fixtures.js';
 
-// DESIGN §9: the trees and states live in SQLite; reopening the same database with the same key
+// docs/several-instances.md "Storage engines": the trees and states live in SQLite; reopening the same database with the same key
 // gives the same identity.
 
 describe('Iden3 identity persistence', () => {

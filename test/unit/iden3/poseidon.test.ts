@@ -3,7 +3,7 @@ import { poseidon } from '@iden3/js-crypto';
 import { describe, expect, it } from 'vitest';
 import { FIELD_ORDER, poseidonHash, poseidonHashBytes } from '../../../src/issuers/iden3/poseidon.js';
 
-// DESIGN §11, issue 13 condition 1: the kit's Poseidon is @iden3/js-crypto's function, for every
+// docs/dependencies.md: the kit's Poseidon is @iden3/js-crypto's function, for every
 // width the merklizer, the tree and the signer use (1–16 inputs), on random field elements.
 
 function randomFieldElement(): bigint {

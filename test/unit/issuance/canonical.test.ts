@@ -18,7 +18,7 @@ describe('canonicalJson', () => {
     expect(canonicalJson(undefined)).toBeUndefined();
   });
 
-  // issue 12 item 1: a 5,000-deep Idempotency-Key body overflowed the stack here (a 500).
+  // A 5,000-deep Idempotency-Key body overflowed the stack here (a 500).
   it('is iterative: 100,000 levels do not overflow the stack', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = i % 2 ? { a: deep } : [deep];

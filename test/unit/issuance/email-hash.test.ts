@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EMAIL_HASH_SALT_KEY, emailHasher, normaliseEmail } from '../../../src/issuance/email-hash.js';
 import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/index.js';
 
-// Issue 11 `history --email`: the keyed hash stored with direct issuances.
+// `history --email`: the keyed hash stored with direct issuances.
 describe('email hash', () => {
   const stores: SqliteStore[] = [];
   const open = () => {

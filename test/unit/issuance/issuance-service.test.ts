@@ -55,7 +55,7 @@ const hosted = (userId = 'ada', proofType: ProofType = 'SD_JWT_VC') => ({
   encryptTo: holderKey,
 });
 
-// spec 4.6 issue-vc and DESIGN §9, through `IssuanceService` alone.
+// docs/interface.md "issue-vc" and docs/several-instances.md "Storage engines", through `IssuanceService` alone.
 describe('IssuanceService.issueHosted', () => {
   it('looks up claims, signs, records, then uploads; the envelope holds what was signed', async () => {
     const { events, store, sdJwt, service } = setup();
@@ -228,7 +228,7 @@ describe('IssuanceService.issueHosted', () => {
   });
 });
 
-// spec 4.6 available-vc.
+// docs/interface.md "available-vc".
 describe('IssuanceService.availableVc', () => {
   it('one encrypted preview per eligible proof type, without the subject id; none when not eligible', async () => {
     const { claims, events, service } = setup(['SD_JWT_VC', 'BJJ_SIG_2021']);

@@ -13,7 +13,7 @@ const ORIGIN = 'https://issuer.example.org';
 const NOW = new Date('2026-06-01T00:00:00Z');
 const DAY = 86_400_000;
 
-// Issue 14: an x5c chain identifies the signing key for the origin's host, or it is refused.
+// An x5c chain identifies the signing key for the origin's host, or it is refused.
 describe('x5c certificate chains', () => {
   it('a development leaf for the key and host passes; it names the host and the origin', async () => {
     const dir = tempDir();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ClaimsSourceError, parseClaimsAnswer } from '../../../src/claims/claims-provider.js';
 
-// DESIGN §8: a provider answers { eligible: false } or { eligible: true, credentialSubject, expiresAt? }.
+// docs/schemas-and-claims.md: a provider answers { eligible: false } or { eligible: true, credentialSubject, expiresAt? }.
 describe('claims provider answers', () => {
   it('accepts the two documented shapes', () => {
     expect(parseClaimsAnswer({ eligible: false })).toEqual({ eligible: false });

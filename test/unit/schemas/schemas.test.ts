@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadSchemas, SchemaFileError } from '../../../src/schemas/schema-registry.js';
 import { tempDir } from '../../helpers/tmp.js';
 
+const ORIGIN = 'https://issuer.example';
+
 const base = {
   schemaId: 'test-v1',
   title: 'Test',
@@ -33,16 +35,17 @@ function dirWith(files: Record<string, unknown>): string {
   return dir;
 }
 
-// DESIGN §8: schema files are a contract, checked at start-up with the file and field named.
+// docs/schemas-and-claims.md: schema files are a contract, checked at start-up with the file and field named.
 describe('schemas', () => {
   it('loads the shipped example schema', () => {
-    const registry = loadSchemas(join(process.cwd(), 'schemas'));
+    const registry = loadSchemas(join(process.cwd(), 'schemas'), ORIGIN);
     expect(registry.get('membership-v1')?.proofTypes).toContain('SD_JWT_VC');
   });
 
   it('reads only *.json directly in the folder', () => {
     const registry = loadSchemas(
       dirWith({ 'a.json': base, 'contexts/x.json': { not: 'a schema' }, 'notes.txt': 'hi' }),
+      ORIGIN,
     );
     expect(registry.all().map((s) => s.schemaId)).toEqual(['test-v1']);
   });
@@ -69,12 +72,20 @@ describe('schemas', () => {
       /credentialSubject: not a valid JSON Schema/,
     ],
   ])('rejects %s', (_name, body, message) => {
-    expect(() => loadSchemas(dirWith({ 'bad.json': body }))).toThrow(message);
+    expect(() => loadSchemas(dirWith({ 'bad.json': body }), ORIGIN)).toThrow(message);
   });
 
-  it('accepts an SD-JWT schema without an sdJwt block (vct defaults to the schemaId)', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt: undefined } }));
-    expect(registry.require('test-v1').sdJwt).toBeUndefined();
+  it.each([
+    ['without an sdJwt block', undefined],
+    ['with an sdJwt block that names no vct', { disclosureFrame: { _sd: ['name'] } }],
+  ])('accepts an SD-JWT schema %s: vct defaults to ISSUER_ORIGIN/vct/<schemaId>', (_name, sdJwt) => {
+    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt } }), `${ORIGIN}/`);
+    expect(registry.require('test-v1').sdJwt?.vct).toBe(`${ORIGIN}/vct/test-v1`);
+  });
+
+  it('keeps the vct a schema file names', () => {
+    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt: { vct: 'urn:vct:x' } } }), ORIGIN);
+    expect(registry.require('test-v1').sdJwt?.vct).toBe('urn:vct:x');
   });
 
   it('validates claims without the subject id a schema may list (the holder DID is not a claim)', () => {
@@ -86,13 +97,13 @@ describe('schemas', () => {
         required: ['id', 'name'],
       },
     };
-    const registry = loadSchemas(dirWith({ 'a.json': withId }));
+    const registry = loadSchemas(dirWith({ 'a.json': withId }), ORIGIN);
     expect(registry.require('test-v1').validateClaims({ name: 'A' })).toEqual([]);
   });
 
   it('defaults title, expiry and claims source when a file leaves them out', () => {
     const { title: _t, expiresInSeconds: _e, claims: _c, ...minimal } = base;
-    const schema = loadSchemas(dirWith({ 'a.json': minimal })).require('test-v1');
+    const schema = loadSchemas(dirWith({ 'a.json': minimal }), ORIGIN).require('test-v1');
     expect(schema).toMatchObject({
       title: 'test-v1',
       expiresInSeconds: 31536000,
@@ -101,11 +112,11 @@ describe('schemas', () => {
   });
 
   it('rejects a duplicate schemaId naming both files', () => {
-    expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }))).toThrow(SchemaFileError);
+    expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }), ORIGIN)).toThrow(SchemaFileError);
   });
 
   it('validates claims as JSON Schema 2020-12 with formats, naming the claim', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': base }));
+    const registry = loadSchemas(dirWith({ 'a.json': base }), ORIGIN);
     const schema = registry.require('test-v1');
     expect(
       schema.validateClaims({
@@ -128,7 +139,7 @@ describe('schemas', () => {
   });
 
   it('unknown schemaId → 404', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': base }));
+    const registry = loadSchemas(dirWith({ 'a.json': base }), ORIGIN);
     expect(() => registry.require('nope')).toThrow(expect.objectContaining({ status: 404 }));
   });
 });

@@ -11,8 +11,7 @@ import { tempDir } from '../../helpers/tmp.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
-// docs/interface.md "Direct issuance" and "The partner JWT": the client of the hosting service,
-// against a loopback server.
+// docs/interface.md "Direct issuance": the client of the hosting service, against a loopback server.
 describe('ServiceClient', () => {
   let server: Server;
   let url: string;
@@ -65,7 +64,7 @@ describe('ServiceClient', () => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(body);
     };
 
-  it('sends the partner JWT, the email in the body, and parses initialize-user', async () => {
+  it('sends the partner JWT (docs/interface.md "The partner JWT"), the email in the body, and parses initialize-user', async () => {
     handler = answer(200, JSON.stringify({ userId: 'u', did: 'did:example:u', publicKey: 'abcd' }));
     seen.length = 0;
     await expect(client().initializeUser('a.person@example.org')).resolves.toEqual({
@@ -91,7 +90,7 @@ describe('ServiceClient', () => {
       storagePath: 'vcs/1',
     });
     expect(seen[0]!.headers['idempotency-key']).toBe('ext-1');
-    // proofType beside the envelope fields, as the reference issuer sends it (docs/interface.md "The envelope").
+    // ProofType beside the envelope fields, as the reference issuer sends it.
     expect(seen[0]!.body).toEqual({ ...envelope, proofType: 'SD_JWT_VC' });
     handler = answer(201, '{}');
     await expect(client().storeEnvelope(envelope, 'SD_JWT_VC')).resolves.toEqual({});

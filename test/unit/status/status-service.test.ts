@@ -7,7 +7,7 @@ import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/ind
 import { allocateThroughSignAndRecord } from '../../fixtures/status.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
-// DESIGN §9: a status change is visible at once, even when it lands while a token is being built.
+// docs/several-instances.md "Storage engines": a status change is visible at once, even when it lands while a token is being built.
 describe('StatusService token cache', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
   afterEach(async () => {

@@ -5,7 +5,7 @@ import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/datab
 import { GroupCommit } from '../../../src/store/sqlite/group-commit.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
-// Group commit (issue 13): a real WAL file and a second connection to it, as a second process would see it.
+// Group commit: a real WAL file and a second connection to it, as a second process would see it.
 describe('GroupCommit', () => {
   const dirs: string[] = [];
   afterEach(() => {

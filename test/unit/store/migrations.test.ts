@@ -7,7 +7,7 @@ import { removeDir, tempDir } from '../../helpers/tmp.js';
 
 const shipped = join(process.cwd(), 'src/store/sqlite/migrations');
 
-// Issue 11 "upgrade": numbered without gaps, recorded with checksums, an edited applied file stops start-up.
+// docs/operations.md "Backup, restore, upgrade": numbered without gaps, recorded with checksums, an edited applied file stops start-up.
 describe('SQLite migrations', () => {
   let dir = '';
   afterEach(() => {

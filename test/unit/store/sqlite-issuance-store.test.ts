@@ -33,7 +33,7 @@ function issuance(slot: StatusSlot | null, nonce: number, extra: Partial<NewIssu
   };
 }
 
-// DESIGN §9: status slots and nonces are allocated once, in the issuance's transaction.
+// docs/several-instances.md "Storage engines": status slots and nonces are allocated once, in the issuance's transaction.
 describe('SqliteIssuanceStore', () => {
   it('refuses a taken slot or nonce and a full partition, so the caller signs again', async () => {
     const store = openSqliteStore(':memory:');
@@ -120,7 +120,7 @@ describe('SqliteIssuanceStore', () => {
   });
 });
 
-// Issue 13 (migration 008): fewer indexes on issuances, and every query over it still searches one.
+// Migration 008: fewer indexes on issuances, and every query over it still searches one.
 describe('SQLite issuances query plans', () => {
   const plan = (store: ReturnType<typeof openSqliteStore>, sql: string): string[] =>
     (

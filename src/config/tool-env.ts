@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/**
+ * Variables read by the commands, scripts and tests around the server (never by the server,
+ * whose variables are `EnvSchema`). Listed here so docs/configuration.md documents them too;
+ * each command parses its own. `readBy` names who reads it.
+ */
+const tool = (description: string, fallback: string, readBy: string) =>
+  z.string().optional().meta({ description, default: fallback, readBy });
+
+export const ToolEnvSchema = z.object({
+  ISSUER_URL: tool(
+    'Where the admin CLI and the demo reach the server (never `ISSUER_ORIGIN`, whose proxy may not forward admin routes).',
+    'the `ADMIN_PORT` listener, else `http://localhost:$PORT`',
+    '`npm run admin`, `npm run demo`',
+  ),
+  KEY_ENCRYPTION_KEY_PREVIOUS: tool(
+    'The `KEY_ENCRYPTION_KEY` being replaced (same format); never given to the server ([security.md](security.md#keys-shared-by-several-instances)).',
+    'unset',
+    '`npm run admin -- keys reseal`, `npm run admin -- doctor`',
+  ),
+  EMULATOR_URL: tool(
+    'The emulator whose stored envelopes the demo reads.',
+    'the one `npm start` wrote to `keys/dev-emulator.json`',
+    '`npm run demo`',
+  ),
+  DEMO_USER_ID: tool('The user the demo asks credentials for.', '`demo-user-1`', '`npm run demo`'),
+  DEMO_SCHEMA_ID: tool('The schema the demo asks for.', '`membership-v1`', '`npm run demo`'),
+  EMULATOR_PORT: tool('Port of the standalone emulator.', '`4000`', '`npm run emulator`'),
+  EMULATOR_HOST: tool('Address of the standalone emulator.', '`127.0.0.1`', '`npm run emulator`'),
+  EMULATOR_JWKS_URL: tool(
+    "Where the standalone emulator fetches the issuer's partner-JWT keys.",
+    '`http://127.0.0.1:3000/.well-known/jwks.json`',
+    '`npm run emulator`',
+  ),
+  BENCH_DATABASE_URL: tool(
+    'The PostgreSQL server the bench creates its databases on.',
+    '`postgres://postgres@127.0.0.1:5432/postgres`',
+    '`npm run bench`',
+  ),
+  BENCH_CPU_PROF: tool("A folder for the issuer's V8 CPU profile.", 'unset', '`npm run bench`'),
+  BENCH_SECONDS: tool('How long each hosted bench run lasts.', 'the section’s own', '`npm run bench`'),
+  FLOOR_WITH: tool(
+    "The kit's layers put back into the floor server (`express`, `sdjwt`, `store`, comma-separated).",
+    'none',
+    '`npm run bench -- floor`',
+  ),
+  TEST_DATABASE_URL: tool(
+    'The PostgreSQL server tests create their databases on.',
+    '`postgres://postgres@127.0.0.1:5432/postgres`',
+    'tests',
+  ),
+  TEST_REDIS_URL: tool('The Redis server of the Redis tests.', '`redis://127.0.0.1:6379`', 'tests'),
+  TEST_STORE: tool(
+    '`postgres` runs every test issuer on a fresh PostgreSQL database instead of SQLite.',
+    '`sqlite`',
+    'tests',
+  ),
+  REQUIRE_SERVICES: tool(
+    '`1` (CI): a test whose PostgreSQL, Redis or Chromium is missing fails instead of skipping.',
+    'unset',
+    'tests',
+  ),
+  MERKLIZE_CREDENTIALS: tool(
+    'How many generated credentials the merklization equivalence test compares.',
+    '`1000`',
+    'tests',
+  ),
+  DOCS_SCREENSHOT: tool('A file for a screenshot of `/docs` taken by the browser test.', 'unset', 'tests'),
+});

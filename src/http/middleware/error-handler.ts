@@ -1,0 +1,66 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError } from '../../errors.js';
+import type { Logger } from '../../model.js';
+import { requestIdOf, routeLabel } from './observability.js';
+
+/** Unknown routes → 404 JSON (docs/interface.md "errors"). */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`));
+};
+
+/**
+ * The one place that writes error responses (docs/interface.md "errors"): `{ code, message, details? }`.
+ * A 5xx never leaks internals; body-parser errors map to 400/413.
+ */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const error = toAppError(err);
+    if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
+      log.error(
+        { event: 'request_failed', reqId: requestIdOf(req), route: routeLabel(req), err },
+        'request failed',
+      );
+    } else if (error.code === 'FORBIDDEN') {
+      // The reason names the header, never its value.
+      log.warn(
+        { event: 'auth_failed', reqId: requestIdOf(req), route: routeLabel(req), reason: error.message },
+        'request refused',
+      );
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    const body: Record<string, unknown> = {
+      code: error.code,
+      message: error.expose ? error.message : 'internal error',
+    };
+    if (error.expose && error.details !== undefined) body.details = error.details;
+    res.status(error.status).json(body);
+  };
+}
+
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { type?: string; status?: number; expose?: boolean };
+  if (e?.type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'request body is too large');
+  if (e?.type === 'entity.parse.failed')
+    return new AppError('INVALID_PARAMETER', 'body: malformed JSON', { field: 'body' });
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      e.type === 'charset.unsupported' ? 'unsupported body charset' : 'unsupported body encoding',
+    );
+  }
+  // Express's own 4xx errors, e.g. a path parameter that is not valid percent-encoding (URIError).
+  if (err instanceof URIError)
+    return new AppError('INVALID_PARAMETER', 'path: malformed percent-encoding', { field: 'path' });
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    return AppError.fromUpstream(
+      e.status,
+      'INVALID_PARAMETER',
+      e.expose ? (err as Error).message : 'invalid request',
+    );
+  }
+  return new AppError('INTERNAL', 'internal error');
+}

@@ -1,0 +1,156 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import {
+  CredentialSubjectSchema,
+  DisclosureFrameSchema,
+  disclosureFrameProblems,
+  ExpirationSchema,
+  OnDuplicateSchema,
+} from '../../../issuance/direct-input.js';
+import type { DirectIssuanceService, DirectIssueResult } from '../../../issuance/direct-issuance.js';
+import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
+import type { StatusService } from '../../../status/status-service.js';
+import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
+import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
+
+/** A disclosure frame that does not fit the claims is a 400 naming the frame entry. */
+const frameFits = (
+  value: { credentialSubject?: unknown; disclosureFrame?: unknown },
+  ctx: z.RefinementCtx,
+): void => {
+  if (value.disclosureFrame === undefined) return;
+  for (const p of disclosureFrameProblems(value.disclosureFrame, value.credentialSubject))
+    ctx.addIssue({ code: 'custom', path: p.field.split('.'), message: p.message });
+};
+
+// docs/interface.md "admin issue-vc": the body.
+export const AdminIssueVcBodySchema = z
+  .object({
+    userId: RecipientEmailSchema,
+    schemaId: SchemaIdField,
+    vct: VctField,
+    expiration: ExpirationSchema,
+    credentialSubject: CredentialSubjectSchema,
+    disclosureFrame: DisclosureFrameSchema.optional(),
+    onDuplicate: OnDuplicateSchema.default('allow'),
+    reason: ReasonField,
+  })
+  .superRefine(frameFits);
+export type AdminIssueVcBody = z.infer<typeof AdminIssueVcBodySchema>;
+
+/** The answer of issue-vc: 201 stored upstream, 202 still being uploaded, 200 an existing one (ignore). */
+function issueAnswer(status: StatusService, result: DirectIssueResult) {
+  const r = result.record;
+  return {
+    httpStatus: result.outcome === 'existing' ? 200 : r.uploadState === 'uploaded' ? 201 : 202,
+    body: {
+      credentialId: r.credentialId,
+      revocationNonce: String(r.revocationNonce),
+      holderDid: r.holderDid,
+      schemaId: r.schemaId,
+      status: r.statusSlot ? { idx: r.statusSlot.index, uri: status.uri(r.statusSlot.partition) } : null,
+      storagePath: r.storagePath,
+      uploadState: r.uploadState,
+    },
+  };
+}
+
+/** `POST /admin/issue-vc`: direct issuance to a holder known by email. */
+export const adminIssueVcRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/issue-vc',
+  group: 'admin',
+  auth: 'admin-api-key',
+  idempotency: 'admin/issue-vc',
+  doc: {
+    operationId: 'admin-issue-vc',
+    summary: 'Direct issuance by email (Idempotency-Key honoured)',
+    tags: TAGS.admin,
+    body: AdminIssueVcBodySchema,
+    responses: {
+      200: { description: 'onDuplicate=ignore found a valid credential', contentType: 'application/json' },
+      201: { description: 'Issued and stored', contentType: 'application/json' },
+      202: {
+        description: 'Issued and recorded; the upload is retried in the background',
+        contentType: 'application/json',
+      },
+    },
+    errors: ['UNAUTHORIZED', 'NOT_FOUND', 'CONFLICT', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
+  },
+  handler: adminIssueVc(ctx.direct, ctx.status),
+});
+
+export function adminIssueVc(direct: DirectIssuanceService, status: StatusService) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(AdminIssueVcBodySchema, req.body);
+    const result = await direct.issue({
+      email: body.userId,
+      schemaId: body.schemaId,
+      vct: body.vct,
+      expiresAt: body.expiration,
+      credentialSubject: body.credentialSubject,
+      disclosureFrame: body.disclosureFrame,
+      onDuplicate: body.onDuplicate,
+      idempotencyKey: req.get('idempotency-key'),
+      audit: auditActor(res, body.reason),
+    });
+    const answer = issueAnswer(status, result);
+    res.status(answer.httpStatus).json(answer.body);
+  };
+}
+
+export const ValidateRowsBodySchema = z.object({
+  rows: z
+    .array(
+      z.object({
+        schemaId: SchemaIdField,
+        vct: VctField.optional(),
+        credentialSubject: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
+        disclosureFrame: DisclosureFrameSchema.optional(),
+      }),
+    )
+    .min(1)
+    .max(1000),
+});
+
+/** `POST /admin/issue-vc/validate`. */
+export const validateRowsRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/issue-vc/validate',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-issue-vc-validate',
+    summary: 'Check issue-vc rows without issuing',
+    tags: TAGS.admin,
+    body: ValidateRowsBodySchema,
+    responses: json200('`{ problems, vct }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: validateIssueRows(ctx.direct),
+});
+
+/**
+ * `POST /admin/issue-vc/validate` (kit extension, for batch issuance): every problem of each row
+ * that the server can tell without issuing: `{ problems: [{ row, field, message }], vct, expiresInSeconds }`
+ * (row = index; the last two: each named schema's default vct and credential lifetime).
+ */
+export function validateIssueRows(direct: DirectIssuanceService) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(ValidateRowsBodySchema, req.body);
+    const problems = body.rows.flatMap((row, i) => direct.checkRequest(row).map((p) => ({ row: i, ...p })));
+    // The vct each schema issues under by default, for rows that bring none.
+    const vct = Object.fromEntries(
+      [...new Set(body.rows.map((r) => r.schemaId))].flatMap((id) => {
+        const v = direct.defaultVct(id);
+        return v === undefined ? [] : [[id, v]];
+      }),
+    );
+    // And each schema's credential lifetime, for callers that bring no expiration (`admin issue`).
+    const expiresInSeconds = Object.fromEntries(
+      Object.keys(vct).map((id) => [id, direct.defaultLifetimeSeconds(id)]),
+    );
+    res.json({ problems, vct, expiresInSeconds });
+  };
+}

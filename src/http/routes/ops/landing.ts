@@ -1,0 +1,77 @@
+import type { Request, Response } from 'express';
+import { type RouteFactory, TAGS } from '../route.js';
+
+/** The documents a newcomer (or a wallet developer) looks for first, by path on this origin. */
+const LINKS = {
+  docs: '/docs',
+  openapi: '/openapi.json',
+  didDocument: '/.well-known/did.json',
+  jwtVcIssuer: '/.well-known/jwt-vc-issuer',
+  jwks: '/.well-known/jwks.json',
+} as const;
+
+const TITLES: Record<keyof typeof LINKS, string> = {
+  docs: 'API documentation (Swagger UI)',
+  openapi: 'OpenAPI 3.1 document',
+  didDocument: 'did:web document',
+  jwtVcIssuer: 'SD-JWT VC issuer metadata',
+  jwks: 'Partner JWT keys (JWKS)',
+};
+
+/**
+ * `GET /`: who answers here and where its documents are. An HTML page, or `{ name, version,
+ * links }` when the client asks for JSON (`Accept: application/json`).
+ */
+export const landingRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/',
+  group: 'ops',
+  auth: 'none',
+  doc: {
+    operationId: 'landing',
+    summary: 'Landing page: name, version and links to the documentation and public documents',
+    tags: TAGS.ops,
+    responses: {
+      200: {
+        description: 'An HTML page, or `{ name, version, links }` with `Accept: application/json`',
+        contentType: ['text/html', 'application/json'],
+      },
+    },
+  },
+  handler: landing('issuer-kit', ctx.version),
+});
+
+function landing(name: string, version: string) {
+  const body = { name, version, links: LINKS };
+  const html = page(name, version);
+  return (req: Request, res: Response) => {
+    res.vary('Accept').set('cache-control', 'no-cache');
+    if (req.accepts(['html', 'json']) === 'json') res.json(body);
+    else res.type('html').set('content-security-policy', "default-src 'none'").send(html);
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function page(name: string, version: string): string {
+  const items = Object.entries(LINKS)
+    .map(
+      ([key, href]) =>
+        `<li><a href="${href}">${escapeHtml(TITLES[key as keyof typeof LINKS])}</a> <code>${href}</code></li>`,
+    )
+    .join('\n');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>${escapeHtml(name)} ${escapeHtml(version)}</title>
+</head>
+<body>
+<h1>${escapeHtml(name)} <small>${escapeHtml(version)}</small></h1>
+<ul>
+${items}
+</ul>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,100 @@
+import type { Request, Response } from 'express';
+import type { AppContext } from '../../../context.js';
+import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
+import { publishedSigningKeys } from '../../../keys/published-keys.js';
+import { publicDoc, type RouteFactory } from '../route.js';
+
+/** `GET /.well-known/did.json`. */
+export const didDocumentRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/did.json',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('did-document', 'The did:web document of the issuer'),
+  handler: didDocument(ctx),
+});
+
+/** `GET /.well-known/jwt-vc-issuer`. */
+export const jwtVcIssuerRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/jwt-vc-issuer',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('jwt-vc-issuer', 'SD-JWT VC issuer metadata with its JWKS'),
+  handler: jwtVcIssuer(ctx),
+});
+
+/** `GET /.well-known/jwks.json`. */
+export const partnerJwksRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/.well-known/jwks.json',
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('partner-jwks', 'The partner JWT keys the hosting service verifies'),
+  handler: partnerJwks(ctx),
+});
+
+/** `GET /.well-known/<PARTNER_INFO_SERVICE>-partner-info`. */
+export const partnerInfoRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: `/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+  group: 'public',
+  auth: 'none',
+  doc: publicDoc('partner-info', '`{ partnerId }`'),
+  handler: partnerInfo(ctx),
+});
+
+/** The did:web document (W3C DID Core §5; did:web method specification). */
+export function didDocument(ctx: AppContext) {
+  return async (_req: Request, res: Response) => {
+    const did = didWebFromOrigin(ctx.config.issuerOrigin);
+    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    const doc: Record<string, unknown> = {
+      '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
+      id: did,
+      verificationMethod: keys.map((jwk) => ({
+        id: `${did}#${jwk.kid}`,
+        type: 'JsonWebKey2020',
+        controller: did,
+        publicKeyJwk: publicOnly(jwk),
+      })),
+      assertionMethod: keys.map((jwk) => `${did}#${jwk.kid}`),
+      service: [
+        {
+          id: `${did}#partner-info`,
+          type: 'PartnerInfo',
+          serviceEndpoint: `${ctx.config.issuerOrigin}/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+        },
+      ],
+    };
+    const iden3Did = ctx.iden3Did();
+    if (iden3Did) doc.alsoKnownAs = [iden3Did];
+    res.type('application/did+json').json(doc);
+  };
+}
+
+/** SD-JWT VC issuer metadata (draft-ietf-oauth-sd-jwt-vc §5): `{ issuer, jwks }`. */
+export function jwtVcIssuer(ctx: AppContext) {
+  return async (_req: Request, res: Response) => {
+    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    res.json({ issuer: ctx.config.issuerOrigin, jwks: { keys: keys.map(publicOnly) } });
+  };
+}
+
+/** The partner JWT public keys the hosting service checks `kid` against (docs/interface.md). */
+export function partnerJwks(ctx: AppContext) {
+  return (_req: Request, res: Response) => {
+    res.json({ keys: ctx.keys.current().partnerKeys.map((k) => publicOnly(k.publicJwk)) });
+  };
+}
+
+export function partnerInfo(ctx: AppContext) {
+  return (_req: Request, res: Response) => {
+    res.json({ partnerId: ctx.partnerId });
+  };
+}
+
+function publicOnly(jwk: import('jose').JWK): import('jose').JWK {
+  const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = jwk;
+  return pub;
+}

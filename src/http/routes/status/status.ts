@@ -1,0 +1,171 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { AppError, notFound } from '../../../errors.js';
+import { ProofTypeSchema, STATUS_NAMES, type StatusChange } from '../../../model.js';
+import type { StatusService } from '../../../status/status-service.js';
+import type { AuditStore, IssuanceStore } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
+import { auditActor, ReasonField } from '../admin/fields.js';
+import { NonceSchema } from '../nonce.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
+
+/** `GET /statuslist/:partition`: a signed token status list (draft-ietf-oauth-status-list §8). */
+export const statusListRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/statuslist/:partition',
+  group: 'public',
+  auth: 'none',
+  doc: {
+    operationId: 'statuslist',
+    summary: 'A token status list partition (draft-ietf-oauth-status-list)',
+    tags: TAGS.public,
+    params: { partition: z.string().regex(PARTITION) },
+    responses: {
+      200: { description: 'The signed status list token', contentType: 'application/statuslist+jwt' },
+      304: { description: 'Not modified (If-None-Match)' },
+    },
+    errors: ['NOT_FOUND'],
+  },
+  handler: statusListPartition(ctx.status),
+});
+
+/** Canonical decimal only: the token's `sub` must be the very URL the credentials carry. */
+const PARTITION = /^(0|[1-9]\d*)$/;
+
+export function statusListPartition(status: StatusService) {
+  return async (req: Request, res: Response) => {
+    const raw = String(req.params.partition);
+    if (!PARTITION.test(raw))
+      throw new AppError('INVALID_PARAMETER', 'partition: must be a non-negative integer', {
+        field: 'partition',
+      });
+    // A well-formed number beyond any partition we could have is simply unknown.
+    const partition = Number(raw);
+    if (!Number.isSafeInteger(partition)) throw notFound(`no status list partition ${raw}`);
+    const published = await status.partitionToken(partition);
+    res.set('ETag', published.etag);
+    res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
+    if (
+      req.fresh ||
+      req
+        .get('if-none-match')
+        ?.split(',')
+        .some((t) => t.trim() === published.etag)
+    ) {
+      res.status(304).end();
+      return;
+    }
+    // A Buffer, so Express adds no `; charset=utf-8` to the registered media type (draft-ietf-oauth-status-list §8.2).
+    res.status(200).type('application/statuslist+jwt').send(Buffer.from(published.token));
+  };
+}
+
+/** `GET /revocation-status/:nonce` → `{ isRevoked, status }` (suspended is not revoked). */
+export const revocationStatusRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/revocation-status/:nonce',
+  group: 'public',
+  auth: 'none',
+  doc: {
+    operationId: 'revocation-status',
+    summary: '`{ isRevoked, status }`',
+    tags: TAGS.public,
+    params: { nonce: NonceSchema },
+    responses: json200('`{ isRevoked, status }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: revocationStatus(ctx.store.issuances),
+});
+
+export function revocationStatus(issuances: IssuanceStore) {
+  return async (req: Request, res: Response) => {
+    const nonce = parseInput(z.object({ nonce: NonceSchema }), req.params, 'query').nonce;
+    const record = await issuances.getByNonce(nonce);
+    if (!record) throw notFound(`nonce: no credential with revocation nonce ${nonce}`);
+    res.json({ isRevoked: record.status === 1, status: STATUS_NAMES[record.status] });
+  };
+}
+
+export const StatusChangeBodySchema = z
+  .object({
+    revocationNonce: NonceSchema.optional(),
+    nonce: NonceSchema.optional(),
+    proofType: ProofTypeSchema.optional(),
+    reason: ReasonField,
+  })
+  .check((ctx) => {
+    if (ctx.value.revocationNonce === undefined && ctx.value.nonce === undefined) {
+      ctx.issues.push({ code: 'custom', path: ['revocationNonce'], message: 'required', input: undefined });
+    }
+  });
+
+/**
+ * `POST /admin/revoke`, `/admin/suspend` and `/admin/unsuspend` (the last two need
+ * STATUS_LIST_BITS=2). Only revoke honours `Idempotency-Key`: suspend and unsuspend are
+ * idempotent by themselves.
+ */
+export const statusChangeRoutes: RouteFactory = (ctx) =>
+  (['revoke', 'suspend', 'unsuspend'] as const).map((change) => ({
+    method: 'post',
+    path: `/admin/${change}`,
+    group: 'admin',
+    auth: 'admin-api-key',
+    ...(change === 'revoke' ? { idempotency: 'admin/revoke' } : {}),
+    doc: {
+      operationId: `admin-${change}`,
+      summary: `${change[0]!.toUpperCase()}${change.slice(1)} a credential by revocation nonce${change === 'revoke' ? ' (Idempotency-Key honoured)' : ''}`,
+      tags: TAGS.admin,
+      body: StatusChangeBodySchema,
+      responses: json200('`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`'),
+      errors: ['NOT_FOUND', 'CONFLICT'],
+    },
+    handler: changeStatus(ctx.status, change),
+  }));
+
+export function changeStatus(status: StatusService, change: StatusChange) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(StatusChangeBodySchema, req.body);
+    const nonce = (body.revocationNonce ?? body.nonce)!;
+    const record = await status.change(nonce, change, body.proofType, auditActor(res, body.reason));
+    res.json({
+      revocationNonce: String(record.revocationNonce),
+      isRevoked: record.status === 1,
+      status: STATUS_NAMES[record.status],
+      revokedAt: record.revokedAt?.toISOString() ?? null,
+      suspendedAt: record.suspendedAt?.toISOString() ?? null,
+    });
+  };
+}
+
+/** `POST /admin/publish-token-status-list`. */
+export const publishStatusListsRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/publish-token-status-list',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-publish-token-status-list',
+    summary: 'Rebuild and re-sign every status list partition',
+    tags: TAGS.admin,
+    responses: json200('`{ partitions: [{ partition, uri, size, iat }] }`'),
+  },
+  handler: publishStatusLists(ctx.status, ctx.store.audit),
+});
+
+/** `POST /admin/publish-token-status-list` → `{ partitions: [{ partition, uri, size, iat }] }`. */
+export function publishStatusLists(status: StatusService, audit: AuditStore) {
+  return async (req: Request, res: Response) => {
+    const reason = parseInput(z.object({ reason: ReasonField }), req.body ?? {}).reason;
+    const partitions = await status.publishAll();
+    // Each partition is signed and stored on its own: the record follows them.
+    await audit.record({
+      ...auditActor(res, reason),
+      at: new Date(),
+      action: 'status-list.publish',
+      target: partitions.map((p) => p.partition).join(',') || '(none)',
+    });
+    res.json({
+      partitions: partitions.map(({ partition, uri, size, iat }) => ({ partition, uri, size, iat })),
+    });
+  };
+}

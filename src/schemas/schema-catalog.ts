@@ -1,0 +1,136 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ClaimsProvider } from '../claims/claims-provider.js';
+import type { Logger } from '../model.js';
+import {
+  type LoadedSchema,
+  SchemaFileError,
+  type SchemaFileProblem,
+  SchemaRegistry,
+} from './schema-registry.js';
+import type { ServedTypeMetadata, TypeMetadataRegistry } from './type-metadata.js';
+
+/** Everything built from the schema files; built whole and swapped whole by a reload. */
+export interface SchemaSet {
+  readonly registry: SchemaRegistry;
+  readonly typeMetadata: TypeMetadataRegistry;
+  readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
+}
+
+/** A reload's outcome: the set now served (the new one, or the old one kept) and why not. */
+export type ReloadOutcome =
+  | { ok: true; schemas: LoadedSchema[] }
+  | { ok: false; schemas: LoadedSchema[]; problems: SchemaFileProblem[] };
+
+/**
+ * The schema set a process serves (docs/schemas-and-claims.md "Reloading schemas"). `schemas`,
+ * `typeMetadata` and `claimsProviders` are views that read the current set; a request run
+ * through `pin` reads the set that was current when it started until it ends, so a reload never
+ * mixes two sets inside one request. `reload` builds a new set from the files and swaps it in only
+ * when it builds without a problem; otherwise the old set stays and the outcome names every problem.
+ */
+export class SchemaCatalog {
+  #current: SchemaSet;
+  readonly #pinned = new AsyncLocalStorage<SchemaSet>();
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly schemas: SchemaRegistry;
+  readonly typeMetadata: TypeMetadataRegistry;
+  readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
+  /**
+   * Set in a WORKERS=N worker: asks the primary to reload the sibling workers too, after a reload
+   * this worker took through the admin route (SIGHUP reaches every worker through the primary).
+   */
+  propagate: (() => void) | undefined;
+
+  constructor(
+    initial: SchemaSet,
+    private readonly build: () => Promise<SchemaSet>,
+  ) {
+    this.#current = initial;
+    this.schemas = new SchemaRegistry(() => this.current().registry.entries());
+    this.typeMetadata = new MapView<string, ServedTypeMetadata>(() => this.current().typeMetadata);
+    this.claimsProviders = new MapView<string, ClaimsProvider>(() => this.current().claimsProviders);
+  }
+
+  /** The set of the request being served, else the latest. */
+  current(): SchemaSet {
+    return this.#pinned.getStore() ?? this.#current;
+  }
+
+  /** Runs `fn` (a request) on the set current now, whatever reloads happen before it ends. */
+  pin<T>(fn: () => T): T {
+    return this.#pinned.run(this.#current, fn);
+  }
+
+  /** One reload at a time: a second call waits, then reads the files as they are then. */
+  reload(): Promise<ReloadOutcome> {
+    const run = this.#queue.then(() => this.#reload());
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #reload(): Promise<ReloadOutcome> {
+    try {
+      const next = await this.build();
+      this.#current = next;
+      return { ok: true, schemas: next.registry.all() };
+    } catch (err) {
+      const problems =
+        err instanceof SchemaFileError
+          ? err.problems
+          : [{ file: '(schemas)', message: (err as Error).message ?? String(err) }];
+      return { ok: false, schemas: this.#current.registry.all(), problems };
+    }
+  }
+}
+
+/** A read-only Map that reads through to whichever map `source` returns now. */
+class MapView<K, V> implements ReadonlyMap<K, V> {
+  constructor(private readonly source: () => ReadonlyMap<K, V>) {}
+  get size(): number {
+    return this.source().size;
+  }
+  get(key: K): V | undefined {
+    return this.source().get(key);
+  }
+  has(key: K): boolean {
+    return this.source().has(key);
+  }
+  forEach(callback: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
+    this.source().forEach(callback, thisArg);
+  }
+  entries() {
+    return this.source().entries();
+  }
+  keys() {
+    return this.source().keys();
+  }
+  values() {
+    return this.source().values();
+  }
+  [Symbol.iterator]() {
+    return this.source()[Symbol.iterator]();
+  }
+}
+
+/** Reloads and writes the outcome to the log: `schemas_reloaded`, or `schemas_reload_failed` with each problem. */
+export async function reloadAndLog(
+  catalog: SchemaCatalog,
+  log: Logger,
+  trigger: string,
+): Promise<ReloadOutcome> {
+  const outcome = await catalog.reload();
+  const schemaIds = outcome.schemas.map((s) => s.schemaId);
+  if (outcome.ok)
+    log.info(
+      { event: 'schemas_reloaded', trigger, schemaIds },
+      `schemas: reloaded ${schemaIds.length} (${trigger})`,
+    );
+  else
+    log.error(
+      { event: 'schemas_reload_failed', trigger, problems: outcome.problems, schemaIds },
+      `schemas: reload failed, keeping the previous ${schemaIds.length} (${trigger}): ${outcome.problems
+        .map((p) => `${p.file}: ${p.message}`)
+        .join('; ')}`,
+    );
+  return outcome;
+}

@@ -1,0 +1,193 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { decodeJwt } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cachedJwks } from '../../src/dev/development.js';
+import { startEmulatorServer } from '../../src/emulator/index.js';
+import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { removeDir, tempDir } from '../helpers/tmp.js';
+
+const schema = (schemaId: string, extra: Record<string, unknown> = {}) => ({
+  schemaId,
+  proofTypes: ['SD_JWT_VC'],
+  credentialSubject: {
+    type: 'object',
+    properties: { name: { type: 'string' } },
+    required: ['name'],
+    additionalProperties: false,
+  },
+  ...extra,
+});
+
+interface Child {
+  proc: ChildProcess;
+  url: string;
+  /** The next log line with this event after `from` lines (JSON logs). */
+  waitFor(event: string, from?: number): Promise<Record<string, unknown>>;
+  lines: Record<string, unknown>[];
+}
+
+async function startChild(env: Record<string, string>): Promise<Child> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      NODE_ENV: 'development',
+      PORT: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  const seen = new EventEmitter();
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    if (!line.startsWith('{')) return;
+    lines.push(JSON.parse(line) as Record<string, unknown>);
+    seen.emit('line');
+  });
+  const exited = once(proc, 'exit').then(([code]) => {
+    throw new Error(`the server exited with ${code}`);
+  });
+  exited.catch(() => undefined);
+  const waitFor = async (event: string, from = 0) => {
+    for (;;) {
+      const found = lines.slice(from).find((l) => l.event === event);
+      if (found) return found;
+      await Promise.race([once(seen, 'line'), exited]);
+    }
+  };
+  const listening = await waitFor('listening');
+  return { proc, url: String(listening.url), waitFor, lines };
+}
+
+// docs/schemas-and-claims.md "Reloading schemas", on a real process: a new file is served after
+// POST /admin/schemas/reload or SIGHUP; a bad file leaves the set in service unchanged.
+describe('schema reload', () => {
+  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  it('serves a new schema file after the admin route and after SIGHUP; a bad file keeps the old set', async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const schemasDir = join(dir, 'schemas');
+    mkdirSync(schemasDir);
+    writeFileSync(join(schemasDir, 'first-v1.json'), JSON.stringify(schema('first-v1')));
+    let issuerUrl: string | undefined;
+    const emulator = await startEmulatorServer({
+      jwks: cachedJwks(() => (issuerUrl ? `${issuerUrl}/.well-known/jwks.json` : undefined)),
+    });
+    cleanup.push(() => emulator.close());
+    const child = await startChild({
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      SCHEMAS_DIR: schemasDir,
+      SERVICE_V1_BASE_URL: emulator.url,
+      LOG_FORMAT: 'json',
+    });
+    cleanup.push(async () => {
+      if (child.proc.exitCode === null && child.proc.signalCode === null) {
+        child.proc.kill('SIGTERM');
+        await once(child.proc, 'exit');
+      }
+    });
+    issuerUrl = child.url;
+    const origin = String(child.lines.find((l) => l.event === 'listening')?.origin);
+    const { apiKey, adminApiKey } = JSON.parse(
+      readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8'),
+    ) as {
+      apiKey: string;
+      adminApiKey: string;
+    };
+    const admin = (path: string, body: unknown = {}) =>
+      fetch(`${child.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-admin-api-key': adminApiKey },
+        body: JSON.stringify(body),
+      });
+    let n = 0;
+    /** Imports claims for the schema, then issues through POST /issue-vc and opens the envelope. */
+    const issue = async (schemaId: string) => {
+      const userId = `user-${n++}`;
+      const imported = await admin('/admin/claims', {
+        records: [{ userId, schemaId, claims: { name: 'Ada' } }],
+      });
+      if (imported.status !== 200) return imported.status;
+      const holder = generateHolderKeyPair();
+      const holderDID = `did:example:${userId}`;
+      const res = await fetch(`${child.url}/issue-vc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        body: JSON.stringify({ holderDID, pubKey: holder.publicKeyHex, userId, schemaId }),
+      });
+      await res.arrayBuffer();
+      if (res.status !== 201) return res.status;
+      const stored = [...emulator.emulator.state.envelopes.values()].find(
+        (e) => e.envelope.holderDid === holderDID,
+      )!;
+      const compact = openEnvelope(holder.privateKey, stored.envelope) as string;
+      return decodeJwt(compact.split('~')[0]!);
+    };
+
+    expect(await issue('second-v1')).toBe(400);
+
+    // A new file, no sdJwt block: after the route it issues, under the default vct, whose type
+    // metadata the server now serves.
+    writeFileSync(join(schemasDir, 'second-v1.json'), JSON.stringify(schema('second-v1')));
+    const reloaded = await admin('/admin/schemas/reload', { reason: 'new schema' });
+    expect(reloaded.status).toBe(200);
+    const body = (await reloaded.json()) as { schemas: Array<{ schemaId: string; vct: string }> };
+    expect(body.schemas.map((s) => s.schemaId)).toEqual(['first-v1', 'second-v1']);
+    const vct = `${origin}/vct/second-v1`;
+    expect(body.schemas[1]!.vct).toBe(vct);
+    const payload = await issue('second-v1');
+    expect(payload).toMatchObject({ vct });
+    expect(typeof (payload as Record<string, unknown>)['vct#integrity']).toBe('string');
+    const metadata = await fetch(`${child.url}/vct/second-v1`);
+    expect(metadata.status).toBe(200);
+    expect(((await metadata.json()) as { vct: string }).vct).toBe(vct);
+
+    // A broken file: 422 naming it, the log says why, and the set in service is unchanged.
+    const before = child.lines.length;
+    writeFileSync(
+      join(schemasDir, 'broken.json'),
+      JSON.stringify(schema('broken-v1', { proofTypes: ['NOPE'] })),
+    );
+    writeFileSync(join(schemasDir, 'third-v1.json'), JSON.stringify(schema('third-v1')));
+    const refused = await admin('/admin/schemas/reload');
+    expect(refused.status).toBe(422);
+    const error = (await refused.json()) as {
+      code: string;
+      details: { problems: Array<{ file: string }>; schemas: Array<{ schemaId: string }> };
+    };
+    expect(error.code).toBe('SCHEMAS_INVALID');
+    expect(error.details.problems.map((p) => p.file)).toEqual([join(schemasDir, 'broken.json')]);
+    expect(error.details.schemas.map((s) => s.schemaId)).toEqual(['first-v1', 'second-v1']);
+    expect(await child.waitFor('schemas_reload_failed', before)).toMatchObject({
+      schemaIds: ['first-v1', 'second-v1'],
+    });
+    expect(await issue('third-v1')).toBe(400);
+    expect(await issue('second-v1')).toMatchObject({ vct });
+
+    // SIGHUP once the file is fixed.
+    rmSync(join(schemasDir, 'broken.json'));
+    const beforeSignal = child.lines.length;
+    child.proc.kill('SIGHUP');
+    expect(await child.waitFor('schemas_reloaded', beforeSignal)).toMatchObject({
+      trigger: 'SIGHUP',
+      schemaIds: ['first-v1', 'second-v1', 'third-v1'],
+    });
+    expect(await issue('third-v1')).toMatchObject({ vct: `${origin}/vct/third-v1` });
+
+    // The route's reloads are in the audit log with the key's actor.
+    const audit = await fetch(`${child.url}/admin/audit?action=schemas.reload`, {
+      headers: { 'x-admin-api-key': adminApiKey },
+    });
+    const entries = ((await audit.json()) as { data?: Array<Record<string, unknown>> }).data;
+    expect(entries?.map((e) => e.actor)).toEqual(['admin', 'admin']);
+  }, 90_000);
+});

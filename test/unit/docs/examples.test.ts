@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parseBatchCsv } from '../../../src/cli/batch-issue.js';
+import { readClaimsFile } from '../../../src/cli/claims-import.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { ConfigError, EnvSchema } from '../../../src/config/env.js';
+
+// The files under examples/ a newcomer copies: they must parse, and production.env must name
+// everything production requires while none of its placeholders passes for a real value.
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+};
+const variableOf = (problem: string) => problem.slice(0, problem.indexOf(':'));
+
+describe('examples/production.env', () => {
+  const text = readFileSync('examples/production.env', 'utf8');
+  const set = parseEnv(text) as Record<string, string>;
+  // Set or shown commented out (`# NAME=`).
+  const named = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!));
+
+  it('names every variable production requires, on SQLite and on PostgreSQL', () => {
+    for (const DATABASE_URL of ['sqlite:./data/production.db', 'postgres://issuer@127.0.0.1:5432/issuer']) {
+      const required = problemsOf({ NODE_ENV: 'production', DATABASE_URL })
+        .filter((p) => /required/.test(p))
+        .map(variableOf);
+      expect(required.length).toBeGreaterThan(3);
+      for (const name of required) expect(named, name).toContain(name);
+    }
+  });
+
+  it('names only variables the server reads', () => {
+    const known = new Set(Object.keys(EnvSchema.shape));
+    expect([...named].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it('is refused as it stands: every placeholder is named', () => {
+    expect(set.NODE_ENV).toBe('production');
+    const refused = new Set(problemsOf(set).map(variableOf));
+    for (const [name, value] of Object.entries(set))
+      if (value.includes('<')) expect(refused, name).toContain(name);
+  });
+
+  it('with the placeholders filled in, it is a configuration production starts with', () => {
+    const filled: Record<string, string> = {
+      ...set,
+      ISSUER_ORIGIN: 'https://issuer.example.com',
+      API_KEY: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
+      ADMIN_API_KEY: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
+      METRICS_TOKEN: 'Xv2Lq8Nc5Tw0Rb7Yk3Hs9Jd1Fm6Pz4Ga8Ue2Io5Wr7K=',
+      PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
+      SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
+    };
+    expect(Object.values(filled).filter((v) => v.includes('<'))).toEqual([]);
+    expect(problemsOf(filled)).toEqual([]);
+  });
+});
+
+describe('examples/*.csv', () => {
+  it('claims-import.csv reads without a problem, every cell where the schema expects it', () => {
+    const { records, problems } = readClaimsFile('examples/claims-import.csv', undefined);
+    expect(problems).toEqual([]);
+    expect(records.map((r) => r.userId)).toEqual(['sample-user-1', 'sample-user-2', 'sample-user-3']);
+    expect(records[0]).toMatchObject({
+      schemaId: 'membership-v1',
+      expiresAt: '2030-12-31T00:00:00Z',
+      claims: { givenName: 'Chloé', tier: 'platinum', memberNumber: 3107 },
+    });
+    expect(records[1]!.expiresAt).toBeUndefined();
+    expect(records[1]!.claims).not.toHaveProperty('email');
+    expect(records[2]!.claims.givenName).toBe('Émile "Mil"');
+  });
+
+  it('batch-issue.csv reads without a problem', () => {
+    const { rows, problems } = parseBatchCsv(readFileSync('examples/batch-issue.csv', 'utf8'), {
+      onDuplicate: 'allow',
+    });
+    expect(problems).toEqual([]);
+    expect(rows.map((r) => r.email)).toEqual(['chloe.dubois@example.com', 'daan.jansen@example.com']);
+    expect(rows[0]!.body.credentialSubject).toMatchObject({ familyName: 'Dubois', memberNumber: 3107 });
+  });
+});
