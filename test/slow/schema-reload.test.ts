@@ -189,5 +189,5 @@ describe('schema reload', () => {
     });
     const entries = ((await audit.json()) as { data?: Array<Record<string, unknown>> }).data;
     expect(entries?.map((e) => e.actor)).toEqual(['admin', 'admin']);
-  }, 90_000);
+  });
 });
