@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { ConfigError, parseEnv } from '../src/config/env.js';
 import { DEFAULT_DATABASE_URL } from '../src/store/database-url.js';
-import { migrateDatabase } from '../src/store/migrate-database.js';
+import { migrateDatabase } from '../src/store/engines.js';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 try {

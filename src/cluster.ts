@@ -119,6 +119,15 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
     for (const w of Object.values(cluster.workers ?? {}))
       if (w && w !== except && w.isConnected()) w.send({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
   };
+  // Listening before the first fork: a SIGHUP while the workers start must not end the primary (a
+  // starting worker runs the reload once its schemas are loaded).
+  process.on('SIGHUP', () => {
+    log.info(
+      { event: 'schemas_reload', signal: 'SIGHUP', workers: config.workers },
+      'schemas: reloading in every worker',
+    );
+    reloadSchemas();
+  });
   const fork = (): Worker => {
     const worker = cluster.fork(env);
     worker.on('message', (message) => {
@@ -209,11 +218,4 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGHUP', () => {
-    log.info(
-      { event: 'schemas_reload', signal: 'SIGHUP', workers: config.workers },
-      'schemas: reloading in every worker',
-    );
-    reloadSchemas();
-  });
 }

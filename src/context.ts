@@ -4,7 +4,8 @@ import type { Store } from 'express-rate-limit';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
-import { IssuanceService } from './issuance/issuance-service.js';
+import { HostedIssuanceService } from './issuance/hosted-issuance.js';
+import { IssuanceCore } from './issuance/issuance-core.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -12,7 +13,6 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from './keys/sealed-key.js';
 import { claimDatabaseEnvironment, developmentStateProblems } from './live/development-state.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
@@ -28,9 +28,7 @@ import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
-import type { OpenedStore } from './store/open-store.js';
-import { openPostgresStore } from './store/postgres/index.js';
-import { openSqliteStore } from './store/sqlite/index.js';
+import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -51,7 +49,7 @@ export interface AppContext {
   version: string;
   partnerId: string;
   keys: KeyHolder;
-  /** SQLite (embedded default) or PostgreSQL (several instances on one database), by DATABASE_URL. */
+  /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
   /** The current schema set (a view: a reload swaps what it reads). */
   schemas: SchemaRegistry;
@@ -62,8 +60,11 @@ export interface AppContext {
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
-  issuance: IssuanceService;
-  /** docs/interface.md "admin issue-vc": direct issuance by email. */
+  /** What every issuance does: sign, seal, record, upload within the request. */
+  issuance: IssuanceCore;
+  /** The holder's flow (docs/interface.md "issue-vc"), over `issuance`. */
+  hosted: HostedIssuanceService;
+  /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
@@ -135,16 +136,16 @@ export async function createContext(
   const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
 
   const initialSchemas = loadSchemas(config.schemasDir, config.issuerOrigin);
-  // The config holds the URL without its password; the secrets hold it whole.
+  // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
-    store =
-      config.database.kind === 'sqlite'
-        ? openSqliteStore(config.database.path)
-        : await openPostgresStore(secrets.databaseUrl, { poolMax: config.database.poolMax, log });
+    store = await openStore(secrets.database, {
+      poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      log,
+    });
   } catch (err) {
     throw new Error(
-      `DATABASE_URL: cannot open ${config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : config.database.url} (${(err as Error).message})`,
+      `DATABASE_URL: cannot open ${describeTarget(secrets.database)} (${(err as Error).message})`,
     );
   }
   try {
@@ -158,8 +159,8 @@ export async function createContext(
     throw err;
   }
   // One machine keeps its keys as files; several instances share them through the database,
-  // sealed (docs/security.md "Keys shared by several instances"). Config refuses production
-  // on PostgreSQL without KEY_ENCRYPTION_KEY.
+  // sealed (docs/security.md "Keys shared by several instances"): the engine says which by having
+  // `keys` or not. Config refuses production on such an engine without KEY_ENCRYPTION_KEY.
   // A start refused while loading keys (e.g. a row sealed under another KEY_ENCRYPTION_KEY)
   // leaves no pool open behind it.
   const orClose = async <T>(step: Promise<T>, also?: () => void): Promise<T> => {
@@ -172,7 +173,7 @@ export async function createContext(
     }
   };
   const keys: KeyHolder = await orClose(
-    store.kind === 'sqlite'
+    !store.keys
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
@@ -197,7 +198,7 @@ export async function createContext(
           check: (ring) => identification.assertUsable(ring),
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
-          kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
+          kek: secrets.keyEncryption.current,
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
@@ -239,18 +240,17 @@ export async function createContext(
     iden3 = await Iden3BjjIssuer.open({
       store: store.iden3,
       // Several instances share the key through the database (sealed); one machine keeps the file.
-      key:
-        store.kind === 'postgres'
-          ? await orClose(
-              databaseBjjKey(store.keys, store.iden3, {
-                keysDir: config.keysDir,
-                generateIfMissing: !config.production,
-                kek: secrets.keyEncryptionKey ?? DEVELOPMENT_KEY_ENCRYPTION_KEY,
-                log,
-              }),
-              () => keys.close(),
-            )
-          : undefined,
+      key: store.keys
+        ? await orClose(
+            databaseBjjKey(store.keys, store.iden3, {
+              keysDir: config.keysDir,
+              generateIfMissing: !config.production,
+              kek: secrets.keyEncryption.current,
+              log,
+            }),
+            () => keys.close(),
+          )
+        : undefined,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
       origin: config.issuerOrigin,
@@ -280,7 +280,7 @@ export async function createContext(
   );
   const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
-  const issuance = new IssuanceService({
+  const issuance = new IssuanceCore({
     issuerOrigin: config.issuerOrigin,
     schemas,
     claimsProviders,
@@ -292,6 +292,7 @@ export async function createContext(
     log,
     telemetry,
   });
+  const hosted = new HostedIssuanceService({ core: issuance, schemas });
 
   const status = new StatusService({
     issuerOrigin: config.issuerOrigin,
@@ -324,13 +325,13 @@ export async function createContext(
 
   const hashEmail = emailHasher(store.meta);
   const direct = new DirectIssuanceService({
-    issuance,
+    core: issuance,
     hashEmail,
     schemas,
     service: serviceClient,
     history: store.history,
     status,
-    locks: store.kind === 'postgres' ? store.locks : undefined,
+    locks: store.locks,
     retry: overrides.direct,
     deadlineMs: config.adminIssueDeadlineMs,
   });
@@ -348,6 +349,7 @@ export async function createContext(
     typeMetadata,
     issuers,
     issuance,
+    hosted,
     direct,
     hashEmail,
     status,

@@ -14,6 +14,7 @@ import { ConfigError } from './config/env.js';
 import type { AppContext } from './context.js';
 import type { Development } from './dev/development.js';
 import { createLogger } from './observability/logger.js';
+import type { SchemaCatalog } from './schemas/schema-catalog.js';
 
 /** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
 async function schemaProblems(dir: string): Promise<string[]> {
@@ -67,6 +68,25 @@ async function main(): Promise<void> {
   // ephemeral port is known for the dev origin) and resumes the uploads a previous run left; a
   // later worker joins the listener only once it can serve, and leaves its siblings' leases alone.
   const first = !cluster.isWorker || cluster.worker?.id === 1;
+  // SIGHUP, and in a WORKERS=N worker the primary's message, read SCHEMAS_DIR again
+  // (docs/schemas-and-claims.md "Reloading schemas"): a set with a bad file is refused, logged, and
+  // the current one kept. Listening from the start, so that a SIGHUP while starting does not end
+  // the process: that reload runs once the schemas are loaded.
+  let catalog: SchemaCatalog | undefined;
+  let pendingReload: string | undefined;
+  const reloadSchemas = (trigger: string) => {
+    const current = catalog;
+    if (!current) pendingReload = trigger;
+    else
+      void import('./schemas/schema-catalog.js').then(({ reloadAndLog }) =>
+        reloadAndLog(current, log, trigger),
+      );
+  };
+  process.on('SIGHUP', () => reloadSchemas('SIGHUP'));
+  if (cluster.isWorker)
+    process.on('message', (message) => {
+      if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas('primary');
+    });
   // A failed listen is one line naming the variables (a raw EADDRINUSE stack would name none):
   // a `listen_failed` log line, and the plain `start-up:` line on stderr every failed start writes.
   const listen = async (port: number, host: string, names: ListenNames) => {
@@ -106,17 +126,10 @@ async function main(): Promise<void> {
       ({ config, secrets } = dev);
     }
     ctx = await createContext(config, secrets, { log });
-    // SIGHUP reads SCHEMAS_DIR again (docs/schemas-and-claims.md "Reloading schemas"); a set with
-    // a bad file is refused, logged, and the current one kept.
-    const catalog = ctx.schemaCatalog;
-    const { reloadAndLog } = await import('./schemas/schema-catalog.js');
-    process.on('SIGHUP', () => void reloadAndLog(catalog, log, 'SIGHUP'));
-    if (cluster.isWorker) {
-      process.on('message', (message) => {
-        if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) void reloadAndLog(catalog, log, 'primary');
-      });
+    catalog = ctx.schemaCatalog;
+    if (cluster.isWorker)
       catalog.propagate = () => process.send?.({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
-    }
+    if (pendingReload) reloadSchemas(pendingReload);
     if (cluster.isWorker) {
       // WORKERS=N: GET /metrics answers for the whole cluster, not for the worker that took it.
       answerClusterMetrics([ctx.metrics.registry]);
@@ -169,6 +182,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    // The backstop: whatever still holds the drain one second past the grace, the process ends
+    // (docs/operations.md "Shutdown").
+    setTimeout(() => {
+      log.error(
+        { event: 'shutdown_overrun', graceMs: config.shutdownGraceMs },
+        'drain overran its grace; exiting',
+      );
+      process.exit(1);
+    }, config.shutdownGraceMs + 1000).unref();
     running
       .close()
       .then(() => dev?.close())

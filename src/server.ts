@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { AppContext } from './context.js';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
+import { destroyHttpPools } from './service-client/http-json.js';
 
 export interface RunningServer {
   server: Server;
@@ -64,10 +65,12 @@ function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse)
 }
 
 /**
- * Graceful drain (docs/operations.md): readiness turns 503 at once and new requests are refused; the listeners
- * stop accepting; requests in flight finish, up to `graceMs`; the Idempotency-Key claims of those
- * that could not are released (a retry is not told 409); the outbox stops after its current upload;
- * the database closes.
+ * Graceful drain (docs/operations.md "Shutdown"): readiness turns 503 at once and new requests are
+ * refused; the listeners stop accepting; requests in flight finish, up to `graceMs`. When the
+ * grace runs out, every request still running is answered 503 (what it recorded stays recorded:
+ * an issuance stays pending in the outbox), outbound calls are aborted, the Idempotency-Key
+ * claims of those requests are released (a retry is not told 409), and the rest closes: the
+ * outbox after its aborted attempts are recorded, then the database.
  */
 export async function drain(ctx: AppContext, servers: Server[], graceMs: number): Promise<void> {
   ctx.lifecycle.draining = true;
@@ -78,10 +81,13 @@ export async function drain(ctx: AppContext, servers: Server[], graceMs: number)
   const inFlight = ctx.lifecycle.inFlight;
   const finished = await ctx.lifecycle.idle(graceMs);
   if (!finished) {
+    const answered = await ctx.lifecycle.interrupt();
+    // Outbound pools are per process: a process draining is a process ending.
+    await destroyHttpPools();
     const released = await ctx.lifecycle.abandon();
     ctx.log.warn(
-      { event: 'drain_timeout', graceMs, unfinished: ctx.lifecycle.inFlight, releasedClaims: released },
-      'shutdown grace ran out; closing the remaining connections',
+      { event: 'drain_timeout', graceMs, unfinished: answered, releasedClaims: released },
+      'shutdown grace ran out; unfinished requests answered 503 and outbound calls aborted',
     );
   }
   for (const server of servers) server.closeAllConnections();

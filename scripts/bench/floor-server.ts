@@ -21,10 +21,9 @@ import { join } from 'node:path';
 import express from 'express';
 import { Pool } from 'undici';
 import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
-import { parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
+import { type HolderPublicKey, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
-import { canonicalJson, sha256Hex } from '../../src/issuance/canonical.js';
-import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
+import { issuanceSubjectHash, randomRevocationNonce } from '../../src/issuance/issuance-core.js';
 import { issueSdJwtVcSync } from '../../src/issuers/sd-jwt/assemble.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
@@ -102,7 +101,8 @@ async function issue(body: { holderDID: string; pubKey: string; userId: string }
     }).toString('base64url');
     credential = `${header}.${payload}.${signature}~`;
   }
-  const sealed = sealEnvelope(parseHolderPublicKey(body.pubKey, 'pubKey'), credential);
+  const holderKey = parseHolderPublicKey(body.pubKey, 'pubKey');
+  const sealed = sealEnvelope(holderKey, credential);
   const expiresAt = new Date((now + 86_400) * 1000).toISOString();
   const envelope = JSON.stringify({
     holderDid: body.holderDID,
@@ -112,7 +112,7 @@ async function issue(body: { holderDID: string; pubKey: string; userId: string }
     externalId: id,
     proofType: 'SD_JWT_VC',
   });
-  if (kitStore) await recordInKitStore(id, body.holderDID, subject, now, envelope);
+  if (kitStore) await recordInKitStore(id, body.holderDID, subject, holderKey, now, envelope);
   else record(id, body.holderDID, envelope);
   await postJson(uploadPool, uploadUrl.pathname, envelope, {
     'x-partner-auth': await partnerJwt.token(),
@@ -122,18 +122,19 @@ async function issue(body: { holderDID: string; pubKey: string; userId: string }
   else markUploaded.run(id);
 }
 
-/** The kit's store work for one hosted issuance (issuance-service.ts signAndRecord, in order). */
+/** The kit's store work for one hosted issuance (issuance-core.ts signAndRecord, in order). */
 async function recordInKitStore(
   id: string,
   holderDid: string,
   subject: Record<string, unknown>,
+  holderKey: HolderPublicKey,
   now: number,
   envelope: string,
 ): Promise<void> {
   const store = kitStore!;
   const createdAt = new Date(now * 1000);
   const expiresAt = new Date((now + 86_400) * 1000);
-  const subjectHash = sha256Hex(canonicalJson({ claims: subject, cnf: null }));
+  const subjectHash = await issuanceSubjectHash(subject, undefined, holderKey);
   const key = { holderDid, schemaId: 'membership-v1', proofType: 'SD_JWT_VC' as const, subjectHash };
   await store.findLiveDuplicate({ ...key, now: createdAt });
   for (;;) {

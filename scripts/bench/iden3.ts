@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PrivateKey } from '@iden3/js-crypto';
 import { generateHolderKeyPair, parseHolderPublicKey } from '../../src/envelope/index.js';
-import type { IssuancePhase } from '../../src/issuance/issuance-service.js';
+import type { IssuancePhase } from '../../src/issuance/issuance-core.js';
 import { BjjSigner } from '../../src/issuers/iden3/bjj-signer.js';
 import { MemoizedPoseidonHasher, merklizeCredential } from '../../src/issuers/iden3/core-claim.js';
 import { LocalDocumentLoader } from '../../src/issuers/iden3/document-loader.js';
@@ -202,7 +202,7 @@ async function benchInProcess(): Promise<Row[]> {
 }
 
 /**
- * Hosted BJJ issuance in process through the app's own IssuanceService (the real context, claims
+ * Hosted BJJ issuance in process through the app's own HostedIssuanceService (the real context, claims
  * from SQLite, the bundled emulator), one at a time, with the time of each phase: claim lookup,
  * merklization, signing (core claim + BJJ), envelope, storage (the issuance record) and upload.
  */
@@ -230,7 +230,7 @@ async function benchIssuanceSplit(): Promise<Row[]> {
     ctx.issuers.set('BJJ_SIG_2021', timed);
     const encryptTo = parseHolderPublicKey(generateHolderKeyPair('x25519').publicKeyHex, 'pubKey');
     const issueOne = () =>
-      ctx.issuance.issueHosted({
+      ctx.hosted.issueHosted({
         holderDid: nextHolderDid(),
         userId: 'demo-user-1',
         schemaId: 'membership-v1',

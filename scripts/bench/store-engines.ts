@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { randomRevocationNonce } from '../../src/issuance/issuance-service.js';
+import { randomRevocationNonce } from '../../src/issuance/issuance-core.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { NewIssuance, Store } from '../../src/store/store.js';

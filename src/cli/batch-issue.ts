@@ -24,9 +24,20 @@ export interface IssueBody {
   schemaId: string;
   /** Left empty by the CSV when neither a vct cell nor --vct is given: the schema's own is filled in. */
   vct: string;
+  /** Left empty when neither an expiration cell nor --expiration is given: the schema's lifetime fills it. */
   expiration: string;
-  credentialSubject: Record<string, unknown>;
+  /** The row's claims, or (a `user` column) the claims provider's user id whose claims are issued. */
+  credentialSubject?: Record<string, unknown>;
+  claimsUserId?: string;
   onDuplicate: OnDuplicate;
+}
+
+/**
+ * The expiration `issue` and `batch-issue` give a credential when none is named: `now` plus the
+ * schema's `expiresInSeconds`, in whole seconds.
+ */
+export function defaultExpiration(lifetimeSeconds: number, now = Date.now()): string {
+  return new Date(now + lifetimeSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 export interface BatchRow {
@@ -48,19 +59,34 @@ const FIXED_COLUMNS = new Map([
   ['schemaId', 'schemaId'],
   ['schema', 'schemaId'],
   ['vct', 'vct'],
+  ['user', 'user'],
 ]);
 
 /**
- * Reads a batch CSV (columns `email`, `expiration`, `schemaId`, `vct`, `credentialSubject.<claim>`;
- * the options stand in for missing columns or empty cells) and checks every row locally. Every
- * problem is collected, with its line, so that nothing is sent while any row is bad.
+ * Reads a batch CSV (columns `email`, `expiration`, `schemaId`, `vct`, and either
+ * `credentialSubject.<claim>` columns or a `user` column naming the claims provider's user; the
+ * options stand in for missing columns or empty cells) and checks every row locally. Every
+ * problem is collected, with its line, so that nothing is sent while any row is bad. A row
+ * without an expiration is given the schema's lifetime when sent, as `issue` does.
  */
 export function parseBatchCsv(
   text: string,
   defaults: BatchDefaults,
 ): { rows: BatchRow[]; problems: LineProblem[] } {
   const { header, records } = readCsv(text);
+  const byUser = header.includes('user');
   const { columns, problems } = subjectColumns(header);
+  if (byUser) {
+    // The claims come from the provider: claim columns would be a second, conflicting source.
+    const hasColumns = columns.length > 0 || header.some((h) => h.startsWith(SUBJECT_PREFIX));
+    problems.length = 0;
+    if (hasColumns)
+      problems.push({
+        line: 1,
+        field: 'user',
+        message: `a user column or ${SUBJECT_PREFIX}<claim> columns, not both`,
+      });
+  }
   const fixed = new Map<string, number>();
   header.forEach((name, index) => {
     if (name.startsWith(SUBJECT_PREFIX)) return;
@@ -71,14 +97,8 @@ export function parseBatchCsv(
     else fixed.set(canonical, index);
   });
   if (!fixed.has('email')) problems.push({ line: 1, field: 'email', message: 'the email column is missing' });
-  for (const [column, option] of [
-    ['schemaId', '--schema'],
-    ['expiration', '--expiration'],
-  ] as const) {
-    const fallback = column === 'schemaId' ? defaults.schema : defaults[column];
-    if (!fixed.has(column) && fallback === undefined)
-      problems.push({ line: 1, field: column, message: `no ${column} column and no ${option} option` });
-  }
+  if (!fixed.has('schemaId') && defaults.schema === undefined)
+    problems.push({ line: 1, field: 'schemaId', message: 'no schemaId column and no --schema option' });
   if (problems.length > 0) return { rows: [], problems };
 
   const rows: BatchRow[] = [];
@@ -99,19 +119,19 @@ export function parseBatchCsv(
     const email = RecipientEmailSchema.safeParse(cell('email') ?? '');
     if (!email.success) rowProblems.push({ line, field: 'email', message: email.error.issues[0]!.message });
     const expirationText = cell('expiration') ?? defaults.expiration;
-    const expiration = ExpirationSchema.safeParse(expirationText);
-    if (!expiration.success)
-      rowProblems.push({
-        line,
-        field: 'expiration',
-        message: expirationText === undefined ? 'required' : expiration.error.issues[0]!.message,
-      });
+    const expiration = expirationText === undefined ? undefined : ExpirationSchema.safeParse(expirationText);
+    if (expiration && !expiration.success)
+      rowProblems.push({ line, field: 'expiration', message: expiration.error.issues[0]!.message });
     const schemaId = cell('schemaId') ?? defaults.schema;
     if (!schemaId) rowProblems.push({ line, field: 'schemaId', message: 'required' });
     // Without a vct cell or --vct, the schema's own vct is used (the server names it when validating).
     const vct = cell('vct') ?? defaults.vct ?? '';
-    const credentialSubject = buildSubject(cells, columns);
-    if (Object.keys(credentialSubject).length === 0)
+    const claims = byUser
+      ? { claimsUserId: cell('user') }
+      : { credentialSubject: buildSubject(cells, columns) };
+    if (claims.claimsUserId === undefined && byUser)
+      rowProblems.push({ line, field: 'user', message: 'required' });
+    if (claims.credentialSubject && Object.keys(claims.credentialSubject).length === 0)
       rowProblems.push({ line, field: 'credentialSubject', message: 'every claim cell is empty' });
     problems.push(...rowProblems);
     if (rowProblems.length === 0) {
@@ -122,8 +142,8 @@ export function parseBatchCsv(
           userId: email.data!,
           schemaId: schemaId!,
           vct,
-          expiration: expirationText!,
-          credentialSubject,
+          expiration: expirationText ?? '',
+          ...claims,
           onDuplicate: defaults.onDuplicate,
         },
       });
@@ -353,9 +373,16 @@ export async function runBatchIssue(
   return counts.failed > 0 ? 1 : 0;
 }
 
-/** The server's own checks of every row (schema, claims, frame), in requests under the body limit. */
+/** The server's field names as the batch file's columns. */
+const batchField = (field: string): string => (field === 'claimsUserId' ? 'user' : field);
+
+/**
+ * The server's own checks of every row (schema, claims, frame), in requests under the body limit;
+ * rows without a vct or an expiration get the schema's (one instant, `now`, for the whole run).
+ */
 async function serverProblems(client: AdminClient, rows: BatchRow[]): Promise<LineProblem[]> {
   const problems: LineProblem[] = [];
+  const now = Date.now();
   let chunk: BatchRow[] = [];
   let size = 0;
   const flush = async () => {
@@ -363,19 +390,24 @@ async function serverProblems(client: AdminClient, rows: BatchRow[]): Promise<Li
     const { body } = await client.call<{
       problems: Array<{ row: number; field: string; message: string }>;
       vct?: Record<string, string>;
+      expiresInSeconds?: Record<string, number>;
     }>('POST', '/admin/issue-vc/validate', {
       body: {
         rows: chunk.map((r) => ({
           schemaId: r.body.schemaId,
           vct: r.body.vct || undefined,
           credentialSubject: r.body.credentialSubject,
+          claimsUserId: r.body.claimsUserId,
         })),
       },
     });
     for (const p of body.problems)
-      problems.push({ line: chunk[p.row]!.line, field: p.field, message: p.message });
-    for (const row of chunk)
+      problems.push({ line: chunk[p.row]!.line, field: batchField(p.field), message: p.message });
+    for (const row of chunk) {
       if (!row.body.vct) row.body.vct = body.vct?.[row.body.schemaId] ?? row.body.schemaId;
+      const lifetime = body.expiresInSeconds?.[row.body.schemaId];
+      if (!row.body.expiration && lifetime) row.body.expiration = defaultExpiration(lifetime, now);
+    }
     chunk = [];
     size = 0;
   };

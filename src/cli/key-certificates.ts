@@ -2,13 +2,14 @@ import { createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/config.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../config/key-encryption-key.js';
 import { attachChain, chainProblems, originHost, pemToX5c } from '../keys/certificates.js';
 import { certifyWithDevCa, DEV_CA_PEM } from '../keys/dev-ca.js';
 import { keyOfRow, storedKey } from '../keys/key-holder.js';
 import { generateKey, KeyError, loadKeyRing, newKeyData, readKeys } from '../keys/key-ring.js';
-import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../keys/sealed-key.js';
 import { type LibKeyPair, sanFor, x509 } from '../keys/x509.js';
-import { parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
+import { redactDatabaseUrl } from '../store/database-url.js';
+import { parseDatabaseUrl } from '../store/engines.js';
 import type { KeyMaterialStore } from '../store/store.js';
 
 /**

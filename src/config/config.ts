@@ -1,8 +1,15 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { parseKeyEncryptionKey } from '../keys/sealed-key.js';
-import { DEFAULT_DATABASE_URL, parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
+import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
+import type { DatabaseTarget } from '../store/engines.js';
+import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
+import {
+  type KeyEncryption,
+  parseKeyEncryptionKey,
+  resolveKeyEncryption,
+  weakKeyEncryptionKey,
+} from './key-encryption-key.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -69,10 +76,14 @@ export interface Secrets {
   adminApiKeys: NamedKey[];
   /** Bearer token `GET /metrics` requires; unset = open. */
   metricsToken?: string | undefined;
-  /** DATABASE_URL as given (default sqlite:./data/issuer.db), for `openStore`. */
+  /** DATABASE_URL as given (default sqlite:./data/issuer.db). */
   databaseUrl: string;
-  /** KEY_ENCRYPTION_KEY (32 bytes): seals the private keys kept in a PostgreSQL database. */
+  /** What DATABASE_URL names, with its password: what `openStore` opens (src/store/engines.ts). */
+  database: DatabaseTarget;
+  /** KEY_ENCRYPTION_KEY (32 bytes) as given: seals the private keys kept in the database. */
   keyEncryptionKey: Buffer | undefined;
+  /** The sealing keys resolved once: the one to use (the development key when unset) and the previous one. */
+  keyEncryption: KeyEncryption;
   /** REDIS_URL as given: shared rate-limit counters. */
   redisUrl: string | undefined;
 }
@@ -141,9 +152,12 @@ export function loadConfig(
     const parsed = parseKeyEncryptionKey(env.KEY_ENCRYPTION_KEY);
     if (typeof parsed === 'string') problems.push(`KEY_ENCRYPTION_KEY: ${parsed}`);
     else keyEncryptionKey = parsed;
-  } else if (production && database.kind === 'postgres') {
+    const weak = typeof parsed === 'string' ? undefined : weakKeyEncryptionKey(parsed);
+    if (production && weak)
+      problems.push(`KEY_ENCRYPTION_KEY: ${weak}; production needs a random one (openssl rand -hex 32)`);
+  } else if (production && typeof target !== 'string' && keepsKeysInDatabase(target)) {
     problems.push(
-      'KEY_ENCRYPTION_KEY: required in production with PostgreSQL (it seals the signing keys kept in the database)',
+      `KEY_ENCRYPTION_KEY: required in production with ${engineName(target)} (it seals the signing keys kept in the database)`,
     );
   }
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
@@ -203,7 +217,7 @@ export function loadConfig(
     }
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || typeof target === 'string') throw new ConfigError(problems);
   return {
     config: {
       nodeEnv: env.NODE_ENV ?? 'development',
@@ -256,7 +270,13 @@ export function loadConfig(
       adminApiKeys,
       metricsToken: env.METRICS_TOKEN,
       databaseUrl,
+      database: target,
       keyEncryptionKey,
+      keyEncryption: resolveKeyEncryption(
+        keyEncryptionKey,
+        // A tool variable (src/config/tool-env.ts): never refuses the start, whatever its value.
+        source.KEY_ENCRYPTION_KEY_PREVIOUS,
+      ),
       redisUrl: env.REDIS_URL,
     },
   };

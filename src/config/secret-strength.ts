@@ -1,5 +1,5 @@
 /**
- * The production rule for API_KEY and ADMIN_API_KEY (issue 12: `aaaa…` and 34 spaces passed a
+ * The production rule for API_KEY and ADMIN_API_KEY (`aaaa…` and 34 spaces passed a
  * length-only check, and a secret with spaces never matches a header value):
  * - at least 32 characters;
  * - visible ASCII only (0x21–0x7E): no whitespace, control or non-ASCII characters, which do not

@@ -5,6 +5,11 @@
  */
 export { openEnvelope, sealEnvelope } from './cipher.js';
 export { EnvelopeError, type EnvelopeErrorCode } from './envelope-error.js';
-export { generateHolderKeyPair, parseHolderPublicKey, privateKeyFromPkcs8Hex } from './keys.js';
+export {
+  generateHolderKeyPair,
+  holderKeyFingerprint,
+  parseHolderPublicKey,
+  privateKeyFromPkcs8Hex,
+} from './keys.js';
 export { fromPreviewFields, toPreviewFields } from './preview.js';
 export type { Envelope, HolderCurve, HolderPublicKey, PreviewFields } from './types.js';

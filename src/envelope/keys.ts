@@ -3,7 +3,7 @@ import {
   createPrivateKey,
   createPublicKey,
   diffieHellman,
-  type ECDH,
+  ECDH,
   generateKeyPairSync,
   type KeyObject,
 } from 'node:crypto';
@@ -121,11 +121,14 @@ const X25519_LOW_ORDER = new Set<bigint>([
   0x57119fd0dd4e22d8868e1c58c45c44045bef839c55b1d0b1248c50a3bc959c5fn,
 ]);
 
-function isLowOrderX25519(rawPublicKey: Buffer): boolean {
+/** RFC 7748 §5: the u-coordinate an X25519 public key stands for (top bit ignored, mod p). */
+function x25519U(rawPublicKey: Buffer): bigint {
   const bigEndian = Buffer.from(rawPublicKey).reverse();
   bigEndian[0]! &= 0x7f;
-  return X25519_LOW_ORDER.has(BigInt(`0x${bigEndian.toString('hex')}`) % P25519);
+  return BigInt(`0x${bigEndian.toString('hex')}`) % P25519;
 }
+
+const isLowOrderX25519 = (rawPublicKey: Buffer): boolean => X25519_LOW_ORDER.has(x25519U(rawPublicKey));
 
 const HEX = /^(?:[0-9a-fA-F]{2})+$/;
 
@@ -162,6 +165,26 @@ export function parseHolderPublicKey(hex: string, field: string): HolderPublicKe
   } catch {
     throw invalidParameter(field, 'is not a valid point on the curve');
   }
+}
+
+/**
+ * The same key whatever its encoding: the curve and its point in one form (EC points
+ * uncompressed, SEC 1 §2.3.3; X25519 with the unused top bit cleared and reduced mod p, RFC 7748
+ * §5), so that a key sent compressed once and uncompressed the next time counts as one key.
+ */
+export function holderKeyFingerprint(key: HolderPublicKey): string {
+  const point = matchSpki(key.spkiDer)!.point;
+  if (key.curve !== 'x25519') {
+    const uncompressed = ECDH.convertKey(
+      point,
+      OPENSSL_CURVE[key.curve],
+      undefined,
+      undefined,
+      'uncompressed',
+    );
+    return `${key.curve}:${(uncompressed as Buffer).toString('hex')}`;
+  }
+  return `x25519:${x25519U(point).toString(16).padStart(64, '0')}`;
 }
 
 export function keyCurve(key: KeyObject): HolderCurve | undefined {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RESERVED_CLAIMS } from '../schemas/schema-file.js';
 
-// spec 4.6 admin issue-vc inputs, shared by the route and the admin CLI (which checks rows before sending).
+// docs/interface.md "admin issue-vc" inputs, shared by the route and the admin CLI (which checks rows before sending).
 
 /** `allow` issues another credential, `ignore` answers the holder's valid one, `revoke` replaces it. */
 export const OnDuplicateSchema = z.enum(['allow', 'ignore', 'revoke'], {
@@ -20,7 +20,7 @@ export const ExpirationSchema = z
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Subject claims; each reserved claim (DESIGN §5) is its own issue, so a 400 names every one. */
+/** Subject claims; each reserved claim is its own issue, so a 400 names every one. */
 export const CredentialSubjectSchema = z
   .record(z.string(), z.unknown(), { error: 'must be an object' })
   .superRefine((subject, ctx) => {

@@ -1,23 +1,25 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
-import { AppError, type ErrorCode, upstreamUnavailable } from '../errors.js';
+import { AppError, type ErrorCode, invalidParameter, upstreamUnavailable } from '../errors.js';
 import type { AuditActor } from '../model.js';
-import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
 import type { StatusService } from '../status/status-service.js';
 import type { IssuanceHistoryStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
 import { backoffWithJitter } from './backoff.js';
 import { disclosureFrameProblems, type InputProblem, type OnDuplicate } from './direct-input.js';
 import type { EmailHasher } from './email-hash.js';
-import type { IssuanceService } from './issuance-service.js';
+import type { IssuanceCore } from './issuance-core.js';
 
-export interface DirectIssueRequest {
+/** The claims: given by the caller, or the schema's claims provider's for a user id. */
+export type DirectClaims = { credentialSubject: Record<string, unknown> } | { claimsUserId: string };
+
+export type DirectIssueRequest = DirectClaims & {
   email: string;
   schemaId: string;
   vct: string;
   expiresAt: Date;
-  credentialSubject: Record<string, unknown>;
   disclosureFrame?: Record<string, unknown> | undefined;
   onDuplicate: OnDuplicate;
   /**
@@ -27,7 +29,7 @@ export interface DirectIssueRequest {
   idempotencyKey?: string | undefined;
   /** Who asked: recorded with the new credential (and with each revocation onDuplicate makes). */
   audit?: AuditActor | undefined;
-}
+};
 
 export interface DirectIssueResult {
   /** `existing`: onDuplicate=ignore found a valid credential and issued nothing. */
@@ -36,7 +38,7 @@ export interface DirectIssueResult {
 }
 
 export interface DirectIssuanceDeps {
-  issuance: IssuanceService;
+  core: IssuanceCore;
   schemas: SchemaRegistry;
   service: {
     initializeUser(
@@ -45,7 +47,7 @@ export interface DirectIssuanceDeps {
     ): Promise<InitializedUser>;
   };
   history: IssuanceHistoryStore;
-  /** Issue 11: the recipient's email is recorded as this keyed hash, for `history --email`. */
+  /** The recipient's email is recorded as this keyed hash, for `history --email`. */
   hashEmail: EmailHasher;
   status: StatusService;
   /**
@@ -68,7 +70,7 @@ export interface DirectIssuanceDeps {
 const SHARED_LOCK_LEASE_MS = 30_000;
 const SHARED_LOCK_WAIT_MS = 30_000;
 
-// spec 4.6: these upstream answers are final and passed on with the same status.
+// docs/interface.md "admin issue-vc": these upstream answers are final and passed on with the same status.
 const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
   400: 'INVALID_PARAMETER',
   401: 'UNAUTHORIZED',
@@ -78,9 +80,10 @@ const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
 };
 
 /**
- * spec 4.5 + 4.6 direct issuance (DESIGN §1): resolve the holder by email, sign an SD-JWT VC with
- * no `cnf`, encrypt it to the holder's key, record it with a status slot and nonce, upload it
- * through the durable outbox. Signing, sealing and recording are the hosted flow's own steps.
+ * Direct issuance (docs/interface.md "admin issue-vc"): resolve the holder by email, sign an
+ * SD-JWT VC with no `cnf`, encrypt it to the holder's key, record it with a status slot and nonce,
+ * upload it through the durable outbox. The claims are the caller's, or the schema's claims
+ * provider's for a user id. Signing, sealing, recording and uploading are the core's.
  */
 export class DirectIssuanceService {
   private readonly attempts: number;
@@ -100,21 +103,21 @@ export class DirectIssuanceService {
   async issue(req: DirectIssueRequest): Promise<DirectIssueResult> {
     const deadline = Date.now() + this.deadlineMs;
     const schema = this.deps.schemas.require(req.schemaId);
-    const recorded = await this.deps.issuance.untilRecorded('SD_JWT_VC', 'direct', () =>
+    const recorded = await this.deps.core.untilRecorded('SD_JWT_VC', 'direct', () =>
       this.record(req, schema, deadline),
     );
     if (recorded.outcome === 'existing') {
-      this.deps.issuance.report('SD_JWT_VC', 'direct', 'existing');
+      this.deps.core.report('SD_JWT_VC', 'direct', 'existing');
       return recorded;
     }
     try {
       return {
         outcome: 'issued',
-        record: await this.deps.issuance.uploadWithinRequest(recorded.record, deadline),
+        record: await this.deps.core.uploadWithinRequest(recorded.record, deadline),
       };
     } catch (err) {
       if (!(err instanceof AppError && err.code === 'UPSTREAM_UNAVAILABLE')) throw err;
-      // spec 4.6: a final answer of the hosting service (400/401/403/404/409) is passed on with its
+      // A final answer of the hosting service (400/401/403/404/409) is passed on with its
       // status and message. The credential stays recorded (details.credentialId) and queued.
       const cause = err.cause;
       const code =
@@ -133,15 +136,33 @@ export class DirectIssuanceService {
     }
   }
 
+  /**
+   * The caller's claims, or the schema's claims provider's for `claimsUserId` (undefined when it
+   * has none for that user).
+   */
+  private async claimsOf(
+    req: DirectClaims,
+    schema: LoadedSchema,
+  ): Promise<Record<string, unknown> | undefined> {
+    if ('credentialSubject' in req) return req.credentialSubject;
+    const answer = await this.deps.core.lookupClaims(schema, req.claimsUserId, 'SD_JWT_VC');
+    if (!answer.eligible) return undefined;
+    const { id: _id, ...claims } = answer.credentialSubject;
+    return claims;
+  }
+
   /** Up to the committed record: resolve the holder, then sign and record (or find the existing one). */
-  private async record(
-    req: DirectIssueRequest,
-    schema: ReturnType<SchemaRegistry['require']>,
-    deadline: number,
-  ) {
-    this.deps.issuance.requireIssuer(schema, 'SD_JWT_VC');
-    // Checked before initialize-user, so a request that cannot succeed creates no account upstream.
-    this.deps.schemas.assertClaims(schema, req.credentialSubject);
+  private async record(req: DirectIssueRequest, schema: LoadedSchema, deadline: number) {
+    const issuer = this.deps.core.requireIssuer(schema, 'SD_JWT_VC');
+    // Known and checked before initialize-user, so a request that cannot succeed creates no account upstream.
+    const claims = await this.claimsOf(req, schema);
+    if (!claims) throw notEligible(schema.schemaId);
+    this.deps.schemas.assertClaims(schema, claims);
+    if (req.disclosureFrame !== undefined && 'claimsUserId' in req) {
+      // The caller's own claims had their frame checked with the body; the provider's only now.
+      const problem = disclosureFrameProblems(req.disclosureFrame, claims)[0];
+      if (problem) throw invalidParameter(problem.field, problem.message);
+    }
     const user = await this.initializeUser(req.email, deadline);
     const encryptTo = holderKey(user);
     const emailHash = await this.deps.hashEmail(req.email);
@@ -158,19 +179,21 @@ export class DirectIssuanceService {
         const valid = active.find((r) => r.status === 0);
         if (valid) return { outcome: 'existing' as const, record: valid };
       }
-      const record = await this.deps.issuance.signAndRecord({
+      const record = await this.deps.core.signAndRecord({
+        issuer,
         credentialId,
         channel: 'direct',
         userId: user.userId,
         holderDid: user.did,
         schema,
         proofType: 'SD_JWT_VC',
-        claims: req.credentialSubject,
+        claims,
         expiresAt: req.expiresAt,
         encryptTo,
         vct: req.vct,
-        // spec 4.6: the default frame is every top-level claim, whatever the schema file says.
-        disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(req.credentialSubject) },
+        // docs/interface.md "admin issue-vc": the default frame is every top-level claim, whatever
+        // the schema file says.
+        disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
         dedupe: false,
         emailHash,
         audit: req.audit,
@@ -184,7 +207,7 @@ export class DirectIssuanceService {
     });
   }
 
-  // spec 4.5 initialize-user; spec 7: 500 is "retry with backoff". Resolving an email is idempotent.
+  // initialize-user answering 500 means "retry with backoff"; resolving an email is idempotent.
   private async initializeUser(email: string, deadline: number): Promise<InitializedUser> {
     const pastDeadline = (last: string, details: object) =>
       upstreamUnavailable(
@@ -261,28 +284,32 @@ export class DirectIssuanceService {
 
   /**
    * Every problem of a would-be issue-vc body that the server can tell without issuing: unknown
-   * schema, reserved or invalid claims, a frame that does not fit the claims (batch pre-check).
+   * schema, a user the claims provider has nothing for, reserved or invalid claims, a frame that
+   * does not fit the claims (batch pre-check). A claims provider that cannot answer throws (502).
    */
-  checkRequest(row: {
-    schemaId: string;
-    credentialSubject: Record<string, unknown>;
-    disclosureFrame?: Record<string, unknown> | undefined;
-  }): InputProblem[] {
+  async checkRequest(
+    row: DirectClaims & { schemaId: string; disclosureFrame?: Record<string, unknown> | undefined },
+  ): Promise<InputProblem[]> {
     const schema = this.deps.schemas.get(row.schemaId);
     if (!schema) return [{ field: 'schemaId', message: `unknown schema ${row.schemaId}` }];
-    try {
-      this.deps.issuance.requireIssuer(schema, 'SD_JWT_VC');
-    } catch {
+    if (!this.deps.core.issues(schema, 'SD_JWT_VC'))
       return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as SD_JWT_VC` }];
-    }
+    const claims = await this.claimsOf(row, schema);
+    if (!claims) return [{ field: 'claimsUserId', message: NOT_ELIGIBLE(schema.schemaId) }];
     const problems: InputProblem[] = schema
-      .claimProblems(row.credentialSubject)
+      .claimProblems(claims)
       .map((p) => ({ field: `credentialSubject.${p.claim}`, message: p.message }));
     if (row.disclosureFrame !== undefined)
-      problems.push(...disclosureFrameProblems(row.disclosureFrame, row.credentialSubject));
+      problems.push(...disclosureFrameProblems(row.disclosureFrame, claims));
     return problems;
   }
 }
+
+const NOT_ELIGIBLE = (schemaId: string) => `the claims provider has no ${schemaId} credential for this user`;
+
+/** A user the claims provider has no credential of this schema for: 404, as in hosted issue-vc. */
+const notEligible = (schemaId: string): AppError =>
+  new AppError('NOT_FOUND', `claimsUserId: ${NOT_ELIGIBLE(schemaId)}`, { field: 'claimsUserId' });
 
 function holderKey(user: InitializedUser): HolderPublicKey {
   try {

@@ -33,7 +33,7 @@ export interface OutboxEvents {
 }
 
 /**
- * The durable upload outbox (DESIGN §9). Every issuance is committed before its upload; an
+ * The durable upload outbox. Every issuance is committed before its upload; an
  * upload that fails stays pending with its envelope and is retried with the same externalId,
  * with exponential backoff capped at 30 s, also after a restart, for a bounded number of
  * attempts; then it is `failed` until an admin retries it (`npm run admin -- uploads retry`).

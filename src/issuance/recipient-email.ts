@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
-// spec 4.5 initialize-user: "an individual recipient's account email, never a partner, service,
-// admin or shared address". Judged on the local part without a `+tag`.
+// docs/interface.md "admin issue-vc", initialize-user: "an individual recipient's account email,
+// never a partner, service, admin or shared address". Judged on the local part without a `+tag`.
 const ROLE_LOCAL_PARTS = new Set([
   'abuse',
   'accounts',

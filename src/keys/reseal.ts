@@ -1,8 +1,10 @@
-import { parseDatabaseUrl, redactDatabaseUrl } from '../store/database-url.js';
+import { parseKeyEncryptionKey } from '../config/key-encryption-key.js';
+import { redactDatabaseUrl } from '../store/database-url.js';
+import { parseDatabaseUrl } from '../store/engines.js';
 import { openPostgresStore } from '../store/postgres/index.js';
 import type { KeyMaterialStore, SealedRow } from '../store/store.js';
 import { KeyError } from './key-ring.js';
-import { openSealedKey, parseKeyEncryptionKey, sealJson } from './sealed-key.js';
+import { openSealedKey, sealJson } from './sealed-key.js';
 
 /** One row as `keys reseal` reports it (never its content). */
 export interface ResealedRow {

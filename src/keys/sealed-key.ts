@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { type KeyData, KeyError } from './key-ring.js';
 
 /**
@@ -12,21 +12,6 @@ const VERSION = 'v1';
 export class SealedKeyFormatError extends KeyError {
   override name = 'SealedKeyFormatError';
 }
-
-/** KEY_ENCRYPTION_KEY: 64 hex digits or base64 of 32 bytes. A string result is the problem. */
-export function parseKeyEncryptionKey(value: string): Buffer | string {
-  const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
-  if (bytes.length !== 32) return 'must be 32 bytes, as 64 hex digits or base64 (openssl rand -hex 32)';
-  return bytes;
-}
-
-/**
- * Development only: the key used when KEY_ENCRYPTION_KEY is unset outside production. Anyone can
- * derive it, so it protects nothing; production refuses to start without a real one.
- */
-export const DEVELOPMENT_KEY_ENCRYPTION_KEY = createHash('sha256')
-  .update('issuer-kit development KEY_ENCRYPTION_KEY')
-  .digest();
 
 const aad = (kid: string, purpose: string) => Buffer.from(`${purpose}:${kid}`);
 

@@ -10,6 +10,7 @@ export class Lifecycle {
   #active = 0;
   #idle: (() => void)[] = [];
   readonly #undo = new Set<() => Promise<void>>();
+  readonly #interrupts = new Set<() => Promise<void>>();
 
   get inFlight(): number {
     return this.#active;
@@ -45,6 +46,25 @@ export class Lifecycle {
     return () => {
       this.#undo.delete(undo);
     };
+  }
+
+  /**
+   * Registers how to answer an unfinished request when the drain's grace runs out (a 503 rather
+   * than a reset connection); call the returned function when the request ended.
+   */
+  onInterrupt(answer: () => Promise<void>): () => void {
+    this.#interrupts.add(answer);
+    return () => {
+      this.#interrupts.delete(answer);
+    };
+  }
+
+  /** The drain's grace ran out: answers every request still in flight. Resolves with their count. */
+  async interrupt(): Promise<number> {
+    const pending = [...this.#interrupts];
+    this.#interrupts.clear();
+    await Promise.allSettled(pending.map((answer) => answer()));
+    return pending.length;
   }
 
   /** The drain's grace ran out: undoes every unfinished piece of work. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pino, { type DestinationStream } from 'pino';
 import type { LogLevel } from '../config/config.js';
 import type { Logger } from '../model.js';
-import { currentRequestId } from './request-context.js';
+import { currentRequestId } from '../request-context.js';
 
 // Members of a JWK that are private (RFC 7518 §6.2.2, §6.3.2, §6.4.1).
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'];

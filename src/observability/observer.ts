@@ -1,6 +1,22 @@
-import type { UploadOutbox } from '../issuance/outbox.js';
+import type { EventEmitter } from 'node:events';
 import type { Logger, Telemetry } from '../model.js';
 import type { IssuerMetrics } from './metrics.js';
+
+/** What the observer reads of a credential whose upload an outbox reports. */
+export interface ReportedUpload {
+  credentialId: string;
+  uploadAttempts: number;
+}
+
+/**
+ * The events an upload outbox reports (src/issuance/outbox.ts emits them). Declared here, so that
+ * observability depends on no service: the outbox fits this shape.
+ */
+export interface UploadEvents {
+  uploaded: [record: ReportedUpload, storagePath: string | null];
+  failed: [record: ReportedUpload, error: Error, nextAttemptAt: Date];
+  gave_up: [record: ReportedUpload, error: Error, attempts: number];
+}
 
 /**
  * Turns what the services report (`Telemetry`, the outbox's events) into log lines and metric
@@ -8,7 +24,7 @@ import type { IssuerMetrics } from './metrics.js';
  */
 export function observe(
   telemetry: Telemetry,
-  outbox: UploadOutbox,
+  outbox: Pick<EventEmitter<UploadEvents>, 'on'>,
   metrics: IssuerMetrics,
   log: Logger,
 ): void {

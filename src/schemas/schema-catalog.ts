@@ -112,7 +112,10 @@ class MapView<K, V> implements ReadonlyMap<K, V> {
   }
 }
 
-/** Reloads and writes the outcome to the log: `schemas_reloaded`, or `schemas_reload_failed` with each problem. */
+/**
+ * Reloads and writes the outcome to the log: `schemas_reloaded`, or `schemas_reload_failed` with
+ * each problem; `pid` tells the workers of WORKERS=N apart.
+ */
 export async function reloadAndLog(
   catalog: SchemaCatalog,
   log: Logger,
@@ -122,12 +125,12 @@ export async function reloadAndLog(
   const schemaIds = outcome.schemas.map((s) => s.schemaId);
   if (outcome.ok)
     log.info(
-      { event: 'schemas_reloaded', trigger, schemaIds },
+      { event: 'schemas_reloaded', trigger, schemaIds, pid: process.pid },
       `schemas: reloaded ${schemaIds.length} (${trigger})`,
     );
   else
     log.error(
-      { event: 'schemas_reload_failed', trigger, problems: outcome.problems, schemaIds },
+      { event: 'schemas_reload_failed', trigger, problems: outcome.problems, schemaIds, pid: process.pid },
       `schemas: reload failed, keeping the previous ${schemaIds.length} (${trigger}): ${outcome.problems
         .map((p) => `${p.file}: ${p.message}`)
         .join('; ')}`,

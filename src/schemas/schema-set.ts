@@ -1,9 +1,8 @@
 import type { ClaimsProvider } from '../claims/claims-provider.js';
 import { createClaimsProvider, SqliteClaimsProvider } from '../claims/index.js';
-import { iden3ContextProblems } from '../issuers/iden3/iden3-bjj-issuer.js';
+import { type Iden3BjjIssuer, iden3ContextProblems } from '../issuers/iden3/iden3-bjj-issuer.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { SchemaSet } from './schema-catalog.js';
-import type { CredentialSchema } from './schema-file.js';
 import { SchemaFileError, type SchemaFileProblem, type SchemaRegistry } from './schema-registry.js';
 import { buildTypeMetadata } from './type-metadata.js';
 
@@ -15,7 +14,7 @@ export interface SchemaSetDeps {
    * The Iden3 back-end, when on. It starts only when a schema lists BJJ_SIG_2021 at start-up (it
    * opens the issuer identity), so a reloaded set that needs it while it is off is refused.
    */
-  iden3: { prepareSchema(schema: CredentialSchema): void } | undefined;
+  iden3: Pick<Iden3BjjIssuer, 'prepareSchema' | 'servedContext'> | undefined;
 }
 
 /**
@@ -34,7 +33,7 @@ export async function buildSchemaSet(registry: SchemaRegistry, deps: SchemaSetDe
         message:
           'proofTypes: BJJ_SIG_2021 needs the Iden3 back-end, which starts only when a schema lists it at start-up; restart the server to add it',
       });
-  } else problems.push(...iden3ContextProblems(bjj, deps.schemasDir));
+  } else problems.push(...iden3ContextProblems(bjj, deps.schemasDir, deps.iden3));
   const sqlite = new SqliteClaimsProvider(deps.claimsStore);
   const claimsProviders = new Map<string, ClaimsProvider>();
   for (const schema of schemas) {

@@ -104,6 +104,20 @@ export async function closeHttpPools(): Promise<void> {
   await Promise.all(open.map((pool) => pool.close()));
 }
 
+/**
+ * Aborts every outbound call in flight and closes every pool at once: the shutdown grace ran out,
+ * and an upstream that hangs must not hold the process past it. The aborted calls fail as network
+ * errors, so an upload stays pending in the outbox.
+ */
+export async function destroyHttpPools(): Promise<void> {
+  const open = [...pools.values()];
+  pools.clear();
+  targets.clear();
+  await Promise.allSettled(
+    open.map((pool) => pool.destroy(new HttpFailure('network', 'aborted: shutting down'))),
+  );
+}
+
 interface Target {
   pool: Pool;
   path: string;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ProofType, Telemetry } from '../model.js';
-import { currentRequestId } from '../observability/request-context.js';
+import { currentRequestId } from '../request-context.js';
 import type { UploadBody } from '../store/store.js';
 import { HttpFailure, type JsonResponse, postJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';

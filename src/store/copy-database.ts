@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.js';
+import { redactDatabaseUrl } from './database-url.js';
+import { parseDatabaseUrl } from './engines.js';
 import { createPool, migrate, type PgClient, withTransaction } from './postgres/database.js';
 import { planMigrations, type SqliteDatabase } from './sqlite/database.js';
 
@@ -68,7 +69,7 @@ export const COPIED_TABLES: TableSpec[] = [
       { name: 'lease_until', kind: 'epoch-ms' },
       ...text('last_error', 'storage_path'),
       ...time('uploaded_at'),
-      // Issue 11: meta (above) carries its HMAC key, so lookups keep working on the copy.
+      // Meta (above) carries its HMAC key, so lookups keep working on the copy.
       ...text('email_hash'),
     ],
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },

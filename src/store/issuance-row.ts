@@ -9,7 +9,7 @@ import type {
 } from './store.js';
 
 /**
- * The `issuances` table's columns as an engine's driver returns them (DESIGN §9). Both engines
+ * The `issuances` table's columns as an engine's driver returns them. Both engines
  * share the columns and differ only in how a driver hands back a timestamp (`Time`: ISO text in
  * SQLite, `Date` from pg), a revocation nonce (`Nonce`: number, or pg's bigint string) and the
  * outbox's times (`Epoch`: epoch milliseconds in SQLite, `Date` from pg).

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-/** Status list slot allocation, shared by every store engine (DESIGN §9). */
+/** Status list slot allocation, shared by every store engine. */
 
 // Random probes before falling back to a scan: at 99% full each probe hits a free slot with
 // p = 0.01, so 64 probes succeed about half the time and cost well under the scan's worst case.

@@ -13,12 +13,13 @@ import type {
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
 
 /**
- * Storage interfaces (DESIGN §9). Async so that a networked engine (PostgreSQL) can implement
- * them; `sqlite/` is the embedded default. A new engine is one folder implementing `Store`.
+ * Storage interfaces. Async so that a networked engine (PostgreSQL) can implement them;
+ * `sqlite/` is the embedded default. A new engine is one folder implementing `Store` and
+ * `StorageEngine` (src/store/engine.ts), listed in src/store/engines.ts.
  */
 
 /**
- * The stored body of `POST {v1}/dstorage/vcs` (spec 2.7): the sealed envelope plus the metadata the
+ * The stored body of `POST {v1}/dstorage/vcs` (docs/interface.md): the sealed envelope plus the metadata the
  * hosting service files it under; never the plaintext.
  */
 export interface UploadBody extends Envelope {
@@ -37,6 +38,11 @@ export interface NewIssuance {
   proofType: ProofType;
   revocationNonce: number;
   statusSlot: StatusSlot | null;
+  /**
+   * Hash of the claims and the holder's keys (`cnf` and the encryption key;
+   * src/issuance/issuance-core.ts `issuanceSubjectHash`): with the holder DID, schema and proof
+   * type, what makes a hosted repeat the same issuance.
+   */
   subjectHash: string;
   kid: string;
   createdAt: Date;
@@ -69,7 +75,7 @@ export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash'> {
 
 export type InsertOutcome =
   | { kind: 'inserted'; record: IssuanceRecord }
-  /** The same credential id recorded before, or a live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and claims. */
+  /** The same credential id recorded before, or a live (not revoked, not expired) hosted issuance with the same holder, schema, proof type and subject hash. */
   | { kind: 'duplicate'; record: IssuanceRecord }
   /** The proposed status slot or partition was taken meanwhile: propose again and re-sign. */
   | { kind: 'slot-taken' }
@@ -87,7 +93,7 @@ export interface IssuanceStore {
     subjectHash: string;
     now: Date;
   }): Promise<IssuanceRecord | undefined>;
-  /** One transaction: duplicate check, slot check, insert (DESIGN §9). */
+  /** One transaction: duplicate check, slot check, insert. */
   /** With `audit`, an `issue` audit row (target: the credential id) commits with the insert. */
   insertIssuance(
     issuance: NewIssuance,
@@ -272,7 +278,7 @@ export interface IdempotencyStore {
   prune(before: Date): Promise<number>;
 }
 
-/** The three trees of an Iden3 identity (DESIGN §6). */
+/** The three trees of an Iden3 identity (claims, revocation, roots). */
 export type Iden3TreeName = 'claims' | 'revocation' | 'roots';
 
 /** A Merkle tree node as stored: its type byte and its two 32-byte halves (64 bytes). */
@@ -317,7 +323,7 @@ export interface Iden3IdentityRecord {
 }
 
 /**
- * Iden3 identity storage (DESIGN §6, §9): tree nodes, roots, the identity and its states. Tree
+ * Iden3 identity storage: tree nodes, roots, the identity and its states. Tree
  * changes are computed first (reads only), then written with the new state in one transaction.
  */
 export interface Iden3Store {
@@ -344,7 +350,7 @@ export interface Iden3Store {
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
 }
 
-/** One row of the audit log (issue 11). */
+/** One row of the audit log. */
 export interface AuditEntry {
   at: Date;
   actor: string;
@@ -452,6 +458,8 @@ export interface NamedLockStore {
 }
 
 export interface Store {
+  /** The engine's name (`sqlite`, `postgres`): logs and tests only; code asks for the parts below. */
+  kind: string;
   issuances: IssuanceStore;
   audit: AuditStore;
   meta: MetaStore;
@@ -460,6 +468,13 @@ export interface Store {
   history: IssuanceHistoryStore;
   idempotency: IdempotencyStore;
   iden3: Iden3Store;
+  /**
+   * Private keys kept in the database, sealed, shared by every instance. Absent: the keys are
+   * files in KEYS_DIR (one machine).
+   */
+  keys?: KeyMaterialStore | undefined;
+  /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
+  locks?: NamedLockStore | undefined;
   /** One round trip to the database (readiness); rejects when it cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import { refuse } from './check.js';
 const HASHES: Record<string, string> = { 'sha-256': 'sha256', 'sha-384': 'sha384', 'sha-512': 'sha512' };
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
-/** The `_sd_alg` hasher the library's Disclosure takes; undefined for an algorithm we do not know. */
+/** The `_sd_alg` hasher the library's Disclosure takes (sha-256 when absent); refuses any other algorithm. */
 export function sdHasher(sdAlg: unknown): { alg: string; hasher: (data: string) => Uint8Array } {
   const alg = sdAlg === undefined ? 'sha-256' : sdAlg;
   const node = typeof alg === 'string' ? HASHES[alg] : undefined;

@@ -26,12 +26,12 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  * the issuer really runs.
  */
 export class DocumentFetcher {
-  readonly #origin: URL | undefined;
+  readonly #origin: string | undefined;
   readonly #timeoutMs: number;
   readonly #issuerHosts = new Set<string>();
 
   constructor(options: DocumentFetcherOptions = {}) {
-    this.#origin = options.origin ? new URL(options.origin) : undefined;
+    this.#origin = options.origin ? options.origin.replace(/\/+$/, '') : undefined;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
@@ -44,7 +44,8 @@ export class DocumentFetcher {
   target(url: string): string {
     const parsed = new URL(url);
     if (!this.#origin || !this.#issuerHosts.has(parsed.host.toLowerCase())) return parsed.toString();
-    return new URL(`${parsed.pathname}${parsed.search}`, this.#origin).toString();
+    // As doctor --origin: the origin (and any path prefix it has) takes the place of the issuer's.
+    return `${this.#origin}${parsed.pathname}${parsed.search}`;
   }
 
   async get(url: string, code = 'FETCH_FAILED'): Promise<FetchedDocument> {

@@ -145,14 +145,15 @@ export async function verifyIden3Credential(
       } catch (err) {
         return refuse('CONTEXT_UNAVAILABLE', `cannot merklize the credential: ${(err as Error).message}`);
       }
+      // The kit always sets an expiration; a claim without one would lack the expiration flag.
+      if (!vc.expirationDate) return refuse('CORE_CLAIM_MISMATCH', 'no expirationDate');
       const claim = buildCoreClaim({
         schemaHash: schemaHashFromTypeIri(merklized.typeIri),
         subjectId: subjectIdFromDid(vc.credentialSubject.id),
         revocationNonce: BigInt(vc.credentialStatus.revocationNonce),
-        expiresAt: new Date(vc.expirationDate ?? 0),
+        expiresAt: new Date(vc.expirationDate),
         merklizedRoot: merklized.root,
       });
-      if (!vc.expirationDate) refuse('CORE_CLAIM_MISMATCH', 'no expirationDate');
       if (claim.hex() !== bjj.coreClaim.toLowerCase())
         refuse(
           'CORE_CLAIM_MISMATCH',

@@ -52,7 +52,7 @@ export function trustAnchorsFromPem(pem: string): X509Certificate[] {
 
 /**
  * Finds the key that signed a JWS of this issuer (an SD-JWT VC or its status list token), the way
- * draft-ietf-oauth-sd-jwt-vc §3.5 lets a verifier: an `x5c` header chain to a trust anchor whose
+ * draft-ietf-oauth-sd-jwt-vc lets a verifier: an `x5c` header chain to a trust anchor whose
  * leaf names the issuer's host (RFC 7515 §4.1.6) when anchors are given; a `did:web` issuer's
  * verification method (its assertionMethod) from did.json; otherwise the `kid` in the issuer's
  * `/.well-known/jwt-vc-issuer` metadata ("JWT VC Issuer Metadata"). Fetched documents are kept

@@ -20,16 +20,16 @@ export interface SdJwtVcVerifyOptions {
   /** Certificates an `x5c` chain may end at (`--trust`); without them `x5c` is not used. */
   trustAnchors?: X509Certificate[] | undefined;
   now?: Date | undefined;
-  /** The key binding JWT must carry these (RFC 9901 §7.3 steps 5-6). */
+  /** The key binding JWT must carry these (RFC 9901 §7.3). */
   nonce?: string | undefined;
   aud?: string | undefined;
 }
 
 /** Clock difference tolerated on iat/nbf/exp. */
 const SKEW_SECONDS = 60;
-/** How old (or how far ahead) a key binding JWT's iat may be: RFC 9901 §7.3 step 5 leaves it to the verifier. */
+/** How old (or how far ahead) a key binding JWT's iat may be: RFC 9901 §7.3 leaves it to the verifier. */
 const KB_MAX_AGE_SECONDS = 300;
-/** draft-ietf-oauth-sd-jwt-vc §3.2.1: `dc+sd-jwt`; `vc+sd-jwt` is the name earlier drafts used. */
+/** draft-ietf-oauth-sd-jwt-vc: `dc+sd-jwt`; `vc+sd-jwt` is the name earlier drafts used. */
 const SD_JWT_VC_TYPES = ['dc+sd-jwt', 'vc+sd-jwt'];
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -42,7 +42,7 @@ const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
  * must: the issuer's signature with a key found by the issuer's identification mode, the
  * disclosures by RFC 9901 §7.1, the key binding by §7.3, validity times, type metadata integrity
  * (draft-ietf-oauth-sd-jwt-vc "Document Integrity") and the Token Status List entry
- * (draft-ietf-oauth-status-list §8.2). Every applicable check is reported; parsing and signatures are
+ * (draft-ietf-oauth-status-list). Every applicable check is reported; parsing and signatures are
  * `jose`'s and the SD-JWT library's.
  */
 export async function verifySdJwtVc(compact: string, options: SdJwtVcVerifyOptions): Promise<VerifyResult> {
@@ -201,7 +201,7 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVcVerifyOptio
     return `${doc.url} matches vct#integrity`;
   }
 
-  // draft-ietf-oauth-status-list §8.2: fetch the token, check it as the issuer's (same key
+  // draft-ietf-oauth-status-list: fetch the token, check it as the issuer's (same key
   // resolution), its sub is the referenced uri, it has not expired; then read the entry.
   async function status(): Promise<string> {
     const ref = isObject(payload.status) ? payload.status.status_list : undefined;
@@ -280,7 +280,7 @@ function validity(payload: Record<string, unknown>, now: number): string {
 const SRI_ALGORITHMS: Record<string, number> = { sha256: 1, sha384: 2, sha512: 3 };
 
 /**
- * W3C Subresource Integrity §3.3.5: of the listed digests, those of the strongest algorithm count,
+ * W3C Subresource Integrity "Does response match metadataList?": of the listed digests, those of the strongest algorithm count,
  * and the document matches if any of them equals its digest.
  */
 export function subresourceIntegrity(metadata: string, bytes: Buffer): boolean {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_ID_BYTES } from '../../src/model.js';
 import type {
   Iden3TreeName,
   Iden3TreeWrites,
@@ -101,6 +102,29 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(await store.issuances.nonceInUse(MAX_NONCE - 1)).toBe(false);
         expect(await store.issuances.get(randomUUID())).toBeUndefined();
         expect(await store.issuances.getByNonce(MAX_NONCE - 1)).toBeUndefined();
+      });
+
+      it('the longest ids the edge accepts fit every index (PostgreSQL B-tree entries hold 2,704 bytes)', async () => {
+        // docs/interface.md "Field limits": ids are bounded in UTF-8 bytes at the edge, so what
+        // passes there must fit here on both engines, dedupe and claims indexes included.
+        const store = await open();
+        const holderDid = `did:example:${'h'.repeat(MAX_ID_BYTES - 'did:example:'.length)}`;
+        const userId = '漢'.repeat(Math.floor(MAX_ID_BYTES / 3));
+        const schemaId = '漢'.repeat(255);
+        const n = issuance({ holderDid, userId, schemaId, subjectHash: 'f'.repeat(64) });
+        await insert(store, n, true);
+        expect(await store.issuances.get(n.credentialId)).toMatchObject({ holderDid, userId, schemaId });
+        const repeat = await store.issuances.insertIssuance(
+          issuance({ holderDid, userId, schemaId, subjectHash: 'f'.repeat(64) }),
+          {
+            dedupe: true,
+          },
+        );
+        expect(repeat.kind).not.toBe('inserted');
+        expect(
+          await store.claims.upsertClaims([{ userId, schemaId, claims: { a: 1 }, expiresAt: null }]),
+        ).toBe(1);
+        expect(await store.claims.getClaims(userId, schemaId)).toMatchObject({ claims: { a: 1 } });
       });
 
       it('refuses a taken slot or nonce, a full or unknown partition and an index beyond the size', async () => {

@@ -14,7 +14,7 @@ import type {
 } from '../../src/store/store.js';
 
 /**
- * Hand-written fakes of the parts `IssuanceService` talks to, for tests of the service itself.
+ * Hand-written fakes of the parts `IssuanceCore` talks to, for tests of the service itself.
  * Each appends what it was asked to one shared `events` list, so a test can assert the order.
  */
 
@@ -75,7 +75,7 @@ export class FakeClaimsProvider implements ClaimsProvider {
  * An in-memory `IssuanceStore` with the commit rules of docs/several-instances.md "Storage engines" (a slot and a nonce are used
  * once; a live hosted repeat is a duplicate). `forced` outcomes are answered by the next inserts
  * first, as a concurrent issuer winning the race would. The outbox's bulk methods are not used by
- * `IssuanceService` and throw.
+ * `IssuanceCore` and throw.
  */
 export class MemoryIssuanceStore implements IssuanceStore {
   readonly records = new Map<string, IssuanceRecord>();
@@ -203,11 +203,11 @@ export class MemoryIssuanceStore implements IssuanceStore {
   }
 }
 
-/** What `IssuanceService` uses of the outbox: one upload attempt inside the request. */
+/** What `IssuanceCore` uses of the outbox: one upload attempt inside the request. */
 export type Uploader = Pick<UploadOutbox, 'uploadNow'>;
 
 /**
- * `IssuanceServiceDeps.outbox` is typed as the `UploadOutbox` class, whose private members no
+ * `IssuanceCoreDeps.outbox` is typed as the `UploadOutbox` class, whose private members no
  * fake can have; the service only calls `uploadNow`. (Seam asked of src: type that dependency as
  * `Pick<UploadOutbox, 'uploadNow'>`, and this cast goes.)
  */

@@ -5,7 +5,7 @@ import { seedExampleClaims } from '../../src/dev/example-claims.js';
 import { type Emulator, type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { bind, type RunningServer, serve } from '../../src/server.js';
-import type { OpenedStore } from '../../src/store/open-store.js';
+import type { OpenedStore } from '../../src/store/engines.js';
 import { createTempDatabase, type TempDatabase } from './services.js';
 import { tempDir } from './tmp.js';
 

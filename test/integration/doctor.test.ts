@@ -1,10 +1,12 @@
 import { once } from 'node:events';
-import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHECKS } from '../../src/cli/doctor.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { rotateKey } from '../../src/keys/key-ring.js';
 import { runCli } from '../helpers/cli.js';
 import {
@@ -17,6 +19,7 @@ import {
   type TestIssuer,
   tempDir,
 } from '../helpers/issuer.js';
+import { redisAvailable, TEST_REDIS_URL } from '../helpers/services.js';
 
 interface Line {
   item: string;
@@ -44,6 +47,11 @@ describe('admin doctor', () => {
   const doctor = (args: string[], extra: Record<string, string> = {}) =>
     runCli(['doctor', ...args], { ...env, ...extra }, dir);
   const verdicts = (lines: Line[]) => lines.map((l) => `${l.verdict} ${l.item}`);
+  // Every item reported is one a check declares (`<x>` a variable part), in the checks' order.
+  const declared = CHECKS.flatMap((c) => c.items).map(
+    (name) => new RegExp(`^${name.replace(/<\w+>/g, '.+')}$`),
+  );
+  const declaredOrder = (lines: Line[]) => lines.map((l) => declared.findIndex((re) => re.test(l.item)));
 
   beforeAll(async () => {
     claimsServer = createServer((req, res) => {
@@ -110,7 +118,7 @@ describe('admin doctor', () => {
     removeDir(dir);
   });
 
-  it('a healthy setup: every item passes; --origin is the one warning; exit 0', async () => {
+  it('a healthy setup: every item passes; --origin and the bundled example schema are the warnings; exit 0', async () => {
     const run = await doctor(['--json', '--origin', issuer.url]);
     const { ok, items } = JSON.parse(run.stdout) as { ok: boolean; items: Line[] };
     expect(verdicts(items)).toEqual([
@@ -128,9 +136,15 @@ describe('admin doctor', () => {
       'PASS outbox',
       'PASS schemas',
       'PASS claims staff-v1',
+      'WARN example schema',
       'PASS partner JWT',
     ]);
     expect(ok).toBe(true);
+    const order = declaredOrder(items);
+    expect(order).not.toContain(-1);
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    // The bundled example (its vct on issuer.example) is served as if it were the issuer's own.
+    expect(items.find((l) => l.item === 'example schema')?.detail).toMatch(/^membership-v1 /);
     expect(run.code).toBe(0);
     expect(items.find((l) => l.item === 'claims staff-v1')?.detail).toMatch(/eligible:false for doctor-/);
     expect(items.find((l) => l.item === 'partner JWT')?.detail).toMatch(/accepted the JWT .* \(400\)/);
@@ -145,7 +159,7 @@ describe('admin doctor', () => {
     const text = await doctor(['--origin', issuer.url]);
     expect(text.code).toBe(0);
     expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
-    expect(text.stdout).toMatch(/14 pass, 1 warn, 0 fail/);
+    expect(text.stdout).toMatch(/14 pass, 2 warn, 0 fail/);
   });
 
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {
@@ -166,6 +180,8 @@ describe('admin doctor', () => {
       (await doctor(['--json', '--allow-http'], { NODE_ENV: 'test', ISSUER_ORIGIN: origin })).stdout,
     ) as { items: Line[] };
     expect(allowed.items.find((l) => l.item === 'origin https')?.verdict).toBe('WARN');
+    // Outside production the example schema is what a development start serves.
+    expect(items.some((l) => l.item === 'example schema')).toBe(false);
   });
 
   it('a broken setup: wrong keys served, unreachable partition, bad claims source, development and loose key files, stuck outbox, bad schema file', async () => {
@@ -210,6 +226,7 @@ describe('admin doctor', () => {
         'FAIL outbox',
         'PASS schemas',
         'FAIL claims staff-v1',
+        'WARN example schema',
         'PASS partner JWT',
       ]);
       const by = (item: string) => items.find((l) => l.item === item)!.detail;
@@ -231,6 +248,52 @@ describe('admin doctor', () => {
     } finally {
       proxy.close();
     }
+  });
+
+  it('a development file left in KEYS_DIR: the advice is to move it aside, not to chmod it', async () => {
+    const devFile = join(keysDir, 'dev-emulator.json');
+    writeFileSync(devFile, JSON.stringify({ url: 'http://127.0.0.1:1/v1' }), { mode: 0o644 });
+    chmodSync(devFile, 0o644);
+    try {
+      const run = await doctor(['--json', '--origin', issuer.url]);
+      const { items } = JSON.parse(run.stdout) as { items: Line[] };
+      expect(run.code).toBe(1);
+      const line = items.find((l) => l.item === 'key files' && l.detail.includes('dev-emulator.json'));
+      expect(line).toMatchObject({ verdict: 'FAIL', detail: expect.stringMatching(/move it out of /) });
+      expect(line?.detail).not.toMatch(/chmod/);
+    } finally {
+      rmSync(devFile);
+    }
+  });
+
+  it('REDIS_URL set: a redis item; PASS naming the rate-limit prefix when Redis answers, FAIL when unreachable', async () => {
+    const closed = createServer();
+    const closedUrl = await listen(closed);
+    closed.close();
+    await once(closed, 'close');
+    const unreachable = `redis://${new URL(closedUrl).host}`;
+    const down = await doctor(['--json', '--origin', issuer.url], { REDIS_URL: unreachable });
+    expect(down.code).toBe(1);
+    const downItems = (JSON.parse(down.stdout) as { items: Line[] }).items;
+    expect(downItems.filter((l) => l.item === 'redis').map((l) => l.verdict)).toEqual(['FAIL']);
+    // Reported right after the database.
+    const names = downItems.map((l) => l.item);
+    expect(names.indexOf('redis')).toBe(names.indexOf('database') + 1);
+
+    if (!(await redisAvailable('doctor redis item'))) return;
+    const up = await doctor(['--json', '--origin', issuer.url], {
+      REDIS_URL: TEST_REDIS_URL,
+      RATE_LIMIT_REDIS_PREFIX: 'doctor-test:',
+    });
+    const upItems = (JSON.parse(up.stdout) as { items: Line[] }).items;
+    expect(upItems.filter((l) => l.item === 'redis')).toEqual([
+      { item: 'redis', verdict: 'PASS', detail: expect.stringMatching(/doctor-test:<group>:/) },
+    ]);
+    // Without REDIS_URL there is no redis item.
+    const without = JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as {
+      items: Line[];
+    };
+    expect(without.items.some((l) => l.item === 'redis')).toBe(false);
   });
 
   it('failed uploads: a second FAIL outbox line with the count and the retry command; gone once retried', async () => {
@@ -264,5 +327,32 @@ describe('admin doctor', () => {
     const run = await doctor([], { PARTNER_ID: '', API_KEY: 'short' });
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^FAIL {2}config {2}API_KEY: must be at least 32 characters in production$/m);
+  });
+
+  it('a KEY_ENCRYPTION_KEY that protects nothing (the development key, all zeros) fails', async () => {
+    for (const value of [DEVELOPMENT_KEY_ENCRYPTION_KEY.toString('hex'), '00'.repeat(32)]) {
+      const run = await doctor(['--json', '--origin', issuer.url], { KEY_ENCRYPTION_KEY: value });
+      expect(run.code).toBe(1);
+      const { items } = JSON.parse(run.stdout) as { items: Line[] };
+      expect(items).toContainEqual({
+        item: 'config',
+        verdict: 'FAIL',
+        detail: expect.stringMatching(/^KEY_ENCRYPTION_KEY: /),
+      });
+    }
+  });
+
+  it('a database file group or others may read fails the database item, naming the file and chmod', async () => {
+    const file = join(dir, 'issuer.db');
+    chmodSync(file, 0o644);
+    try {
+      const { items } = JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as {
+        items: Line[];
+      };
+      const line = items.find((l) => l.item === 'database');
+      expect(line).toMatchObject({ verdict: 'FAIL', detail: expect.stringContaining(`chmod 600 ${file}`) });
+    } finally {
+      chmodSync(file, 0o600);
+    }
   });
 });

@@ -39,4 +39,16 @@ describe('examples/', () => {
       expect(JSON.parse(history.stdout).pagination.total, email).toBe(1);
     }
   });
+
+  it('batch-issue examples/batch-issue-users.csv issues the claims provider’s claims per user', async () => {
+    const file = join(work, 'batch-issue-users.csv');
+    copyFileSync('examples/batch-issue-users.csv', file);
+    const run = await cli(['--json', 'batch-issue', file, '--schema', 'membership-v1']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ total: 2, issued: 2, failed: 0 });
+    for (const email of ['alice.martin@example.com', 'bram.devries@example.com']) {
+      const history = await cli(['--json', 'history', '--email', email]);
+      expect(JSON.parse(history.stdout).pagination.total, email).toBe(1);
+    }
+  });
 });

@@ -154,6 +154,7 @@ describe('expired credentials keep their status slot', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(then);
     const record = await issuer.ctx.issuance.signAndRecord({
+      issuer: issuer.ctx.issuance.requireIssuer(schema, 'SD_JWT_VC'),
       channel: 'direct',
       userId: 'old-timer',
       holderDid: 'did:example:old-timer',

@@ -136,7 +136,7 @@ describe('graceful drain on SIGTERM', () => {
     });
   });
 
-  it('past SHUTDOWN_GRACE_MS the unfinished request is cut and its Idempotency-Key claim released', async () => {
+  it('past SHUTDOWN_GRACE_MS the unfinished request is answered 503 and its Idempotency-Key claim released', async () => {
     const upstream = await holdingUpstream();
     cleanup.push(() => upstream.close());
     const dir = tempDir();
@@ -164,17 +164,54 @@ describe('graceful drain on SIGTERM', () => {
         },
       }),
     }).then(
-      (r) => r.status,
+      async (r) => ({ status: r.status, code: ((await r.json()) as { code: string }).code }),
       () => 'cut',
     );
     await upstream.calls(1); // initialize-user is held: the claim is in progress
     child.proc.kill('SIGTERM');
+    // The upstream never answers: the process still ends, on its own, and answers the request.
     expect(await child.exit).toBe(0);
-    expect(await pending).toBe('cut');
-    expect(child.lines.find((l) => l.event === 'drain_timeout')).toMatchObject({ releasedClaims: 1 });
+    expect(await pending).toEqual({ status: 503, code: 'UNAVAILABLE' });
+    expect(child.lines.find((l) => l.event === 'drain_timeout')).toMatchObject({
+      unfinished: 1,
+      releasedClaims: 1,
+    });
     const db = new Database(join(dir, 'issuer.db'), { readonly: true });
     try {
       expect(db.prepare('SELECT COUNT(*) AS n FROM idempotency_keys').get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a hosted issuance whose upload hangs past the grace is answered 503 and stays recorded, pending', async () => {
+    const upstream = await holdingUpstream();
+    cleanup.push(() => upstream.close());
+    const dir = tempDir();
+    const child = await startChild(dir, {
+      SERVICE_V1_BASE_URL: upstream.url,
+      SHUTDOWN_GRACE_MS: '300',
+      UPLOAD_TIMEOUT_MS: '120000',
+    });
+    cleanup.push(async () => child.proc.kill('SIGKILL'));
+    const answers = [1, 2].map((n) =>
+      issueVc(child.url, 100 + n).then(
+        async (r) => ({ status: r.status, code: ((await r.json()) as { code: string }).code }),
+        () => 'cut',
+      ),
+    );
+    await upstream.calls(2); // both uploads are held: the issuances are recorded
+    child.proc.kill('SIGTERM');
+    expect(await child.exit).toBe(0);
+    expect(await Promise.all(answers)).toEqual([
+      { status: 503, code: 'UNAVAILABLE' },
+      { status: 503, code: 'UNAVAILABLE' },
+    ]);
+    const db = new Database(join(dir, 'issuer.db'), { readonly: true });
+    try {
+      expect(
+        db.prepare('SELECT upload_state AS s, COUNT(*) AS n FROM issuances GROUP BY upload_state').all(),
+      ).toEqual([{ s: 'pending', n: 2 }]);
     } finally {
       db.close();
     }

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cachedJwks } from '../../src/dev/development.js';
 import { startEmulatorServer } from '../../src/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { runCli } from '../helpers/cli.js';
+import { issuerJwks } from '../helpers/jwks.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 const schema = (schemaId: string, extra: Record<string, unknown> = {}) => ({
@@ -27,6 +28,7 @@ interface Child {
   url: string;
   /** The next log line with this event after `from` lines (JSON logs). */
   waitFor(event: string, from?: number): Promise<Record<string, unknown>>;
+  waitForAll(event: string, from: number, count: number): Promise<Record<string, unknown>[]>;
   lines: Record<string, unknown>[];
 }
 
@@ -44,23 +46,31 @@ async function startChild(env: Record<string, string>): Promise<Child> {
   const lines: Record<string, unknown>[] = [];
   const seen = new EventEmitter();
   createInterface({ input: proc.stdout! }).on('line', (line) => {
-    if (!line.startsWith('{')) return;
-    lines.push(JSON.parse(line) as Record<string, unknown>);
+    // Workers share the pipe: a line that is not one JSON record is not a log line of interest.
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    lines.push(record);
     seen.emit('line');
   });
   const exited = once(proc, 'exit').then(([code]) => {
     throw new Error(`the server exited with ${code}`);
   });
   exited.catch(() => undefined);
-  const waitFor = async (event: string, from = 0) => {
+  /** The first `count` lines with this event after line `from`, once there are that many. */
+  const waitForAll = async (event: string, from: number, count: number) => {
     for (;;) {
-      const found = lines.slice(from).find((l) => l.event === event);
-      if (found) return found;
+      const found = lines.slice(from).filter((l) => l.event === event);
+      if (found.length >= count) return found.slice(0, count);
       await Promise.race([once(seen, 'line'), exited]);
     }
   };
+  const waitFor = async (event: string, from = 0) => (await waitForAll(event, from, 1))[0]!;
   const listening = await waitFor('listening');
-  return { proc, url: String(listening.url), waitFor, lines };
+  return { proc, url: String(listening.url), waitFor, waitForAll, lines };
 }
 
 // docs/schemas-and-claims.md "Reloading schemas", on a real process: a new file is served after
@@ -79,7 +89,7 @@ describe('schema reload', () => {
     writeFileSync(join(schemasDir, 'first-v1.json'), JSON.stringify(schema('first-v1')));
     let issuerUrl: string | undefined;
     const emulator = await startEmulatorServer({
-      jwks: cachedJwks(() => (issuerUrl ? `${issuerUrl}/.well-known/jwks.json` : undefined)),
+      jwks: issuerJwks(() => issuerUrl),
     });
     cleanup.push(() => emulator.close());
     const child = await startChild({
@@ -173,6 +183,20 @@ describe('schema reload', () => {
     expect(await issue('third-v1')).toBe(400);
     expect(await issue('second-v1')).toMatchObject({ vct });
 
+    // The CLI: `schemas reload` prints each problem and exits 1; `schemas validate` checks one
+    // file offline the same way.
+    const cliEnv = { ISSUER_URL: child.url, ADMIN_API_KEY: adminApiKey };
+    const cliReload = await runCli(['schemas', 'reload'], cliEnv, dir);
+    expect(cliReload.code).toBe(1);
+    expect(cliReload.stderr.split('\n')[0]).toMatch(
+      new RegExp(`^${join(schemasDir, 'broken.json')}: proofTypes`),
+    );
+    const invalid = await runCli(['schemas', 'validate', join(schemasDir, 'broken.json')], {}, dir);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr.trim().split('\n')).toHaveLength(1);
+    const valid = await runCli(['schemas', 'validate', join(schemasDir, 'third-v1.json')], {}, dir);
+    expect(valid.code).toBe(0);
+
     // SIGHUP once the file is fixed.
     rmSync(join(schemasDir, 'broken.json'));
     const beforeSignal = child.lines.length;
@@ -183,11 +207,65 @@ describe('schema reload', () => {
     });
     expect(await issue('third-v1')).toMatchObject({ vct: `${origin}/vct/third-v1` });
 
-    // The route's reloads are in the audit log with the key's actor.
+    // The route's reloads (the CLI's included) are in the audit log with the key's actor.
     const audit = await fetch(`${child.url}/admin/audit?action=schemas.reload`, {
       headers: { 'x-admin-api-key': adminApiKey },
     });
     const entries = ((await audit.json()) as { data?: Array<Record<string, unknown>> }).data;
-    expect(entries?.map((e) => e.actor)).toEqual(['admin', 'admin']);
+    expect(entries?.map((e) => e.actor)).toEqual(['admin', 'admin', 'admin']);
+  });
+
+  it('WORKERS=2: SIGHUP to the primary and the admin route each reload every worker', async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const schemasDir = join(dir, 'schemas');
+    mkdirSync(schemasDir);
+    writeFileSync(join(schemasDir, 'first-v1.json'), JSON.stringify(schema('first-v1')));
+    let issuerUrl: string | undefined;
+    const emulator = await startEmulatorServer({
+      jwks: issuerJwks(() => issuerUrl),
+    });
+    cleanup.push(() => emulator.close());
+    const child = await startChild({
+      WORKERS: '2',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      SCHEMAS_DIR: schemasDir,
+      SERVICE_V1_BASE_URL: emulator.url,
+      LOG_FORMAT: 'json',
+    });
+    cleanup.push(async () => {
+      if (child.proc.exitCode === null && child.proc.signalCode === null) {
+        child.proc.kill('SIGTERM');
+        await once(child.proc, 'exit');
+      }
+    });
+    issuerUrl = child.url;
+    const { adminApiKey } = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
+      adminApiKey: string;
+    };
+    const reloaded = (from: number) => child.waitForAll('schemas_reloaded', from, 2);
+    await child.waitForAll('worker_serving', 0, 2);
+
+    writeFileSync(join(schemasDir, 'second-v1.json'), JSON.stringify(schema('second-v1')));
+    const beforeSignal = child.lines.length;
+    child.proc.kill('SIGHUP');
+    const bySignal = await reloaded(beforeSignal);
+    expect(bySignal.map((l) => l.trigger)).toEqual(['primary', 'primary']);
+    expect(new Set(bySignal.map((l) => l.pid)).size).toBe(2);
+    for (const l of bySignal) expect(l.schemaIds).toEqual(['first-v1', 'second-v1']);
+
+    writeFileSync(join(schemasDir, 'third-v1.json'), JSON.stringify(schema('third-v1')));
+    const beforeRoute = child.lines.length;
+    const res = await fetch(`${child.url}/admin/schemas/reload`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-admin-api-key': adminApiKey },
+      body: '{}',
+    });
+    expect(res.status).toBe(200);
+    const byRoute = await reloaded(beforeRoute);
+    expect(byRoute.map((l) => l.trigger).sort()).toEqual(['admin admin', 'primary']);
+    expect(new Set(byRoute.map((l) => l.pid)).size).toBe(2);
+    for (const l of byRoute) expect(l.schemaIds).toEqual(['first-v1', 'second-v1', 'third-v1']);
   });
 });

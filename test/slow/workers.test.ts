@@ -3,10 +3,10 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { JWK } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { issuerJwks } from '../helpers/jwks.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 /** Output of a child process, with a wait for a line matching a pattern. */
@@ -48,24 +48,7 @@ describe('WORKERS=2', () => {
     const dir = tempDir();
     cleanup.push(() => removeDir(dir));
     let issuerUrl: string | undefined;
-    // The partner keys do not change in this test: read once from the issuer, with no deadline of
-    // its own (the workers are busy with 80 requests when the first upload asks for them).
-    let jwks: Promise<{ keys: JWK[] }> | undefined;
-    const emulator = await startEmulatorServer({
-      jwks: () => {
-        if (!jwks) {
-          const asked = fetch(`${issuerUrl}/.well-known/jwks.json`).then(async (res) => {
-            if (!res.ok) throw new Error(`jwks.json answered ${res.status}`);
-            return (await res.json()) as { keys: JWK[] };
-          });
-          jwks = asked;
-          asked.catch(() => {
-            if (jwks === asked) jwks = undefined;
-          });
-        }
-        return jwks;
-      },
-    });
+    const emulator = await startEmulatorServer({ jwks: issuerJwks(() => issuerUrl) });
     cleanup.push(() => emulator.close());
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       env: {

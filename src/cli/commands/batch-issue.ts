@@ -7,11 +7,14 @@ export const batchIssueCommand: RegisterCommand = (program, act) => {
     .description('issue one credential per CSV row; validates every row first; resumable')
     .argument(
       '<file.csv>',
-      'columns email, expiration, credentialSubject.<claim> (JSON cells), optional schemaId, vct',
+      "columns email, credentialSubject.<claim> (JSON cells) or user (the claims provider's user id), optional expiration, schemaId, vct",
     )
     .option('--schema <schemaId>', 'schema for rows without a schemaId cell')
     .option('--vct <vct>', 'vct for rows without a vct cell')
-    .option('--expiration <iso8601>', 'expiration for rows without an expiration cell')
+    .option(
+      '--expiration <iso8601>',
+      "expiration for rows without an expiration cell (default: now + the schema's expiresInSeconds)",
+    )
     .addOption(onDuplicateOption())
     .option('--concurrency <n>', 'requests in flight (1-64)', positiveInt(64), 8)
     .option('--out <file>', 'result CSV (default: <file.csv>.results.csv); rerun with it to resume')

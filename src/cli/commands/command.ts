@@ -76,7 +76,8 @@ export function withFlags(err: AdminApiError, flagOf: (field: string) => string)
   }
   const issues = details?.issues?.map((i) => ({ ...i, field: flagOf(i.field) }));
   let message = err.message;
-  for (const i of details?.issues ?? [])
-    if (message.startsWith(`${i.field}:`)) message = `${flagOf(i.field)}${message.slice(i.field.length)}`;
+  const fields = [...(details?.issues ?? []).map((i) => i.field), ...(details?.field ? [details.field] : [])];
+  for (const field of fields)
+    if (message.startsWith(`${field}:`)) message = `${flagOf(field)}${message.slice(field.length)}`;
   return new AdminApiError(err.status, err.code, message, issues ? { ...details, issues } : err.details);
 }

@@ -25,7 +25,6 @@ export const doctorCommand: RegisterCommand = (program, act) => {
           lines = await runDoctor(config, secrets, {
             origin: opts.origin,
             allowHttp: opts.allowHttp === true,
-            keyEncryptionKeyPrevious: run.settings.env.KEY_ENCRYPTION_KEY_PREVIOUS,
           });
         } catch (err) {
           if (!(err instanceof ConfigError)) throw err;

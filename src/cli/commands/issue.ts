@@ -1,12 +1,19 @@
 import { AdminApiError } from '../admin-client.js';
+import { defaultExpiration } from '../batch-issue.js';
 import { json } from '../output.js';
-import { jsonOption, onDuplicateOption, type RegisterCommand, withFlags } from './command.js';
+import { jsonOption, onDuplicateOption, type RegisterCommand, UsageError, withFlags } from './command.js';
 
 /** The server's field names as this command's flags, so that an error names what to fix. */
 export function issueFlag(field: string): string {
   const [head, ...rest] = field.split('.');
   const flag =
-    { userId: '--email', schemaId: '--schema', vct: '--vct', expiration: '--expiration' }[head ?? ''] ??
+    {
+      userId: '--email',
+      claimsUserId: '--user',
+      schemaId: '--schema',
+      vct: '--vct',
+      expiration: '--expiration',
+    }[head ?? ''] ??
     (head === 'credentialSubject' ? '--subject' : head === 'disclosureFrame' ? '--disclosure-frame' : field);
   return flag === field || rest.length === 0 ? flag : `${flag} ${rest.join('.')}`;
 }
@@ -17,7 +24,11 @@ export const issueCommand: RegisterCommand = (program, act) => {
     .description('issue one credential to a holder by email (POST /admin/issue-vc)')
     .requiredOption('--email <email>', "(required) the holder's own email")
     .requiredOption('--schema <schemaId>', '(required) schema to issue')
-    .requiredOption('--subject <json|@file>', '(required) credentialSubject claims')
+    .option('--subject <json|@file>', 'credentialSubject claims (or --user)')
+    .option(
+      '--user <userId>',
+      "the claims provider's user id: its claims for --schema are issued (or --subject)",
+    )
     .option('--vct <vct>', "SD-JWT vct (default: the schema's sdJwt.vct)")
     .option(
       '--expiration <date>',
@@ -32,7 +43,15 @@ export const issueCommand: RegisterCommand = (program, act) => {
     .option('--reason <text>', 'why (kept in the audit log)')
     .action(
       act(async (run, opts: Record<string, string | undefined>) => {
-        const credentialSubject = jsonOption(opts.subject!, '--subject');
+        if ((opts.subject === undefined) === (opts.user === undefined))
+          throw new UsageError(
+            "give one of --subject (the claims) or --user (the claims provider's user id)",
+          );
+        // Exactly one source of claims: the given ones, or the claims provider's for --user.
+        const claims =
+          opts.subject !== undefined
+            ? { credentialSubject: jsonOption(opts.subject, '--subject') }
+            : { claimsUserId: opts.user! };
         const disclosureFrame = opts.disclosureFrame
           ? jsonOption(opts.disclosureFrame, '--disclosure-frame')
           : undefined;
@@ -47,7 +66,7 @@ export const issueCommand: RegisterCommand = (program, act) => {
               {
                 schemaId: opts.schema,
                 ...(opts.vct ? { vct: opts.vct } : {}),
-                credentialSubject,
+                ...claims,
                 ...(disclosureFrame ? { disclosureFrame } : {}),
               },
             ],
@@ -67,17 +86,13 @@ export const issueCommand: RegisterCommand = (program, act) => {
             `warning: --vct ${opts.vct} differs from the schema's vct ${schemaVct}; wallets and verifiers that know the schema expect the latter`,
           );
         const lifetime = check.expiresInSeconds?.[opts.schema!];
-        const expiration =
-          opts.expiration ??
-          (lifetime
-            ? new Date(Date.now() + lifetime * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')
-            : undefined);
+        const expiration = opts.expiration ?? (lifetime ? defaultExpiration(lifetime) : undefined);
         const body = {
           userId: opts.email,
           schemaId: opts.schema,
           vct: opts.vct ?? schemaVct,
           expiration,
-          credentialSubject,
+          ...claims,
           ...(disclosureFrame ? { disclosureFrame } : {}),
           onDuplicate: opts.onDuplicate,
           ...(opts.reason ? { reason: opts.reason } : {}),

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Request, RequestHandler } from 'express';
-import { AppError } from '../../errors.js';
+import { AppError, ERROR_STATUS, type ErrorCode } from '../../errors.js';
 import type { Logger } from '../../model.js';
 import type { Lifecycle } from '../../observability/lifecycle.js';
 import { requestLineLogger } from '../../observability/logger.js';
 import type { IssuerMetrics } from '../../observability/metrics.js';
-import { REQUEST_ID, runWithRequestId } from '../../observability/request-context.js';
+import { REQUEST_ID, runWithRequestId } from '../../request-context.js';
 
 /** The route pattern a request matched (`/statuslist/:partition`), never its raw path. */
 export function routeLabel(req: Request): string {
@@ -48,10 +49,12 @@ export function requestObservability(
     (req as RequestWithId)[REQUEST_ID_KEY] = id;
     res.setHeader('x-request-id', id);
     lifecycle.requestStarted();
+    const interruptible = lifecycle.onInterrupt(() => interrupt(res));
     let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
+      interruptible();
       lifecycle.requestEnded();
       const ms = performance.now() - started;
       const route = routeLabel(req);
@@ -78,6 +81,41 @@ export function requestObservability(
   };
 
   return [observe, drainGuard];
+}
+
+/**
+ * The shutdown grace ran out with this request unfinished: it is answered 503 (what it recorded
+ * stays recorded; an issuance's upload stays in the outbox) instead of having its connection
+ * reset. Whatever its handler writes later is dropped. Resolves once the answer is handed to the
+ * socket, so closing the connections next does not cut it.
+ */
+function interrupt(res: ServerResponse): Promise<void> {
+  if (res.writableEnded) return Promise.resolve();
+  if (res.headersSent) {
+    res.destroy();
+    return Promise.resolve();
+  }
+  const body = JSON.stringify({
+    code: 'UNAVAILABLE' satisfies ErrorCode,
+    message: 'shutting down before the request finished; retry it (anything it recorded is kept)',
+  });
+  const finished = new Promise<void>((resolve) => {
+    res.once('finish', resolve);
+    res.once('close', resolve);
+  });
+  res.writeHead(ERROR_STATUS.UNAVAILABLE, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+    'retry-after': '1',
+  });
+  res.end(body);
+  // The handler may still try to answer: those writes go nowhere.
+  res.writeHead = (() => res) as typeof res.writeHead;
+  res.setHeader = (() => res) as typeof res.setHeader;
+  res.write = (() => true) as typeof res.write;
+  res.end = (() => res) as typeof res.end;
+  return finished;
 }
 
 /** Runs the rest of the request (its handler and everything it awaits) under the request's id. */

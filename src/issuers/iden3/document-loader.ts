@@ -82,6 +82,11 @@ export class LocalDocumentLoader {
     return this.#add(contextUrl, file, `the JSON-LD context for ${contextUrl}`);
   }
 
+  /** The document served for `url`, if any (a schema reload compares a context file with it). */
+  documentFor(url: string): unknown {
+    return this.#docs.get(url)?.document;
+  }
+
   /** The loader to hand to `@iden3/js-jsonld-merklization` / jsonld.js. */
   readonly load: LocalDocumentLoaderFn = async (url: string) => {
     const doc = this.#docs.get(url);

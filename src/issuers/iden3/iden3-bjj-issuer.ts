@@ -158,6 +158,7 @@ function subjectTerms(contextDoc: unknown, type: string, file: string): Readonly
 export function iden3ContextProblems(
   schemas: readonly CredentialSchema[],
   schemasDir: string,
+  running?: Pick<Iden3BjjIssuer, 'servedContext'>,
 ): Array<{ file: string; message: string }> {
   const loader = new LocalDocumentLoader();
   const problems: Array<{ file: string; message: string }> = [];
@@ -167,6 +168,12 @@ export function iden3ContextProblems(
     try {
       const doc = loader.registerContext(block.contextUrl, schemasDir, block.contextFile);
       subjectTerms(doc, block.type, block.contextFile);
+      // The running loader keeps a URL's document: a changed file under the same URL would be ignored.
+      const served = running?.servedContext(block.contextUrl);
+      if (served !== undefined && JSON.stringify(served) !== JSON.stringify(doc))
+        throw new Error(
+          `${block.contextFile} changed since the server loaded ${block.contextUrl}; a changed context needs a restart or a new contextUrl`,
+        );
     } catch (err) {
       problems.push({ file: schema.file, message: `iden3.contextFile: ${(err as Error).message}` });
     }
@@ -252,6 +259,11 @@ export class Iden3BjjIssuer implements Issuer {
   /** Stops the merklize workers (idle ones never keep the process alive). */
   async close(): Promise<void> {
     await this.#pool?.close();
+  }
+
+  /** The JSON-LD document this back-end serves for a context URL, if any. */
+  servedContext(url: string): unknown {
+    return this.#loader.documentFor(url);
   }
 
   /** Compressed BabyJubJub public key, hex. */

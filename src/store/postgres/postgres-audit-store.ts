@@ -11,7 +11,7 @@ export async function insertAudit(q: Queryable, entry: AuditEntry): Promise<void
   });
 }
 
-/** The audit log (issue 11) of migration 005. */
+/** The audit log of migration 005 (docs/operations.md). */
 export class PostgresAuditStore implements AuditStore {
   constructor(private readonly pool: PgPool) {}
 

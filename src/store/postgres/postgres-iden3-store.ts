@@ -1,3 +1,4 @@
+import { IDEN3_STATE_COLUMNS, type Iden3StateColumns, iden3StateFromRow } from '../iden3-row.js';
 import type {
   Iden3IdentityRecord,
   Iden3StateRecord,
@@ -12,25 +13,7 @@ import type {
 import { LOCK_IDEN3, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
 import { changeStatusOn } from './postgres-status-store.js';
 
-interface StateRow {
-  id: string;
-  state: string;
-  claims_tree_root: string;
-  revocation_tree_root: string;
-  roots_tree_root: string;
-  created_at: string;
-}
-
-const STATE_COLUMNS = 'id, state, claims_tree_root, revocation_tree_root, roots_tree_root, created_at';
-
-const toState = (row: StateRow): Iden3StateRecord => ({
-  seq: Number(row.id),
-  state: row.state,
-  claimsTreeRoot: row.claims_tree_root,
-  revocationTreeRoot: row.revocation_tree_root,
-  rootOfRoots: row.roots_tree_root,
-  createdAt: row.created_at,
-});
+type StateRow = Iden3StateColumns<string>;
 
 /**
  * Iden3 identity storage on PostgreSQL (tables of migration 002). Every write takes the same
@@ -74,18 +57,18 @@ export class PostgresIden3Store implements Iden3Store {
 
   async genesisState(): Promise<Iden3StateRecord | undefined> {
     const { rows } = await this.pool.query<StateRow>(
-      `SELECT ${STATE_COLUMNS} FROM iden3_states WHERE change = 'genesis'`,
+      `SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states WHERE change = 'genesis'`,
     );
-    return rows[0] ? toState(rows[0]) : undefined;
+    return rows[0] ? iden3StateFromRow(rows[0]) : undefined;
   }
 
   async findState(stateHex: string): Promise<Iden3StateRecord | undefined> {
     const { rows } = await this.pool.query<StateRow>({
       name: 'pg-iden3-find-state',
-      text: `SELECT ${STATE_COLUMNS} FROM iden3_states WHERE state = $1`,
+      text: `SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states WHERE state = $1`,
       values: [stateHex],
     });
-    return rows[0] ? toState(rows[0]) : undefined;
+    return rows[0] ? iden3StateFromRow(rows[0]) : undefined;
   }
 
   async createIden3Identity(
@@ -132,9 +115,9 @@ export class PostgresIden3Store implements Iden3Store {
 async function latest(q: Pick<PgPool, 'query'>): Promise<Iden3StateRecord | undefined> {
   const { rows } = await q.query<StateRow>({
     name: 'pg-iden3-latest',
-    text: `SELECT ${STATE_COLUMNS} FROM iden3_states ORDER BY id DESC LIMIT 1`,
+    text: `SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states ORDER BY id DESC LIMIT 1`,
   });
-  return rows[0] ? toState(rows[0]) : undefined;
+  return rows[0] ? iden3StateFromRow(rows[0]) : undefined;
 }
 
 // Nodes are content-addressed (the same key always carries the same node), so a repeat is a no-op;

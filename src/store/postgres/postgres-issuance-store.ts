@@ -93,7 +93,7 @@ function randomCandidates(partitionSize: number, count = RANDOM_PROBES): number[
   return [...drawn];
 }
 
-/** The second key of a hosted issuance's dedupe lock: its holder, schema, proof type and claims. */
+/** The second key of a hosted issuance's dedupe lock: its holder, schema, proof type and subject hash. */
 function dedupeLockKey(n: NewIssuance): number {
   return createHash('sha256')
     .update(JSON.stringify([n.holderDid, n.schemaId, n.proofType, n.subjectHash]))

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
   AuditActor,
   CredentialStatus,
@@ -12,25 +13,9 @@ import { type PgPool, type Queryable, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 import { type IssuanceRow, rowToIssuance } from './rows.js';
 
-interface PartitionRow {
-  partition: number;
-  size: number;
-  bits: 1 | 2;
-  allocated: number;
-  published_at: Date | null;
-  token: string | null;
-  etag: string | null;
-}
+type PartitionRow = PartitionColumns<Date>;
 
-const toPartition = (r: PartitionRow): PartitionRecord => ({
-  partition: r.partition,
-  size: r.size,
-  bits: r.bits,
-  allocated: r.allocated,
-  publishedAt: r.published_at,
-  token: r.token,
-  etag: r.etag,
-});
+const toPartition = (r: PartitionRow): PartitionRecord => partitionFromRow(r, (d) => d);
 
 // The column is an INTEGER: a larger number from a URL names no partition (rather than an error).
 const isPartitionNumber = (n: number) => Number.isInteger(n) && n >= 0 && n <= 0x7fff_ffff;

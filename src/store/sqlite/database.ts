@@ -32,7 +32,7 @@ export function openSqlite(path: string, options: { migrate?: boolean } = {}): S
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  // Two processes may share the file (DESIGN §9): wait for the writer rather than fail.
+  // Two processes may share the file: wait for the writer rather than fail.
   db.pragma('busy_timeout = 5000');
   if (options.migrate !== false) runMigrations(db);
   return db;
@@ -113,7 +113,8 @@ export interface PlannedMigration {
   name: string;
   sql: string;
   sum: string;
-  state: 'applied' | 'unrecorded-checksum' | 'pending';
+  /** `changed`: applied, but the file differs from the checksum recorded then (a problem too). */
+  state: 'applied' | 'unrecorded-checksum' | 'pending' | 'changed';
 }
 
 /**
@@ -167,7 +168,13 @@ export function planMigrations(
       problems.push(
         `${join(dir, name)}: changed after it was applied to this database (recorded sha256 ${done.checksum.slice(0, 12)}…, file ${sum.slice(0, 12)}…); restore the released file and put the change in a new migration`,
       );
-    const state = !done ? 'pending' : done.checksum === null ? 'unrecorded-checksum' : 'applied';
+    const state = !done
+      ? 'pending'
+      : done.checksum === null
+        ? 'unrecorded-checksum'
+        : done.checksum === sum
+          ? 'applied'
+          : 'changed';
     return { version, name, sql, sum, state };
   });
   return { problems, files };

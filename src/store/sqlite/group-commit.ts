@@ -9,7 +9,7 @@ interface Pending {
 }
 
 /**
- * Group commit (issue 13): the writes asked for in one event-loop turn commit together, in one
+ * Group commit: the writes asked for in one event-loop turn commit together, in one
  * IMMEDIATE transaction, each inside its own savepoint. A commit appends every page it touched to
  * the WAL, and concurrent issuances touch the same ones (the table's last page, the tails of its
  * time-ordered indexes, the status partition's row), so one commit for a turn's writes writes each

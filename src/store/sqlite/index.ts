@@ -20,7 +20,7 @@ export function openSqliteStore(path: string): SqliteStore {
   return sqliteStoreOn(openSqlite(path));
 }
 
-/** The store over an already open (and migrated) database: `doctor` opens it without migrating. */
+/** The store over an already open (and migrated) database: `doctor` opens it without migrating (inspect.ts). */
 export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
   const audit = new SqliteAuditStore(db);
   const status = new SqliteStatusStore(db, audit);

@@ -11,7 +11,7 @@ interface AuditRow {
 }
 
 /**
- * The audit log (issue 11). `insertAudit` is synchronous so that the stores whose changes it
+ * The audit log. `insertAudit` is synchronous so that the stores whose changes it
  * describes call it inside their own transaction on the same connection.
  */
 export class SqliteAuditStore implements AuditStore {

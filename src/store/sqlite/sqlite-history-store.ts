@@ -16,7 +16,7 @@ const STATUS_SQL: Record<HistoryStatusFilter, string> = {
   upload_failed: "upload_state = 'failed'",
 };
 
-/** spec 4.6 `GET /admin/issuance-history` over the issuances table. */
+/** `GET /admin/issuance-history` (docs/interface.md) over the issuances table. */
 export class SqliteHistoryStore implements IssuanceHistoryStore {
   private readonly active;
 

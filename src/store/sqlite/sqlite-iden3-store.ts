@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { IDEN3_STATE_COLUMNS, type Iden3StateColumns, iden3StateFromRow } from '../iden3-row.js';
 import type {
   Iden3IdentityRecord,
   Iden3StateRecord,
@@ -13,25 +14,7 @@ import type {
 import type { SqliteDatabase } from './database.js';
 import type { SqliteStatusStore } from './sqlite-status-store.js';
 
-interface StateRow {
-  id: number;
-  state: string;
-  claims_tree_root: string;
-  revocation_tree_root: string;
-  roots_tree_root: string;
-  created_at: string;
-}
-
-const STATE_COLUMNS = 'id, state, claims_tree_root, revocation_tree_root, roots_tree_root, created_at';
-
-const toState = (row: StateRow): Iden3StateRecord => ({
-  seq: row.id,
-  state: row.state,
-  claimsTreeRoot: row.claims_tree_root,
-  revocationTreeRoot: row.revocation_tree_root,
-  rootOfRoots: row.roots_tree_root,
-  createdAt: row.created_at,
-});
+type StateRow = Iden3StateColumns<number>;
 
 /**
  * Iden3 identity storage over better-sqlite3 (tables of migration 003). Reads see committed data;
@@ -74,9 +57,9 @@ export class SqliteIden3Store implements Iden3Store {
       insertIdentity: db.prepare(
         'INSERT INTO iden3_identity (id, did, public_key, auth_claim, created_at) VALUES (1, ?, ?, ?, ?)',
       ),
-      latest: db.prepare(`SELECT ${STATE_COLUMNS} FROM iden3_states ORDER BY id DESC LIMIT 1`),
-      genesis: db.prepare(`SELECT ${STATE_COLUMNS} FROM iden3_states WHERE change = 'genesis'`),
-      byState: db.prepare(`SELECT ${STATE_COLUMNS} FROM iden3_states WHERE state = ?`),
+      latest: db.prepare(`SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states ORDER BY id DESC LIMIT 1`),
+      genesis: db.prepare(`SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states WHERE change = 'genesis'`),
+      byState: db.prepare(`SELECT ${IDEN3_STATE_COLUMNS} FROM iden3_states WHERE state = ?`),
       insertState: db.prepare(
         `INSERT INTO iden3_states (state, claims_tree_root, revocation_tree_root, roots_tree_root, change, revocation_nonce, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -104,12 +87,12 @@ export class SqliteIden3Store implements Iden3Store {
 
   async genesisState(): Promise<Iden3StateRecord | undefined> {
     const row = this.#stmts.genesis.get();
-    return row ? toState(row) : undefined;
+    return row ? iden3StateFromRow(row) : undefined;
   }
 
   async findState(stateHex: string): Promise<Iden3StateRecord | undefined> {
     const row = this.#stmts.byState.get(stateHex);
-    return row ? toState(row) : undefined;
+    return row ? iden3StateFromRow(row) : undefined;
   }
 
   async createIden3Identity(
@@ -146,7 +129,7 @@ export class SqliteIden3Store implements Iden3Store {
 
   #latest(): Iden3StateRecord | undefined {
     const row = this.#stmts.latest.get();
-    return row ? toState(row) : undefined;
+    return row ? iden3StateFromRow(row) : undefined;
   }
 
   #writeTrees(writes: Iden3TreeWrites): void {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
   AuditActor,
   CredentialStatus,
@@ -12,25 +13,9 @@ import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { rowToIssuance } from './sqlite-issuance-store.js';
 
-interface PartitionRow {
-  partition: number;
-  size: number;
-  bits: 1 | 2;
-  allocated: number;
-  published_at: string | null;
-  token: string | null;
-  etag: string | null;
-}
+type PartitionRow = PartitionColumns<string>;
 
-const toPartition = (r: PartitionRow): PartitionRecord => ({
-  partition: r.partition,
-  size: r.size,
-  bits: r.bits,
-  allocated: r.allocated,
-  publishedAt: r.published_at ? new Date(r.published_at) : null,
-  token: r.token,
-  etag: r.etag,
-});
+const toPartition = (r: PartitionRow): PartitionRecord => partitionFromRow(r, (t) => new Date(t));
 
 // While a token is being built, its row holds `token = NULL` and the builder's ticket in `etag`
 // (never served: a cached token needs both). Every status change clears `etag`, so the builder

@@ -53,7 +53,6 @@ describe('batch CSV (admin batch-issue)', () => {
       [4, 'email'],
       [4, 'expiration'],
       [5, 'email'],
-      [5, 'expiration'],
       [5, 'credentialSubject'],
       [6, 'row'],
     ]);
@@ -61,8 +60,28 @@ describe('batch CSV (admin batch-issue)', () => {
       onDuplicate: 'allow',
     });
     expect(header.problems.map((p) => p.field).sort()).toEqual(
-      ['credentialSubject.cnf', 'email', 'expiration', 'mail', 'schemaId'].sort(),
+      ['credentialSubject.cnf', 'email', 'mail', 'schemaId'].sort(),
     );
+  });
+
+  it('a user column takes the claims from the claims provider; the expiration may be left to the schema', () => {
+    const { rows, problems } = parseBatchCsv(
+      'email,user\na@example.org,demo-user-1\nb@example.org,\n',
+      defaults,
+    );
+    expect(rows.map((r) => r.body)).toEqual([
+      {
+        userId: 'a@example.org',
+        schemaId: 'membership-v1',
+        vct: 'urn:vct:m',
+        expiration: '',
+        claimsUserId: 'demo-user-1',
+        onDuplicate: 'allow',
+      },
+    ]);
+    expect(problems.map((p) => [p.line, p.field])).toEqual([[3, 'user']]);
+    const both = parseBatchCsv('email,user,credentialSubject.tier\na@example.org,u,gold\n', defaults);
+    expect(both.problems.map((p) => [p.line, p.field])).toEqual([[1, 'user']]);
   });
 
   it('result files: last report per row wins; a truncated last line is ignored', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/config/env.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../../src/config/key-encryption-key.js';
 
 // Production secrets must look random: these are what `openssl rand -base64 32` prints.
 const SECRETS = {
@@ -11,6 +12,9 @@ const SECRETS = {
   e: 'Wc2Nh6Tr0Xk4Bm8Fq3Jz7Ls1Pd5Gv9Ye2Ha6Ko0Ui4Q=',
 } as const;
 const secret = (c: keyof typeof SECRETS) => SECRETS[c];
+/** A random key, as `openssl rand -hex 32` gives. */
+const KEK_HEX = '5f0c9e2a7b41d3386e1fa9c04d72b5e8193a6cf0e2d4b7185c3f9a60d1e7b24c';
+
 const production = {
   NODE_ENV: 'production',
   ISSUER_ORIGIN: 'https://issuer.example.com',
@@ -55,6 +59,12 @@ describe('config', () => {
       adminApiKey: undefined,
       adminApiKeys: [],
       databaseUrl: 'sqlite:./data/issuer.db',
+      database: { kind: 'sqlite', path: '/srv/issuer/data/issuer.db' },
+      keyEncryptionKey: undefined,
+      // Outside production, unset: the development key, resolved here once.
+      keyEncryption: { current: DEVELOPMENT_KEY_ENCRYPTION_KEY, given: false, previous: undefined },
+      metricsToken: undefined,
+      redisUrl: undefined,
     });
   });
 
@@ -139,9 +149,41 @@ describe('config', () => {
     expect(problems(pgProduction)).toEqual([
       expect.stringMatching(/^KEY_ENCRYPTION_KEY: required in production/),
     ]);
-    const { config, secrets } = loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: 'cd'.repeat(32) });
-    expect(secrets.keyEncryptionKey).toEqual(Buffer.alloc(32, 0xcd));
-    expect(JSON.stringify(config)).not.toContain('cdcd');
+    const { config, secrets } = loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: KEK_HEX });
+    expect(secrets.keyEncryptionKey).toEqual(Buffer.from(KEK_HEX, 'hex'));
+    expect(secrets.keyEncryption).toEqual({
+      current: Buffer.from(KEK_HEX, 'hex'),
+      given: true,
+      previous: undefined,
+    });
+    // KEY_ENCRYPTION_KEY_PREVIOUS is resolved once too; a malformed one is kept as its problem
+    // (only `keys reseal` and doctor use it), never refusing the server's start.
+    const rotating = loadConfig({
+      ...pgProduction,
+      KEY_ENCRYPTION_KEY: KEK_HEX,
+      KEY_ENCRYPTION_KEY_PREVIOUS: 'ab'.repeat(32),
+    }).secrets.keyEncryption;
+    expect(rotating.previous).toEqual(Buffer.alloc(32, 0xab));
+    expect(
+      loadConfig({ ...pgProduction, KEY_ENCRYPTION_KEY: KEK_HEX, KEY_ENCRYPTION_KEY_PREVIOUS: 'x' }).secrets
+        .keyEncryption.previous,
+    ).toMatch(/32 bytes/);
+    expect(JSON.stringify(config)).not.toContain(KEK_HEX.slice(0, 16));
+  });
+
+  it.each([
+    ['the public development key', DEVELOPMENT_KEY_ENCRYPTION_KEY.toString('hex')],
+    ['all zeros', '00'.repeat(32)],
+    ['one byte repeated', 'cd'.repeat(32)],
+    ['two bytes repeated (base64)', Buffer.from('ab'.repeat(16)).toString('base64')],
+  ])('production refuses a KEY_ENCRYPTION_KEY that protects nothing: %s', (_name, value) => {
+    for (const database of ['postgres://db/issuer', 'sqlite:./data/issuer.db']) {
+      const lines = problems({ ...production, DATABASE_URL: database, KEY_ENCRYPTION_KEY: value });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^KEY_ENCRYPTION_KEY: .*random/);
+    }
+    // Development and tests may use any well-formed key.
+    expect(problems({ KEY_ENCRYPTION_KEY: value })).toEqual([]);
   });
 
   it('reports every problem at once', () => {

@@ -86,4 +86,16 @@ describe('examples/*.csv', () => {
     expect(rows.map((r) => r.email)).toEqual(['chloe.dubois@example.com', 'daan.jansen@example.com']);
     expect(rows[0]!.body.credentialSubject).toMatchObject({ familyName: 'Dubois', memberNumber: 3107 });
   });
+
+  it('batch-issue-users.csv reads without a problem: a user column, the schema from --schema', () => {
+    const { rows, problems } = parseBatchCsv(readFileSync('examples/batch-issue-users.csv', 'utf8'), {
+      schema: 'membership-v1',
+      onDuplicate: 'allow',
+    });
+    expect(problems).toEqual([]);
+    expect(rows.map((r) => [r.email, r.body.claimsUserId])).toEqual([
+      ['alice.martin@example.com', 'demo-user-1'],
+      ['bram.devries@example.com', 'demo-user-2'],
+    ]);
+  });
 });

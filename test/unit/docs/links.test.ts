@@ -3,7 +3,8 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // Every relative link in the README, the changelog and docs/ reaches a file (and its heading, for
-// an anchor); every `docs/<file>.md "<heading>"` cited in code names a file and a heading it has.
+// an anchor); every repository path a page names in backticks exists; every
+// `docs/<file>.md "<heading>"` cited in code names a file and a heading it has.
 
 const pages = [
   'README.md',
@@ -51,6 +52,19 @@ describe('documentation links', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('every repository path named in backticks exists (the changelog names past paths, so not there)', () => {
+    const missing: string[] = [];
+    for (const page of pages.filter((p) => p !== 'CHANGELOG.md')) {
+      for (const m of readFileSync(page, 'utf8').matchAll(
+        /`((?:src|test|scripts|ops|schemas|examples)\/[\w./-]*)`/g,
+      )) {
+        const path = (m[1] ?? '').replace(/\/$/, '');
+        if (!existsSync(path)) missing.push(`${page}: ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('every docs/ citation in code names a file and one of its headings', () => {

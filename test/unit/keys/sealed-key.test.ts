@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { parseKeyEncryptionKey } from '../../../src/config/key-encryption-key.js';
 import { KeyError, newKeyData, parseKeyData } from '../../../src/keys/key-ring.js';
-import { openSealedKey, parseKeyEncryptionKey, sealKey } from '../../../src/keys/sealed-key.js';
+import { openSealedKey, sealKey } from '../../../src/keys/sealed-key.js';
 
 const kek = Buffer.alloc(32, 7);
 

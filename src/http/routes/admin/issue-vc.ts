@@ -7,35 +7,61 @@ import {
   ExpirationSchema,
   OnDuplicateSchema,
 } from '../../../issuance/direct-input.js';
-import type { DirectIssuanceService, DirectIssueResult } from '../../../issuance/direct-issuance.js';
+import type {
+  DirectClaims,
+  DirectIssuanceService,
+  DirectIssueResult,
+} from '../../../issuance/direct-issuance.js';
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
+import { boundedText, MAX_ID_BYTES } from '../../../model.js';
 import type { StatusService } from '../../../status/status-service.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
 
-/** A disclosure frame that does not fit the claims is a 400 naming the frame entry. */
+/** A disclosure frame that does not fit the body's claims is a 400 naming the frame entry. */
 const frameFits = (
   value: { credentialSubject?: unknown; disclosureFrame?: unknown },
   ctx: z.RefinementCtx,
 ): void => {
-  if (value.disclosureFrame === undefined) return;
+  // The claims provider's claims are known only when issuing: the frame is checked then.
+  if (value.disclosureFrame === undefined || value.credentialSubject === undefined) return;
   for (const p of disclosureFrameProblems(value.disclosureFrame, value.credentialSubject))
     ctx.addIssue({ code: 'custom', path: p.field.split('.'), message: p.message });
 };
 
-// docs/interface.md "admin issue-vc": the body.
+/** Exactly one source of claims: the body's own, or the claims provider's for a user id. */
+const oneClaimsSource = (
+  value: { credentialSubject?: unknown; claimsUserId?: unknown },
+  ctx: z.RefinementCtx,
+): void => {
+  const given = (value.credentialSubject !== undefined ? 1 : 0) + (value.claimsUserId !== undefined ? 1 : 0);
+  if (given === 1) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: [value.credentialSubject === undefined ? 'credentialSubject' : 'claimsUserId'],
+    message:
+      given === 0 ? 'required unless claimsUserId is given' : 'not with credentialSubject: give one of them',
+  });
+};
+
+/** The claims provider's user id (the hosted flow's `userId`), whose claims are issued. */
+const ClaimsUserIdField = boundedText(MAX_ID_BYTES);
+
+// docs/interface.md "admin issue-vc" body; `claimsUserId` instead of `credentialSubject` is this kit's.
 export const AdminIssueVcBodySchema = z
   .object({
     userId: RecipientEmailSchema,
     schemaId: SchemaIdField,
     vct: VctField,
     expiration: ExpirationSchema,
-    credentialSubject: CredentialSubjectSchema,
+    credentialSubject: CredentialSubjectSchema.optional(),
+    claimsUserId: ClaimsUserIdField.optional(),
     disclosureFrame: DisclosureFrameSchema.optional(),
     onDuplicate: OnDuplicateSchema.default('allow'),
     reason: ReasonField,
   })
+  .superRefine(oneClaimsSource)
   .superRefine(frameFits);
 export type AdminIssueVcBody = z.infer<typeof AdminIssueVcBodySchema>;
 
@@ -85,11 +111,11 @@ export function adminIssueVc(direct: DirectIssuanceService, status: StatusServic
   return async (req: Request, res: Response) => {
     const body = parseInput(AdminIssueVcBodySchema, req.body);
     const result = await direct.issue({
+      ...claimsSource(body),
       email: body.userId,
       schemaId: body.schemaId,
       vct: body.vct,
       expiresAt: body.expiration,
-      credentialSubject: body.credentialSubject,
       disclosureFrame: body.disclosureFrame,
       onDuplicate: body.onDuplicate,
       idempotencyKey: req.get('idempotency-key'),
@@ -100,15 +126,27 @@ export function adminIssueVc(direct: DirectIssuanceService, status: StatusServic
   };
 }
 
+/** The body's claims or its claims user id, whichever the (refined) body has. */
+const claimsSource = (body: {
+  credentialSubject?: Record<string, unknown> | undefined;
+  claimsUserId?: string | undefined;
+}): DirectClaims =>
+  body.credentialSubject !== undefined
+    ? { credentialSubject: body.credentialSubject }
+    : { claimsUserId: body.claimsUserId! };
+
 export const ValidateRowsBodySchema = z.object({
   rows: z
     .array(
-      z.object({
-        schemaId: SchemaIdField,
-        vct: VctField.optional(),
-        credentialSubject: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
-        disclosureFrame: DisclosureFrameSchema.optional(),
-      }),
+      z
+        .object({
+          schemaId: SchemaIdField,
+          vct: VctField.optional(),
+          credentialSubject: z.record(z.string(), z.unknown(), { error: 'must be an object' }).optional(),
+          claimsUserId: ClaimsUserIdField.optional(),
+          disclosureFrame: DisclosureFrameSchema.optional(),
+        })
+        .superRefine(oneClaimsSource),
     )
     .min(1)
     .max(1000),
@@ -125,8 +163,8 @@ export const validateRowsRoute: RouteFactory = (ctx) => ({
     summary: 'Check issue-vc rows without issuing',
     tags: TAGS.admin,
     body: ValidateRowsBodySchema,
-    responses: json200('`{ problems, vct }`'),
-    errors: ['NOT_FOUND'],
+    responses: json200('`{ problems, vct, expiresInSeconds }`'),
+    errors: ['NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
   },
   handler: validateIssueRows(ctx.direct),
 });
@@ -139,7 +177,15 @@ export const validateRowsRoute: RouteFactory = (ctx) => ({
 export function validateIssueRows(direct: DirectIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(ValidateRowsBodySchema, req.body);
-    const problems = body.rows.flatMap((row, i) => direct.checkRequest(row).map((p) => ({ row: i, ...p })));
+    const problems: Array<{ row: number; field: string; message: string }> = [];
+    // One row at a time: a claims user id is a lookup at the claims provider.
+    for (const [i, row] of body.rows.entries())
+      for (const p of await direct.checkRequest({
+        schemaId: row.schemaId,
+        disclosureFrame: row.disclosureFrame,
+        ...claimsSource(row),
+      }))
+        problems.push({ row: i, ...p });
     // The vct each schema issues under by default, for rows that bring none.
     const vct = Object.fromEntries(
       [...new Set(body.rows.map((r) => r.schemaId))].flatMap((id) => {

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../../../envelope/index.js';
-import type { IssuanceService } from '../../../issuance/issuance-service.js';
+import type { HostedIssuanceService } from '../../../issuance/hosted-issuance.js';
 import { boundedText, HolderDidSchema, MAX_ID_BYTES, ProofTypeSchema } from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
 import { type RouteFactory, TAGS } from '../route.js';
@@ -64,10 +64,10 @@ export const availableVcRoute: RouteFactory = (ctx) => ({
     },
     errors: ['NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
   },
-  handler: availableVc(ctx.issuance),
+  handler: availableVc(ctx.hosted),
 });
 
-export function availableVc(issuance: IssuanceService) {
+export function availableVc(issuance: HostedIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AvailableVcBodySchema, req.body);
     const pubKey = parseHolderPublicKey(body.pubKey, 'pubKey');
@@ -96,10 +96,10 @@ export const issueVcRoute: RouteFactory = (ctx) => ({
     responses: { 201: { description: 'Issued and stored by the hosting service (empty body)' } },
     errors: ['NOT_FOUND', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
   },
-  handler: issueVc(ctx.issuance),
+  handler: issueVc(ctx.hosted),
 });
 
-export function issueVc(issuance: IssuanceService) {
+export function issueVc(issuance: HostedIssuanceService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(IssueVcBodySchema, req.body);
     // encryptionKey wins when both are present (docs/interface.md "issue-vc").

@@ -5,7 +5,8 @@ import {
   openEnvelope,
   parseHolderPublicKey,
 } from '../../../src/envelope/index.js';
-import { IssuanceService } from '../../../src/issuance/issuance-service.js';
+import { HostedIssuanceService } from '../../../src/issuance/hosted-issuance.js';
+import { IssuanceCore } from '../../../src/issuance/issuance-core.js';
 import type { ProofType } from '../../../src/model.js';
 import {
   asOutbox,
@@ -24,16 +25,17 @@ const YEAR_SECONDS = 31_536_000; // membership-v1 expiresInSeconds
 const holder = generateHolderKeyPair('x25519');
 const holderKey = parseHolderPublicKey(holder.publicKeyHex, 'pubKey');
 
-/** The service over fakes that log, in order, what each part was asked to do. */
+/** The hosted flow and its core over fakes that log, in order, what each part was asked to do. */
 function setup(proofTypes: ProofType[] = ['SD_JWT_VC']) {
   const events: string[] = [];
   const store = new MemoryIssuanceStore(events);
   const outbox = new FakeOutbox(store, events);
   const claims = new FakeClaimsProvider(events);
   const issuers = new Map(proofTypes.map((p) => [p, new FakeIssuer(p, events)] as const));
-  const service = new IssuanceService({
+  const schemas = bundledSchemas();
+  const core = new IssuanceCore({
     issuerOrigin: ORIGIN,
-    schemas: bundledSchemas(),
+    schemas,
     claimsProviders: new Map([['membership-v1', claims]]),
     issuers,
     store,
@@ -42,6 +44,7 @@ function setup(proofTypes: ProofType[] = ['SD_JWT_VC']) {
     uploadTimeoutMs: 10_000,
     now: () => NOW,
   });
+  const service = new HostedIssuanceService({ core, schemas, now: () => NOW });
   claims.answers.set('ada', { eligible: true, credentialSubject: { ...MEMBER_CLAIMS } });
   const sdJwt = issuers.get('SD_JWT_VC')!;
   return { events, store, outbox, claims, issuers, sdJwt, service };
@@ -55,8 +58,9 @@ const hosted = (userId = 'ada', proofType: ProofType = 'SD_JWT_VC') => ({
   encryptTo: holderKey,
 });
 
-// docs/interface.md "issue-vc" and docs/several-instances.md "Storage engines", through `IssuanceService` alone.
-describe('IssuanceService.issueHosted', () => {
+// docs/interface.md "issue-vc" and docs/several-instances.md "Storage engines", through
+// `HostedIssuanceService` and its core alone.
+describe('HostedIssuanceService.issueHosted', () => {
   it('looks up claims, signs, records, then uploads; the envelope holds what was signed', async () => {
     const { events, store, sdJwt, service } = setup();
     const record = await service.issueHosted(hosted());
@@ -229,7 +233,7 @@ describe('IssuanceService.issueHosted', () => {
 });
 
 // docs/interface.md "available-vc".
-describe('IssuanceService.availableVc', () => {
+describe('HostedIssuanceService.availableVc', () => {
   it('one encrypted preview per eligible proof type, without the subject id; none when not eligible', async () => {
     const { claims, events, service } = setup(['SD_JWT_VC', 'BJJ_SIG_2021']);
     claims.answers.set('ada', {

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../claims/index.js';
-import { type Envelope, type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
+import {
+  type Envelope,
+  type HolderPublicKey,
+  holderKeyFingerprint,
+  sealEnvelope,
+} from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import type { Issuer } from '../issuers/issuer.js';
 import type {
@@ -18,13 +23,13 @@ import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } 
 import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
-export interface IssuanceServiceDeps {
+export interface IssuanceCoreDeps {
   issuerOrigin: string;
   schemas: SchemaRegistry;
   claimsProviders: ReadonlyMap<string, ClaimsProvider>;
   issuers: Map<ProofType, Issuer>;
   store: IssuanceStore;
-  /** Only the in-request attempt is the service's; the outbox's worker runs on its own. */
+  /** Only the in-request attempt is the core's; the outbox's worker runs on its own. */
   outbox: Pick<UploadOutbox, 'uploadNow'>;
   statusList: { partitionSize: number; bits: 1 | 2 };
   uploadTimeoutMs: number;
@@ -34,15 +39,10 @@ export interface IssuanceServiceDeps {
   telemetry?: Telemetry;
 }
 
-export interface PreviewEntry {
-  holderDID: string;
-  schemaId: string;
-  credentialSubject: ReturnType<typeof toPreviewFields>;
-  proofType: ProofType;
-}
-
 /** What any issuance (hosted or direct) hands to `signAndRecord`. */
 export interface SignRequest {
+  /** From `requireIssuer`, which the flow calls once, before any lookup. */
+  issuer: Issuer;
   /** A caller-chosen credential id (derived from an Idempotency-Key); random by default. */
   credentialId?: string | undefined;
   channel: Channel;
@@ -63,114 +63,52 @@ export interface SignRequest {
   audit?: AuditActor | undefined;
 }
 
-/** The phases `IssuanceService.phaseTimer` reports, in order (claims and upload: hosted only). */
+/** The phases `IssuanceCore.phaseTimer` reports, in order (claims and upload: hosted only). */
 export type IssuancePhase = 'claims' | 'sign' | 'envelope' | 'record' | 'upload';
 
 const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) * 1000);
 
-// DESIGN §8: nonces are random, unique, below 2^53 (exact as a JSON number). 0 is the Iden3 auth claim's.
+// Nonces are random, unique and below 2^53 (exact as a JSON number); 0 is the Iden3 auth claim's.
 export function randomRevocationNonce(): number {
   const n = Number(pooledRandomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
   return n === 0 ? 1 : n;
 }
 
 /**
- * The issuance flows of DESIGN §1. Route handlers call these; they never see a credential format.
+ * What makes a repeated hosted request the same issuance, beside its holder DID, schema and proof
+ * type: the claims, the `cnf` key (RFC 7638 thumbprint) and the key the envelope is sealed to
+ * (normalized). A new key is a new credential, so what is stored always opens with the key the
+ * request sent.
+ * docs/interface.md "Decisions where the hosting service's interface is silent"
  */
-export class IssuanceService {
+export async function issuanceSubjectHash(
+  claims: Record<string, unknown>,
+  holderJwk: JWK | undefined,
+  encryptTo: HolderPublicKey,
+): Promise<string> {
+  return sha256Hex(
+    canonicalJson({
+      claims,
+      cnf: holderJwk ? await calculateJwkThumbprint(holderJwk) : null,
+      encryptTo: holderKeyFingerprint(encryptTo),
+    }),
+  );
+}
+
+/**
+ * What every issuance does, whoever asked: look up claims, sign, seal, record, upload within the
+ * request. The hosted flow (hosted-issuance.ts) and the direct one (direct-issuance.ts) sit above
+ * it; route handlers call those and never see a credential format.
+ */
+export class IssuanceCore {
   private readonly now: () => Date;
-  /** Records this service has just inserted: their insert holds the upload lease. */
+  /** Records this core has just inserted: their insert holds the upload lease. */
   private readonly leasedByInsert = new WeakSet<IssuanceRecord>();
   /** Optional probe for scripts/bench: how long each phase of each issuance took, in ms. */
   phaseTimer: ((phase: IssuancePhase, ms: number) => void) | undefined;
 
-  constructor(private readonly deps: IssuanceServiceDeps) {
+  constructor(private readonly deps: IssuanceCoreDeps) {
     this.now = deps.now ?? (() => new Date());
-  }
-
-  /** spec 4.6 available-vc: one encrypted preview per eligible schema and proof type. */
-  async availableVc(req: {
-    holderDid: string;
-    userId: string;
-    pubKey: HolderPublicKey;
-    schemaId?: string | undefined;
-    proofType?: ProofType | undefined;
-  }): Promise<PreviewEntry[]> {
-    const candidates = this.deps.schemas
-      .select({ schemaId: req.schemaId, proofType: req.proofType })
-      .filter(({ schema, proofType }) => this.deps.issuers.get(proofType)?.supports(schema));
-    const answers = new Map<string, Promise<ClaimsAnswer>>();
-    const out: PreviewEntry[] = [];
-    for (const { schema, proofType } of candidates) {
-      // One lookup per schema and proof type (providers may answer per proof type).
-      const key = `${schema.schemaId}\u0000${proofType}`;
-      if (!answers.has(key)) answers.set(key, this.lookupClaims(schema, req.userId, proofType));
-      const answer = await answers.get(key)!;
-      if (!answer.eligible) continue;
-      const { id: _id, ...subject } = answer.credentialSubject;
-      out.push({
-        holderDID: req.holderDid,
-        schemaId: schema.schemaId,
-        credentialSubject: toPreviewFields(sealEnvelope(req.pubKey, subject)),
-        proofType,
-      });
-    }
-    return out;
-  }
-
-  /**
-   * spec 4.6 issue-vc: authoritative claims, sign, encrypt, record, upload. Resolves when the
-   * envelope is stored upstream; throws 502 (after recording) when it is not, and the outbox retries.
-   */
-  async issueHosted(req: {
-    holderDid: string;
-    userId: string;
-    schemaId: string;
-    proofType: ProofType;
-    encryptTo: HolderPublicKey;
-    holderJwk?: JWK | undefined;
-  }): Promise<IssuanceRecord> {
-    const schema = this.deps.schemas.require(req.schemaId);
-    const record = await this.untilRecorded(req.proofType, 'hosted', () => this.recordHosted(schema, req));
-    const uploadStart = performance.now();
-    const uploaded = await this.uploadWithinRequest(record);
-    this.mark('upload', uploadStart);
-    return uploaded;
-  }
-
-  private async recordHosted(
-    schema: LoadedSchema,
-    req: {
-      holderDid: string;
-      userId: string;
-      proofType: ProofType;
-      encryptTo: HolderPublicKey;
-      holderJwk?: JWK | undefined;
-    },
-  ): Promise<IssuanceRecord> {
-    this.requireIssuer(schema, req.proofType);
-    const claimsStart = performance.now();
-    const answer = await this.lookupClaims(schema, req.userId, req.proofType);
-    this.mark('claims', claimsStart);
-    if (!answer.eligible) {
-      throw new AppError('NOT_FOUND', `userId: no ${schema.schemaId} credential is available for this user`, {
-        field: 'userId',
-      });
-    }
-    const { id: _id, ...claims } = answer.credentialSubject;
-    const expiresAt = answer.expiresAt ?? new Date(this.now().getTime() + schema.expiresInSeconds * 1000);
-    return this.signAndRecord({
-      channel: 'hosted',
-      userId: req.userId,
-      holderDid: req.holderDid,
-      schema,
-      proofType: req.proofType,
-      claims,
-      expiresAt,
-      encryptTo: req.encryptTo,
-      holderJwk: req.holderJwk,
-      dedupe: true,
-    });
   }
 
   /** Counts one issuance outcome (`issuer_issuances_total`). */
@@ -188,10 +126,11 @@ export class IssuanceService {
     }
   }
 
-  private mark(phase: IssuancePhase, since: number): void {
+  mark(phase: IssuancePhase, since: number): void {
     this.phaseTimer?.(phase, performance.now() - since);
   }
 
+  /** The issuer of `proofType` for `schema`; 400 naming `proofType` when the schema is not issued so. */
   requireIssuer(schema: LoadedSchema, proofType: ProofType): Issuer {
     const issuer = this.deps.issuers.get(proofType);
     if (!schema.proofTypes.includes(proofType) || !issuer?.supports(schema)) {
@@ -204,6 +143,13 @@ export class IssuanceService {
       );
     }
     return issuer;
+  }
+
+  /** Whether `schema` is issued as `proofType` by a configured issuer. */
+  issues(schema: LoadedSchema, proofType: ProofType): boolean {
+    return (
+      schema.proofTypes.includes(proofType) && this.deps.issuers.get(proofType)?.supports(schema) === true
+    );
   }
 
   async lookupClaims(schema: LoadedSchema, userId: string, proofType: ProofType): Promise<ClaimsAnswer> {
@@ -223,8 +169,8 @@ export class IssuanceService {
       return answer;
     } catch (err) {
       done('error');
-      // DESIGN §8: a provider that cannot answer is an upstream error, never "not eligible".
-      // Our own providers' messages are safe to pass on; a custom module's may hold internals.
+      // docs/schemas-and-claims.md: a provider that cannot answer is an upstream error, never
+      // "not eligible". Our own providers' messages are safe to pass on; a custom module's may hold internals.
       const reason = err instanceof ClaimsSourceError ? `: ${err.message}` : '';
       if (!reason) this.deps.log?.error({ event: 'claims_provider_error', schemaId: schema.schemaId, err });
       throw upstreamUnavailable(`claims source for ${schema.schemaId} is unavailable${reason}`);
@@ -232,11 +178,11 @@ export class IssuanceService {
   }
 
   /**
-   * Validates, signs, encrypts and commits one issuance (DESIGN §9): the record, its nonce and its
-   * status slot commit together, before any upload. A hosted repeat returns the live original.
+   * Validates, signs, encrypts and commits one issuance: the record, its nonce and its status slot
+   * commit together, before any upload. A hosted repeat (`issuanceSubjectHash`) returns the live original.
    */
   async signAndRecord(req: SignRequest): Promise<IssuanceRecord> {
-    const issuer = this.requireIssuer(req.schema, req.proofType);
+    const issuer = req.issuer;
     this.deps.schemas.assertClaims(req.schema, req.claims);
     // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
     const now = wholeSeconds(this.now());
@@ -246,12 +192,7 @@ export class IssuanceService {
         field: 'expiresAt',
       });
     }
-    const subjectHash = sha256Hex(
-      canonicalJson({
-        claims: req.claims,
-        cnf: req.holderJwk ? await calculateJwkThumbprint(req.holderJwk) : null,
-      }),
-    );
+    const subjectHash = await issuanceSubjectHash(req.claims, req.holderJwk, req.encryptTo);
     if (req.dedupe) {
       const existing = await this.deps.store.findLiveDuplicate({
         holderDid: req.holderDid,

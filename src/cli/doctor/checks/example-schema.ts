@@ -1,0 +1,42 @@
+import { loadSchemas } from '../../../schemas/schema-registry.js';
+import type { DoctorCheck } from '../doctor-context.js';
+import { line } from '../line.js';
+
+/** The host of the bundled example schema's URLs (schemas/membership-v1.json). */
+const EXAMPLE_HOST = 'issuer.example';
+
+const onExampleHost = (value: string | undefined): boolean => {
+  if (value === undefined) return false;
+  try {
+    return new URL(value).hostname === EXAMPLE_HOST;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * In production, a WARN for each schema still naming the example's host (its vct, JSON-LD context
+ * or JSON Schema on `issuer.example`): the bundled example, served as if it were the issuer's own.
+ */
+export const exampleSchema: DoctorCheck = {
+  items: ['example schema'],
+  run({ config }) {
+    if (!config.production) return [];
+    let all: ReturnType<ReturnType<typeof loadSchemas>['all']>;
+    try {
+      all = loadSchemas(config.schemasDir, config.issuerOrigin).all();
+    } catch {
+      // The schemas line reports it.
+      return [];
+    }
+    return all
+      .filter((s) => [s.sdJwt?.vct, s.iden3?.contextUrl, s.iden3?.jsonSchemaUrl].some(onExampleHost))
+      .map((s) =>
+        line(
+          'example schema',
+          'WARN',
+          `${s.schemaId} is the bundled example (its URLs are on ${EXAMPLE_HOST}); replace it with the issuer's own schema in ${config.schemasDir}`,
+        ),
+      );
+  },
+};
