@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: speed figures from one run, each next to the raw primitive measured in the
- * same run (issue: "Speed is measured, not asserted"). Sections: `npm run bench -- http status`.
+ * same run (docs/benchmarks.md): speed is measured, not asserted. Sections: `npm run bench -- http status`.
  */
 
 import { createTempDatabase } from '../test/helpers/services.js';

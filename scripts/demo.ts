@@ -14,8 +14,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair } from 'jose';
-import { DEV_EMULATOR_FILE } from '../src/dev/development.js';
-import { x25519DidKey } from '../src/emulator/index.js';
+import { DEV_EMULATOR_FILE } from '../src/development/development-files.js';
+import { x25519DidKey } from '../src/development/emulator/index.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
 import { DocumentFetcher, verifyCredential } from '../src/verify/index.js';
 
@@ -101,7 +101,7 @@ async function main() {
     console.log(`no issuer at ${issuerUrl}: starting one in-process`);
     const { loadConfig } = await import('../src/config/config.js');
     const { createContext } = await import('../src/context.js');
-    const { startDevelopment } = await import('../src/dev/development.js');
+    const { startDevelopment } = await import('../src/development/start.js');
     const { bind, serve } = await import('../src/server.js');
     const bound = await bind(0, '127.0.0.1');
     const loaded = loadConfig({ ...process.env, PORT: undefined, ISSUER_ORIGIN: bound.url });

@@ -1,5 +1,5 @@
 // Runs the hosting-service emulator alone; point the issuer's SERVICE_V1_BASE_URL at what it prints.
-import { startEmulatorServer } from '../src/emulator/index.js';
+import { startEmulatorServer } from '../src/development/emulator/index.js';
 
 const portText = process.env.EMULATOR_PORT ?? '4000';
 const port = Number(portText);

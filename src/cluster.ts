@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config, Secrets } from './config/config.js';
-import type { Development } from './dev/development.js';
+import type { Development } from './development/start.js';
 import { AppError } from './errors.js';
 import type { Logger } from './model.js';
 
@@ -85,7 +85,7 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
   let dev: Development | undefined;
   let issuerUrl: string | undefined;
   if (!config.production) {
-    const { startDevelopment, cachedJwks } = await import('./dev/development.js');
+    const { startDevelopment, cachedJwks } = await import('./development/start.js');
     dev = await startDevelopment(config, secrets, {
       log,
       // The workers hold the keys: the emulator reads the issuer's published JWKS (rotation included).

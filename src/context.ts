@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from 'express-rate-limit';
+import { SchemaCatalog } from './catalog/schema-catalog.js';
+import { buildSchemaSet } from './catalog/schema-set.js';
 import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from './config/config.js';
+import { claimDatabaseEnvironment, developmentStateProblems } from './development/production-guard.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -13,16 +16,13 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
-import { claimDatabaseEnvironment, developmentStateProblems } from './live/development-state.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
-import { SchemaCatalog } from './schemas/schema-catalog.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
-import { buildSchemaSet } from './schemas/schema-set.js';
 import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
@@ -39,7 +39,7 @@ export type { KeyHolder };
 /**
  * Everything the app needs, built once (atproto's AppContext). `createContext` only assembles
  * parts; start-up policy (development secrets, the emulator, example claims) lives in `main.ts`
- * and `src/dev/`. Tests build it with overrides.
+ * and `src/development/`. Tests build it with overrides.
  */
 export interface AppContext {
   config: Config;
@@ -100,7 +100,7 @@ export interface ContextOverrides {
    */
   rateLimitStore?: (group: RouteGroup) => Store;
   /** Outbox timing (tests use short backoffs). */
-  outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number };
+  outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; sweepMs?: number };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;
   /** initialize-user retries of direct issuance (tests use short backoffs). */
@@ -124,7 +124,7 @@ export async function createContext(
   ];
   const { partnerId, serviceBaseUrl } = config;
   // Production config validation refuses to get here without them; development start-up
-  // (src/dev/development.ts) fills them in first.
+  // (src/development/start.ts) fills them in first.
   if (!apiKey || adminApiKeys.length === 0 || !partnerId)
     throw new Error('API_KEY, ADMIN_API_KEY (or ADMIN_API_KEYS) and PARTNER_ID are required');
   if (!serviceBaseUrl) throw new Error('SERVICE_V1_BASE_URL is required');
@@ -141,6 +141,7 @@ export async function createContext(
   try {
     store = await openStore(secrets.database, {
       poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
       log,
     });
   } catch (err) {
@@ -219,6 +220,8 @@ export async function createContext(
     );
   const outbox = new UploadOutbox(store.issuances, serviceClient, {
     maxAttempts: config.uploadMaxAttempts,
+    leaseMs: config.uploadLeaseMs,
+    sweepMs: config.outboxSweepMs,
     ...overrides.outbox,
     log,
   });

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { SchemaCatalog } from './catalog/schema-catalog.js';
 import {
   answerClusterMetrics,
   clusterScrape,
@@ -12,9 +13,8 @@ import {
 import { loadConfig } from './config/config.js';
 import { ConfigError } from './config/env.js';
 import type { AppContext } from './context.js';
-import type { Development } from './dev/development.js';
+import type { Development } from './development/start.js';
 import { createLogger } from './observability/logger.js';
-import type { SchemaCatalog } from './schemas/schema-catalog.js';
 
 /** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
 async function schemaProblems(dir: string): Promise<string[]> {
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     const current = catalog;
     if (!current) pendingReload = trigger;
     else
-      void import('./schemas/schema-catalog.js').then(({ reloadAndLog }) =>
+      void import('./catalog/schema-catalog.js').then(({ reloadAndLog }) =>
         reloadAndLog(current, log, trigger),
       );
   };
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
   try {
     if (!config.production) {
       // Loaded only in development: the production process never imports the emulator.
-      const { startDevelopment } = await import('./dev/development.js');
+      const { startDevelopment } = await import('./development/start.js');
       dev = await startDevelopment(config, secrets, {
         log,
         // The emulator checks partner JWTs against the issuer's current keys (rotation included).

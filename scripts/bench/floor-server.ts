@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
 import { Pool } from 'undici';
-import { loadOrCreateDevSecrets } from '../../src/dev/dev-secrets.js';
+import { loadOrCreateDevSecrets } from '../../src/development/dev-secrets.js';
 import { type HolderPublicKey, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { issuanceSubjectHash, randomRevocationNonce } from '../../src/issuance/issuance-core.js';

@@ -52,7 +52,7 @@ export function readCsv(text: string): { header: string[]; records: CsvRecord[] 
 }
 
 /**
- * A cell's value (issue: admin CLI, CSV cells). Cells are JSON (`"gold"`, `1042`, `true`,
+ * A cell's value (docs/admin-cli.md "CSV batches"). Cells are JSON (`"gold"`, `1042`, `true`,
  * `{"a":1}`); a cell that is not valid JSON is taken as the plain string (`gold`, `2021-04-12`).
  * An empty cell means "absent". To pass a string that reads as JSON (`1042`, `true`), quote it as
  * JSON: `"1042"` (in CSV: `"""1042"""`).

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { DEVELOPMENT_KEYS_SUBDIR, DEVELOPMENT_ONLY_FILES } from '../development/development-files.js';
 import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../issuers/iden3/bjj-key.js';
 import { generateKey, isActive, type KeyPurpose, readKeys } from '../keys/key-ring.js';
-import { DEVELOPMENT_KEYS_SUBDIR, DEVELOPMENT_ONLY_FILES } from '../live/development-files.js';
 
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
 

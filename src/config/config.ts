@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
+import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../store/engine.js';
 import type { DatabaseTarget } from '../store/engines.js';
 import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
@@ -25,7 +26,9 @@ export interface Config {
   /** Public origin, no trailing slash. Defines `did:web`. */
   issuerOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
-  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
+  database:
+    | { kind: 'sqlite'; path: string }
+    | { kind: 'postgres'; url: string; poolMax: number; timeouts: DatabaseTimeouts };
   keysDir: string;
   schemasDir: string;
   /** Unset in dev: generated and kept in the keys folder. */
@@ -60,6 +63,10 @@ export interface Config {
   shutdownGraceMs: number;
   /** Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good). */
   uploadMaxAttempts: number;
+  /** UPLOAD_LEASE_MS: how long an instance owns an upload it has taken. */
+  uploadLeaseMs: number;
+  /** OUTBOX_SWEEP_MS: how often the outbox looks for due uploads in the shared store. */
+  outboxSweepMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
 }
@@ -145,7 +152,16 @@ export function loadConfig(
   const database: Config['database'] =
     typeof target === 'string' || target.kind === 'sqlite'
       ? { kind: 'sqlite', path: typeof target === 'string' ? '' : target.path }
-      : { kind: 'postgres', url: redactDatabaseUrl(target.url), poolMax: env.DATABASE_POOL_MAX ?? 10 };
+      : {
+          kind: 'postgres',
+          url: redactDatabaseUrl(target.url),
+          poolMax: env.DATABASE_POOL_MAX ?? 10,
+          timeouts: {
+            connectMs: env.DATABASE_CONNECT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.connectMs,
+            queryMs: env.DATABASE_QUERY_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.queryMs,
+            acquireMs: env.DATABASE_ACQUIRE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.acquireMs,
+          },
+        };
 
   let keyEncryptionKey: Buffer | undefined;
   if (env.KEY_ENCRYPTION_KEY !== undefined) {
@@ -162,6 +178,10 @@ export function loadConfig(
   }
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
     problems.push('REDIS_URL: must be redis://[user:password@]host[:port][/db] or rediss://…');
+
+  // An attempt that outlived its lease could be taken again by another instance meanwhile.
+  if (env.UPLOAD_LEASE_MS !== undefined && env.UPLOAD_LEASE_MS <= (env.UPLOAD_TIMEOUT_MS ?? 10_000))
+    problems.push('UPLOAD_LEASE_MS: must be longer than UPLOAD_TIMEOUT_MS (one upload attempt)');
 
   // Strength rules bind production; a development or test setup may use any non-empty key.
   const adminApiKeys = parseNamedKeys(env.ADMIN_API_KEYS, problems);
@@ -262,6 +282,8 @@ export function loadConfig(
       log: { level: env.LOG_LEVEL ?? 'info', format: env.LOG_FORMAT ?? 'json' },
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 10_000,
       uploadMaxAttempts: env.UPLOAD_MAX_ATTEMPTS ?? 10,
+      uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
+      outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
     },
     secrets: {

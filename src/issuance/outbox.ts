@@ -6,11 +6,20 @@ import type { IssuanceRecord, IssuanceStore } from '../store/store.js';
 import { backoffWithJitter } from './backoff.js';
 
 export interface OutboxOptions {
-  /** First retry delay; doubles per failure, capped at `maxBackoffMs` (issue: 30 s). */
+  /**
+   * First retry delay; doubles per failure, capped at `maxBackoffMs` (30 s by default; docs/interface.md
+   * "Decisions where the hosting service's interface is silent").
+   */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
-  /** How long a worker owns an upload before another may take it over. */
+  /** How long a worker owns an upload before another may take it over (UPLOAD_LEASE_MS). */
   leaseMs?: number;
+  /**
+   * How often the worker looks in the store for due uploads it was not told about (OUTBOX_SWEEP_MS,
+   * default 5 s): another instance's retries, and uploads left by an instance that died (taken once
+   * their lease expires). One indexed query when nothing is due.
+   */
+  sweepMs?: number;
   batchSize?: number;
   /** Attempts before an upload becomes `failed` (UPLOAD_MAX_ATTEMPTS, default 10). */
   maxAttempts?: number;
@@ -43,11 +52,13 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   private readonly maxBackoffMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
+  private readonly sweepMs: number;
   private readonly maxAttempts: number;
   private readonly maxRefusedAttempts: number;
   /** This process's running attempt per credential, shared by identical concurrent requests. */
   private readonly attempts = new Map<string, Promise<string | null>>();
   private timer: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   private running = false;
   private draining: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -62,6 +73,7 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.leaseMs = options.leaseMs ?? 60_000;
     this.batchSize = options.batchSize ?? 32;
+    this.sweepMs = Math.max(1, options.sweepMs ?? 5000);
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.maxRefusedAttempts = Math.min(this.maxAttempts, Math.max(1, options.maxRefusedAttempts ?? 3));
   }
@@ -69,16 +81,22 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   /**
    * Starts the worker. With `recover` (a process starting alone) every pending upload is retried at
    * once and leases left by a dead process drop; without it (a worker joining live siblings) their
-   * leases are kept and due uploads are taken as usual.
+   * leases are kept and due uploads are taken as usual. Either way the worker then sweeps the
+   * store every `sweepMs`: the store is shared, and no other instance's work reaches this one as
+   * an event.
    */
   async start(options: { recover?: boolean } = {}): Promise<void> {
     this.running = true;
     if (options.recover ?? true) await this.store.makePendingDue(new Date());
+    this.sweeper ??= setInterval(() => void this.drain({ sweep: true }), this.sweepMs);
+    this.sweeper.unref();
     await this.drain();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.draining;
@@ -186,14 +204,22 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
   private timerAt: number | undefined;
 
-  private drain(): Promise<void> {
+  /**
+   * Takes due uploads batch by batch until none is left, then sets the timer for the next one due.
+   * A `sweep` that finds nothing due stops there: its one query is the whole cost of an idle sweep,
+   * and the next sweep comes soon enough for what is due later.
+   */
+  private drain(options: { sweep?: boolean } = {}): Promise<void> {
     if (this.draining) return this.draining;
     this.draining = (async () => {
       try {
-        for (;;) {
+        for (let took = false; ; took = true) {
           if (!this.running) return;
           const batch = await this.store.leaseDueUploads(new Date(), this.leaseMs, this.batchSize);
-          if (batch.length === 0) break;
+          if (batch.length === 0) {
+            if (options.sweep && !took) return;
+            break;
+          }
           await Promise.allSettled(batch.map((r) => this.track(this.attempt(r))));
         }
         const next = await this.store.nextUploadDue();

@@ -1,7 +1,6 @@
 import { type KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_CA_FILE, DEV_CA_PEM } from '../live/development-files.js';
 import { attachChain, originHost, publicOf } from './certificates.js';
 import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
 
@@ -11,7 +10,10 @@ import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
  * certificate a test wallet or verifier trusts. Certificates are built by @peculiar/x509 over
  * WebCrypto; nothing here encodes ASN.1 itself.
  */
-export { DEV_CA_FILE, DEV_CA_PEM };
+
+/** The CA's key and certificate, and its certificate alone, both in KEYS_DIR. */
+export const DEV_CA_FILE = 'dev-ca.json';
+export const DEV_CA_PEM = 'dev-ca.pem';
 
 const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;

@@ -5,7 +5,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import { z } from 'zod';
 
 /**
- * Credential-signing and partner-JWT keys (issue: Keys). One JSON file per key in KEYS_DIR,
+ * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
  * `<purpose>-<kid>.json`, mode 0600. Exactly one key per purpose is active (no `retiredAt`);
  * retired signing keys stay published until the credentials they signed expire.
  */
@@ -38,6 +38,9 @@ export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
  * none; `keys:generate` writes `production` ones. Files from before the marker existed have none.
  */
 export type KeyEnvironment = 'development' | 'production';
+
+/** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
+export const DEVELOPMENT_KEYS_SUBDIR = 'development';
 
 export interface KeyRing {
   /** The key that signs new credentials. */

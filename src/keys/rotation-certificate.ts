@@ -7,8 +7,8 @@ import type { ManagedKey } from './key-ring.js';
 type RotationConfig = Pick<Config, 'sdJwtIssuer' | 'production' | 'keysDir' | 'issuerOrigin'>;
 
 /**
- * Issue 14: in `SD_JWT_ISSUER=x5c` mode the key that takes over must carry a valid chain before
- * it signs. A key holder (files or database) asks this before any key changes:
+ * In `SD_JWT_ISSUER=x5c` mode (docs/security.md "Issuer identification (SD_JWT_ISSUER)") the key
+ * that takes over must carry a valid chain before it signs. A key holder (files or database) asks this before any key changes:
  * - a standby key (`npm run admin -- keys prepare`, then `keys certificate`) takes over when its
  *   chain is valid now for this origin; otherwise 409 naming every problem;
  * - without one, development certifies the new key with KEYS_DIR's development CA;

@@ -36,7 +36,7 @@ export class StatusService {
       ttlSeconds: number;
       store: StatusStore;
       signingKey: () => ManagedKey;
-      /** Issue 14: the token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
+      /** The token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
       header?: (key: ManagedKey) => { kid: string; x5c?: string[] };
       /** The token's `iss`, when the identification mode gives one. */
       iss?: string;

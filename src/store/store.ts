@@ -475,7 +475,10 @@ export interface Store {
   keys?: KeyMaterialStore | undefined;
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
-  /** One round trip to the database (readiness); rejects when it cannot answer. */
-  ping(): Promise<void>;
+  /**
+   * One round trip to the database (readiness); rejects when it cannot answer, and, given
+   * `timeoutMs`, when it does not answer within it (the connection is then given up).
+   */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }

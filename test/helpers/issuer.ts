@@ -1,8 +1,12 @@
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
 import { type AppContext, type ContextOverrides, createContext } from '../../src/context.js';
-import { seedExampleClaims } from '../../src/dev/example-claims.js';
-import { type Emulator, type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
+import {
+  type Emulator,
+  type EmulatorServer,
+  startEmulatorServer,
+} from '../../src/development/emulator/index.js';
+import { seedExampleClaims } from '../../src/development/example-claims.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { bind, type RunningServer, serve } from '../../src/server.js';
 import type { OpenedStore } from '../../src/store/engines.js';

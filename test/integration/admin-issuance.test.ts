@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 const VCT = 'https://issuer.example/vct/membership-direct';

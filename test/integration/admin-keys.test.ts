@@ -1,6 +1,6 @@
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { issueDirectlyAndOpen } from '../helpers/issue-and-open.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 

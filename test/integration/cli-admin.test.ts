@@ -297,7 +297,7 @@ describe('admin CLI', () => {
     const status = await cli(['status', nonce]);
     expect(status.code).toBe(0);
     expect(status.stdout).toContain('revoked');
-    // The CLI's revoke reaches the token status list too (issue: revocation and status lists).
+    // The CLI's revoke reaches the token status list too.
     const list = getListFromStatusListJWT(await (await fetch(issued.status.uri)).text());
     expect(list.getStatus(issued.status.idx)).toBe(1);
   });

@@ -1,10 +1,11 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
-import { startEmulatorServer } from '../../src/emulator/index.js';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { UploadOutbox } from '../../src/issuance/outbox.js';
 import type { IssuanceRecord } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 // docs/several-instances.md "Storage engines": an issuance is committed before its upload and never lost to an upstream failure.
@@ -49,6 +50,39 @@ describe('durable uploads', () => {
     });
     expect(again.status).toBe(201);
     expect(emulator.state.envelopes.size).toBe(1);
+  });
+
+  it('a second outbox on the same store takes a due upload it did not create, told nothing', async () => {
+    const issuer = await startIssuer();
+    cleanup.push(() => issuer.close());
+    // The issuing instance's worker stops, as if the instance had died after its request's attempt.
+    await issuer.ctx.outbox.stop();
+    const other = new UploadOutbox(issuer.ctx.store.issuances, issuer.ctx.serviceClient, {
+      baseBackoffMs: 5,
+      maxBackoffMs: 50,
+      sweepMs: 20,
+    });
+    // Joins with nothing pending: only its sweep can find the upload recorded next.
+    await other.start({ recover: false });
+    cleanup.push(() => other.stop());
+    const uploaded = once(other, 'uploaded');
+
+    issuer.emulator!.faults.failNext('dstorage', 1, 503);
+    const res = await issuer.post('/issue-vc', {
+      holderDID: 'did:example:swept',
+      pubKey: generateHolderKeyPair().publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+    });
+    await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
+
+    const [record] = (await uploaded) as [IssuanceRecord];
+    expect(issuer.emulator!.state.envelopes.has(record.credentialId)).toBe(true);
+    expect(issuer.emulator!.state.envelopes.size).toBe(1);
+    expect(await issuer.ctx.store.issuances.get(record.credentialId)).toMatchObject({
+      uploadState: 'uploaded',
+      uploadAttempts: 2,
+    });
   });
 
   it('a restart resumes a pending upload (stopped mid-outage)', async () => {

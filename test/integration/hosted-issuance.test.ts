@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 // Hosted issuance (docs/interface.md "Two flows"), end to end against the mounted emulator, checked as the holder would.

@@ -1,10 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import type { ServiceClient } from '../../src/service-client/service-client.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, TEST_ADMIN_API_KEY, TEST_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 /** `{ a: { a: … 1 } }` nested `depth` objects deep, built as text (JSON.stringify would recurse). */

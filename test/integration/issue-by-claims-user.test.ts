@@ -3,10 +3,10 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 
 const ALICE = {

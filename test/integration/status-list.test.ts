@@ -2,7 +2,6 @@ import { digest } from '@sd-jwt/crypto-nodejs';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { createLocalJWKSet, decodeProtectedHeader, type JWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import {
   fetchList,
   type IssuedSdJwt,
@@ -11,6 +10,7 @@ import {
   seedMembers,
 } from '../fixtures/status.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
 // docs/interface.md: revoke, revocation-status, statuslist, publish-token-status-list; docs/interface.md "Public routes";

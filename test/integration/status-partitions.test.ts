@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { verifySdJwtVc } from '../../src/dev/holder-sd-jwt-verifier.js';
 import { openEnvelope } from '../../src/envelope/index.js';
 import {
   describeIssued,
@@ -11,6 +10,7 @@ import {
   seedMembers,
 } from '../fixtures/status.js';
 import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
 
 const SMALL = { STATUS_LIST_BITS: '2', STATUS_LIST_PARTITION_SIZE: '16' };

@@ -1,29 +1,26 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmulatorServer, startEmulatorServer } from '../../src/emulator/index.js';
+import { type EmulatorServer, startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import {
+  type InstanceProcess,
+  liveJwks,
+  startInstanceProcess,
+  stopInstanceProcesses,
+} from '../helpers/instance-process.js';
 import { removeDir, TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
 import {
   createTempDatabase,
   postgresAvailable,
   redisAvailable,
-  TEST_REDIS_URL,
   type TempDatabase,
 } from '../helpers/services.js';
 
 const available =
   (await postgresAvailable('the three-process test')) && (await redisAvailable('the three-process test'));
-
-interface Instance {
-  url: string;
-  child: ChildProcessWithoutNullStreams;
-  output: string[];
-}
 
 const holder = generateHolderKeyPair('x25519');
 
@@ -33,61 +30,17 @@ const holder = generateHolderKeyPair('x25519');
 describe.skipIf(!available)('three server processes on one PostgreSQL database', () => {
   let db: TempDatabase;
   let emulator: EmulatorServer;
-  const instances: Instance[] = [];
+  const instances: InstanceProcess[] = [];
   const dirs = [tempDir(), tempDir(), tempDir()];
 
-  async function start(dir: string): Promise<Instance> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ISSUER_ORIGIN: 'http://issuer.test',
-        DATABASE_URL: db.url,
-        DATABASE_POOL_MAX: '4',
-        KEY_ENCRYPTION_KEY: 'b2'.repeat(32),
-        REDIS_URL: TEST_REDIS_URL,
-        API_KEY: TEST_API_KEY,
-        ADMIN_API_KEY: TEST_ADMIN_API_KEY,
-        PARTNER_ID: TEST_PARTNER_ID,
-        SERVICE_V1_BASE_URL: emulator.url,
-        KEYS_DIR: join(dir, 'keys'),
-        RATE_LIMIT_HOLDER_PER_MIN: '0',
-        RATE_LIMIT_ADMIN_PER_MIN: '0',
-        RATE_LIMIT_PUBLIC_PER_MIN: '0',
-        UPLOAD_TIMEOUT_MS: '2000',
-        IDEN3_MERKLIZE_WORKERS: '0',
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    }) as ChildProcessWithoutNullStreams;
-    const output: string[] = [];
-    child.stderr.on('data', (chunk) => output.push(String(chunk)));
-    const lines = createInterface({ input: child.stdout });
-    const url = await new Promise<string>((resolve, reject) => {
-      lines.on('line', (line) => {
-        output.push(line);
-        const m = /issuer-kit listening on (http:\/\/\S+)/.exec(line);
-        if (m) resolve(m[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`instance exited ${code}: ${output.join('\n')}`)));
-    });
-    return { url, child, output };
-  }
+  const start = (dir: string) => startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir });
 
   beforeAll(async () => {
     db = await createTempDatabase();
     // The emulator checks partner JWTs against the keys any live instance publishes.
     emulator = await startEmulatorServer({
       partnerId: TEST_PARTNER_ID,
-      jwks: async () => {
-        for (const i of instances) {
-          if (i.child.exitCode !== null || i.child.signalCode !== null) continue;
-          const res = await fetch(`${i.url}/.well-known/jwks.json`).catch(() => undefined);
-          if (res?.ok) return (await res.json()) as { keys: [] };
-        }
-        return { keys: [] };
-      },
+      jwks: () => liveJwks(instances),
     });
     // Three first starts at the same moment, each with its own empty KEYS_DIR and no shared disk:
     // they agree through the database on one set of keys, the Iden3 BJJ key included.
@@ -95,21 +48,13 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
   });
 
   afterAll(async () => {
-    for (const i of instances)
-      if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGTERM');
-    await Promise.all(
-      instances.map((i) =>
-        i.child.exitCode !== null || i.child.signalCode !== null
-          ? undefined
-          : new Promise((ok) => i.child.once('exit', ok)),
-      ),
-    );
+    await stopInstanceProcesses(instances);
     await emulator?.close();
     await db?.drop();
     for (const d of dirs) removeDir(d);
   });
 
-  const post = (i: Instance, path: string, body: unknown, admin = false) =>
+  const post = (i: InstanceProcess, path: string, body: unknown, admin = false) =>
     fetch(`${i.url}${path}`, {
       method: 'POST',
       headers: {
@@ -134,7 +79,7 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
   });
 
   it('no lost issuance, no duplicate index or nonce, every envelope stored once, revocations and rotation seen everywhere', async () => {
-    const [a, b, c] = instances as [Instance, Instance, Instance];
+    const [a, b, c] = instances as [InstanceProcess, InstanceProcess, InstanceProcess];
     emulator.emulator.faults.failNext('dstorage', 10, 503);
 
     const hosted = Array.from({ length: 30 }, (_, n) => `did:example:burst-${n}`);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulatorServer } from '../../src/emulator/index.js';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
 import { issuerJwks } from '../helpers/jwks.js';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulatorServer } from '../../src/emulator/index.js';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { issuerJwks } from '../helpers/jwks.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';

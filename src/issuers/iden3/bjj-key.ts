@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { z } from 'zod';
-import { DEVELOPMENT_KEYS_SUBDIR } from '../../live/development-files.js';
+import { DEVELOPMENT_KEYS_SUBDIR } from '../../keys/key-ring.js';
 import { BjjSigner } from './bjj-signer.js';
 
 /** The Iden3 issuer key file in KEYS_DIR (docs/going-live.md). Its loss changes the issuer DID. */

@@ -15,8 +15,8 @@ export interface IssuerHeader {
 }
 
 /**
- * Issue 14 `SD_JWT_ISSUER`: how a verifier finds the credential-signing key, for SD-JWT VCs and
- * status list tokens alike.
+ * `SD_JWT_ISSUER` (docs/security.md "Issuer identification (SD_JWT_ISSUER)"): how a verifier
+ * finds the credential-signing key, for SD-JWT VCs and status list tokens alike.
  * - `url`: `iss` = ISSUER_ORIGIN, `kid` = the key's thumbprint, found in /.well-known/jwt-vc-issuer
  *   (draft-ietf-oauth-sd-jwt-vc "JWT VC Issuer Metadata").
  * - `did:web`: `iss` = the origin's did:web, `kid` = `<did>#<thumbprint>`, the verification method

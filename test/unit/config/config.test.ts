@@ -114,10 +114,21 @@ describe('config', () => {
     ['REDIS_URL', 'http://cache:6379'],
     ['RATE_LIMIT_REDIS_PREFIX', 'two words'],
     ['RATE_LIMIT_REDIS_PREFIX', 'x'.repeat(65)],
+    ['UPLOAD_LEASE_MS', '10000'],
+    ['OUTBOX_SWEEP_MS', '0'],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.every((l) => l.startsWith(`${name}:`))).toBe(true);
+  });
+
+  it('the upload lease outlasts one upload attempt by default', () => {
+    expect(loadConfig({}, '/srv/issuer').config).toMatchObject({
+      uploadLeaseMs: 60_000,
+      outboxSweepMs: 5000,
+    });
+    expect(loadConfig({ UPLOAD_TIMEOUT_MS: '90000' }, '/srv/issuer').config.uploadLeaseMs).toBe(91_000);
+    expect(problems({ UPLOAD_TIMEOUT_MS: '2000', UPLOAD_LEASE_MS: '3000' })).toEqual([]);
   });
 
   it.each([
@@ -138,10 +149,31 @@ describe('config', () => {
     ['postgresql://db/issuer', 'postgresql://db/issuer'],
   ])('DATABASE_URL %s selects PostgreSQL, its password kept off the config', (url, shown) => {
     const { config, secrets } = loadConfig({ DATABASE_URL: url, DATABASE_POOL_MAX: '4' }, '/srv/issuer');
-    expect(config.database).toEqual({ kind: 'postgres', url: shown, poolMax: 4 });
+    expect(config.database).toEqual({
+      kind: 'postgres',
+      url: shown,
+      poolMax: 4,
+      timeouts: { connectMs: 5000, queryMs: 10_000, acquireMs: 10_000 },
+    });
     expect(secrets.databaseUrl).toBe(url);
     expect(JSON.stringify(config)).not.toContain(':pw@');
     expect(loadConfig({ DATABASE_URL: url }).config.database).toMatchObject({ poolMax: 10 });
+  });
+
+  it('DATABASE_*_TIMEOUT_MS bound the PostgreSQL waits; a bad value is one line naming it', () => {
+    const env = {
+      DATABASE_URL: 'postgres://db/issuer',
+      DATABASE_CONNECT_TIMEOUT_MS: '800',
+      DATABASE_QUERY_TIMEOUT_MS: '2500',
+      DATABASE_ACQUIRE_TIMEOUT_MS: '3000',
+    };
+    expect(loadConfig(env).config.database).toMatchObject({
+      timeouts: { connectMs: 800, queryMs: 2500, acquireMs: 3000 },
+    });
+    expect(() => loadConfig({ ...env, DATABASE_QUERY_TIMEOUT_MS: '0' })).toThrow(/DATABASE_QUERY_TIMEOUT_MS/);
+    expect(() => loadConfig({ ...env, DATABASE_ACQUIRE_TIMEOUT_MS: 'soon' })).toThrow(
+      /DATABASE_ACQUIRE_TIMEOUT_MS/,
+    );
   });
 
   it('production on PostgreSQL needs KEY_ENCRYPTION_KEY, kept off the config', () => {

@@ -1,4 +1,4 @@
-import { developmentStateProblems } from '../../../live/development-state.js';
+import { developmentStateProblems } from '../../../development/production-guard.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { line } from '../line.js';
 

@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_EMULATOR_FILE } from '../../../dev/development.js';
-import { DEV_SECRETS_FILE } from '../../../live/development-files.js';
+import { DEV_EMULATOR_FILE, DEV_SECRETS_FILE } from '../../../development/development-files.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { reloadAndLog } from '../../../catalog/schema-catalog.js';
 import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
-import { reloadAndLog } from '../../../schemas/schema-catalog.js';
 import type { LoadedSchema } from '../../../schemas/schema-registry.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';

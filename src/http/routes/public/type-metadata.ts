@@ -1,5 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import type { SchemaCatalog } from '../../../schemas/schema-catalog.js';
+import type { SchemaCatalog } from '../../../catalog/schema-catalog.js';
 import type { ServedTypeMetadata } from '../../../schemas/type-metadata.js';
 import { publicDoc, type RouteFactory } from '../route.js';
 

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import type { CryptoKey, JWK, JWTPayload } from 'jose';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { EmulatorServer } from '../../../src/emulator/index.js';
-import { base58btcEncode, startEmulatorServer } from '../../../src/emulator/index.js';
+import type { EmulatorServer } from '../../../../src/development/emulator/index.js';
+import { base58btcEncode, startEmulatorServer } from '../../../../src/development/emulator/index.js';
 
 const PARTNER_ID = '6f1c1f1e-3b0a-4f4e-9d4a-2f7f5b1f0a11';
 // Time is frozen: the emulator's clock and every token's iat/exp come from here.

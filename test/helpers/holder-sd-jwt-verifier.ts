@@ -4,9 +4,10 @@ import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { decodeProtectedHeader, type JWK } from 'jose';
 
 /**
- * Holder/verifier side, for the demo and the tests: verifies an SD-JWT VC as a wallet would,
- * with keys only from the issuer's published `/.well-known/jwt-vc-issuer`, status lists fetched
- * over HTTP, and the library's own verify() (signature, disclosures, exp, status).
+ * Holder/verifier side, for the tests: verifies an SD-JWT VC as a wallet would, with keys only
+ * from the issuer's published `/.well-known/jwt-vc-issuer`, status lists fetched over HTTP, and
+ * the library's own verify() (signature, disclosures, exp, status), independently of the kit's
+ * own checks in src/verify/.
  */
 export async function verifySdJwtVc(issuerUrl: string, compact: string) {
   const meta = (await (await fetch(`${issuerUrl}/.well-known/jwt-vc-issuer`)).json()) as {

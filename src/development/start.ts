@@ -2,15 +2,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../config/config.js';
-import type { JwksSource } from '../emulator/index.js';
-import { type EmulatorServer, startEmulatorServer } from '../emulator/index.js';
-import { DEV_EMULATOR_FILE } from '../live/development-files.js';
 import type { Logger } from '../model.js';
 import type { ClaimsStore } from '../store/store.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
+import { DEV_EMULATOR_FILE } from './development-files.js';
+import type { JwksSource } from './emulator/index.js';
+import { type EmulatorServer, startEmulatorServer } from './emulator/index.js';
 import { seedExampleClaims } from './example-claims.js';
-
-export { DEV_EMULATOR_FILE };
 
 /**
  * Development start-up policy (docs/configuration.md), kept out of `createContext`: API keys and partner id

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readClaimsFile } from '../live/development-files.js';
 import type { ClaimsStore } from '../store/store.js';
+import { readClaimsFile } from './development-files.js';
 
 /** Development only: an empty claims table gets the shipped examples so the demo works at once. */
 export async function seedExampleClaims(store: ClaimsStore, file: string): Promise<number> {

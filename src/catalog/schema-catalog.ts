@@ -6,8 +6,8 @@ import {
   SchemaFileError,
   type SchemaFileProblem,
   SchemaRegistry,
-} from './schema-registry.js';
-import type { ServedTypeMetadata, TypeMetadataRegistry } from './type-metadata.js';
+} from '../schemas/schema-registry.js';
+import type { ServedTypeMetadata, TypeMetadataRegistry } from '../schemas/type-metadata.js';
 
 /** Everything built from the schema files; built whole and swapped whole by a reload. */
 export interface SchemaSet {

@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 // docs/interface.md "Direct issuance": an individual recipient's address; the same rule the issuer applies before calling.
-import { isRoleAddress } from '../issuance/recipient-email.js';
+import { isRoleAddress } from '../../issuance/recipient-email.js';
 import { invalidParameter } from './errors.js';
 
 export { isRoleAddress };

@@ -1,14 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_SECRETS_FILE, type DevSecrets, DevSecretsSchema } from '../live/development-files.js';
-
-export { DEV_SECRETS_FILE };
+import { DEV_SECRETS_FILE, type DevSecrets, DevSecretsSchema } from './development-files.js';
 
 /**
  * Development only (docs/configuration.md): API keys and partner id generated on first run and kept in
  * KEYS_DIR/dev-secrets.json (git-ignored, 0600) so they survive restarts; production start-up
- * refuses any of its values (src/live/development-state.ts).
+ * refuses any of its values (src/development/production-guard.ts).
  */
 export function loadOrCreateDevSecrets(keysDir: string): {
   secrets: DevSecrets;

@@ -1,11 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { DEV_CA_FILE, DEV_CA_PEM } from '../keys/dev-ca.js';
+import { DEVELOPMENT_KEYS_SUBDIR } from '../keys/key-ring.js';
 import type { ClaimsRecord } from '../store/store.js';
 
 /**
- * The files a development start writes and reads, described here (not in src/dev) because
- * production reads them too, to refuse what they hold (development-state.ts).
+ * The files a development start writes and reads, described apart from the start itself
+ * (start.ts) because production reads them too, to refuse what they hold (production-guard.ts).
  */
 
 /**
@@ -26,11 +28,8 @@ export const DEV_SECRETS_FILE = 'dev-secrets.json';
 export const DEV_EMULATOR_FILE = 'dev-emulator.json';
 
 /** KEYS_DIR/dev-ca.json and dev-ca.pem: the development CA of `keys:generate -- --x5c` (src/keys/dev-ca.ts). */
-export const DEV_CA_FILE = 'dev-ca.json';
-export const DEV_CA_PEM = 'dev-ca.pem';
-
 /** Where production `keys:generate` moves what development wrote in KEYS_DIR (inside KEYS_DIR). */
-export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+export { DEV_CA_FILE, DEV_CA_PEM, DEVELOPMENT_KEYS_SUBDIR };
 
 /**
  * The files of KEYS_DIR only development writes, besides the key files it marks

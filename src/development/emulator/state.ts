@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { generateEncodedKeyPair } from '../envelope/keys.js';
+import { generateEncodedKeyPair } from '../../envelope/keys.js';
 import { x25519DidKey } from './did-key.js';
 import type { VcUpload } from './schemas.js';
 

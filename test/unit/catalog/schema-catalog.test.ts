@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SchemaCatalog, type SchemaSet } from '../../../src/schemas/schema-catalog.js';
+import { SchemaCatalog, type SchemaSet } from '../../../src/catalog/schema-catalog.js';
 import { type LoadedSchema, SchemaFileError, SchemaRegistry } from '../../../src/schemas/schema-registry.js';
 
 const set = (...ids: string[]): SchemaSet => ({
