@@ -5,7 +5,10 @@ import { redactDatabaseUrl } from '../../../src/store/database-url.js';
 describe('redactDatabaseUrl', () => {
   it.each([
     ['postgres://app:s3cret@db:5432/issuer', 'postgres://app:***@db:5432/issuer'],
-    ['postgres://db/issuer?password=s3cret&sslmode=require', 'postgres://db/issuer?password=***&sslmode=require'],
+    [
+      'postgres://db/issuer?password=s3cret&sslmode=require',
+      'postgres://db/issuer?password=***&sslmode=require',
+    ],
     ['postgres://db/issuer?PASSWORD=s3cret', 'postgres://db/issuer?PASSWORD=***'],
     ['sqlite:./data/issuer.db', 'sqlite:./data/issuer.db'],
   ])('%s', (url, shown) => {
