@@ -1,16 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: `unit` (test/unit, mirrors src/), `integration` (the real app and emulator on
-// loopback ports), `slow` (library-equivalence checks of the Iden3 fast paths, several processes
-// on one database). `npm test` runs all three; `npm run test:fast` leaves out `slow`.
+// Three projects. `unit` (test/unit, mirrors src/) and `integration` (the real app and emulator
+// in the test's own process, on loopback ports) are the inner loop, `npm run test:fast`. `slow`
+// (test/slow) holds what starts other processes (src/main.ts, the CLI, cluster workers, a
+// browser), runs several processes on one database, loops at volume or checks the Iden3 fast
+// paths against the libraries; `npm test` runs all three.
 // `isolate: false` in unit and integration: their files share one module graph per worker instead
 // of each importing the app and the Iden3 libraries again (~2.5 s a file here). So a test file
 // leaves no global state behind: it closes what it starts and restores real timers.
+// No test depends on the machine being idle: a test waits for the event it needs (a log line, a
+// process exit, `expect.poll` on a state), never for a fixed time, and asserts no durations. The
+// timeouts below only end a test that hangs, so they are generous: a loaded 2-core machine runs
+// a process-spawning test ten times slower than an idle one.
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    // expect.poll waits for a state another part reaches on its own time; 1 s (vitest's default)
+    // is too short on a busy machine.
+    expect: { poll: { timeout: 60_000, interval: 20 } },
     pool: 'forks',
+    // The run's temporary PostgreSQL databases are dropped together when it ends.
+    globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
       {
@@ -22,7 +33,16 @@ export default defineConfig({
           setupFiles: ['test/helpers/setup.ts'],
         },
       },
-      { extends: true, test: { name: 'slow', include: ['test/slow/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'slow',
+          include: ['test/slow/**/*.test.ts'],
+          setupFiles: ['test/helpers/setup.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+        },
+      },
     ],
   },
 });

@@ -8,6 +8,7 @@ import { benchBatch } from './bench/batch.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
+import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
 
@@ -30,6 +31,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   iden3: benchIden3,
   batch: () => benchBatch(),
   store: benchStoreEngines,
+  // Admin history pages by cursor as the issuances table grows (BENCH_SCALE_ROWS).
+  scale: benchScale,
   // The same hosted run on SQLite and on PostgreSQL, each with one and two processes
   // (WORKERS=2 on PostgreSQL: two instances on one database); BENCH_DATABASE_URL names the server.
   postgres: async () => {

@@ -51,7 +51,9 @@ const schemaId = args.schema ?? process.env.DEMO_SCHEMA_ID ?? 'membership-v1';
 /** The issuer's `jwt-vc-issuer` metadata `issuer`, or undefined when nothing answers there. */
 async function reachable(url: string): Promise<string | undefined> {
   try {
-    const res = await fetch(`${url}/.well-known/jwt-vc-issuer`, { signal: AbortSignal.timeout(1500) });
+    // Where nothing listens the connection is refused at once; the deadline is only for a server
+    // that hangs, and a busy machine's issuer may take seconds to answer.
+    const res = await fetch(`${url}/.well-known/jwt-vc-issuer`, { signal: AbortSignal.timeout(15_000) });
     if (!res.ok) {
       await res.body?.cancel();
       return undefined;

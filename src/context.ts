@@ -144,6 +144,7 @@ export async function createContext(
   try {
     store = await openStore(secrets.database, {
       poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+      timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
       log,
     });
   } catch (err) {

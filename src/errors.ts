@@ -1,7 +1,7 @@
 /**
  * The one error type of the kit (docs/interface.md "Errors"). Handlers and services throw it; only the HTTP error
  * handler turns it into a response. A code fixes its status (`ERROR_STATUS`); `expose` is false
- * for 5xx so internals never leak.
+ * for 5xx other than the two "unavailable" codes, so internals never leak.
  */
 export const ERROR_STATUS = {
   INVALID_PARAMETER: 400,
@@ -19,7 +19,10 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UPSTREAM_UNAVAILABLE: 502,
-  /** The server is still starting (`src/server.ts` answers it before the app is attached). */
+  /**
+   * Not now, try again: the server is still starting (`src/server.ts` answers it before the app is
+   * attached) or draining, or the database cannot answer (docs/operations.md "Database unreachable").
+   */
   UNAVAILABLE: 503,
 } as const;
 
@@ -42,7 +45,8 @@ export class AppError extends Error {
     this.code = code;
     this.status = options?.status ?? ERROR_STATUS[code];
     this.details = details;
-    this.expose = this.status < 500 || code === 'UPSTREAM_UNAVAILABLE';
+    // Both 5xx codes say who is unavailable in words written for the caller, never a raw error.
+    this.expose = this.status < 500 || code === 'UPSTREAM_UNAVAILABLE' || code === 'UNAVAILABLE';
   }
 
   /**

@@ -68,10 +68,10 @@ function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse)
 /**
  * Graceful drain (docs/operations.md "Shutdown"): readiness turns 503 at once and new requests are
  * refused; the listeners stop accepting; requests in flight finish, up to `graceMs`. When the
- * grace runs out, every request still running is answered 503 (what it recorded stays recorded:
- * an issuance stays pending in the outbox), outbound calls are aborted, the Idempotency-Key
- * claims of those requests are released (a retry is not told 409), and the rest closes: the
- * outbox after its aborted attempts are recorded, then the database.
+ * grace runs out, the Idempotency-Key claims of the requests still running are released (a retry is
+ * not told 409), then each is answered 503 (what it recorded stays recorded: an issuance stays
+ * pending in the outbox), outbound calls are aborted, and the rest closes: the outbox after its
+ * aborted attempts are recorded, then the database.
  */
 export async function drain(ctx: AppContext, servers: Server[], graceMs: number): Promise<void> {
   ctx.lifecycle.draining = true;
@@ -82,10 +82,11 @@ export async function drain(ctx: AppContext, servers: Server[], graceMs: number)
   const inFlight = ctx.lifecycle.inFlight;
   const finished = await ctx.lifecycle.idle(graceMs);
   if (!finished) {
+    // Released before the 503s go out: a client told to retry must not find its claim still held.
+    const released = await ctx.lifecycle.abandon();
     const answered = await ctx.lifecycle.interrupt();
     // Outbound pools are per process: a process draining is a process ending.
     await destroyHttpPools();
-    const released = await ctx.lifecycle.abandon();
     ctx.log.warn(
       { event: 'drain_timeout', graceMs, unfinished: answered, releasedClaims: released },
       'shutdown grace ran out; unfinished requests answered 503 and outbound calls aborted',

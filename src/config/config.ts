@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
+import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../store/engine.js';
 import type { DatabaseTarget } from '../store/engines.js';
 import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
@@ -25,7 +26,9 @@ export interface Config {
   /** Public origin, no trailing slash. Defines `did:web`. */
   issuerOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
-  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; poolMax: number };
+  database:
+    | { kind: 'sqlite'; path: string }
+    | { kind: 'postgres'; url: string; poolMax: number; timeouts: DatabaseTimeouts };
   keysDir: string;
   schemasDir: string;
   /** Unset in dev: generated and kept in the keys folder. */
@@ -153,7 +156,16 @@ export function loadConfig(
   const database: Config['database'] =
     typeof target === 'string' || target.kind === 'sqlite'
       ? { kind: 'sqlite', path: typeof target === 'string' ? '' : target.path }
-      : { kind: 'postgres', url: redactDatabaseUrl(target.url), poolMax: env.DATABASE_POOL_MAX ?? 10 };
+      : {
+          kind: 'postgres',
+          url: redactDatabaseUrl(target.url),
+          poolMax: env.DATABASE_POOL_MAX ?? 10,
+          timeouts: {
+            connectMs: env.DATABASE_CONNECT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.connectMs,
+            queryMs: env.DATABASE_QUERY_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.queryMs,
+            acquireMs: env.DATABASE_ACQUIRE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.acquireMs,
+          },
+        };
 
   let keyEncryptionKey: Buffer | undefined;
   if (env.KEY_ENCRYPTION_KEY !== undefined) {

@@ -39,6 +39,21 @@ export const EnvSchema = z.object({
   DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000)
     .optional()
     .meta({ description: 'PostgreSQL connections per instance.', default: '`10`' }),
+  DATABASE_CONNECT_TIMEOUT_MS: int('DATABASE_CONNECT_TIMEOUT_MS', 100, 600_000).optional().meta({
+    description:
+      'PostgreSQL: how long opening one connection (TCP, TLS, authentication) may take before it is given up ([operations.md](operations.md#database-unreachable)).',
+    default: '`5000`',
+  }),
+  DATABASE_QUERY_TIMEOUT_MS: int('DATABASE_QUERY_TIMEOUT_MS', 100, 600_000).optional().meta({
+    description:
+      'PostgreSQL: how long one statement may run. The server cancels it then (`statement_timeout`); a server that does not answer at all is given up one second later and that connection destroyed. Migrations and `db copy` run without it.',
+    default: '`10000`',
+  }),
+  DATABASE_ACQUIRE_TIMEOUT_MS: int('DATABASE_ACQUIRE_TIMEOUT_MS', 100, 600_000).optional().meta({
+    description:
+      'PostgreSQL: how long a request waits for a pooled connection (a free one, or a new one being opened) before it is answered 503 `UNAVAILABLE`.',
+    default: '`10000`',
+  }),
   KEYS_DIR: z.string().min(1).optional().meta({
     description:
       'Folder of the key files (signing, partner JWT, Iden3); on PostgreSQL, imported into the database on the first start.',

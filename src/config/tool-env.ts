@@ -40,6 +40,11 @@ export const ToolEnvSchema = z.object({
   ),
   BENCH_CPU_PROF: tool("A folder for the issuer's V8 CPU profile.", 'unset', '`npm run bench`'),
   BENCH_SECONDS: tool('How long each hosted bench run lasts.', 'the section’s own', '`npm run bench`'),
+  BENCH_SCALE_ROWS: tool(
+    'Table sizes the scale section seeds, comma-separated.',
+    '`10000,300000`',
+    '`npm run bench -- scale`',
+  ),
   FLOOR_WITH: tool(
     "The kit's layers put back into the floor server (`express`, `sdjwt`, `store`, comma-separated).",
     'none',

@@ -19,6 +19,7 @@ import type {
 } from '../model.js';
 import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
 import { newWebhookEventId } from '../store/webhook-store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
@@ -170,6 +171,9 @@ export class IssuanceCore {
       return answer;
     } catch (err) {
       done('error');
+      // The built-in claims table is in the kit's own database: its outage answers 503 like any
+      // other route's (docs/operations.md "Database unreachable").
+      if (err instanceof DatabaseUnavailableError) throw err;
       // docs/schemas-and-claims.md: a provider that cannot answer is an upstream error, never
       // "not eligible". Our own providers' messages are safe to pass on; a custom module's may hold internals.
       const reason = err instanceof ClaimsSourceError ? `: ${err.message}` : '';

@@ -1,4 +1,5 @@
 import type { KeyRing } from '../keys/key-ring.js';
+import type { Logger } from '../model.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Store } from '../store/store.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -22,19 +23,34 @@ export interface Readiness {
   };
 }
 
+/**
+ * How long `/readyz` waits for the database: a probe must answer quickly, and a database that
+ * takes longer than this to answer `SELECT 1` is not ready to serve (docs/operations.md "Database unreachable").
+ */
+export const READYZ_DATABASE_TIMEOUT_MS = 1000;
+
 /** docs/operations.md `/readyz`: the database answers, keys and schemas are loaded, recovery is done. */
 export async function readiness(parts: {
   store: Store;
   keys: { current(): KeyRing };
   schemas: SchemaRegistry;
   lifecycle: Lifecycle;
+  log?: Logger | undefined;
 }): Promise<Readiness> {
   const failed = (err: unknown): Check => ({ ok: false, error: (err as Error)?.message ?? String(err) });
   let database: Check = { ok: true };
   let outbox: Readiness['checks']['outbox'] = { pending: null, oldestAgeSeconds: null, failed: null };
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await parts.store.ping();
-    const backlog = await uploadBacklog(parts.store.issuances)();
+    const backlog = await Promise.race([
+      parts.store.ping(READYZ_DATABASE_TIMEOUT_MS).then(() => uploadBacklog(parts.store.issuances)()),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${READYZ_DATABASE_TIMEOUT_MS} ms`)),
+          READYZ_DATABASE_TIMEOUT_MS,
+        );
+      }),
+    ]);
     outbox = {
       pending: backlog.pending,
       oldestAgeSeconds: backlog.oldest
@@ -43,7 +59,11 @@ export async function readiness(parts: {
       failed: backlog.failed,
     };
   } catch (err) {
-    database = failed(err);
+    // The probe is public: it says what is down; the error, with the server's address, is logged.
+    parts.log?.warn({ event: 'readiness_database_failed', err }, 'readiness: the database did not answer');
+    database = { ok: false, error: 'unavailable' };
+  } finally {
+    clearTimeout(timer);
   }
   let keys: Check = { ok: true };
   try {

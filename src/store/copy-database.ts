@@ -262,7 +262,8 @@ export async function copyDatabase(
     throw new CopyRefused(`--from: no database at ${source.path}`);
 
   const db = new Database(source.path, { readonly: true, fileMustExist: true });
-  const pool = createPool(target.url, { poolMax: 1 });
+  // Bulk statements may rightly run long: no statement bound.
+  const pool = createPool(target.url, { poolMax: 1, timeouts: { queryMs: 0 } });
   const result: CopyResult = {
     source: `sqlite:${source.path}`,
     target: redactDatabaseUrl(target.url),

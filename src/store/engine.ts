@@ -35,8 +35,30 @@ export interface StorageEngine<T extends { kind: string }, S extends Store> {
 export interface OpenOptions {
   /** Connections per instance (DATABASE_POOL_MAX) where the engine pools them. */
   poolMax: number;
+  /** How long a client-server engine waits for its server (DATABASE_*_TIMEOUT_MS). */
+  timeouts?: DatabaseTimeouts | undefined;
   log?: Logger | undefined;
 }
+
+/**
+ * Bounds on waiting for a database server, so that a silent network partition fails requests
+ * (503) instead of holding them for as long as it lasts (docs/operations.md "Database unreachable").
+ * 0 means unbounded (migrations and `db copy`, whose statements may rightly run long).
+ */
+export interface DatabaseTimeouts {
+  /** Opening one connection: TCP, TLS and authentication (DATABASE_CONNECT_TIMEOUT_MS). */
+  connectMs: number;
+  /** One statement; the server cancels it, the client gives up shortly after (DATABASE_QUERY_TIMEOUT_MS). */
+  queryMs: number;
+  /** Waiting for a pooled connection, a free one or a new one (DATABASE_ACQUIRE_TIMEOUT_MS). */
+  acquireMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  connectMs: 5000,
+  queryMs: 10_000,
+  acquireMs: 10_000,
+};
 
 export interface InspectedMigration {
   name: string;

@@ -236,8 +236,20 @@ export type HistoryStatusFilter =
   | 'upload_pending'
   | 'upload_failed';
 
+/**
+ * The sort key of a history row, (createdAt, id): `id` is the engine's insertion order (SQLite
+ * rowid, PostgreSQL seq) and breaks createdAt ties. A keyset page starts after it.
+ */
+export interface HistoryCursor {
+  createdAt: Date;
+  id: number;
+}
+
 export interface HistoryQuery {
-  page: number;
+  /** OFFSET paging (docs/interface.md "Paging"): reads every row before the page. Unset: keyset paging. */
+  page?: number | undefined;
+  /** Keyset paging: the page starts after this row (unset: the first page). */
+  after?: HistoryCursor | undefined;
   limit: number;
   order: 'createdAt_desc' | 'createdAt_asc';
   holderDid?: string | undefined;
@@ -247,11 +259,23 @@ export interface HistoryQuery {
   status?: HistoryStatusFilter | undefined;
   /** The keyed hash of a normalised email: direct issuances to that address only. */
   emailHash?: string | undefined;
+  /** Also count every matching row: one more query over all of them. */
+  total?: boolean | undefined;
   now: Date;
 }
 
+/**
+ * One page. A keyset page may hold fewer than `limit` records (even none) and still have a `next`:
+ * the read stops after a bounded number of rows (docs/interface.md "Paging"). `next` is null at the end.
+ */
+export interface HistoryPage {
+  records: IssuanceSummary[];
+  next: HistoryCursor | null;
+  total?: number | undefined;
+}
+
 export interface IssuanceHistoryStore {
-  list(q: HistoryQuery): Promise<{ records: IssuanceSummary[]; total: number }>;
+  list(q: HistoryQuery): Promise<HistoryPage>;
   /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
   activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]>;
 }
@@ -363,17 +387,28 @@ export interface AuditEntry {
 }
 
 export interface AuditQuery {
-  page: number;
+  /** OFFSET paging, as for {@link HistoryQuery}; unset: keyset paging by id. */
+  page?: number | undefined;
+  /** Keyset paging: the page starts after the entry with this id (newest first: smaller ids). */
+  after?: number | undefined;
   limit: number;
   action?: AuditAction | undefined;
   actor?: string | undefined;
+  total?: boolean | undefined;
+}
+
+/** One page of the audit log; `next` as in {@link HistoryPage}. */
+export interface AuditPage {
+  records: AuditEntry[];
+  next: number | null;
+  total?: number | undefined;
 }
 
 export interface AuditStore {
   /** For changes that are not one database transaction (key rotation writes files; publishing). */
   record(entry: AuditEntry): Promise<void>;
   /** Newest first. */
-  list(q: AuditQuery): Promise<{ records: AuditEntry[]; total: number }>;
+  list(q: AuditQuery): Promise<AuditPage>;
 }
 
 /** What the database knows about itself (`environment`: the kind of start that created it). */
@@ -479,7 +514,10 @@ export interface Store {
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
   webhooks: WebhookStore;
-  /** One round trip to the database (readiness); rejects when it cannot answer. */
-  ping(): Promise<void>;
+  /**
+   * One round trip to the database (readiness); rejects when it cannot answer, and, given
+   * `timeoutMs`, when it does not answer within it (the connection is then given up).
+   */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }

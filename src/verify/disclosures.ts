@@ -28,6 +28,11 @@ interface Presented {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Sets an own member even when it is named `__proto__` (plain assignment would set the prototype). */
+const put = (target: Record<string, unknown>, name: string, value: unknown): void => {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+};
+
 /**
  * RFC 9901 §7.1 step 3, as a verifier must apply it: every disclosure decodes to a JSON array of
  * two (array element) or three (object property) members with a string salt; each digest in the
@@ -105,7 +110,7 @@ export function processDisclosures(
     const out: Record<string, unknown> = {};
     for (const [key, member] of Object.entries(value)) {
       if (key === '_sd' || (key === '_sd_alg' && path === '')) continue;
-      out[key] = walk(member, path ? `${path}.${key}` : key);
+      put(out, key, walk(member, path ? `${path}.${key}` : key));
     }
     const digests = value._sd;
     if (digests === undefined) return out;
@@ -127,7 +132,7 @@ export function processDisclosures(
           'DISCLOSURE_NAME_CONFLICT',
           `${path ? `${path}.` : ''}${name} is both in the payload and disclosed`,
         );
-      out[name] = walk(d.value, path ? `${path}.${name}` : name);
+      put(out, name, walk(d.value, path ? `${path}.${name}` : name));
     }
     return out;
   };

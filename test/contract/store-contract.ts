@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ID_BYTES } from '../../src/model.js';
+import { SCAN_LIMIT } from '../../src/store/keyset.js';
 import type {
   Iden3TreeName,
   Iden3TreeWrites,
@@ -587,7 +588,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         await store.issuances.markUploaded(expired.credentialId, '/vcs/e', at(4100));
         return { valid, revoked, suspended, expired, bjj };
       }
-      const base = { page: 1, limit: 50, order: 'createdAt_desc' as const, now: at(10_000) };
+      const base = { page: 1, limit: 50, order: 'createdAt_desc' as const, now: at(10_000), total: true };
 
       it('filters by holder, schema, nonce, proof type and derived status', async () => {
         const store = await open();
@@ -680,9 +681,100 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(
           (await page({ emailHash: 'hash-a', status: 'revoked' })).records.map((r) => r.credentialId),
         ).toEqual([a1.credentialId]);
-        expect(await page({ emailHash: 'hash-unknown' })).toEqual({ records: [], total: 0 });
+        expect(await page({ emailHash: 'hash-unknown' })).toEqual({ records: [], next: null, total: 0 });
         // Issuances recorded without a hash (hosted; seeded above) never match a filter.
         expect((await page({})).total).toBe(Object.keys(s).length + 3);
+      });
+
+      // docs/interface.md "Paging": keyset pages by (createdAt, insertion order).
+      const keyset = { limit: 3, order: 'createdAt_desc' as const, now: at(10_000) };
+      type Q = Partial<Parameters<Store['history']['list']>[0]>;
+      async function walk(store: Store, q: Q, between?: (n: number) => Promise<void>) {
+        const seen: string[] = [];
+        let after: Parameters<Store['history']['list']>[0]['after'];
+        for (let n = 0; ; n++) {
+          const res = await store.history.list({ ...keyset, ...q, after });
+          expect(res.records.length).toBeLessThanOrEqual(q.limit ?? keyset.limit);
+          expect(res.total).toBeUndefined();
+          seen.push(...res.records.map((r) => r.credentialId));
+          if (!res.next) return seen;
+          after = res.next;
+          await between?.(n);
+        }
+      }
+
+      it('keyset pages: every row once in both orders, ties and concurrent inserts included', async () => {
+        const store = await open();
+        const s = await seed(store);
+        const tied: string[] = [];
+        for (let i = 0; i < 7; i++)
+          tied.push((await insert(store, issuance({ createdAt: at(4000) }))).credentialId);
+        const desc = [
+          s.bjj,
+          ...[...tied].reverse().map((credentialId) => ({ credentialId })),
+          s.expired,
+          s.suspended,
+          s.revoked,
+          s.valid,
+        ].map((r) => r.credentialId);
+        expect(await walk(store, {})).toEqual(desc);
+        expect(await walk(store, { order: 'createdAt_asc', limit: 4 })).toEqual([...desc].reverse());
+        // Rows recorded while walking newest first sort before the cursor: never seen, nothing shifts.
+        const during = await walk(store, {}, async (n) => {
+          await insert(store, issuance({ createdAt: at(9000 + n) }));
+          await insert(store, issuance({ createdAt: at(4000) }));
+        });
+        expect(during).toEqual(desc);
+        // Filters combine with the cursor: the same rows as one OFFSET page of them all.
+        const combos: Q[] = [
+          { schemaId: 'membership-v1', status: 'valid' },
+          { status: 'revoked' },
+          { status: 'upload_pending', proofType: 'SD_JWT_VC' },
+          { holderDid: 'did:example:holder', proofType: 'SD_JWT_VC' },
+          { holderDid: 'did:example:holder', status: 'suspended', order: 'createdAt_asc' },
+        ];
+        for (const q of combos) {
+          const all = await store.history.list({ ...base, ...q, limit: 100 });
+          expect(all.records.length).toBeGreaterThan(0);
+          expect(await walk(store, { ...q, limit: 2 })).toEqual(all.records.map((r) => r.credentialId));
+        }
+      });
+
+      it('a keyset read stops after a bounded number of rows: short pages, still every match once', async () => {
+        const store = await open();
+        const rare: string[] = [];
+        // Enough rows that a filter checked row by row cannot fill its page in one bounded read.
+        for (let i = 0; i < SCAN_LIMIT + 700; i++) {
+          const r = await insert(
+            store,
+            issuance({ createdAt: at(i), expiresAt: i % 900 === 0 ? at(YEAR) : at(i + 1) }),
+          );
+          if (i % 900 === 0) rare.push(r.credentialId);
+        }
+        const pages: number[] = [];
+        let after: Parameters<Store['history']['list']>[0]['after'];
+        const seen: string[] = [];
+        do {
+          const res = await store.history.list({
+            ...keyset,
+            status: 'valid',
+            limit: 100,
+            now: at(SCAN_LIMIT + 800),
+            after,
+          });
+          pages.push(res.records.length);
+          seen.push(...res.records.map((r) => r.credentialId));
+          after = res.next ?? undefined;
+        } while (after);
+        expect(seen).toEqual([...rare].reverse());
+        expect(pages.length).toBeGreaterThan(1);
+        const total = await store.history.list({
+          ...keyset,
+          status: 'valid',
+          now: at(SCAN_LIMIT + 800),
+          total: true,
+        });
+        expect(total.total).toBe(rare.length);
       });
 
       it('activeFor lists the holder SD-JWT credentials of a schema that are valid or suspended, newest first', async () => {
@@ -854,7 +946,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           { actor: 'importer' },
         );
         await store.audit.record({ at: at(20), actor: 'ops', action: 'keys.rotate', target: 'kid-2' });
-        const all = await store.audit.list({ page: 1, limit: 10 });
+        const all = await store.audit.list({ page: 1, limit: 10, total: true });
         expect(all.total).toBe(4);
         expect(all.records.map((e) => [e.actor, e.action])).toEqual([
           ['ops', 'keys.rotate'],
@@ -869,8 +961,39 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           target: String(r.revocationNonce),
           reason: 'ticket 7',
         });
-        const byActor = await store.audit.list({ page: 1, limit: 1, actor: 'ops', action: 'issue' });
+        const byActor = await store.audit.list({
+          page: 1,
+          limit: 1,
+          actor: 'ops',
+          action: 'issue',
+          total: true,
+        });
         expect(byActor.total).toBe(1);
+      });
+
+      it('audit keyset pages: newest first, filters combined, every entry once', async () => {
+        const store = await open();
+        for (let i = 0; i < 9; i++) {
+          await store.audit.record({
+            at: at(i),
+            actor: i % 2 ? 'ops' : 'dev',
+            action: i % 3 ? 'revoke' : 'issue',
+            target: `t${i}`,
+          });
+        }
+        const walkAudit = async (q: { actor?: string; action?: 'issue' | 'revoke' }) => {
+          const seen: string[] = [];
+          let after: number | undefined;
+          do {
+            const res = await store.audit.list({ limit: 2, ...q, after });
+            seen.push(...res.records.map((e) => e.target));
+            after = res.next ?? undefined;
+          } while (after !== undefined);
+          return seen;
+        };
+        expect(await walkAudit({})).toEqual(['t8', 't7', 't6', 't5', 't4', 't3', 't2', 't1', 't0']);
+        expect(await walkAudit({ actor: 'ops', action: 'revoke' })).toEqual(['t7', 't5', 't1']);
+        expect(await walkAudit({ action: 'issue' })).toEqual(['t6', 't3', 't0']);
       });
 
       it('meta keeps the first value written', async () => {

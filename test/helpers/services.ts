@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { redactDatabaseUrl } from '../../src/store/database-url.js';
@@ -65,26 +66,58 @@ export async function redisAvailable(suite: string): Promise<boolean> {
 
 export interface TempDatabase {
   url: string;
+  /** Drops it now, or (in a test run) leaves it to the drop of every run database at the end. */
   drop(): Promise<void>;
 }
+
+/**
+ * The file in which a test run lists its temporary databases (set by test/helpers/global-setup.ts).
+ * Each DROP DATABASE makes the server take a checkpoint, a second or more on a busy machine: the
+ * run drops them all at once when it ends (the checkpoints of simultaneous drops coincide).
+ */
+export const RUN_DATABASES_FILE = 'ISSUER_KIT_TEST_DATABASES_FILE';
+
+interface ListedDatabase {
+  server: string;
+  name: string;
+}
+
+async function onServer(server: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const dropSql = (name: string) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`;
 
 /** A fresh, empty database on the TEST_DATABASE_URL server (or `server`), for one run. */
 export async function createTempDatabase(server = TEST_DATABASE_URL): Promise<TempDatabase> {
   const name = `issuer_test_${randomBytes(6).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
+  const list = process.env[RUN_DATABASES_FILE];
+  // Listed before it exists: a run that stops half way still drops it.
+  if (list) appendFileSync(list, `${JSON.stringify({ server, name } satisfies ListedDatabase)}\n`);
+  await onServer(server, `CREATE DATABASE ${name}`);
   const url = new URL(server);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    drop: async () => {
+      if (!list) await onServer(server, dropSql(name));
+    },
   };
+}
+
+/** Drops every database listed in `file` (all at once), then the file. */
+export async function dropListedDatabases(file: string): Promise<void> {
+  if (!existsSync(file)) return;
+  const listed = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as ListedDatabase);
+  rmSync(file, { force: true });
+  await Promise.all(listed.map(({ server, name }) => onServer(server, dropSql(name))));
 }

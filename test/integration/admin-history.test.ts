@@ -38,7 +38,7 @@ interface HistoryRecord {
 }
 interface HistoryPage {
   data: HistoryRecord[];
-  pagination: { page: number; limit: number; total: number };
+  pagination: { page?: number; limit: number; total?: number; nextCursor: string | null };
 }
 
 const days = (n: number) => new Date(Date.now() + n * 86400_000).toISOString();
@@ -143,8 +143,8 @@ describe('admin issuance history', () => {
   });
 
   it('answers records with exactly the documented fields and never a claim value', async () => {
-    const res = await page('?limit=100');
-    expect(res.pagination).toEqual({ page: 1, limit: 100, total: 12 });
+    const res = await page('?limit=100&total=true');
+    expect(res.pagination).toEqual({ limit: 100, nextCursor: null, total: 12 });
     for (const r of res.data) expect(Object.keys(r).sort()).toEqual(RECORD_FIELDS);
     const text = JSON.stringify(res);
     for (const secret of ['Secretvalue', 'Secretrole', 'Dirk', 'Acme', 'alice.history'])
@@ -171,15 +171,15 @@ describe('admin issuance history', () => {
     expect(res.data.find((r) => r.credentialId === bjjCredentialId)!.statusList).toBeNull();
   });
 
-  it('defaults to page 1, 25 per page, newest first', async () => {
+  it('defaults to the first 25 by cursor, newest first, without a total', async () => {
     const res = await page('');
-    expect(res.pagination).toEqual({ page: 1, limit: 25, total: 12 });
+    expect(res.pagination).toEqual({ limit: 25, nextCursor: null });
     expect(res.data[0]!.credentialId).toBe(pending.credentialId);
     const times = res.data.map((r) => r.createdAt);
     expect([...times].sort().reverse()).toEqual(times);
   });
 
-  it('pages without gaps or overlaps, in both orders', async () => {
+  it('pages by number (OFFSET, with a total) without gaps or overlaps, in both orders', async () => {
     const holder = `&holderDid=${encodeURIComponent(alice[0]!.holderDid)}`;
     const pages = [
       await page(`?limit=3&page=1${holder}`),
@@ -188,9 +188,9 @@ describe('admin issuance history', () => {
     ];
     expect(pages.map((p) => p.data.length)).toEqual([3, 3, 1]);
     expect(pages.map((p) => p.pagination)).toEqual([
-      { page: 1, limit: 3, total: 7 },
-      { page: 2, limit: 3, total: 7 },
-      { page: 3, limit: 3, total: 7 },
+      { page: 1, limit: 3, total: 7, nextCursor: expect.any(String) },
+      { page: 2, limit: 3, total: 7, nextCursor: expect.any(String) },
+      { page: 3, limit: 3, total: 7, nextCursor: null },
     ]);
     const desc = pages.flatMap((p) => p.data.map((r) => r.credentialId));
     expect(desc).toEqual(alice.map((a) => a.credentialId).reverse());
@@ -204,14 +204,16 @@ describe('admin issuance history', () => {
     expect(byHolder.data.map((r) => r.credentialId)).toEqual([bob.credentialId]);
     const bySchema = await page('?schemaId=employee-v1');
     expect(bySchema.data.map((r) => r.credentialId)).toEqual([bob.credentialId]);
-    expect((await page('?schemaId=membership-v1')).pagination.total).toBe(11);
+    expect((await page('?schemaId=membership-v1&total=true')).pagination.total).toBe(11);
     const byNonce = await page(`?revocationNonce=${shortLived.revocationNonce}`);
     expect(byNonce.data.map((r) => r.credentialId)).toEqual([shortLived.credentialId]);
     expect((await page('?revocationNonce=1')).data).toEqual([]);
     const bjj = await page('?proofType=BJJ_SIG_2021');
     expect(bjj.data.map((r) => r.proofType)).toEqual(['BJJ_SIG_2021']);
-    expect((await page('?proofType=SD_JWT_VC')).pagination.total).toBe(11);
-    const combined = await page(`?schemaId=membership-v1&holderDid=${encodeURIComponent(bob.holderDid)}`);
+    expect((await page('?proofType=SD_JWT_VC&total=true')).pagination.total).toBe(11);
+    const combined = await page(
+      `?schemaId=membership-v1&holderDid=${encodeURIComponent(bob.holderDid)}&total=true`,
+    );
     expect(combined.pagination.total).toBe(0);
   });
 
@@ -257,7 +259,9 @@ describe('admin issuance history', () => {
     const again = await issue(' Bob.History@EXAMPLE.org', 'employee-v1', { employer: 'Acme' });
     expect(again.holderDid).toBe(bob.holderDid);
     expect(await byEmail('bob.history@example.org')).toEqual([again.credentialId, bob.credentialId]);
-    expect((await page(`?email=bob.history%40example.org&schemaId=membership-v1`)).pagination.total).toBe(0);
+    expect(
+      (await page(`?email=bob.history%40example.org&schemaId=membership-v1&total=true`)).pagination.total,
+    ).toBe(0);
     expect(await byEmail('nobody.history@example.org')).toEqual([]);
     // The hosted BJJ issuance (no email) is in no email's history.
     const everyone = [

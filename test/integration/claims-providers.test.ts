@@ -54,8 +54,19 @@ describe('claims providers', () => {
       JSON.stringify({
         ...common,
         schemaId: 'remote-v1',
-        claims: { provider: 'http', url: `http://127.0.0.1:${port}/lookup`, timeoutMs: 200 },
+        // The answers come at once; the deadline only has to outlast a busy machine.
+        claims: { provider: 'http', url: `http://127.0.0.1:${port}/lookup`, timeoutMs: 60_000 },
         sdJwt: { vct: 'urn:vct:remote' },
+      }),
+    );
+    writeFileSync(
+      join(schemas, 'remote-hang.json'),
+      JSON.stringify({
+        ...common,
+        schemaId: 'remote-hang-v1',
+        // Asked only while the source never answers: this deadline always fires.
+        claims: { provider: 'http', url: `http://127.0.0.1:${port}/lookup`, timeoutMs: 200 },
+        sdJwt: { vct: 'urn:vct:remote-hang' },
       }),
     );
     writeFileSync(
@@ -130,13 +141,14 @@ describe('claims providers', () => {
     'http provider %s → 502 UPSTREAM_UNAVAILABLE, never "not eligible"',
     async (m) => {
       mode = m;
-      const res = await ask('u-3', 'remote-v1');
+      const schemaId = m === 'slow' ? 'remote-hang-v1' : 'remote-v1';
+      const res = await ask('u-3', schemaId);
       await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
       const issued = await issuer.post('/issue-vc', {
         holderDID: 'did:example:c',
         pubKey: holder.publicKeyHex,
         userId: 'u-3',
-        schemaId: 'remote-v1',
+        schemaId,
       });
       expect(issued.status).toBe(502);
     },

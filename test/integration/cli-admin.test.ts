@@ -310,8 +310,32 @@ describe('admin CLI', () => {
     expect(page.code).toBe(0);
     expect(page.json.data).toHaveLength(2);
     expect(page.json.pagination.limit).toBe(2);
-    const all = await cliJson<{ data: unknown[]; pagination: { total: number } }>(['history', '--all']);
+    const all = await cliJson<{ data: Array<{ credentialId: string }>; pagination: { total: number } }>([
+      'history',
+      '--all',
+    ]);
     expect(all.json.data).toHaveLength(all.json.pagination.total);
+    // --cursor continues where a page ended (docs/interface.md "Paging"); --all walks the same way.
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const next: {
+        json: { data: Array<{ credentialId: string }>; pagination: { nextCursor: string | null } };
+      } = await cliJson(['history', '--limit', '2', ...(cursor ? ['--cursor', cursor] : [])]);
+      ids.push(...next.json.data.map((r) => r.credentialId));
+      cursor = next.json.pagination.nextCursor;
+    } while (cursor);
+    expect(ids).toEqual(all.json.data.map((r) => r.credentialId));
+    const table = await cli(['history', '--limit', '1']);
+    expect(table.stdout).toMatch(/next page: --cursor \S+/);
+    const pair = await cliJson<{ error: { details: { field: string } } }>([
+      'history',
+      '--cursor',
+      'x',
+      '--page',
+      '2',
+    ]);
+    expect(pair.json.error.details.field).toBe('cursor');
     const revoked = await cliJson<{ data: Array<{ status: string }> }>(['history', '--status', 'revoked']);
     expect(revoked.json.data.map((r) => r.status)).toEqual(['revoked']);
     const bad = await cliJson<{ error: { status: number; details: { field: string } } }>([

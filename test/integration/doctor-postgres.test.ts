@@ -76,8 +76,9 @@ describe.runIf(available)('admin doctor on PostgreSQL', () => {
 // variable (never key bytes) when it does not open. A production issuer on loopback, so that the
 // other items pass and the verdicts and exit status are the Iden3 key's.
 describe.runIf(available)('admin doctor: the sealed Iden3 key on PostgreSQL', () => {
-  const KEK = 'c3'.repeat(32);
-  const OTHER_KEK = 'd4'.repeat(32);
+  // Random keys (openssl rand -hex 32): production refuses one that is not.
+  const KEK = '9d1f3c7a52e84b06af6d2c18e9b3f5074a6c8e2d1b0f3a5c7e9d2b4f6a8c0e1d';
+  const OTHER_KEK = '2b7e151628aed2a6abf7158809cf4f3c762e7160f38b4da56a784d9045190cfe';
   let database: TempDatabase;
   let issuer: TestIssuer;
   let env: Record<string, string>;

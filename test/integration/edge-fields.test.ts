@@ -21,7 +21,7 @@ describe.each(engines)('edge field rules (%s)', (engine) => {
     schemaId: 'membership-v1',
   });
   const recorded = async () => {
-    const res = await issuer.admin('/admin/issuance-history?limit=1');
+    const res = await issuer.admin('/admin/issuance-history?limit=1&total=true');
     expect(res.status).toBe(200);
     return ((await res.json()) as { pagination: { total: number } }).pagination.total;
   };

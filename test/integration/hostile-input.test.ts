@@ -1,5 +1,4 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import type { ServiceClient } from '../../src/service-client/service-client.js';
@@ -201,23 +200,16 @@ describe('hostile input', () => {
       );
     });
 
-    it('a non-canonical Ed25519 y (p + 1) and a mixed-order point are refused', async () => {
+    it('a non-canonical Ed25519 y (p + 1) is refused', async () => {
       const p = 2n ** 255n - 19n;
       const nonCanonical = Buffer.from((p + 1n).toString(16).padStart(64, '0'), 'hex').reverse();
-      const mixed = ed25519.ExtendedPoint.fromHex(
-        Buffer.from(generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!, 'base64url'),
-      )
-        .add(ed25519.ExtendedPoint.fromHex(SMALL_ORDER_ED25519[3]!))
-        .toRawBytes();
-      for (const x of [nonCanonical, Buffer.from(mixed)]) {
-        const jwk = { kty: 'OKP', crv: 'Ed25519', x: x.toString('base64url') };
-        await expectError(
-          await issueWith(jwk, 'did:example:odd-point'),
-          400,
-          'INVALID_PARAMETER',
-          'signingKey.jwk',
-        );
-      }
+      const jwk = { kty: 'OKP', crv: 'Ed25519', x: nonCanonical.toString('base64url') };
+      await expectError(
+        await issueWith(jwk, 'did:example:odd-point'),
+        400,
+        'INVALID_PARAMETER',
+        'signingKey.jwk',
+      );
     });
 
     it('a coordinate whose base64url has stray bits (a second spelling of the same key) is refused', async () => {

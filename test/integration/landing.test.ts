@@ -1,11 +1,6 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
 
@@ -59,43 +54,5 @@ describe('GET / (landing page)', () => {
       paths: Record<string, Record<string, { operationId: string }>>;
     };
     expect(doc.paths['/']?.get?.operationId).toBe('landing');
-  });
-});
-
-describe('start-up log', () => {
-  // `npm run dev` as a newcomer runs it: development, every secret generated.
-  it('the listening line names the API docs URL, and that URL serves the docs', async () => {
-    const dir = tempDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        NODE_ENV: 'development',
-        PORT: '0',
-        KEYS_DIR: join(dir, 'keys'),
-        DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const exited = once(child, 'exit');
-    try {
-      let listening: { url?: string; docs?: string; msg?: string } | undefined;
-      for await (const line of createInterface({ input: child.stdout! })) {
-        const record = JSON.parse(line) as { event?: string; url?: string; docs?: string; msg?: string };
-        if (record.event === 'listening') {
-          listening = record;
-          break;
-        }
-      }
-      expect(listening?.docs).toBe(`${listening?.url}/docs`);
-      expect(listening?.msg).toContain(listening?.docs);
-      const docs = await fetch(listening!.docs!);
-      expect(docs.status).toBe(200);
-      expect(docs.headers.get('content-type')).toMatch(/^text\/html/);
-      await docs.body?.cancel();
-    } finally {
-      child.kill('SIGTERM');
-      await exited;
-    }
   });
 });

@@ -26,16 +26,6 @@ const available = await postgresAvailable('the two-instance tests');
 const KEK = 'a1'.repeat(32);
 const POLL_MS = 100;
 
-/** Polls `read` until `done` holds or `ms` pass; answers the last value and how long it took. */
-async function within<T>(ms: number, read: () => Promise<T>, done: (v: T) => boolean) {
-  const start = Date.now();
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() - start > ms) return { value, elapsed: Date.now() - start };
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 // Two instances (real servers in this process) on one PostgreSQL database behave as one
 // issuer: keys from the database, status lists and Idempotency-Keys through the database.
 describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
@@ -95,18 +85,13 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
     expect(status.status).toBe(200);
   });
 
-  it('a rotation through B is used and published by A within 5 s, without a restart', async () => {
+  it('a rotation through B is used and published by A at its next key poll, without a restart', async () => {
     const old = a.ctx.keys.current().signing.kid;
     const res = await b.admin('/admin/keys/rotate', { purpose: 'credential-signing' });
     expect(res.status).toBe(200);
     const { created } = (await res.json()) as { created: { kid: string } };
-    const seen = await within(
-      5000,
-      async () => a.ctx.keys.current().signing.kid,
-      (kid) => kid === created.kid,
-    );
-    expect(seen.value).toBe(created.kid);
-    expect(seen.elapsed).toBeLessThan(5000);
+    // A reads the ring version every POLL_MS: wait for that poll, however late a busy machine runs it.
+    await expect.poll(() => a.ctx.keys.current().signing.kid).toBe(created.kid);
     const [user] = await seedMembers(a, 'after-rotation', 1);
     const issued = await issueInProcess(a, user!);
     expect(decodeProtectedHeader(issued.compact.split('~')[0]!).kid).toBe(created.kid);
@@ -300,12 +285,7 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
     expect(readFileSync(csrFile, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE REQUEST-----/);
     // Published by both (the version bump), not signing.
     for (const i of [a, b]) {
-      const seen = await within(
-        5000,
-        () => published(i),
-        (kids) => kids.includes(kid),
-      );
-      expect(seen.value).toContain(kid);
+      await expect.poll(() => published(i)).toContain(kid);
       expect(i.ctx.keys.current().signing.kid).toBe(old);
     }
     const uncertified = await rotate(b);
@@ -335,12 +315,7 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
     expect(((await rotated.json()) as { created: { kid: string } }).created.kid).toBe(kid);
     const caCert = new X509Certificate(readFileSync(join(caDir, 'dev-ca.pem')));
     for (const i of [a, b]) {
-      const seen = await within(
-        5000,
-        async () => i.ctx.keys.current().signing.kid,
-        (k) => k === kid,
-      );
-      expect(seen.value).toBe(kid);
+      await expect.poll(() => i.ctx.keys.current().signing.kid).toBe(kid);
       const [user] = await seedMembers(i, `x5c-${i.url.split(':').pop()}`, 1);
       const jws = (await issueInProcess(i, user!)).compact.split('~')[0]!;
       const header = decodeProtectedHeader(jws);

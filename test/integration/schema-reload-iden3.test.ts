@@ -96,5 +96,5 @@ describe('schema reload with the Iden3 back-end', () => {
     expect((refused.details as { problems: Array<{ file: string }> }).problems.map((p) => p.file)).toEqual([
       join(schemasDir, 'membership-v1.json'),
     ]);
-  }, 60_000);
+  });
 });

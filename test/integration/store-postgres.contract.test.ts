@@ -16,13 +16,13 @@ describe.skipIf(!available)('PostgreSQL store', () => {
     await db?.drop();
   });
 
-  // Every test of the contract starts from empty tables of this run's database.
+  // Every test of the contract starts from empty tables of this run's database. DELETE, not
+  // TRUNCATE: on tables this small, TRUNCATE's new files (and their fsyncs) cost ten times more.
+  let emptyAll: string | undefined;
   describeStoreContract('PostgreSQL', async () => {
     const store = await openPostgresStore(db.url, { poolMax: 10 });
-    const { rows } = await store.pool.query<{ tablename: string }>(
-      "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'",
-    );
-    await store.pool.query(`TRUNCATE ${rows.map((r) => r.tablename).join(', ')} RESTART IDENTITY CASCADE`);
+    emptyAll ??= await emptyingStatements(store.pool);
+    await store.pool.query(emptyAll);
     return store;
   });
 
@@ -187,3 +187,33 @@ describe.skipIf(!available)('PostgreSQL store', () => {
     });
   });
 });
+
+/**
+ * One multi-statement text that empties every table but schema_migrations (a referencing table
+ * before the table it references) and restarts their identity columns.
+ */
+async function emptyingStatements(pool: pg.Pool): Promise<string> {
+  const { rows: tables } = await pool.query<{ name: string }>(
+    "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'",
+  );
+  const { rows: references } = await pool.query<{ child: string; parent: string }>(
+    `SELECT c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent
+       FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+      WHERE c.contype = 'f' AND n.nspname = 'public'`,
+  );
+  const { rows: identities } = await pool.query<{ table: string; column: string }>(
+    `SELECT table_name AS table, column_name AS column FROM information_schema.columns
+      WHERE table_schema = 'public' AND is_identity = 'YES'`,
+  );
+  const order: string[] = [];
+  const visit = (name: string) => {
+    if (order.includes(name)) return;
+    for (const r of references) if (r.parent === name && r.child !== name) visit(r.child);
+    order.push(name);
+  };
+  for (const t of tables) visit(t.name);
+  return [
+    ...order.map((t) => `DELETE FROM ${t};`),
+    ...identities.map((i) => `ALTER TABLE ${i.table} ALTER COLUMN ${i.column} RESTART;`),
+  ].join('\n');
+}

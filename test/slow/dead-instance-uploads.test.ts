@@ -42,7 +42,7 @@ describe.skipIf(!available)('an instance that dies mid-outage leaves its uploads
     // One after the other: concurrent first starts are test/slow/multi-instance-processes.test.ts's subject.
     for (const dir of dirs)
       instances.push(await startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir, env }));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stopInstanceProcesses(instances);
@@ -118,5 +118,5 @@ describe.skipIf(!available)('an instance that dies mid-outage leaves its uploads
     } finally {
       await client.end();
     }
-  }, 300_000);
+  });
 });

@@ -112,20 +112,16 @@ describe.each(pages)('runnable blocks of $file', ({ file, blocks }) => {
   afterAll(async () => {
     for (const child of background) await stop(child);
     rmSync(cwd, { recursive: true, force: true });
-  }, 60_000);
+  });
 
-  it.each(blocks)(
-    `${file} line $line`,
-    async (block) => {
-      if (block.background) {
-        const started = start(block, cwd, shellEnv(env));
-        background.push(started.child);
-        env.ISSUER_URL = await started.url;
-        return;
-      }
-      const { code, output } = await run(block, cwd, shellEnv(env));
-      expect({ code, output: code === 0 ? '' : output }).toEqual({ code: 0, output: '' });
-    },
-    180_000,
-  );
+  it.each(blocks)(`${file} line $line`, async (block) => {
+    if (block.background) {
+      const started = start(block, cwd, shellEnv(env));
+      background.push(started.child);
+      env.ISSUER_URL = await started.url;
+      return;
+    }
+    const { code, output } = await run(block, cwd, shellEnv(env));
+    expect({ code, output: code === 0 ? '' : output }).toEqual({ code: 0, output: '' });
+  });
 });

@@ -45,7 +45,7 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
     // Three first starts at the same moment, each with its own empty KEYS_DIR and no shared disk:
     // they agree through the database on one set of keys, the Iden3 BJJ key included.
     instances.push(...(await Promise.all(dirs.map(start))));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stopInstanceProcesses(instances);
@@ -139,31 +139,29 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
     expect(rotated.status).toBe(200);
     const newKid = ((await rotated.json()) as { created: { kid: string } }).created.kid;
 
-    // Rotation: A publishes the new key and signs with it within 5 s.
-    const start = Date.now();
-    for (;;) {
+    // Rotation: A publishes the new key at its next key poll.
+    const publishedByA = async () => {
       const meta = (await (await fetch(`${a.url}/.well-known/jwt-vc-issuer`)).json()) as {
         jwks: { keys: Array<{ kid: string }> };
       };
-      if (meta.jwks.keys.some((k) => k.kid === newKid)) break;
-      expect(Date.now() - start).toBeLessThan(5000);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      return meta.jwks.keys.map((k) => k.kid);
+    };
+    await expect.poll(publishedByA, { interval: 50 }).toContain(newKid);
 
     // Every answered issuance is recorded; the survivors' outboxes finish every pending upload,
     // the dead instance's leases included once they expire.
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        const { rows } = await client.query<{ n: string }>(
-          "SELECT count(*) AS n FROM issuances WHERE upload_state <> 'uploaded'",
-        );
-        if (rows[0]!.n === '0') break;
-        expect(Date.now()).toBeLessThan(deadline);
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      const notUploaded = async () =>
+        (
+          await client.query<{ n: string }>(
+            "SELECT count(*) AS n FROM issuances WHERE upload_state <> 'uploaded'",
+          )
+        ).rows[0]!.n;
+      // The test's own timeout bounds this: the outboxes' retries and the dead lease's expiry run
+      // on their own time.
+      await expect.poll(notUploaded, { interval: 250, timeout: 500_000 }).toBe('0');
       const { rows } = await client.query<{
         credential_id: string;
         holder_did: string;
@@ -200,5 +198,5 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
     } finally {
       await client.end();
     }
-  }, 240_000);
+  });
 });

@@ -2,29 +2,76 @@ import { AUDIT_ACTIONS } from '../../model.js';
 import { json, table } from '../output.js';
 import type { RegisterCommand } from './command.js';
 
+interface AuditPage {
+  data: Array<{ at: string; actor: string; action: string; target: string; reason?: string }>;
+  pagination: { page?: number; limit: number; total?: number; nextCursor: string | null };
+}
+
 export const auditCommand: RegisterCommand = (program, act) => {
   program
     .command('audit')
     .description('who did what, newest first (GET /admin/audit)')
     .option('--action <action>', `only this action: ${AUDIT_ACTIONS.join(', ')}`)
     .option('--actor <name>', 'only this admin key name (ADMIN_API_KEY is "admin")')
-    .option('--page <n>', 'page number', '1')
+    .option('--page <n>', 'page number (default 1; slower than --cursor on big logs)')
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor')
     .option('--limit <n>', 'records per page (1-100)', '25')
+    .option('--all', 'every page, walked by cursor')
     .action(
-      act(async (run, opts: { action?: string; actor?: string; page: string; limit: string }) => {
-        const { body } = await run.client.call<{
-          data: Array<{ at: string; actor: string; action: string; target: string; reason?: string }>;
-          pagination: { page: number; limit: number; total: number };
-        }>('GET', '/admin/audit', {
-          query: { action: opts.action, actor: opts.actor, page: opts.page, limit: opts.limit },
-        });
-        if (run.json) run.io.out(json(body));
-        else {
-          run.io.out(table(body.data, ['at', 'actor', 'action', 'target', 'reason']));
-          const { page, limit, total } = body.pagination;
-          run.io.out(`page ${page} (${limit} per page) of ${total} entries`);
-        }
-        return 0;
-      }),
+      act(
+        async (
+          run,
+          opts: {
+            action?: string;
+            actor?: string;
+            page?: string;
+            cursor?: string;
+            limit: string;
+            all?: boolean;
+          },
+        ) => {
+          const fetchPage = async (at: { page?: string; cursor?: string }) =>
+            (
+              await run.client.call<AuditPage>('GET', '/admin/audit', {
+                query: {
+                  action: opts.action,
+                  actor: opts.actor,
+                  limit: opts.all ? '100' : opts.limit,
+                  ...at,
+                },
+              })
+            ).body;
+          let body: AuditPage;
+          if (opts.all) {
+            const data: AuditPage['data'] = [];
+            let cursor: string | null | undefined;
+            do {
+              const answer = await fetchPage(cursor ? { cursor } : {});
+              data.push(...answer.data);
+              cursor = answer.pagination.nextCursor;
+            } while (cursor);
+            body = {
+              data,
+              pagination: { page: 1, limit: data.length, total: data.length, nextCursor: null },
+            };
+          } else if (opts.cursor !== undefined) {
+            body = await fetchPage({
+              cursor: opts.cursor,
+              ...(opts.page === undefined ? {} : { page: opts.page }),
+            });
+          } else {
+            body = await fetchPage({ page: opts.page ?? '1' });
+          }
+          if (run.json) run.io.out(json(body));
+          else {
+            run.io.out(table(body.data, ['at', 'actor', 'action', 'target', 'reason']));
+            const { page, limit, total, nextCursor } = body.pagination;
+            if (opts.all) run.io.out(`${total} entries`);
+            else if (page !== undefined) run.io.out(`page ${page} (${limit} per page) of ${total} entries`);
+            if (!opts.all && nextCursor) run.io.out(`next page: --cursor ${nextCursor}`);
+          }
+          return 0;
+        },
+      ),
     );
 };

@@ -12,6 +12,7 @@ const HISTORY_FLAGS: Readonly<Record<string, string>> = {
   status: '--status',
   order: '--order',
   page: '--page',
+  cursor: '--cursor',
   limit: '--limit',
 };
 const historyFlag = (field: string) => HISTORY_FLAGS[field] ?? field;
@@ -51,9 +52,10 @@ export const historyCommand: RegisterCommand = (program, act) => {
     .option('--proof-type <type>', 'SD_JWT_VC or BJJ_SIG_2021')
     .option('--status <status>', 'valid, revoked, suspended, expired, upload_pending or upload_failed')
     .option('--order <order>', 'createdAt_desc (default) or createdAt_asc')
-    .option('--page <n>', 'page number', '1')
+    .option('--page <n>', 'page number (default 1; slower than --cursor on big tables)')
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor')
     .option('--limit <n>', 'records per page (1-100)', '25')
-    .option('--all', 'every page')
+    .option('--all', 'every page, walked by cursor')
     .option(
       '--wide',
       'every column, full width, with the status list URI (default: created, nonce, status, upload, schemaId, a shortened holder DID, the status list index)',
@@ -62,7 +64,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
       act(async (run, opts: Record<string, string | boolean | undefined>) => {
         type Page = {
           data: Array<Record<string, unknown>>;
-          pagination: { page: number; limit: number; total: number };
+          pagination: { page?: number; limit: number; total?: number; nextCursor: string | null };
         };
         const query = {
           holderDid: opts.holderDid as string | undefined,
@@ -74,26 +76,39 @@ export const historyCommand: RegisterCommand = (program, act) => {
           order: opts.order as string | undefined,
           limit: opts.all ? '100' : (opts.limit as string),
         };
-        const fetchPage = async (page: number) => {
+        const fetchPage = async (at: { page?: string; cursor?: string }) => {
           try {
             return (
-              await run.client.call<Page>('GET', '/admin/issuance-history', { query: { ...query, page } })
+              await run.client.call<Page>('GET', '/admin/issuance-history', { query: { ...query, ...at } })
             ).body;
           } catch (err) {
             throw err instanceof AdminApiError ? withFlags(err, historyFlag) : err;
           }
         };
-        let page = Number(opts.all ? 1 : opts.page);
-        let answer = await fetchPage(page);
-        const data = [...answer.data];
-        while (opts.all && page * answer.pagination.limit < answer.pagination.total) {
-          page++;
-          answer = await fetchPage(page);
-          data.push(...answer.data);
+        let result: Page;
+        if (opts.all) {
+          // By cursor: each page costs the same however far it is, and issuances recorded while
+          // walking neither repeat nor shift a record (docs/interface.md "Paging").
+          const data: Page['data'] = [];
+          let cursor: string | null | undefined;
+          do {
+            const answer = await fetchPage(cursor ? { cursor } : {});
+            data.push(...answer.data);
+            cursor = answer.pagination.nextCursor;
+          } while (cursor);
+          result = {
+            data,
+            pagination: { page: 1, limit: data.length, total: data.length, nextCursor: null },
+          };
+        } else if (typeof opts.cursor === 'string') {
+          // With --page as well, the route refuses the pair and names `cursor`.
+          result = await fetchPage({
+            cursor: opts.cursor,
+            ...(typeof opts.page === 'string' ? { page: opts.page } : {}),
+          });
+        } else {
+          result = await fetchPage({ page: typeof opts.page === 'string' ? opts.page : '1' });
         }
-        const result = opts.all
-          ? { data, pagination: { page: 1, limit: data.length, total: answer.pagination.total } }
-          : answer;
         if (run.json) {
           run.io.out(json(result));
           return 0;
@@ -109,12 +124,12 @@ export const historyCommand: RegisterCommand = (program, act) => {
           statusList: statusListOf(r)?.uri,
         }));
         run.io.out(table(rows, opts.wide ? WIDE_COLUMNS : NARROW_COLUMNS));
-        const { page: p, limit, total } = result.pagination;
-        run.io.out(
-          opts.all
-            ? `${total} records`
-            : `page ${p} of ${Math.max(1, Math.ceil(total / limit))} (${total} records)`,
-        );
+        const { page: p, limit, total, nextCursor } = result.pagination;
+        if (opts.all) run.io.out(`${total} records`);
+        else if (p !== undefined && total !== undefined) {
+          run.io.out(`page ${p} of ${Math.max(1, Math.ceil(total / limit))} (${total} records)`);
+        }
+        if (!opts.all && nextCursor) run.io.out(`next page: --cursor ${nextCursor}`);
         return 0;
       }),
     );

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../../errors.js';
 import type { Logger } from '../../model.js';
+import { DatabaseUnavailableError, databaseUnavailable } from '../../store/database-unavailable.js';
 import { requestIdOf, routeLabel } from './observability.js';
 
 /** Unknown routes → 404 JSON (docs/interface.md "errors"). */
@@ -15,7 +16,13 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const error = toAppError(err);
-    if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
+    if (error.cause instanceof DatabaseUnavailableError) {
+      // The cause names the server's address: the log has it, the answer does not.
+      log.warn(
+        { event: 'database_unavailable', reqId: requestIdOf(req), route: routeLabel(req), err: error.cause },
+        'request failed: the database is unavailable',
+      );
+    } else if (error.status >= 500 && error.code !== 'UPSTREAM_UNAVAILABLE') {
       log.error(
         { event: 'request_failed', reqId: requestIdOf(req), route: routeLabel(req), err },
         'request failed',
@@ -42,6 +49,17 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
 
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  // docs/operations.md "Database unreachable": 503 naming the database, whatever the engine.
+  const down = databaseUnavailable(err);
+  if (down)
+    return new AppError(
+      'UNAVAILABLE',
+      `the ${down.engine} database is unavailable; try again later`,
+      undefined,
+      {
+        cause: down,
+      },
+    );
   const e = err as { type?: string; status?: number; expose?: boolean };
   if (e?.type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'request body is too large');
   if (e?.type === 'entity.parse.failed')

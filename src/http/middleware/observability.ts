@@ -110,7 +110,9 @@ function interrupt(res: ServerResponse): Promise<void> {
     'retry-after': '1',
   });
   res.end(body);
-  // The handler may still try to answer: those writes go nowhere.
+  // The handler may still try to answer: those writes go nowhere, and the status logged and
+  // counted stays the 503 that was sent.
+  Object.defineProperty(res, 'statusCode', { get: () => ERROR_STATUS.UNAVAILABLE, set: () => {} });
   res.writeHead = (() => res) as typeof res.writeHead;
   res.setHeader = (() => res) as typeof res.setHeader;
   res.write = (() => true) as typeof res.write;

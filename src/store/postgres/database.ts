@@ -4,6 +4,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger } from '../../model.js';
+import { postgresUnavailable } from '../database-unavailable.js';
+import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../engine.js';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -25,8 +27,63 @@ export const LOCK_KEYS = 3;
 /** Second key: the 32-bit hash of (holder, schema, proof type, subject) of a hosted issuance. */
 export const LOCK_DEDUPE_NAMESPACE = LOCK_NAMESPACE + 1;
 
-export function createPool(url: string, options: { poolMax: number; log?: Logger }): PgPool {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolMax });
+export interface PoolOptions {
+  poolMax: number;
+  log?: Logger | undefined;
+  /** Defaults to DEFAULT_DATABASE_TIMEOUTS; `queryMs: 0` for statements that may rightly run long. */
+  timeouts?: Partial<DatabaseTimeouts> | undefined;
+}
+
+/**
+ * Added to the statement bound for the client's own give-up: the server cancels a slow statement
+ * first (57014, the connection stays usable); the client's timer only fires when the server does not
+ * answer at all, and that connection is then destroyed.
+ */
+const CLIENT_GRACE_MS = 1000;
+/** TCP keepalive on idle pooled connections, so a dead peer is found without waiting for a query. */
+const KEEPALIVE_DELAY_MS = 10_000;
+
+/**
+ * A pool whose every wait is bounded (docs/operations.md "Database unreachable") and whose
+ * connection-level failures surface as DatabaseUnavailableError. A connection whose statement timed
+ * out is destroyed, not returned: pg-pool's `query` releases it with the error, `withTransaction`
+ * does the same.
+ */
+export function createPool(url: string, options: PoolOptions): PgPool {
+  const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
+  const connectMs = timeouts.connectMs;
+  // pg-pool passes its own options to each new client; this gives the client its own connect bound
+  // while the pool's connectionTimeoutMillis bounds the whole wait for a connection.
+  class BoundedClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectMs });
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolMax,
+    Client: BoundedClient,
+    connectionTimeoutMillis: timeouts.acquireMs,
+    ...(timeouts.queryMs > 0
+      ? { statement_timeout: timeouts.queryMs, query_timeout: timeouts.queryMs + CLIENT_GRACE_MS }
+      : {}),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  });
+  const unavailable = (err: unknown): never => {
+    throw postgresUnavailable(err) ?? err;
+  };
+  // Only the promise forms are ours; pg-pool's `query` calls `connect` with a callback.
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch(unavailable) : result;
+  }) as typeof pool.query;
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => {
+    const result = connect(...args);
+    return result instanceof Promise ? result.catch(unavailable) : result;
+  }) as typeof pool.connect;
   // An idle connection dropped by the server emits here; unhandled it would end the process. The
   // pool replaces the connection on the next query, so a line in the log is all it needs. After
   // end() the connections still closing may be cut by the server: nothing to report then.
@@ -39,23 +96,35 @@ export function createPool(url: string, options: { poolMax: number; log?: Logger
   return pool;
 }
 
-/** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
+/**
+ * Runs `fn` in one transaction on one pooled connection; rolls back when it throws. When the
+ * connection itself failed (timed out, lost) there is nothing to roll back on: it is destroyed,
+ * which ends the transaction on the server, and the error is a DatabaseUnavailableError.
+ */
 export async function withTransaction<T>(
   pool: PgPool,
   fn: (client: PgClient) => Promise<T>,
   begin = 'BEGIN',
 ): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    const down = postgresUnavailable(err);
+    if (down) {
+      broken = down;
+      throw down;
+    }
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+      broken = rollbackErr;
+    });
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 

@@ -1,7 +1,6 @@
 import { redactDatabaseUrl } from '../database-url.js';
 import type { StorageEngine } from '../engine.js';
-import { createPool, migrate } from './database.js';
-import { openPostgresStore, type PostgresStore } from './index.js';
+import { migratePostgres, openPostgresStore, type PostgresStore } from './index.js';
 import { inspectPostgres } from './inspect.js';
 
 /** Where a `postgres://` DATABASE_URL points (`url` carries the password: keep it off logs). */
@@ -29,14 +28,8 @@ export const postgresEngine: StorageEngine<PostgresTarget, PostgresStore> = {
   },
   describe: (target) => redactDatabaseUrl(target.url),
   keysInDatabase: true,
-  open: (target, options) => openPostgresStore(target.url, { poolMax: options.poolMax, log: options.log }),
-  async migrate(target) {
-    const pool = createPool(target.url, { poolMax: 1 });
-    try {
-      return await migrate(pool);
-    } finally {
-      await pool.end();
-    }
-  },
+  open: (target, options) =>
+    openPostgresStore(target.url, { poolMax: options.poolMax, log: options.log, timeouts: options.timeouts }),
+  migrate: (target) => migratePostgres(target.url),
   inspect: (target) => inspectPostgres(target.url, redactDatabaseUrl(target.url)),
 };

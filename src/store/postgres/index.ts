@@ -1,4 +1,6 @@
+import type pg from 'pg';
 import type { Logger } from '../../model.js';
+import type { DatabaseTimeouts } from '../engine.js';
 import type { Store } from '../store.js';
 import { createPool, migrate, type PgPool } from './database.js';
 import { PostgresAuditStore, PostgresMetaStore } from './postgres-audit-store.js';
@@ -27,18 +29,25 @@ export interface PostgresStoreOptions {
   poolMax: number;
   /** Apply pending migrations on open (default true; `npm run db:migrate` does it ahead of a deploy). */
   migrate?: boolean;
-  log?: Logger;
+  log?: Logger | undefined;
+  /** DATABASE_*_TIMEOUT_MS (default DEFAULT_DATABASE_TIMEOUTS). */
+  timeouts?: DatabaseTimeouts | undefined;
+}
+
+/** A migration may rightly run long: it runs on its own connection without the statement bound. */
+export async function migratePostgres(url: string, timeouts?: DatabaseTimeouts): Promise<string[]> {
+  const pool = createPool(url, { poolMax: 1, timeouts: { ...timeouts, queryMs: 0 } });
+  try {
+    return await migrate(pool);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** Opens a pool on `url` and, unless told not to, brings the schema up to date first. */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
+  if (options.migrate !== false) await migratePostgres(url, options.timeouts);
   const pool = createPool(url, options);
-  try {
-    if (options.migrate !== false) await migrate(pool);
-  } catch (err) {
-    await pool.end();
-    throw err;
-  }
   return {
     kind: 'postgres',
     pool,
@@ -53,9 +62,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
     webhooks: new PostgresWebhookStore(pool),
-    async ping() {
-      await pool.query('SELECT 1');
+    async ping(timeoutMs) {
+      // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.
+      const query = { text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig;
+      await pool.query(timeoutMs === undefined ? 'SELECT 1' : query);
     },
+
     close: () => pool.end(),
   };
 }

@@ -1,6 +1,7 @@
 import type { AuditAction } from '../../model.js';
-import type { AuditEntry, AuditQuery, AuditStore, MetaStore } from '../store.js';
-import type { PgPool, Queryable } from './database.js';
+import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
+import { type PgPool, type Queryable, withTransaction } from './database.js';
 
 /** One audit row on `q`: the pool, or a client inside the transaction of the change it records. */
 export async function insertAudit(q: Queryable, entry: AuditEntry): Promise<void> {
@@ -19,38 +20,105 @@ export class PostgresAuditStore implements AuditStore {
     return insertAudit(this.pool, entry);
   }
 
-  async list(q: AuditQuery): Promise<{ records: AuditEntry[]; total: number }> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    if (q.action) where.push(`action = $${values.push(q.action)}`);
-    if (q.actor) where.push(`actor = $${values.push(q.actor)}`);
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const total = await this.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM audit_log ${clause}`,
-      values,
+  async list(q: AuditQuery): Promise<AuditPage> {
+    const { page, scanEnd, count } = auditStatements(q);
+    return withTransaction(
+      this.pool,
+      async (client): Promise<AuditPage> => {
+        const { rows } = await client.query<AuditRow>(page.text, page.values);
+        let end: number | null = null;
+        if (scanEnd && rows.length <= q.limit) {
+          const found = await client.query<{ id: string }>(scanEnd.text, scanEnd.values);
+          end = found.rows[0] ? Number(found.rows[0].id) : null;
+        }
+        const { rows: kept, next } = pageOf(
+          rows,
+          q.limit,
+          (r) => Number(r.id),
+          () => end,
+        );
+        const records = kept.map(toEntry);
+        if (!q.total) return { records, next };
+        const total = await client.query<{ n: number }>(count.text, count.values);
+        return { records, next, total: total.rows[0]?.n ?? 0 };
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
     );
-    const rows = await this.pool.query<{
-      at: Date;
-      actor: string;
-      action: AuditAction;
-      target: string;
-      reason: string | null;
-    }>(
-      `SELECT at, actor, action, target, reason FROM audit_log ${clause} ORDER BY id DESC
-       LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, q.limit, (q.page - 1) * q.limit],
-    );
-    return {
-      total: Number(total.rows[0]?.n ?? 0),
-      records: rows.rows.map((r) => ({
-        at: r.at,
-        actor: r.actor,
-        action: r.action,
-        target: r.target,
-        ...(r.reason === null ? {} : { reason: r.reason }),
-      })),
-    };
   }
+}
+
+interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  action: AuditAction;
+  target: string;
+  reason: string | null;
+}
+
+const toEntry = (r: AuditRow): AuditEntry => ({
+  at: r.at,
+  actor: r.actor,
+  action: r.action,
+  target: r.target,
+  ...(r.reason === null ? {} : { reason: r.reason }),
+});
+
+/**
+ * The statements of one audit read, newest first by id, exported for the query-plan tests (as
+ * `historyStatements` in postgres-history-store.ts): audit_log_actor and audit_log_action
+ * (migration 005) each yield one filter's rows in id order; with both filters the second is
+ * checked row by row.
+ */
+export function auditStatements(q: AuditQuery): {
+  page: PgStatement;
+  scanEnd?: PgStatement | undefined;
+  count: PgStatement;
+} {
+  // PostgreSQL wants exactly the parameters a statement names: each term numbers its own when written.
+  type Param = (value: unknown) => string;
+  const terms: FilterTerm<(param: Param) => string>[] = [];
+  const { actor, action, after } = q;
+  if (actor !== undefined) terms.push({ sql: (param) => `actor = ${param(actor)}`, drives: true });
+  if (action !== undefined) terms.push({ sql: (param) => `action = ${param(action)}`, drives: true });
+  const { drive, rest } = splitFilters(terms);
+  if (after !== undefined) drive.push((param) => `id < ${param(after)}::bigint`);
+  const build = (
+    write: (param: Param, where: (conds: Array<(param: Param) => string>) => string) => string,
+  ) => {
+    const values: unknown[] = [];
+    const param: Param = (v) => `$${values.push(v)}`;
+    const where = (conds: Array<(param: Param) => string>) =>
+      conds.length > 0 ? `WHERE ${conds.map((c) => c(param)).join(' AND ')}` : '';
+    return { text: write(param, where), values };
+  };
+  const count = build(
+    (_, where) => `SELECT count(*)::int AS n FROM audit_log ${where(terms.map((t) => t.sql))}`,
+  );
+  const columns = 'id, at, actor, action, target, reason';
+  if (q.page !== undefined) {
+    const page = build(
+      (param, where) => `SELECT ${columns} FROM audit_log ${where(terms.map((t) => t.sql))} ORDER BY id DESC
+        LIMIT ${param(q.limit + 1)} OFFSET ${param((q.page! - 1) * q.limit)}`,
+    );
+    return { page, count };
+  }
+  if (rest.length === 0) {
+    const page = build(
+      (param, where) =>
+        `SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT ${param(q.limit + 1)}`,
+    );
+    return { page, count };
+  }
+  const page = build(
+    (param, where) => `SELECT * FROM (SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC
+      LIMIT ${param(SCAN_LIMIT)}) AS scanned ${where(rest)} ORDER BY id DESC LIMIT ${param(q.limit + 1)}`,
+  );
+  const scanEnd = build(
+    (param, where) =>
+      `SELECT id FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT 1 OFFSET ${param(SCAN_LIMIT - 1)}`,
+  );
+  return { page, scanEnd, count };
 }
 
 export class PostgresMetaStore implements MetaStore {

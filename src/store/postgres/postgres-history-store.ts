@@ -1,52 +1,150 @@
-import type { HistoryQuery, HistoryStatusFilter, IssuanceHistoryStore, IssuanceSummary } from '../store.js';
+import type { ProofType } from '../../model.js';
+import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import type {
+  HistoryCursor,
+  HistoryPage,
+  HistoryQuery,
+  HistoryStatusFilter,
+  IssuanceHistoryStore,
+  IssuanceSummary,
+} from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
 
-// `$1` is always the query's `now`.
-const STATUS_SQL: Record<HistoryStatusFilter, string> = {
-  valid: 'status = 0 AND expires_at > $1',
-  revoked: 'status = 1',
-  suspended: 'status = 2 AND expires_at > $1',
-  expired: 'status <> 1 AND expires_at <= $1',
-  upload_pending: "upload_state = 'pending'",
-  upload_failed: "upload_state = 'failed'",
+/**
+ * Each status filter as the part a partial index of migration 011 answers in (created_at, seq)
+ * order and the part checked on the rows it yields. `$1` is always the query's `now`.
+ */
+const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string }> = {
+  valid: { rest: 'status = 0 AND expires_at > $1' },
+  revoked: { indexed: 'status = 1' },
+  suspended: { indexed: 'status = 2', rest: 'expires_at > $1' },
+  expired: { rest: 'status <> 1 AND expires_at <= $1' },
+  upload_pending: { rest: "upload_state = 'pending'" },
+  upload_failed: { indexed: "upload_state = 'failed'" },
 };
+
+/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
+const PROOF_SQL: Record<ProofType, FilterTerm> = {
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
+};
+
+/**
+ * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),
+ * `scanEnd` (where a bounded read stopped; only when some filter is checked row by row) and
+ * `count`.
+ */
+export function historyStatements(q: HistoryQuery): {
+  page: PgStatement;
+  scanEnd?: PgStatement | undefined;
+  count: PgStatement;
+} {
+  // Most selective first: the first one an index answers drives the read. PostgreSQL wants
+  // exactly the parameters a statement names, so each term numbers its own when it is written.
+  const terms: FilterTerm<(param: Param) => string>[] = [];
+  const add = (column: string, value: unknown) => {
+    if (value !== undefined) terms.push({ sql: (param) => `${column} = ${param(value)}`, drives: true });
+  };
+  add('revocation_nonce', q.revocationNonce);
+  add('holder_did', q.holderDid);
+  add('email_hash', q.emailHash);
+  const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
+  if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true });
+  add('schema_id', q.schemaId);
+  if (q.proofType !== undefined) {
+    const { sql, drives } = PROOF_SQL[q.proofType];
+    terms.push({ sql: fixed(sql), drives });
+  }
+  if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false });
+  const { drive, rest } = splitFilters(terms);
+
+  // `now` is only used by some status filters; a comparison that is always true keeps $1 typed.
+  const build = (
+    write: (param: Param, where: (conds: Array<(param: Param) => string>) => string) => string,
+  ) => {
+    const values: unknown[] = [q.now];
+    const param: Param = (v) => `$${values.push(v)}`;
+    const where = (conds: Array<(param: Param) => string>) =>
+      `WHERE ${['$1::timestamptz IS NOT NULL', ...conds.map((c) => c(param))].join(' AND ')}`;
+    return { text: write(param, where), values };
+  };
+  const count = build(
+    (_, where) => `SELECT count(*)::int AS n FROM issuances ${where(terms.map((t) => t.sql))}`,
+  );
+
+  // seq breaks created_at ties: pages must be stable.
+  const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
+  const order = `ORDER BY created_at ${dir}, seq ${dir}`;
+  if (q.page !== undefined) {
+    const page = build(
+      (
+        param,
+        where,
+      ) => `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where(terms.map((t) => t.sql))} ${order}
+        LIMIT ${param(q.limit + 1)} OFFSET ${param((q.page! - 1) * q.limit)}`,
+    );
+    return { page, count };
+  }
+
+  const after = q.after;
+  // Row comparison: an index on (…, created_at, seq) seeks to it; one on (…, created_at) to its first column.
+  const keyset = after
+    ? [
+        (param: Param) =>
+          `(created_at, seq) ${dir === 'ASC' ? '>' : '<'} (${param(after.createdAt)}::timestamptz, ${param(after.id)}::bigint)`,
+      ]
+    : [];
+  if (rest.length === 0) {
+    const page = build(
+      (param, where) =>
+        `SELECT seq, ${SUMMARY_COLUMNS} FROM issuances ${where([...drive, ...keyset])} ${order} LIMIT ${param(q.limit + 1)}`,
+    );
+    return { page, count };
+  }
+  // The outer filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order.
+  const page = build(
+    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances
+      ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
+      WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}`,
+  );
+  const scanEnd = build(
+    (param, where) => `SELECT created_at, seq FROM issuances ${where([...drive, ...keyset])} ${order}
+      LIMIT 1 OFFSET ${param(SCAN_LIMIT - 1)}`,
+  );
+  return { page, scanEnd, count };
+}
+
+type Param = (value: unknown) => string;
+const fixed = (sql: string) => () => sql;
+
+type KeyedRow = SummaryRow & { seq: string };
+const keyOf = (r: { created_at: Date; seq: string }): HistoryCursor => ({
+  createdAt: r.created_at,
+  id: Number(r.seq),
+});
 
 /** `GET /admin/issuance-history` (docs/interface.md) over the issuances table. */
 export class PostgresHistoryStore implements IssuanceHistoryStore {
   constructor(private readonly pool: PgPool) {}
 
-  async list(q: HistoryQuery): Promise<{ records: IssuanceSummary[]; total: number }> {
-    const params: unknown[] = [q.now];
-    // `now` is only used by some status filters; a comparison that is always true keeps $1 typed.
-    const where: string[] = ['$1::timestamptz IS NOT NULL'];
-    const add = (column: string, value: unknown) => {
-      params.push(value);
-      where.push(`${column} = $${params.length}`);
-    };
-    if (q.holderDid !== undefined) add('holder_did', q.holderDid);
-    if (q.schemaId !== undefined) add('schema_id', q.schemaId);
-    if (q.revocationNonce !== undefined) add('revocation_nonce', q.revocationNonce);
-    if (q.proofType !== undefined) add('proof_type', q.proofType);
-    if (q.emailHash !== undefined) add('email_hash', q.emailHash);
-    if (q.status !== undefined) where.push(STATUS_SQL[q.status]);
-    const clause = `WHERE ${where.join(' AND ')}`;
-    // seq breaks created_at ties: paging must be stable.
-    const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
-    // One snapshot: the page and the total describe the same instant.
+  async list(q: HistoryQuery): Promise<HistoryPage> {
+    const { page, scanEnd, count } = historyStatements(q);
+    // One snapshot: the page, where it ends and the total describe the same instant.
     return withTransaction(
       this.pool,
-      async (client) => {
-        const total = await client.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM issuances ${clause}`,
-          params,
-        );
-        const rows = await client.query<SummaryRow>(
-          `SELECT ${SUMMARY_COLUMNS} FROM issuances ${clause} ORDER BY created_at ${dir}, seq ${dir}
-           LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-          [...params, q.limit, (q.page - 1) * q.limit],
-        );
-        return { total: total.rows[0]?.n ?? 0, records: rows.rows.map(rowToSummary) };
+      async (client): Promise<HistoryPage> => {
+        const { rows } = await client.query<KeyedRow>(page.text, page.values);
+        let end: HistoryCursor | null = null;
+        if (scanEnd && rows.length <= q.limit) {
+          const found = await client.query<{ created_at: Date; seq: string }>(scanEnd.text, scanEnd.values);
+          end = found.rows[0] ? keyOf(found.rows[0]) : null;
+        }
+        const { rows: kept, next } = pageOf(rows, q.limit, keyOf, () => end);
+        const records = kept.map(rowToSummary);
+        if (!q.total) return { records, next };
+        const total = await client.query<{ n: number }>(count.text, count.values);
+        return { records, next, total: total.rows[0]?.n ?? 0 };
       },
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
     );

@@ -46,14 +46,21 @@ export const databaseFiles = (path: string): string[] => [path, `${path}-wal`, `
  * may read or write are made owner-only before SQLite opens them, since new `-wal`/`-shm` files
  * take the database file's mode (docs/security.md "Files on disk"). Answers the files changed.
  * The folder is left alone: it may be shared, and without read access to the files it exposes
- * only their names.
+ * only their names. A file this process may not chmod (another owner) is left as it is: the
+ * server still starts, and `admin doctor` fails the database item naming the file.
  */
 export function tightenDatabaseFiles(path: string): string[] {
   const changed: string[] = [];
   for (const file of databaseFiles(path)) {
     if (!existsSync(file)) continue;
     if ((statSync(file).mode & 0o077) === 0) continue;
-    chmodSync(file, 0o600);
+    try {
+      chmodSync(file, 0o600);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EPERM' || code === 'EACCES') continue;
+      throw err;
+    }
     changed.push(file);
   }
   return changed;

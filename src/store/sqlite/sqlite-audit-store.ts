@@ -1,8 +1,10 @@
 import type { AuditAction } from '../../model.js';
-import type { AuditEntry, AuditQuery, AuditStore, MetaStore } from '../store.js';
+import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
+import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 
 interface AuditRow {
+  id: number;
   at: string;
   actor: string;
   action: AuditAction;
@@ -37,38 +39,83 @@ export class SqliteAuditStore implements AuditStore {
     this.insertAudit(entry);
   }
 
-  async list(q: AuditQuery): Promise<{ records: AuditEntry[]; total: number }> {
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
-    if (q.action) {
-      where.push('action = @action');
-      params.action = q.action;
-    }
-    if (q.actor) {
-      where.push('actor = @actor');
-      params.actor = q.actor;
-    }
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const total =
-      this.db
-        .prepare<Record<string, unknown>, { n: number }>(`SELECT COUNT(*) AS n FROM audit_log ${clause}`)
-        .get(params)?.n ?? 0;
-    const rows = this.db
-      .prepare<Record<string, unknown>, AuditRow>(
-        `SELECT at, actor, action, target, reason FROM audit_log ${clause} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
-      )
-      .all({ ...params, limit: q.limit, offset: (q.page - 1) * q.limit });
-    return {
-      total,
-      records: rows.map((r) => ({
-        at: new Date(r.at),
-        actor: r.actor,
-        action: r.action,
-        target: r.target,
-        ...(r.reason === null ? {} : { reason: r.reason }),
-      })),
-    };
+  async list(q: AuditQuery): Promise<AuditPage> {
+    const { page, scanEnd, count } = auditStatements(q);
+    const read = this.db.transaction((): AuditPage => {
+      const rows = this.db.prepare<Params, AuditRow>(page.sql).all(page.params);
+      const { rows: kept, next } = pageOf(
+        rows,
+        q.limit,
+        (r) => r.id,
+        () =>
+          scanEnd
+            ? (this.db.prepare<Params, { id: number }>(scanEnd.sql).get(scanEnd.params)?.id ?? null)
+            : null,
+      );
+      const records = kept.map(toEntry);
+      if (!q.total) return { records, next };
+      return { records, next, total: this.db.prepare<Params, { n: number }>(count.sql).get(count.params)!.n };
+    });
+    return read.deferred();
   }
+}
+
+const toEntry = (r: AuditRow): AuditEntry => ({
+  at: new Date(r.at),
+  actor: r.actor,
+  action: r.action,
+  target: r.target,
+  ...(r.reason === null ? {} : { reason: r.reason }),
+});
+
+type Params = Record<string, string | number>;
+
+/**
+ * The statements of one audit read, newest first by id, exported for the query-plan tests (as
+ * `historyStatements` in sqlite-history-store.ts): audit_log_actor and audit_log_action (migration
+ * 005) each yield one filter's rows in id order; with both filters the second is checked row by row.
+ */
+export function auditStatements(q: AuditQuery): {
+  page: SqliteStatement;
+  scanEnd?: SqliteStatement | undefined;
+  count: SqliteStatement;
+} {
+  const params: Params = { limit: q.limit + 1 };
+  const terms: FilterTerm[] = [];
+  if (q.actor !== undefined) {
+    params.actor = q.actor;
+    terms.push({ sql: 'actor = @actor', drives: true });
+  }
+  if (q.action !== undefined) {
+    params.action = q.action;
+    terms.push({ sql: 'action = @action', drives: true });
+  }
+  const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
+  const all = terms.map((t) => t.sql);
+  const count = { sql: `SELECT COUNT(*) AS n FROM audit_log ${where(all)}`, params };
+  const columns = 'id, at, actor, action, target, reason';
+  if (q.page !== undefined) {
+    params.offset = (q.page - 1) * q.limit;
+    const sql = `SELECT ${columns} FROM audit_log ${where(all)} ORDER BY id DESC LIMIT @limit OFFSET @offset`;
+    return { page: { sql, params }, count };
+  }
+  const { drive, rest } = splitFilters(terms);
+  if (q.after !== undefined) {
+    params.after = q.after;
+    drive.push('id < @after');
+  }
+  if (rest.length === 0) {
+    const sql = `SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT @limit`;
+    return { page: { sql, params }, count };
+  }
+  params.scan = SCAN_LIMIT;
+  const sql = `SELECT * FROM (SELECT ${columns} FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT @scan)
+    ${where(rest)} ORDER BY id DESC LIMIT @limit`;
+  const scanEnd = {
+    sql: `SELECT id FROM audit_log ${where(drive)} ORDER BY id DESC LIMIT 1 OFFSET @scan - 1`,
+    params,
+  };
+  return { page: { sql, params }, scanEnd, count };
 }
 
 export class SqliteMetaStore implements MetaStore {

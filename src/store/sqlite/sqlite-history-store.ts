@@ -1,4 +1,13 @@
-import type { HistoryQuery, HistoryStatusFilter, IssuanceHistoryStore, IssuanceSummary } from '../store.js';
+import type { ProofType } from '../../model.js';
+import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
+import type {
+  HistoryCursor,
+  HistoryPage,
+  HistoryQuery,
+  HistoryStatusFilter,
+  IssuanceHistoryStore,
+  IssuanceSummary,
+} from '../store.js';
 import type { SqliteDatabase } from './database.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 
@@ -6,15 +15,97 @@ import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 const COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
   kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
 
-// Dates are stored as toISOString() text, so text comparison is time order.
-const STATUS_SQL: Record<HistoryStatusFilter, string> = {
-  valid: 'status = 0 AND expires_at > @now',
-  revoked: 'status = 1',
-  suspended: 'status = 2 AND expires_at > @now',
-  expired: 'status != 1 AND expires_at <= @now',
-  upload_pending: "upload_state = 'pending'",
-  upload_failed: "upload_state = 'failed'",
+/**
+ * Each status filter as the part an index answers in created_at order (a partial index of
+ * migrations 008 and 009: the query must name the index's own WHERE term for SQLite to use it)
+ * and the part checked on the rows it yields. Dates are stored as toISOString() text, so text
+ * comparison is time order.
+ */
+const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string }> = {
+  valid: { rest: 'status = 0 AND expires_at > @now' },
+  revoked: { indexed: 'status = 1' },
+  suspended: { indexed: 'status = 2', rest: 'expires_at > @now' },
+  expired: { rest: 'status != 1 AND expires_at <= @now' },
+  upload_pending: { rest: "upload_state = 'pending'" },
+  upload_failed: { indexed: "upload_state = 'failed'" },
 };
+
+/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
+const PROOF_SQL: Record<ProofType, FilterTerm> = {
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
+};
+
+type Params = Record<string, string | number>;
+
+/**
+ * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),
+ * `scanEnd` (where a bounded read stopped; only when some filter is checked row by row) and
+ * `count`.
+ */
+export function historyStatements(q: HistoryQuery): {
+  page: SqliteStatement;
+  scanEnd?: SqliteStatement | undefined;
+  count: SqliteStatement;
+} {
+  const params: Params = { now: q.now.toISOString(), limit: q.limit + 1 };
+  // Most selective first: the first one an index answers drives the read.
+  const terms: FilterTerm[] = [];
+  const add = (column: string, name: string, value: string | number | undefined) => {
+    if (value === undefined) return;
+    params[name] = value;
+    terms.push({ sql: `${column} = @${name}`, drives: true });
+  };
+  add('revocation_nonce', 'nonce', q.revocationNonce);
+  add('holder_did', 'holderDid', q.holderDid);
+  add('email_hash', 'emailHash', q.emailHash);
+  const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
+  if (status?.indexed) terms.push({ sql: status.indexed, drives: true });
+  add('schema_id', 'schemaId', q.schemaId);
+  if (q.proofType !== undefined) terms.push(PROOF_SQL[q.proofType]);
+  if (status?.rest) terms.push({ sql: status.rest, drives: false });
+  const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
+  const count = { sql: `SELECT COUNT(*) AS n FROM issuances ${where(terms.map((t) => t.sql))}`, params };
+
+  // rowid breaks created_at ties: pages must be stable.
+  const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
+  const order = `ORDER BY created_at ${dir}, rowid ${dir}`;
+  if (q.page !== undefined) {
+    params.offset = (q.page - 1) * q.limit;
+    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM issuances ${where(terms.map((t) => t.sql))} ${order}
+      LIMIT @limit OFFSET @offset`;
+    return { page: { sql, params }, count };
+  }
+
+  const { drive, rest } = splitFilters(terms);
+  if (q.after) {
+    const cmp = dir === 'ASC' ? '>' : '<';
+    params.afterAt = q.after.createdAt.toISOString();
+    params.afterId = q.after.id;
+    // The range on created_at is what the index seeks to; the rest settles ties.
+    drive.push(`created_at ${cmp}= @afterAt AND (created_at ${cmp} @afterAt OR rowid ${cmp} @afterId)`);
+  }
+  if (rest.length === 0) {
+    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM issuances ${where(drive)} ${order} LIMIT @limit`;
+    return { page: { sql, params }, count };
+  }
+  params.scan = SCAN_LIMIT;
+  // A subquery with LIMIT is never flattened: the outer filter sees at most SCAN_LIMIT rows. It is
+  // read as a coroutine, in its own order, and stops once the outer LIMIT is reached.
+  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash FROM issuances ${where(drive)}
+      ${order} LIMIT @scan) ${where(rest)} ORDER BY created_at ${dir}, row_key ${dir} LIMIT @limit`;
+  const scanEnd = {
+    sql: `SELECT created_at, rowid AS row_key FROM issuances ${where(drive)} ${order} LIMIT 1 OFFSET @scan - 1`,
+    params,
+  };
+  return { page: { sql, params }, scanEnd, count };
+}
+
+type KeyedRow = SummaryRow & { row_key: number };
+const keyOf = (r: { created_at: string; row_key: number }): HistoryCursor => ({
+  createdAt: new Date(r.created_at),
+  id: r.row_key,
+});
 
 /** `GET /admin/issuance-history` (docs/interface.md) over the issuances table. */
 export class SqliteHistoryStore implements IssuanceHistoryStore {
@@ -28,48 +119,23 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     );
   }
 
-  async list(q: HistoryQuery): Promise<{ records: IssuanceSummary[]; total: number }> {
-    const where: string[] = [];
-    const params: Record<string, string | number> = { now: q.now.toISOString() };
-    if (q.holderDid !== undefined) {
-      where.push('holder_did = @holderDid');
-      params.holderDid = q.holderDid;
-    }
-    if (q.schemaId !== undefined) {
-      where.push('schema_id = @schemaId');
-      params.schemaId = q.schemaId;
-    }
-    if (q.revocationNonce !== undefined) {
-      where.push('revocation_nonce = @nonce');
-      params.nonce = q.revocationNonce;
-    }
-    if (q.proofType !== undefined) {
-      where.push('proof_type = @proofType');
-      params.proofType = q.proofType;
-    }
-    if (q.emailHash !== undefined) {
-      where.push('email_hash = @emailHash');
-      params.emailHash = q.emailHash;
-    }
-    if (q.status !== undefined) where.push(STATUS_SQL[q.status]);
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    // rowid breaks ties: created_at has whole seconds, and paging must be stable.
-    const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
-    const read = this.db.transaction(() => {
-      const total = this.db
-        .prepare<Record<string, string | number>, { n: number }>(
-          `SELECT COUNT(*) AS n FROM issuances ${clause}`,
-        )
-        .get(params)!.n;
-      const rows = this.db
-        .prepare<Record<string, string | number>, SummaryRow>(
-          `SELECT ${COLUMNS} FROM issuances ${clause} ORDER BY created_at ${dir}, rowid ${dir}
-           LIMIT @limit OFFSET @offset`,
-        )
-        .all({ ...params, limit: q.limit, offset: (q.page - 1) * q.limit });
-      return { total, records: rows.map(rowToSummary) };
+  async list(q: HistoryQuery): Promise<HistoryPage> {
+    const { page, scanEnd, count } = historyStatements(q);
+    const read = this.db.transaction((): HistoryPage => {
+      const rows = this.db.prepare<Params, KeyedRow>(page.sql).all(page.params);
+      const { rows: kept, next } = pageOf(rows, q.limit, keyOf, () => {
+        if (!scanEnd) return null;
+        const end = this.db
+          .prepare<Params, { created_at: string; row_key: number }>(scanEnd.sql)
+          .get(scanEnd.params);
+        return end ? keyOf(end) : null;
+      });
+      const records = kept.map(rowToSummary);
+      if (!q.total) return { records, next };
+      const total = this.db.prepare<Params, { n: number }>(count.sql).get(count.params)!.n;
+      return { records, next, total };
     });
-    // One read transaction: the page and the total describe the same snapshot.
+    // One read transaction: the page, where it ends and the total describe the same snapshot.
     return read.deferred();
   }
 

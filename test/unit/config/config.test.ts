@@ -149,10 +149,31 @@ describe('config', () => {
     ['postgresql://db/issuer', 'postgresql://db/issuer'],
   ])('DATABASE_URL %s selects PostgreSQL, its password kept off the config', (url, shown) => {
     const { config, secrets } = loadConfig({ DATABASE_URL: url, DATABASE_POOL_MAX: '4' }, '/srv/issuer');
-    expect(config.database).toEqual({ kind: 'postgres', url: shown, poolMax: 4 });
+    expect(config.database).toEqual({
+      kind: 'postgres',
+      url: shown,
+      poolMax: 4,
+      timeouts: { connectMs: 5000, queryMs: 10_000, acquireMs: 10_000 },
+    });
     expect(secrets.databaseUrl).toBe(url);
     expect(JSON.stringify(config)).not.toContain(':pw@');
     expect(loadConfig({ DATABASE_URL: url }).config.database).toMatchObject({ poolMax: 10 });
+  });
+
+  it('DATABASE_*_TIMEOUT_MS bound the PostgreSQL waits; a bad value is one line naming it', () => {
+    const env = {
+      DATABASE_URL: 'postgres://db/issuer',
+      DATABASE_CONNECT_TIMEOUT_MS: '800',
+      DATABASE_QUERY_TIMEOUT_MS: '2500',
+      DATABASE_ACQUIRE_TIMEOUT_MS: '3000',
+    };
+    expect(loadConfig(env).config.database).toMatchObject({
+      timeouts: { connectMs: 800, queryMs: 2500, acquireMs: 3000 },
+    });
+    expect(() => loadConfig({ ...env, DATABASE_QUERY_TIMEOUT_MS: '0' })).toThrow(/DATABASE_QUERY_TIMEOUT_MS/);
+    expect(() => loadConfig({ ...env, DATABASE_ACQUIRE_TIMEOUT_MS: 'soon' })).toThrow(
+      /DATABASE_ACQUIRE_TIMEOUT_MS/,
+    );
   });
 
   it('production on PostgreSQL needs KEY_ENCRYPTION_KEY, kept off the config', () => {

@@ -124,4 +124,19 @@ describe('processDisclosures', () => {
       'DISCLOSURE_MALFORMED',
     );
   });
+
+  it('a claim named __proto__ (signed or disclosed) is kept as a claim, not taken as the prototype', () => {
+    const d = disclosure('salt-1', '__proto__', { disclosed: true });
+    const payload = JSON.parse(
+      `{"iss":"https://issuer.example","vct":"urn:t","nested":{"__proto__":{"signed":true}},"_sd":["${d.digest}"]}`,
+    );
+    const { claims } = processDisclosures(payload, [d.encoded]);
+    expect(Object.hasOwn(claims, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(claims)).toBe(Object.prototype);
+    expect(JSON.parse(JSON.stringify(claims))).toEqual(
+      JSON.parse(
+        '{"iss":"https://issuer.example","vct":"urn:t","nested":{"__proto__":{"signed":true}},"__proto__":{"disclosed":true}}',
+      ),
+    );
+  });
 });

@@ -5,11 +5,10 @@ import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { wholeNumber } from './history.js';
+import { auditCursor, PagingShape, readAuditCursor } from './paging.js';
 
 const AuditQueryShape = {
-  page: wholeNumber('page', 1, 1_000_000).default(1),
-  limit: wholeNumber('limit', 1, 100).default(25),
+  ...PagingShape,
   action: z.enum(AUDIT_ACTIONS, { error: `must be one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
   actor: z.string().min(1).max(64).optional(),
 };
@@ -33,7 +32,7 @@ export const auditRoute: RouteFactory = (ctx) => ({
 
 /**
  * `GET /admin/audit`: who did what, newest first, paginated like the issuance history:
- * `{ data: [{ at, actor, action, target, reason? }], pagination: { page, limit, total } }`.
+ * `{ data: [{ at, actor, action, target, reason? }], pagination: { limit, nextCursor, page?, total? } }`.
  */
 export function auditLog(audit: AuditStore) {
   return async (req: Request, res: Response) => {
@@ -41,8 +40,13 @@ export function auditLog(audit: AuditStore) {
     for (const name of Object.keys(query)) {
       if (!Object.hasOwn(AuditQueryShape, name)) throw invalidParameter(name, 'unknown parameter');
     }
-    const q = parseInput(AuditQuerySchema, query, 'query');
-    const { records, total } = await audit.list(q);
+    const { cursor, ...q } = parseInput(AuditQuerySchema, query, 'query');
+    if (cursor !== undefined && q.page !== undefined) throw invalidParameter('cursor', 'not with page');
+    const after = cursor === undefined ? undefined : readAuditCursor(cursor);
+    if (cursor !== undefined && after === undefined)
+      throw invalidParameter('cursor', 'not a cursor of this route');
+    const result = await audit.list({ ...q, after, total: q.total ?? q.page !== undefined });
+    const { records, next } = result;
     res.json({
       data: records.map((r) => ({
         at: r.at.toISOString(),
@@ -51,7 +55,12 @@ export function auditLog(audit: AuditStore) {
         target: r.target,
         ...(r.reason === undefined ? {} : { reason: r.reason }),
       })),
-      pagination: { page: q.page, limit: q.limit, total },
+      pagination: {
+        ...(q.page === undefined ? {} : { page: q.page }),
+        limit: q.limit,
+        nextCursor: next === null ? null : auditCursor(next),
+        ...(result.total === undefined ? {} : { total: result.total }),
+      },
     });
   };
 }

@@ -10,17 +10,10 @@ import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { SchemaIdField } from './fields.js';
-
-export const wholeNumber = (name: string, min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+import { historyCursor, PagingShape, readHistoryCursor } from './paging.js';
 
 const HistoryQueryShape = {
-  page: wholeNumber('page', 1, 1_000_000).default(1),
-  limit: wholeNumber('limit', 1, 100).default(25),
+  ...PagingShape,
   order: z
     .enum(['createdAt_desc', 'createdAt_asc'], { error: 'must be createdAt_desc or createdAt_asc' })
     .default('createdAt_desc'),
@@ -60,7 +53,10 @@ export const historyRoute: RouteFactory = (ctx) => ({
   handler: issuanceHistory(ctx.store.history, ctx.status, ctx.hashEmail),
 });
 
-/** `GET /admin/issuance-history`: `{ data, pagination: { page, limit, total } }`, never claims. */
+/**
+ * `GET /admin/issuance-history`: `{ data, pagination: { limit, nextCursor, page?, total? } }`, never
+ * claims. Paging as docs/interface.md "Paging".
+ */
 export function issuanceHistory(
   history: IssuanceHistoryStore,
   status: StatusService,
@@ -71,10 +67,18 @@ export function issuanceHistory(
     for (const name of Object.keys(query)) {
       if (!Object.hasOwn(HistoryQueryShape, name)) throw invalidParameter(name, 'unknown parameter');
     }
-    const { email, ...q } = parseInput(HistoryQuerySchema, query, 'query');
+    const { email, cursor, ...q } = parseInput(HistoryQuerySchema, query, 'query');
+    if (cursor !== undefined && q.page !== undefined) throw invalidParameter('cursor', 'not with page');
+    const after = cursor === undefined ? undefined : readHistoryCursor(cursor, q.order);
+    if (cursor !== undefined && !after) {
+      throw invalidParameter('cursor', 'not a cursor of this route and order');
+    }
     const now = new Date();
     const emailHash = email === undefined ? undefined : await hashEmail(email);
-    const { records, total } = await history.list({ ...q, emailHash, now });
+    // OFFSET paging answered a total on every page: scripts written for it still get one.
+    const total = q.total ?? q.page !== undefined;
+    const result = await history.list({ ...q, after, total, emailHash, now });
+    const { records, next } = result;
     res.json({
       data: records.map((r) => ({
         credentialId: r.credentialId,
@@ -93,7 +97,12 @@ export function issuanceHistory(
         uploadState: r.uploadState,
         storagePath: r.storagePath,
       })),
-      pagination: { page: q.page, limit: q.limit, total },
+      pagination: {
+        ...(q.page === undefined ? {} : { page: q.page }),
+        limit: q.limit,
+        nextCursor: next ? historyCursor(next, q.order) : null,
+        ...(result.total === undefined ? {} : { total: result.total }),
+      },
     });
   };
 }

@@ -124,3 +124,20 @@ describe('npm run demo -- --user --schema', () => {
     expect(issuer.emulator!.state.envelopes.size).toBe(before);
   });
 });
+
+describe('npm run demo against a production issuer', () => {
+  const work = tempDir();
+  afterAll(() => removeDir(work));
+
+  it('refuses an issuer whose metadata names an https origin', async () => {
+    const prod = await startIssuer({ env: { ISSUER_ORIGIN: 'https://issuer.example.com' } });
+    try {
+      const run = await demo([], { ISSUER_URL: prod.url, KEYS_DIR: join(work, 'keys') });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('production issuer');
+      expect(prod.emulator?.state.envelopes.size ?? 0).toBe(0);
+    } finally {
+      await prod.close();
+    }
+  });
+});

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import type { HistoryCursor } from '../../../store/store.js';
+
+/**
+ * Paging query parameters shared by the admin history and audit routes (docs/interface.md
+ * "Paging"): `cursor` (keyset, the default) or `page` (OFFSET, slower on big tables), `limit`
+ * bounded so that one query stays small, `total` on request.
+ */
+export const wholeNumber = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+
+export const MAX_LIMIT = 100;
+
+export const PagingShape = {
+  page: wholeNumber('page', 1, 1_000_000).optional(),
+  cursor: z.string().min(1).max(200).optional(),
+  limit: wholeNumber('limit', 1, MAX_LIMIT).default(25),
+  total: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((v) => v === 'true')
+    .optional(),
+};
+
+// A cursor is opaque to clients: base64url of a tagged sort key, so that one route's cursor, or
+// one read in the other order, is refused rather than misread.
+const encode = (text: string) => Buffer.from(text).toString('base64url');
+// Only the exact encoding of a cursor: Buffer ignores stray characters and bits.
+const decode = (cursor: string) => {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  return encode(text) === cursor ? text : '';
+};
+
+const ID = /^[1-9]\d{0,15}$/;
+
+export function historyCursor(key: HistoryCursor, order: 'createdAt_desc' | 'createdAt_asc'): string {
+  return encode(`h.${order === 'createdAt_asc' ? 'a' : 'd'}.${key.createdAt.getTime()}.${key.id}`);
+}
+
+/** The sort key in `cursor`, or undefined when it is not a history cursor of this order. */
+export function readHistoryCursor(
+  cursor: string,
+  order: 'createdAt_desc' | 'createdAt_asc',
+): HistoryCursor | undefined {
+  const [tag, dir, ms, id, ...extra] = decode(cursor).split('.');
+  if (tag !== 'h' || dir !== (order === 'createdAt_asc' ? 'a' : 'd') || extra.length > 0) return undefined;
+  if (!ms || !/^\d{1,15}$/.test(ms) || !id || !ID.test(id)) return undefined;
+  const createdAt = new Date(Number(ms));
+  if (Number.isNaN(createdAt.getTime()) || !Number.isSafeInteger(Number(id))) return undefined;
+  return { createdAt, id: Number(id) };
+}
+
+export const auditCursor = (id: number): string => encode(`a.${id}`);
+
+export function readAuditCursor(cursor: string): number | undefined {
+  const [tag, id, ...extra] = decode(cursor).split('.');
+  if (tag !== 'a' || !id || !ID.test(id) || extra.length > 0 || !Number.isSafeInteger(Number(id))) {
+    return undefined;
+  }
+  return Number(id);
+}

@@ -1,0 +1,45 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/tmp.js';
+
+// src/main.ts as a process; the landing page itself is tested in test/integration/landing.test.ts.
+describe('start-up log', () => {
+  // `npm run dev` as a newcomer runs it: development, every secret generated.
+  it('the listening line names the API docs URL, and that URL serves the docs', async () => {
+    const dir = tempDir();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        NODE_ENV: 'development',
+        PORT: '0',
+        KEYS_DIR: join(dir, 'keys'),
+        DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = once(child, 'exit');
+    try {
+      let listening: { url?: string; docs?: string; msg?: string } | undefined;
+      for await (const line of createInterface({ input: child.stdout! })) {
+        const record = JSON.parse(line) as { event?: string; url?: string; docs?: string; msg?: string };
+        if (record.event === 'listening') {
+          listening = record;
+          break;
+        }
+      }
+      expect(listening?.docs).toBe(`${listening?.url}/docs`);
+      expect(listening?.msg).toContain(listening?.docs);
+      const docs = await fetch(listening!.docs!);
+      expect(docs.status).toBe(200);
+      expect(docs.headers.get('content-type')).toMatch(/^text\/html/);
+      await docs.body?.cancel();
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
