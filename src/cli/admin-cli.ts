@@ -21,6 +21,7 @@ import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
 import { uploadsCommand } from './commands/uploads.js';
 import { verifyCommand } from './commands/verify.js';
+import { webhooksCommand } from './commands/webhooks.js';
 import { InputFileError } from './csv-input.js';
 import { type CliIo, json, processIo } from './output.js';
 import { loadCliSettings } from './settings.js';
@@ -33,6 +34,7 @@ const COMMANDS: RegisterCommand[] = [
   statusCommand,
   historyCommand,
   uploadsCommand,
+  webhooksCommand,
   publishStatusListsCommand,
   claimsCommand,
   schemasCommand,

@@ -41,7 +41,7 @@ export class AdminClient {
   ) {}
 
   async call<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     options: CallOptions = {},
   ): Promise<{ status: number; body: T }> {

@@ -13,6 +13,7 @@ import { production } from './doctor/checks/production.js';
 import { redis } from './doctor/checks/redis.js';
 import { schemas } from './doctor/checks/schemas.js';
 import { statusLists } from './doctor/checks/status-lists.js';
+import { webhooks } from './doctor/checks/webhooks.js';
 import { type DoctorCheck, type DoctorOptions, doctorContext } from './doctor/doctor-context.js';
 import type { DoctorLine } from './doctor/line.js';
 
@@ -40,6 +41,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   jwksJson,
   statusLists,
   outbox,
+  webhooks,
   schemas,
   exampleSchema,
   partnerJwt,

@@ -77,6 +77,14 @@ export interface WebhookStore {
     nextAttemptAt: Date,
     giveUpAfter: number,
   ): Promise<{ attempts: number; gaveUp: boolean }>;
+  /**
+   * Makes `secret` the endpoint's signing secret; the one it replaces keeps signing beside it
+   * until `previousUntil`. False when there is no such endpoint.
+   */
+  rotateSecret(id: string, secret: string, previousUntil: Date): Promise<boolean>;
+  /** Puts a `failed` delivery back in the queue (attempts from 0); false when it is not `failed`. */
+  retryDelivery(id: string, now: Date): Promise<boolean>;
+  countFailedDeliveries(): Promise<number>;
   /** An endpoint's deliveries, newest first. */
   listDeliveries(
     endpointId: string,

@@ -3,7 +3,12 @@ import { EventEmitter } from 'node:events';
 import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
-import type { WebhookDeliveryRecord, WebhookEndpointRecord, WebhookStore } from '../store/webhook-store.js';
+import type {
+  WebhookDeliveryRecord,
+  WebhookDeliveryState,
+  WebhookEndpointRecord,
+  WebhookStore,
+} from '../store/webhook-store.js';
 import { postWebhook } from './deliver.js';
 import type { EndpointPolicy } from './endpoint-address.js';
 import { newWebhookSecret, webhookHeaders } from './signature.js';
@@ -17,6 +22,8 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 
 const SEAL_PURPOSE = 'webhook-secret';
+/** How long a replaced secret keeps signing beside the new one. */
+export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 
 export interface WebhookOptions {
   policy: EndpointPolicy;
@@ -48,6 +55,35 @@ export interface WebhookEndpointView {
   description: string | null;
   createdAt: string;
 }
+
+/** A delivery as the admin API shows it. */
+export interface WebhookDeliveryView {
+  id: string;
+  eventId: string;
+  type: string;
+  sequence: number;
+  state: WebhookDeliveryState;
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+}
+
+const deliveryView = (d: WebhookDeliveryRecord): WebhookDeliveryView => ({
+  id: d.id,
+  eventId: d.eventId,
+  type: d.type,
+  sequence: d.sequence,
+  state: d.state,
+  attempts: d.attempts,
+  nextAttemptAt: d.nextAttemptAt?.toISOString() ?? null,
+  lastStatus: d.lastStatus,
+  lastError: d.lastError,
+  deliveredAt: d.deliveredAt?.toISOString() ?? null,
+  createdAt: d.createdAt.toISOString(),
+});
 
 const view = (e: WebhookEndpointRecord): WebhookEndpointView => ({
   id: e.id,
@@ -117,6 +153,42 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
 
   remove(id: string): Promise<boolean> {
     return this.store.removeEndpoint(id);
+  }
+
+  /**
+   * A new secret for the endpoint, shown this once; the old one keeps signing beside it (a
+   * second `v1,` signature) for `ROTATION_OVERLAP_MS`, so receivers can switch without a gap.
+   * Undefined when there is no such endpoint.
+   */
+  async rotateSecret(
+    id: string,
+  ): Promise<{ id: string; secret: string; previousValidUntil: string } | undefined> {
+    const secret = newWebhookSecret();
+    const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
+    const stored = this.options.kek ? sealJson(this.options.kek, id, SEAL_PURPOSE, secret) : secret;
+    if (!(await this.store.rotateSecret(id, stored, until))) return undefined;
+    return { id, secret, previousValidUntil: until.toISOString() };
+  }
+
+  /** An endpoint's deliveries (newest first), or undefined when there is no such endpoint. */
+  async deliveries(
+    id: string,
+    state: WebhookDeliveryState | undefined,
+    limit: number,
+  ): Promise<WebhookDeliveryView[] | undefined> {
+    if (!(await this.store.getEndpoint(id))) return undefined;
+    return (await this.store.listDeliveries(id, state, limit)).map(deliveryView);
+  }
+
+  /** Queues a `failed` delivery again, with the same webhook-id; false when it is not `failed`. */
+  async retry(deliveryId: string): Promise<boolean> {
+    const resumed = await this.store.retryDelivery(deliveryId, new Date());
+    if (resumed) void this.sweep();
+    return resumed;
+  }
+
+  countFailed(): Promise<number> {
+    return this.store.countFailedDeliveries();
   }
 
   /** Starts the worker; resolves after its first sweep (deliveries left by a previous run go out). */

@@ -77,6 +77,8 @@ describe('admin doctor', () => {
       NODE_ENV: 'production',
       ISSUER_ORIGIN: 'https://issuer.example.com',
       ALLOW_INSECURE_UPSTREAM: '1',
+      // A webhook receiver on this machine (the failed-deliveries case).
+      WEBHOOK_ALLOW_PRIVATE: '1',
       SCHEMAS_DIR: schemasDir,
     };
     issuer = await startIssuer({
@@ -134,6 +136,7 @@ describe('admin doctor', () => {
       'PASS jwks.json',
       'PASS status list 0',
       'PASS outbox',
+      'PASS webhooks',
       'PASS schemas',
       'PASS claims staff-v1',
       'WARN example schema',
@@ -159,7 +162,7 @@ describe('admin doctor', () => {
     const text = await doctor(['--origin', issuer.url]);
     expect(text.code).toBe(0);
     expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
-    expect(text.stdout).toMatch(/14 pass, 2 warn, 0 fail/);
+    expect(text.stdout).toMatch(/15 pass, 2 warn, 0 fail/);
   });
 
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {
@@ -224,6 +227,7 @@ describe('admin doctor', () => {
         'PASS jwks.json',
         'FAIL status list 0',
         'FAIL outbox',
+        'PASS webhooks',
         'PASS schemas',
         'FAIL claims staff-v1',
         'WARN example schema',
@@ -321,6 +325,65 @@ describe('admin doctor', () => {
     expect((await runCli(retry, env, dir)).code).toBe(0);
     await uploaded;
     expect(await outboxLines()).toEqual([{ item: 'outbox', verdict: 'PASS', detail: 'no upload pending' }]);
+  });
+
+  it('failed webhook deliveries: FAIL webhooks naming the CLI commands, which list and retry them', async () => {
+    const webhookLines = async () =>
+      (
+        JSON.parse((await doctor(['--json', '--origin', issuer.url])).stdout) as { items: Line[] }
+      ).items.filter((l) => l.item === 'webhooks');
+    const cli = (args: string[]) => runCli(['--url', issuer.url, '--json', ...args], env, dir);
+    // A receiver that is not there: the first attempt fails.
+    const added = await cli([
+      'webhooks',
+      'add',
+      'https://127.0.0.1:1/hooks',
+      '--events',
+      'credential.issued',
+    ]);
+    expect(added.code).toBe(0);
+    const { id } = JSON.parse(added.stdout) as { id: string };
+    const failedOnce = once(issuer.ctx.webhooks, 'failed');
+    expect(
+      (
+        await issuer.admin('/admin/issue-vc', {
+          userId: 'doctor.hook@example.org',
+          schemaId: 'membership-v1',
+          vct: 'urn:vct:membership',
+          expiration: new Date(Date.now() + 86400_000).toISOString(),
+          credentialSubject: {
+            givenName: 'A',
+            familyName: 'B',
+            memberSince: '2020-01-01',
+            tier: 'gold',
+            memberNumber: 2,
+          },
+        })
+      ).status,
+    ).toBe(201);
+    await failedOnce;
+    // As if WEBHOOK_MAX_ATTEMPTS had passed.
+    await queryStore(
+      issuer.ctx.store,
+      "UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL",
+    );
+    expect(await webhookLines()).toEqual([
+      {
+        item: 'webhooks',
+        verdict: 'FAIL',
+        detail: expect.stringMatching(
+          /^1 delivery\(ies\) failed .*npm run admin -- webhooks retry <deliveryId>$/,
+        ),
+      },
+    ]);
+
+    const listed = await cli(['webhooks', 'deliveries', id, '--status', 'failed']);
+    const { deliveries } = JSON.parse(listed.stdout) as { deliveries: Array<{ id: string; type: string }> };
+    expect(deliveries).toMatchObject([{ type: 'credential.issued' }]);
+    expect((await cli(['webhooks', 'retry', deliveries[0]!.id])).code).toBe(0);
+    expect((await webhookLines())[0]).toMatchObject({ verdict: 'PASS' });
+    expect((await cli(['webhooks', 'remove', id])).code).toBe(0);
+    expect(JSON.parse((await cli(['webhooks', 'list'])).stdout)).toEqual({ webhooks: [] });
   });
 
   it('a configuration that does not load: one FAIL line per problem', async () => {

@@ -177,6 +177,89 @@ describe('webhooks', () => {
     expect(event).toMatchObject({ type: 'credential.revoked', data: { credentialId } });
   });
 
+  it('gives up after WEBHOOK_MAX_ATTEMPTS, lists the failed delivery, and a retry after a secret rotation is signed with both secrets', async () => {
+    const issuer = await startIssuer({
+      env: { WEBHOOK_MAX_ATTEMPTS: '2' },
+      context: { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } },
+    });
+    cleanup.push(() => issuer.close());
+    const hook = await receiver([500, 500]);
+    cleanup.push(() => hook.close());
+    const { id, secret: oldSecret } = (await (
+      await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })
+    ).json()) as { id: string; secret: string };
+
+    const gaveUp = once(issuer.ctx.webhooks, 'gave_up');
+    expect(
+      (
+        await issuer.post('/issue-vc', {
+          holderDID: 'did:example:gave-up',
+          pubKey: generateHolderKeyPair().publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+        })
+      ).status,
+    ).toBe(201);
+    await gaveUp;
+    const failed = (await (await issuer.admin(`/admin/webhooks/${id}/deliveries?status=failed`)).json()) as {
+      deliveries: Array<{ id: string; state: string; attempts: number; lastStatus: number; type: string }>;
+    };
+    expect(failed.deliveries).toHaveLength(1);
+    expect(failed.deliveries[0]).toMatchObject({
+      state: 'failed',
+      attempts: 2,
+      lastStatus: 500,
+      type: 'credential.issued',
+    });
+    const deliveryId = failed.deliveries[0]!.id;
+    expect(hook.received.map((r) => r.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
+
+    const rotated = await issuer.admin(`/admin/webhooks/${id}/rotate-secret`, {});
+    expect(rotated.status).toBe(200);
+    const { secret: newSecret } = (await rotated.json()) as { secret: string };
+    expect(newSecret).not.toBe(oldSecret);
+
+    expect((await issuer.admin(`/admin/webhooks/deliveries/${deliveryId}/retry`, {})).status).toBe(200);
+    await hook.until((r) => r.length === 3);
+    const last = hook.received[2]!;
+    expect(last.headers['webhook-id']).toBe(deliveryId);
+    expect(String(last.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [newSecret, oldSecret])
+      expect(new Webhook(secret).verify(last.body, last.headers as Record<string, string>)).toMatchObject({
+        type: 'credential.issued',
+      });
+    const listed = async () =>
+      (
+        (await (await issuer.admin(`/admin/webhooks/${id}/deliveries`)).json()) as {
+          deliveries: Array<{ state: string }>;
+        }
+      ).deliveries;
+    // The receiver has answered; the mark follows. Listening first, so no mark goes unseen.
+    for (;;) {
+      const next = once(issuer.ctx.webhooks, 'delivered');
+      if ((await listed())[0]?.state === 'delivered') break;
+      await next;
+    }
+
+    // A delivery that is not failed, an unknown endpoint, a bad status filter.
+    await expectError(
+      await issuer.admin(`/admin/webhooks/deliveries/${deliveryId}/retry`, {}),
+      404,
+      'NOT_FOUND',
+    );
+    await expectError(
+      await issuer.admin('/admin/webhooks/wh_00000000-0000-0000-0000-000000000000/rotate-secret', {}),
+      404,
+      'NOT_FOUND',
+    );
+    await expectError(
+      await issuer.admin(`/admin/webhooks/${id}/deliveries?status=nope`),
+      400,
+      'INVALID_PARAMETER',
+      'status',
+    );
+  });
+
   it.each([
     [{ url: 'ftp://hooks.example.com/', events: ['*'] }, 'url'],
     [{ url: 'not a url', events: ['*'] }, 'url'],

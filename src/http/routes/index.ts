@@ -6,7 +6,14 @@ import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
 import { retryUploadsRoute } from './admin/uploads.js';
-import { addWebhookRoute, listWebhooksRoute, removeWebhookRoute } from './admin/webhooks.js';
+import {
+  addWebhookRoute,
+  listWebhooksRoute,
+  removeWebhookRoute,
+  retryWebhookDeliveryRoute,
+  rotateWebhookSecretRoute,
+  webhookDeliveriesRoute,
+} from './admin/webhooks.js';
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
 import { landingRoute } from './ops/landing.js';
@@ -47,6 +54,9 @@ export const ROUTES: readonly RouteFactory[] = [
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  rotateWebhookSecretRoute,
+  webhookDeliveriesRoute,
+  retryWebhookDeliveryRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,

@@ -179,6 +179,30 @@ export class PostgresWebhookStore implements WebhookStore {
     return { attempts: rows[0]?.attempts ?? 0, gaveUp: rows[0]?.state === 'failed' };
   }
 
+  async rotateSecret(id: string, secret: string, previousUntil: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      'UPDATE webhook_endpoints SET previous_secret = secret, previous_until = $1, secret = $2 WHERE id = $3',
+      [previousUntil, secret, id],
+    );
+    return rowCount === 1;
+  }
+
+  async retryDelivery(id: string, now: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, lease_until = NULL
+       WHERE id = $2 AND state = 'failed'`,
+      [now, id],
+    );
+    return rowCount === 1;
+  }
+
+  async countFailedDeliveries(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'failed'",
+    );
+    return rows[0]?.n ?? 0;
+  }
+
   async listDeliveries(
     endpointId: string,
     state: WebhookDeliveryState | undefined,

@@ -106,6 +106,16 @@ export class SqliteWebhookStore implements WebhookStore {
         `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?,
            last_error = NULL, delivered_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`,
       ),
+      rotate: db.prepare(
+        'UPDATE webhook_endpoints SET previous_secret = secret, previous_until = ?, secret = ? WHERE id = ?',
+      ),
+      retry: db.prepare(
+        `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL
+         WHERE id = ? AND state = 'failed'`,
+      ),
+      failedCount: db.prepare<[], { n: number }>(
+        "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed'",
+      ),
       failed: db.prepare<
         { status: number | null; error: string; next: number; id: string; giveUpAfter: number },
         { attempts: number; state: string }
@@ -194,6 +204,18 @@ export class SqliteWebhookStore implements WebhookStore {
   ): Promise<{ attempts: number; gaveUp: boolean }> {
     const row = this.stmts.failed.get({ status, error, next: nextAttemptAt.getTime(), id, giveUpAfter });
     return { attempts: row?.attempts ?? 0, gaveUp: row?.state === 'failed' };
+  }
+
+  async rotateSecret(id: string, secret: string, previousUntil: Date): Promise<boolean> {
+    return this.stmts.rotate.run(previousUntil.getTime(), secret, id).changes === 1;
+  }
+
+  async retryDelivery(id: string, now: Date): Promise<boolean> {
+    return this.stmts.retry.run(now.getTime(), id).changes === 1;
+  }
+
+  async countFailedDeliveries(): Promise<number> {
+    return this.stmts.failedCount.get()?.n ?? 0;
   }
 
   async listDeliveries(

@@ -108,3 +108,82 @@ export function removeWebhook(webhooks: Pick<Webhooks, 'remove'>) {
     res.json({ removed: id });
   };
 }
+
+/** `POST /admin/webhooks/:id/rotate-secret` → `{ id, secret, previousValidUntil }`. */
+export const rotateWebhookSecretRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/webhooks/:id/rotate-secret',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-webhooks-rotate-secret',
+    summary: 'A new signing secret (shown once); the old one keeps signing beside it for 24 h',
+    tags: TAGS.admin,
+    params: { id: WebhookIdSchema },
+    responses: json200('`{ id, secret, previousValidUntil }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: async (req: Request, res: Response) => {
+    const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
+    const rotated = await ctx.webhooks.rotateSecret(id);
+    if (!rotated) throw notFound(`id: no webhook ${id}`);
+    res.json(rotated);
+  },
+});
+
+export const DeliveriesQuerySchema = z.strictObject({
+  status: z
+    .enum(['pending', 'delivered', 'failed'], { error: 'must be pending, delivered or failed' })
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** `GET /admin/webhooks/:id/deliveries?status=pending|delivered|failed` → `{ deliveries: [...] }`. */
+export const webhookDeliveriesRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/admin/webhooks/:id/deliveries',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-webhooks-deliveries',
+    summary: "An endpoint's deliveries, newest first",
+    tags: TAGS.admin,
+    params: { id: WebhookIdSchema },
+    query: DeliveriesQuerySchema,
+    responses: json200(
+      '`{ deliveries: [{ id, eventId, type, sequence, state, attempts, lastStatus, lastError, … }] }`',
+    ),
+    errors: ['NOT_FOUND'],
+  },
+  handler: async (req: Request, res: Response) => {
+    const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
+    const q = parseInput(DeliveriesQuerySchema, req.query, 'query');
+    const deliveries = await ctx.webhooks.deliveries(id, q.status, q.limit);
+    if (!deliveries) throw notFound(`id: no webhook ${id}`);
+    res.json({ deliveries });
+  },
+});
+
+const DeliveryIdSchema = z.string().regex(/^msg_[0-9a-f-]{36}$/, 'not a delivery id');
+
+/** `POST /admin/webhooks/deliveries/:deliveryId/retry` → `{ retried: deliveryId }`. */
+export const retryWebhookDeliveryRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/webhooks/deliveries/:deliveryId/retry',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-webhooks-delivery-retry',
+    summary: 'Queue a failed delivery again (same webhook-id, attempts from 0)',
+    tags: TAGS.admin,
+    params: { deliveryId: DeliveryIdSchema },
+    responses: json200('`{ retried: deliveryId }`'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: async (req: Request, res: Response) => {
+    const { deliveryId } = parseInput(z.object({ deliveryId: DeliveryIdSchema }), req.params, 'query');
+    if (!(await ctx.webhooks.retry(deliveryId)))
+      throw notFound(`deliveryId: no failed delivery ${deliveryId}`);
+    res.json({ retried: deliveryId });
+  },
+});

@@ -1,0 +1,148 @@
+import { json, table } from '../output.js';
+import { type RegisterCommand, UsageError } from './command.js';
+
+interface Endpoint {
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  createdAt: string;
+}
+
+interface Delivery {
+  id: string;
+  type: string;
+  sequence: number;
+  state: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+}
+
+/** `npm run admin -- webhooks add|list|remove|rotate-secret|deliveries|retry` (docs/operations.md "Webhooks"). */
+export const webhooksCommand: RegisterCommand = (program, act) => {
+  const webhooks = program.command('webhooks').description('webhook endpoints and their deliveries');
+  webhooks
+    .command('add')
+    .description('register an endpoint (POST /admin/webhooks); prints its secret once')
+    .argument('<url>', 'where events are POSTed (https in production)')
+    .option('--events <types>', 'comma-separated event types, or * for all', '*')
+    .option('--description <text>', 'what the endpoint is for')
+    .action(
+      act(async (run, url: string, opts: { events: string; description?: string }) => {
+        const events = opts.events
+          .split(',')
+          .map((e) => e.trim())
+          .filter((e) => e !== '');
+        if (events.length === 0) throw new UsageError('webhooks add: --events names no event type');
+        const { body } = await run.client.call<Endpoint & { secret: string }>('POST', '/admin/webhooks', {
+          body: { url, events, ...(opts.description ? { description: opts.description } : {}) },
+        });
+        if (run.json) run.io.out(json(body));
+        else {
+          run.io.out(`${body.id}: ${body.url} (${body.events.join(', ')})`);
+          run.io.out(`secret (shown once; the receiver verifies with it): ${body.secret}`);
+        }
+        return 0;
+      }),
+    );
+  webhooks
+    .command('list')
+    .description('the registered endpoints (GET /admin/webhooks)')
+    .action(
+      act(async (run) => {
+        const { body } = await run.client.call<{ webhooks: Endpoint[] }>('GET', '/admin/webhooks');
+        if (run.json) run.io.out(json(body));
+        else if (body.webhooks.length === 0) run.io.out('no webhook endpoints');
+        else
+          run.io.out(
+            table(
+              body.webhooks.map((w) => ({
+                ...w,
+                events: w.events.join(','),
+                description: w.description ?? '',
+              })),
+              ['id', 'url', 'events', 'description', 'createdAt'],
+            ),
+          );
+        return 0;
+      }),
+    );
+  webhooks
+    .command('remove')
+    .description('remove an endpoint and its pending deliveries (DELETE /admin/webhooks/:id)')
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .action(
+      act(async (run, id: string) => {
+        const { body } = await run.client.call<{ removed: string }>(
+          'DELETE',
+          `/admin/webhooks/${encodeURIComponent(id)}`,
+        );
+        run.io.out(run.json ? json(body) : `${body.removed}: removed`);
+        return 0;
+      }),
+    );
+  webhooks
+    .command('rotate-secret')
+    .description('a new secret, printed once; the old one keeps signing beside it for 24 h')
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .action(
+      act(async (run, id: string) => {
+        const { body } = await run.client.call<{ id: string; secret: string; previousValidUntil: string }>(
+          'POST',
+          `/admin/webhooks/${encodeURIComponent(id)}/rotate-secret`,
+          { body: {} },
+        );
+        if (run.json) run.io.out(json(body));
+        else {
+          run.io.out(`${body.id}: new secret (shown once): ${body.secret}`);
+          run.io.out(`the previous secret also signs until ${body.previousValidUntil}`);
+        }
+        return 0;
+      }),
+    );
+  webhooks
+    .command('deliveries')
+    .description("an endpoint's deliveries, newest first (GET /admin/webhooks/:id/deliveries)")
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .option('--status <state>', 'pending, delivered or failed')
+    .action(
+      act(async (run, id: string, opts: { status?: string }) => {
+        const { body } = await run.client.call<{ deliveries: Delivery[] }>(
+          'GET',
+          `/admin/webhooks/${encodeURIComponent(id)}/deliveries`,
+          { query: { status: opts.status } },
+        );
+        if (run.json) run.io.out(json(body));
+        else if (body.deliveries.length === 0) run.io.out('no deliveries');
+        else
+          run.io.out(
+            table(
+              body.deliveries.map((d) => ({
+                ...d,
+                lastStatus: d.lastStatus ?? '',
+                lastError: d.lastError ?? '',
+              })),
+              ['id', 'type', 'sequence', 'state', 'attempts', 'lastStatus', 'lastError'],
+            ),
+          );
+        return 0;
+      }),
+    );
+  webhooks
+    .command('retry')
+    .description('queue a failed delivery again, same webhook-id (POST /admin/webhooks/deliveries/:id/retry)')
+    .argument('<deliveryId>', 'the delivery id (msg_…), from webhooks deliveries --status failed')
+    .action(
+      act(async (run, deliveryId: string) => {
+        const { body } = await run.client.call<{ retried: string }>(
+          'POST',
+          `/admin/webhooks/deliveries/${encodeURIComponent(deliveryId)}/retry`,
+          { body: {} },
+        );
+        run.io.out(run.json ? json(body) : `${body.retried}: queued again`);
+        return 0;
+      }),
+    );
+};
