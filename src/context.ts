@@ -29,6 +29,7 @@ import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusService } from './status/status-service.js';
 import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -70,6 +71,7 @@ export interface AppContext {
   hashEmail: EmailHasher;
   status: StatusService;
   outbox: UploadOutbox;
+  webhooks: Webhooks;
   serviceClient: ServiceClient;
   /** The Iden3 back-end, when a schema lists BJJ_SIG_2021. */
   iden3: Iden3BjjIssuer | undefined;
@@ -101,6 +103,7 @@ export interface ContextOverrides {
   rateLimitStore?: (group: RouteGroup) => Store;
   /** Outbox timing (tests use short backoffs). */
   outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; sweepMs?: number };
+  webhooks?: { baseBackoffMs?: number; maxBackoffMs?: number; sweepMs?: number };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;
   /** initialize-user retries of direct issuance (tests use short backoffs). */
@@ -227,6 +230,15 @@ export async function createContext(
   });
   const metrics = new IssuerMetrics(uploadBacklog(store.issuances));
   observe(telemetry, outbox, metrics, log);
+  const webhooks = new Webhooks(store.webhooks, {
+    policy: { production: config.production, allowPrivate: config.webhookAllowPrivate },
+    // Sealed at rest where the keys are (PostgreSQL).
+    kek: store.keys ? secrets.keyEncryption.current : undefined,
+    maxAttempts: config.webhookMaxAttempts,
+    sweepMs: config.outboxSweepMs,
+    ...overrides.webhooks,
+    log,
+  });
 
   const issuers = new Map<ProofType, Issuer>();
   issuers.set(
@@ -358,6 +370,7 @@ export async function createContext(
     hashEmail,
     status,
     outbox,
+    webhooks,
     serviceClient,
     iden3,
     rateLimitStore: overrides.rateLimitStore ?? shared?.store,
@@ -369,6 +382,7 @@ export async function createContext(
     lifecycle,
     async close() {
       await outbox.stop();
+      await webhooks.stop();
       await closeHttpPools();
       keys.close();
       await shared?.close();

@@ -52,6 +52,11 @@ async function main(): Promise<void> {
       { event: 'insecure_upstream', url: config.serviceBaseUrl },
       'ALLOW_INSECURE_UPSTREAM=1: partner JWTs and envelopes go over plain http',
     );
+  if (config.production && config.webhookAllowPrivate)
+    log.warn(
+      { event: 'webhook_allow_private' },
+      'WEBHOOK_ALLOW_PRIVATE=1: webhooks may reach loopback, private and link-local addresses',
+    );
   if (cluster.isPrimary && config.workers > 1) {
     // WORKERS=N: this process forks and supervises; the workers run everything below.
     const { runPrimary } = await import('./cluster.js');

@@ -50,6 +50,7 @@ export async function serve(
   attach(bound.server, createApp(ctx, admin ? 'public' : 'all'));
   if (admin) attach(admin.server, createApp(ctx, 'admin'));
   await ctx.outbox.start({ recover: options.recoverUploads ?? true });
+  await ctx.webhooks.start();
   ctx.lifecycle.recovered = true;
   return {
     server: bound.server,

@@ -65,6 +65,10 @@ export interface Config {
   shutdownGraceMs: number;
   /** Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good). */
   uploadMaxAttempts: number;
+  /** WEBHOOK_MAX_ATTEMPTS: attempts of one webhook delivery before it is `failed`. */
+  webhookMaxAttempts: number;
+  /** WEBHOOK_ALLOW_PRIVATE=1: production webhooks may reach private addresses. */
+  webhookAllowPrivate: boolean;
   /** UPLOAD_LEASE_MS: how long an instance owns an upload it has taken. */
   uploadLeaseMs: number;
   /** OUTBOX_SWEEP_MS: how often the outbox looks for due uploads in the shared store. */
@@ -287,6 +291,8 @@ export function loadConfig(
       uploadMaxAttempts: env.UPLOAD_MAX_ATTEMPTS ?? 10,
       uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
+      webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
+      webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
     },
     secrets: {

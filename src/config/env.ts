@@ -261,6 +261,16 @@ export const EnvSchema = z.object({
       'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died): one indexed query.',
     default: '`5000`',
   }),
+  WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
+    description:
+      'Attempts of one webhook delivery (backoff doubling from 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',
+    default: '`15`',
+  }),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1'], 'WEBHOOK_ALLOW_PRIVATE must be 1 (or unset)').optional().meta({
+    description:
+      '`1` lets production webhooks reach loopback, private and link-local addresses (a receiver inside the same network); a warning is printed at every start.',
+    default: 'unset',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

@@ -21,6 +21,7 @@ import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
+import { newWebhookEventId } from '../store/webhook-store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
@@ -252,6 +253,21 @@ export class IssuanceCore {
         expiresAt,
         uploadDueAt: new Date(Date.now() + this.deps.uploadTimeoutMs + 1000),
         emailHash: req.emailHash,
+        // docs/operations.md "Webhooks": no claim values, ciphertext, keys or tokens.
+        event: {
+          id: newWebhookEventId(),
+          type: 'credential.issued',
+          data: JSON.stringify({
+            credentialId,
+            schemaId: req.schema.schemaId,
+            proofType: req.proofType,
+            channel: req.channel,
+            holderDid: req.holderDid,
+            revocationNonce,
+            ...(slot ? { status: { uri: this.statusListUri(slot.partition), idx: slot.index } } : {}),
+            expiresAt: expiresAt.toISOString(),
+          }),
+        },
         envelope: {
           holderDid: req.holderDid,
           schemaId: req.schema.schemaId,

@@ -156,6 +156,42 @@ export const COPIED_TABLES: TableSpec[] = [
     identity: 'id',
     columns: [...int('id'), ...time('at'), ...text('actor', 'action', 'target', 'reason')],
   },
+  {
+    table: 'webhook_endpoints',
+    key: ['id'],
+    // Secrets in clear on SQLite stay so on the copy; an endpoint added on PostgreSQL gets a sealed one.
+    columns: [
+      ...text('id', 'url', 'events', 'description', 'secret', 'previous_secret'),
+      { name: 'previous_until', kind: 'epoch-ms' },
+      ...time('created_at'),
+    ],
+  },
+  {
+    table: 'webhook_events',
+    key: ['seq'],
+    identity: 'seq',
+    columns: [
+      ...int('seq'),
+      ...text('id', 'type', 'data'),
+      { name: 'created_at', kind: 'epoch-ms' },
+      ...int('fanned_out'),
+    ],
+  },
+  {
+    table: 'webhook_deliveries',
+    key: ['id'],
+    columns: [
+      ...text('id'),
+      ...int('event_seq'),
+      ...text('endpoint_id', 'state'),
+      ...int('attempts'),
+      { name: 'next_attempt_at', kind: 'epoch-ms' },
+      { name: 'lease_until', kind: 'epoch-ms' },
+      ...int('last_status'),
+      ...text('last_error'),
+      ...time('delivered_at', 'created_at'),
+    ],
+  },
 ];
 
 /** PostgreSQL tables SQLite has no counterpart of, and what fills them instead. */

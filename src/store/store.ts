@@ -9,6 +9,7 @@ import type {
   StatusSlot,
   UploadState,
 } from '../model.js';
+import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
 
@@ -59,9 +60,11 @@ export interface NewIssuance {
    * the admin history's `email` filter; never the address. Written only, never read back.
    */
   emailHash?: string | undefined;
+  /** Its `credential.issued` webhook event, written with it while an endpoint exists. */
+  event?: NewWebhookEvent | undefined;
 }
 
-export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash'> {
+export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event'> {
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -510,6 +513,7 @@ export interface Store {
   keys?: KeyMaterialStore | undefined;
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
+  webhooks: WebhookStore;
   /**
    * One round trip to the database (readiness); rejects when it cannot answer, and, given
    * `timeoutMs`, when it does not answer within it (the connection is then given up).

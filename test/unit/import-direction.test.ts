@@ -14,6 +14,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['http/'], // routes and middleware
   ['context.ts'], // builds the parts once
   ['development/'], // the development start, its files, the production guard, the emulator
+  ['webhooks/'], // endpoints, signing and the delivery worker
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
   ['claims/', 'verify/'], // claims providers; a relying party's checks
   ['issuers/', 'status/', 'service-client/', 'observability/'],

@@ -6,6 +6,7 @@ import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
 import { retryUploadsRoute } from './admin/uploads.js';
+import { addWebhookRoute, listWebhooksRoute, removeWebhookRoute } from './admin/webhooks.js';
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
 import { landingRoute } from './ops/landing.js';
@@ -43,6 +44,9 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateKeysRoute,
   auditRoute,
   retryUploadsRoute,
+  addWebhookRoute,
+  listWebhooksRoute,
+  removeWebhookRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,

@@ -42,7 +42,7 @@ export interface RouteDoc {
 
 /** One row of the route table: everything about an endpoint, next to its handler. */
 export interface Route {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'delete';
   /** Express path (`/statuslist/:partition`). */
   path: string;
   group: Group;

@@ -12,6 +12,7 @@ import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
+import { PostgresWebhookStore } from './postgres-webhook-store.js';
 
 export interface PostgresStore extends Store {
   kind: 'postgres';
@@ -60,6 +61,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     audit: new PostgresAuditStore(pool),
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
+    webhooks: new PostgresWebhookStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.
       const query = { text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig;

@@ -10,6 +10,7 @@ import type {
   StatusSlot,
 } from '../store.js';
 import { LOCK_DEDUPE_NAMESPACE, type PgPool } from './database.js';
+import { insertEventSql } from './postgres-webhook-store.js';
 import { type IssuanceRow, rowToIssuance } from './rows.js';
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
@@ -85,6 +86,11 @@ interface Proposal {
 const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4, $5, $6, $7::bigint, $8::int, $9::int,
   $10, $11, $12::timestamptz, $13::timestamptz, $14, $15::timestamptz, $16::timestamptz, $17, $18::smallint, $19::int,
   $20::int, $21, $22)`;
+
+// The same, and its webhook event in the same statement (so the same transaction) when inserted.
+const RECORD_WITH_EVENT_SQL = `WITH r AS (${RECORD_SQL}),
+  ev AS (${insertEventSql('$23', '$24', '$25', '$12::timestamptz', "FROM r WHERE r.outcome = 'inserted'")})
+  SELECT outcome, existing FROM r`;
 
 // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
 function randomCandidates(partitionSize: number, count = RANDOM_PROBES): number[] {
@@ -225,8 +231,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
   ): Promise<InsertOutcome> {
     const nextAttemptAt = n.uploadDueAt ?? n.createdAt;
     const { rows } = await this.pool.query<{ outcome: InsertOutcome['kind']; existing: string | null }>({
-      name: 'pg-record-issuance',
-      text: RECORD_SQL,
+      name: n.event ? 'pg-record-issuance-event' : 'pg-record-issuance',
+      text: n.event ? RECORD_WITH_EVENT_SQL : RECORD_SQL,
       values: [
         n.credentialId,
         n.channel,
@@ -251,6 +257,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
         options.dedupe ? dedupeLockKey(n) : null,
         options.audit?.actor ?? null,
         options.audit?.reason ?? null,
+        ...(n.event ? [n.event.id, n.event.type, n.event.data] : []),
       ],
     });
     const { outcome, existing } = rows[0]!;

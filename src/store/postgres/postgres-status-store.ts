@@ -9,8 +9,10 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
+import { newWebhookEventId, STATUS_EVENT_TYPE } from '../webhook-store.js';
 import { type PgPool, type Queryable, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
+import { insertEventSql } from './postgres-webhook-store.js';
 import { type IssuanceRow, rowToIssuance } from './rows.js';
 
 type PartitionRow = PartitionColumns<Date>;
@@ -117,19 +119,36 @@ export async function changeStatusOn(
   at: Date,
   audit?: AuditActor,
 ): Promise<IssuanceRecord | undefined> {
-  // One statement, so one transaction: the change, the partition's invalidation, and the record
-  // after (the changed row, or the unchanged one when there was nothing to change).
+  // One statement, so one transaction: the change, the partition's invalidation, its webhook event
+  // (while an endpoint exists), and the record after (the changed row, or the unchanged one when
+  // there was nothing to change).
+  // unsuspend has no time: an unused parameter would have no type to prepare with.
+  const base = change === 'unsuspend' ? [nonce] : [nonce, at];
+  const p = (k: number) => `$${base.length + k}`;
   const { rows } = await q.query<IssuanceRow & { changed: boolean }>({
     name: `pg-status-${change}`,
     text: `WITH changed AS (UPDATE issuances SET ${CHANGE_SQL[change]} RETURNING *),
         invalidated AS (
           UPDATE status_list_partitions SET token = NULL, etag = NULL, build_ticket = NULL, version = version + 1
-          WHERE partition = (SELECT status_partition FROM changed))
+          WHERE partition = (SELECT status_partition FROM changed)),
+        ev AS (${insertEventSql(
+          `${p(1)}::text`,
+          `${p(2)}::text`,
+          `json_build_object('credentialId', credential_id, 'revocationNonce', revocation_nonce, 'actor', ${p(3)}::text, 'reason', ${p(4)}::text)::text`,
+          `${p(5)}::timestamptz`,
+          'FROM changed WHERE true',
+        )})
         SELECT *, true AS changed FROM changed
         UNION ALL
         SELECT *, false AS changed FROM issuances WHERE revocation_nonce = $1 AND NOT EXISTS (SELECT 1 FROM changed)`,
-    // unsuspend has no time: an unused parameter would have no type to prepare with.
-    values: change === 'unsuspend' ? [nonce] : [nonce, at],
+    values: [
+      ...base,
+      newWebhookEventId(),
+      STATUS_EVENT_TYPE[change],
+      audit?.actor ?? null,
+      audit?.reason ?? null,
+      at,
+    ],
   });
   const row = rows[0];
   // Recorded only when something changed, in the caller's transaction (`q` is then its client).

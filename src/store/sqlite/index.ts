@@ -7,6 +7,7 @@ import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
 import { SqliteStatusStore } from './sqlite-status-store.js';
+import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
 export interface SqliteStore extends Store {
   kind: 'sqlite';
@@ -23,8 +24,9 @@ export function openSqliteStore(path: string): SqliteStore {
 /** The store over an already open (and migrated) database: `doctor` opens it without migrating (inspect.ts). */
 export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
   const audit = new SqliteAuditStore(db);
-  const status = new SqliteStatusStore(db, audit);
-  const issuances = new SqliteIssuanceStore(db, audit);
+  const webhooks = new SqliteWebhookStore(db);
+  const status = new SqliteStatusStore(db, audit, webhooks);
+  const issuances = new SqliteIssuanceStore(db, audit, webhooks);
   return {
     kind: 'sqlite',
     db,
@@ -36,6 +38,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     claims: new SqliteClaimsStore(db, audit),
     history: new SqliteHistoryStore(db),
     idempotency: new SqliteIdempotencyStore(db),
+    webhooks,
     async ping() {
       db.prepare('SELECT 1').get();
     },

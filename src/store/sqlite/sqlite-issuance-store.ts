@@ -22,6 +22,7 @@ import type {
 import type { SqliteDatabase } from './database.js';
 import { GroupCommit } from './group-commit.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
+import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
 type IssuanceRow = IssuanceColumns<string, number, number>;
 export type SummaryRow = SummaryColumns<string, number>;
@@ -63,6 +64,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audit = new SqliteAuditStore(db),
+    private readonly webhooks = new SqliteWebhookStore(db),
   ) {
     this.writes = new GroupCommit(db);
     this.stmts = {
@@ -262,6 +264,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
         action: 'issue',
         target: n.credentialId,
       });
+    if (n.event) this.webhooks.insertEvent(n.event, n.createdAt);
     return { kind: 'inserted', record: insertedRecord(n) };
   }
 

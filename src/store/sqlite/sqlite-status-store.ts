@@ -9,9 +9,11 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
+import { statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { rowToIssuance } from './sqlite-issuance-store.js';
+import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
 type PartitionRow = PartitionColumns<string>;
 
@@ -32,6 +34,7 @@ export class SqliteStatusStore implements StatusStore {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audit = new SqliteAuditStore(db),
+    private readonly webhooks = new SqliteWebhookStore(db),
   ) {
     this.stmts = {
       partition: db.prepare<[number], PartitionRow>(
@@ -127,6 +130,11 @@ export class SqliteStatusStore implements StatusStore {
       if (!row) return undefined;
       if (audit && changed > 0)
         this.audit.insertAudit({ ...audit, at, action: change, target: String(nonce) });
+      if (changed > 0)
+        this.webhooks.insertEvent(
+          statusChangeEvent({ credentialId: row.credential_id, revocationNonce: nonce }, change, audit),
+          at,
+        );
       // Only this partition's cached token is stale (and any build in flight); the next GET re-signs.
       if (changed > 0 && row.status_partition !== null) this.stmts.invalidate.run(row.status_partition);
       return rowToIssuance(row);

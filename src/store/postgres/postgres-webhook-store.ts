@@ -1,0 +1,194 @@
+import type {
+  NewWebhookEndpoint,
+  WebhookDeliveryRecord,
+  WebhookDeliveryState,
+  WebhookEndpointRecord,
+  WebhookStore,
+} from '../webhook-store.js';
+import { type PgPool, withTransaction } from './database.js';
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  events: string;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_until: Date | null;
+  created_at: Date;
+}
+
+interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  type: string;
+  data: string;
+  seq: string;
+  event_at: Date;
+  state: WebhookDeliveryState;
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+const toEndpoint = (r: EndpointRow): WebhookEndpointRecord => ({
+  id: r.id,
+  url: r.url,
+  events: JSON.parse(r.events) as string[],
+  description: r.description,
+  secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousUntil: r.previous_until,
+  createdAt: r.created_at,
+});
+
+const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
+  id: r.id,
+  endpointId: r.endpoint_id,
+  eventId: r.event_id,
+  type: r.type,
+  data: r.data,
+  sequence: Number(r.seq),
+  eventAt: r.event_at,
+  state: r.state,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastStatus: r.last_status,
+  lastError: r.last_error,
+  deliveredAt: r.delivered_at,
+  createdAt: r.created_at,
+});
+
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
+  d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
+
+/**
+ * The SQL that writes one event inside the statement of its change, while an endpoint exists:
+ * `$id`, `$type`, `$data` and `$at` are the caller's parameter numbers.
+ */
+export function insertEventSql(id: string, type: string, data: string, at: string, from = ''): string {
+  return `INSERT INTO webhook_events (id, type, data, created_at)
+    SELECT ${id}, ${type}, ${data}, ${at} ${from} ${from ? 'AND' : 'WHERE'} EXISTS (SELECT 1 FROM webhook_endpoints)`;
+}
+
+export class PostgresWebhookStore implements WebhookStore {
+  constructor(private readonly pool: PgPool) {}
+
+  async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO webhook_endpoints (id, url, events, description, secret, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [e.id, e.url, JSON.stringify(e.events), e.description, e.secret, e.createdAt],
+    );
+  }
+
+  async listEndpoints(): Promise<WebhookEndpointRecord[]> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      'SELECT * FROM webhook_endpoints ORDER BY created_at, id',
+    );
+    return rows.map(toEndpoint);
+  }
+
+  async getEndpoint(id: string): Promise<WebhookEndpointRecord | undefined> {
+    const { rows } = await this.pool.query<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1', [
+      id,
+    ]);
+    return rows[0] ? toEndpoint(rows[0]) : undefined;
+  }
+
+  async removeEndpoint(id: string): Promise<boolean> {
+    // ON DELETE CASCADE takes its deliveries.
+    const { rowCount } = await this.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+    return rowCount === 1;
+  }
+
+  async fanOut(now: Date, newId: () => string, limit: number): Promise<number> {
+    return withTransaction(this.pool, async (client) => {
+      // SKIP LOCKED: instances sweeping at once each fan out different events.
+      const { rows: events } = await client.query<{ seq: string; type: string }>(
+        'SELECT seq, type FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
+        [limit],
+      );
+      if (events.length === 0) return 0;
+      const { rows: endpoints } = await client.query<EndpointRow>('SELECT * FROM webhook_endpoints');
+      const ids: string[] = [];
+      const seqs: string[] = [];
+      const targets: string[] = [];
+      for (const ev of events)
+        for (const ep of endpoints.map(toEndpoint))
+          if (ep.events.includes('*') || ep.events.includes(ev.type)) {
+            ids.push(newId());
+            seqs.push(ev.seq);
+            targets.push(ep.id);
+          }
+      if (ids.length > 0)
+        await client.query(
+          `INSERT INTO webhook_deliveries (id, event_seq, endpoint_id, next_attempt_at, created_at)
+           SELECT i, s, t, $4, $4 FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(i, s, t)
+           ON CONFLICT DO NOTHING`,
+          [ids, seqs, targets, now],
+        );
+      await client.query('UPDATE webhook_events SET fanned_out = 1 WHERE seq = ANY($1::bigint[])', [
+        events.map((e) => e.seq),
+      ]);
+      return events.length;
+    });
+  }
+
+  async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `WITH due AS (
+         UPDATE webhook_deliveries d SET lease_until = $2
+         FROM (SELECT id FROM webhook_deliveries
+               WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) pick
+         WHERE d.id = pick.id RETURNING d.*)
+       SELECT ${DELIVERY_COLUMNS} FROM due d JOIN webhook_events e ON e.seq = d.event_seq ORDER BY d.next_attempt_at`,
+      [now, new Date(now.getTime() + leaseMs), limit],
+    );
+    return rows.map(toDelivery);
+  }
+
+  async markDelivered(id: string, status: number, at: Date): Promise<void> {
+    await this.pool.query(
+      `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = $1,
+         last_error = NULL, delivered_at = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $3`,
+      [status, at, id],
+    );
+  }
+
+  async markDeliveryFailed(
+    id: string,
+    status: number | null,
+    error: string,
+    nextAttemptAt: Date,
+    giveUpAfter: number,
+  ): Promise<{ attempts: number; gaveUp: boolean }> {
+    const { rows } = await this.pool.query<{ attempts: number; state: string }>(
+      `UPDATE webhook_deliveries SET last_status = $1, last_error = $2, lease_until = NULL,
+         attempts = attempts + 1,
+         state = CASE WHEN attempts + 1 >= $5 THEN 'failed' ELSE 'pending' END,
+         next_attempt_at = CASE WHEN attempts + 1 >= $5 THEN NULL ELSE $3::timestamptz END
+       WHERE id = $4 AND state = 'pending' RETURNING attempts, state`,
+      [status, error, nextAttemptAt, id, giveUpAfter],
+    );
+    return { attempts: rows[0]?.attempts ?? 0, gaveUp: rows[0]?.state === 'failed' };
+  }
+
+  async listDeliveries(
+    endpointId: string,
+    state: WebhookDeliveryState | undefined,
+    limit: number,
+  ): Promise<WebhookDeliveryRecord[]> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+       WHERE d.endpoint_id = $1 AND ($2::text IS NULL OR d.state = $2) ORDER BY e.seq DESC LIMIT $3`,
+      [endpointId, state ?? null, limit],
+    );
+    return rows.map(toDelivery);
+  }
+}

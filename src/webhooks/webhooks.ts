@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { backoffWithJitter } from '../issuance/backoff.js';
+import { openSealedKey, sealJson } from '../keys/sealed-key.js';
+import type { Logger } from '../model.js';
+import type { WebhookDeliveryRecord, WebhookEndpointRecord, WebhookStore } from '../store/webhook-store.js';
+import { postWebhook } from './deliver.js';
+import type { EndpointPolicy } from './endpoint-address.js';
+import { newWebhookSecret, webhookHeaders } from './signature.js';
+
+/** The event types an endpoint may subscribe to (docs/operations.md "Webhooks"). */
+export const WEBHOOK_EVENT_TYPES = [
+  'credential.issued',
+  'credential.revoked',
+  'credential.suspended',
+  'credential.unsuspended',
+] as const;
+
+const SEAL_PURPOSE = 'webhook-secret';
+
+export interface WebhookOptions {
+  policy: EndpointPolicy;
+  /** Seals secrets at rest (PostgreSQL, like the keys); undefined: stored as they are. */
+  kek: Buffer | undefined;
+  /** WEBHOOK_MAX_ATTEMPTS: attempts before a delivery is `failed`. */
+  maxAttempts: number;
+  /** Retry delays: doubling from `baseBackoffMs` up to `maxBackoffMs`, with jitter. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** The sweep interval, shared with the upload outbox (OUTBOX_SWEEP_MS). */
+  sweepMs: number;
+  leaseMs?: number;
+  batchSize?: number;
+  log?: Logger;
+}
+
+export interface WebhookEvents {
+  delivered: [delivery: WebhookDeliveryRecord, status: number];
+  failed: [delivery: WebhookDeliveryRecord, error: string, attempts: number];
+  gave_up: [delivery: WebhookDeliveryRecord, error: string, attempts: number];
+}
+
+/** An endpoint as the admin API shows it: never its secret. */
+export interface WebhookEndpointView {
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  createdAt: string;
+}
+
+const view = (e: WebhookEndpointRecord): WebhookEndpointView => ({
+  id: e.id,
+  url: e.url,
+  events: e.events,
+  description: e.description,
+  createdAt: e.createdAt.toISOString(),
+});
+
+/**
+ * Webhook endpoints and the delivery worker. Events come from the event outbox the stores write
+ * beside each change; every instance sweeps it every `sweepMs` (fan-out, then due deliveries under
+ * a lease), so a delivery is attempted by one instance at a time and survives a restart.
+ */
+export class Webhooks extends EventEmitter<WebhookEvents> {
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private running = false;
+  private readonly maxBackoffMs: number;
+  private readonly baseBackoffMs: number;
+  private readonly leaseMs: number;
+  private readonly batchSize: number;
+
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly options: WebhookOptions,
+  ) {
+    super();
+    // About a day over 15 attempts: 30 s doubling, capped at 3 h.
+    this.baseBackoffMs = options.baseBackoffMs ?? 30_000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 3 * 3600_000;
+    // A delivery attempt lasts at most DELIVERY_TIMEOUT_MS (10 s); the lease outlasts it.
+    this.leaseMs = options.leaseMs ?? 60_000;
+    this.batchSize = options.batchSize ?? 16;
+  }
+
+  /** Registers an endpoint; answers it with its secret, which is shown this once. */
+  async add(input: {
+    url: string;
+    events: string[];
+    description?: string | undefined;
+  }): Promise<WebhookEndpointView & { secret: string }> {
+    const id = `wh_${randomUUID()}`;
+    const secret = newWebhookSecret();
+    const createdAt = new Date();
+    await this.store.addEndpoint({
+      id,
+      url: input.url,
+      events: input.events,
+      description: input.description ?? null,
+      secret: this.options.kek ? sealJson(this.options.kek, id, SEAL_PURPOSE, secret) : secret,
+      createdAt,
+    });
+    return {
+      id,
+      url: input.url,
+      events: input.events,
+      description: input.description ?? null,
+      createdAt: createdAt.toISOString(),
+      secret,
+    };
+  }
+
+  async list(): Promise<WebhookEndpointView[]> {
+    return (await this.store.listEndpoints()).map(view);
+  }
+
+  remove(id: string): Promise<boolean> {
+    return this.store.removeEndpoint(id);
+  }
+
+  /** Starts the worker; resolves after its first sweep (deliveries left by a previous run go out). */
+  async start(): Promise<void> {
+    this.running = true;
+    this.sweeper ??= setInterval(() => void this.sweep(), this.options.sweepMs);
+    this.sweeper.unref();
+    await this.sweep();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    await this.sweeping;
+  }
+
+  /** Fans out new events, then attempts every due delivery; one sweep at a time per process. */
+  sweep(): Promise<void> {
+    if (this.sweeping) return this.sweeping;
+    this.sweeping = (async () => {
+      try {
+        while (this.running && (await this.store.fanOut(new Date(), () => `msg_${randomUUID()}`, 100)) > 0);
+        for (;;) {
+          if (!this.running) return;
+          const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
+          if (batch.length === 0) return;
+          await Promise.allSettled(batch.map((d) => this.attempt(d)));
+        }
+      } catch (err) {
+        this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
+      } finally {
+        this.sweeping = undefined;
+      }
+    })();
+    return this.sweeping;
+  }
+
+  private secrets(endpoint: WebhookEndpointRecord, now: Date): string[] {
+    const open = (stored: string) =>
+      this.options.kek && !stored.startsWith('whsec_')
+        ? (openSealedKey(this.options.kek, endpoint.id, SEAL_PURPOSE, stored) as string)
+        : stored;
+    const secrets = [open(endpoint.secret)];
+    if (endpoint.previousSecret && endpoint.previousUntil && endpoint.previousUntil > now)
+      secrets.push(open(endpoint.previousSecret));
+    return secrets;
+  }
+
+  private async attempt(d: WebhookDeliveryRecord): Promise<void> {
+    const endpoint = await this.store.getEndpoint(d.endpointId);
+    if (!endpoint) return;
+    const body = JSON.stringify({
+      type: d.type,
+      timestamp: d.eventAt.toISOString(),
+      sequence: d.sequence,
+      data: JSON.parse(d.data) as unknown,
+    });
+    const now = new Date();
+    const result = await postWebhook(
+      endpoint.url,
+      webhookHeaders(this.secrets(endpoint, now), d.id, now, body),
+      body,
+      this.options.policy,
+    );
+    if (result.ok) {
+      await this.store.markDelivered(d.id, result.status ?? 200, new Date());
+      this.emit('delivered', d, result.status ?? 200);
+      return;
+    }
+    const error = (result.error ?? 'failed').slice(0, 500);
+    const next = new Date(
+      Date.now() + backoffWithJitter(d.attempts + 1, this.baseBackoffMs, this.maxBackoffMs),
+    );
+    const { attempts, gaveUp } = await this.store.markDeliveryFailed(
+      d.id,
+      result.status ?? null,
+      error,
+      next,
+      this.options.maxAttempts,
+    );
+    this.emit(gaveUp ? 'gave_up' : 'failed', d, error, attempts);
+  }
+}

@@ -1,0 +1,64 @@
+import { Webhook } from 'standardwebhooks';
+import { describe, expect, it } from 'vitest';
+import { endpointUrlProblem, isPrivateAddress } from '../../../src/webhooks/endpoint-address.js';
+import { newWebhookSecret, webhookHeaders } from '../../../src/webhooks/signature.js';
+
+// Standard Webhooks specification, "Signature scheme": checked by the reference verifier.
+describe('webhook signatures', () => {
+  const body = JSON.stringify({ type: 'credential.issued', timestamp: '2026-01-01T00:00:00.000Z', data: {} });
+
+  it('verify with the standardwebhooks library, also with a second (previous) secret beside the new one', () => {
+    const current = newWebhookSecret();
+    const previous = newWebhookSecret();
+    expect(current).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    const headers = webhookHeaders([current, previous], 'msg_1', new Date(), body);
+    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    for (const secret of [current, previous])
+      expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(newWebhookSecret()).verify(body, headers)).toThrow();
+  });
+
+  it('match the reference signer byte for byte', () => {
+    const secret = newWebhookSecret();
+    const at = new Date(1_700_000_000_000);
+    expect(webhookHeaders([secret], 'msg_2', at, body)['webhook-signature']).toBe(
+      new Webhook(secret).sign('msg_2', at, body),
+    );
+  });
+});
+
+describe('webhook endpoint URLs', () => {
+  const production = { production: true, allowPrivate: false };
+
+  it.each([
+    ['127.0.0.1', true],
+    ['10.1.2.3', true],
+    ['172.20.0.1', true],
+    ['192.168.1.1', true],
+    ['169.254.169.254', true],
+    ['::1', true],
+    ['fd00::1', true],
+    ['fe80::1', true],
+    ['::ffff:127.0.0.1', true],
+    ['93.184.216.34', false],
+    ['2606:4700::1', false],
+  ])('%s private: %s', (address, expected) => {
+    expect(isPrivateAddress(address)).toBe(expected);
+  });
+
+  it('production takes https to a public address; development also http and loopback', () => {
+    expect(endpointUrlProblem('https://hooks.example.com/in', production)).toBeUndefined();
+    expect(endpointUrlProblem('http://hooks.example.com/in', production)).toBeDefined();
+    expect(endpointUrlProblem('https://127.0.0.1/in', production)).toBeDefined();
+    expect(endpointUrlProblem('https://[::1]/in', production)).toBeDefined();
+    expect(endpointUrlProblem('https://localhost/in', production)).toBeDefined();
+    expect(
+      endpointUrlProblem('https://10.0.0.5/in', { production: true, allowPrivate: true }),
+    ).toBeUndefined();
+    const development = { production: false, allowPrivate: false };
+    expect(endpointUrlProblem('http://127.0.0.1:9999/in', development)).toBeUndefined();
+    expect(endpointUrlProblem('ftp://hooks.example.com/', development)).toBeDefined();
+    expect(endpointUrlProblem('https://user:pw@hooks.example.com/', development)).toBeDefined();
+    expect(endpointUrlProblem('not a url', development)).toBeDefined();
+  });
+});
