@@ -335,6 +335,7 @@ export async function createContext(
       : redisRateLimits(secrets.redisUrl, {
           log,
           prefix: config.rateLimitRedisPrefix,
+          timeoutMs: config.rateLimitRedisTimeoutMs,
           onFailOpen: () => telemetry.emit('rateLimitFailOpen'),
         });
 

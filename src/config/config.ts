@@ -50,6 +50,8 @@ export interface Config {
   rateLimits: { holder: number; admin: number; public: number };
   /** Prefix of the rate-limit keys in Redis: deployments sharing one Redis each use their own. */
   rateLimitRedisPrefix: string;
+  /** RATE_LIMIT_REDIS_TIMEOUT_MS: how long a count may wait on Redis before failing open. */
+  rateLimitRedisTimeoutMs: number;
   /** Express `trust proxy` (`src/config/trust-proxy.ts`); never `true` in production. */
   trustProxy: TrustProxy;
   /** How long `/issue-vc` waits for the upload before answering 502 and retrying in background. */
@@ -279,6 +281,7 @@ export function loadConfig(
         public: env.RATE_LIMIT_PUBLIC_PER_MIN ?? 6000,
       },
       rateLimitRedisPrefix: env.RATE_LIMIT_REDIS_PREFIX ?? 'rl:',
+      rateLimitRedisTimeoutMs: env.RATE_LIMIT_REDIS_TIMEOUT_MS ?? 500,
       trustProxy: env.TRUST_PROXY ?? false,
       uploadTimeoutMs: env.UPLOAD_TIMEOUT_MS ?? 10_000,
       sdJwtIssuer: env.SD_JWT_ISSUER ?? 'url',

@@ -192,6 +192,11 @@ export const EnvSchema = z.object({
         'Prefix of the rate-limit keys in Redis (with `REDIS_URL`): deployments sharing one Redis need different ones, or they share counters.',
       default: '`rl:`',
     }),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 10, 600_000).optional().meta({
+    description:
+      'Longest a rate-limit count may wait on Redis (with `REDIS_URL`); past it the request goes through uncounted (the limit fails open, logged and counted in metrics).',
+    default: '`500`',
+  }),
   TRUST_PROXY: TrustProxySchema.optional().meta({
     description:
       'Whose `X-Forwarded-For` to believe, so rate limits key on the client: `false` (or `0`), a hop count (at most 5), or a comma-separated list of addresses, CIDR subnets and `loopback`, `linklocal`, `uniquelocal` ([security.md](security.md#client-addresses-behind-a-proxy)).',

@@ -4,7 +4,7 @@ import { createClient } from 'redis';
 import type { Logger, RouteGroup } from '../model.js';
 
 /** Longest a rate-limit read may wait on Redis before the request goes through uncounted. */
-const REDIS_TIMEOUT_MS = 500;
+const DEFAULT_REDIS_TIMEOUT_MS = 500;
 
 export interface SharedRateLimits {
   /** express-rate-limit's Store for one route group, its counters in Redis. */
@@ -26,8 +26,11 @@ export function redisRateLimits(
     onFailOpen?: () => void;
     /** Key prefix, RATE_LIMIT_REDIS_PREFIX (default `rl:`): each deployment on one Redis its own. */
     prefix?: string;
+    /** RATE_LIMIT_REDIS_TIMEOUT_MS: past it a count fails open. */
+    timeoutMs?: number;
   },
 ): SharedRateLimits {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
   // No offline queue: while disconnected a command fails at once instead of waiting for Redis.
   const client = createClient({
     url,
@@ -61,6 +64,7 @@ export function redisRateLimits(
       new FailOpenStore(
         new RedisStore({ sendCommand, prefix: `${options.prefix ?? 'rl:'}${group}:` }),
         failedOpen,
+        timeoutMs,
       ),
     failOpenCount: () => failOpens,
     async close() {
@@ -70,10 +74,10 @@ export function redisRateLimits(
   };
 }
 
-function withTimeout<T>(p: Promise<T>): Promise<T> {
+function withTimeout<T>(p: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS} ms`)), REDIS_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
@@ -91,6 +95,7 @@ class FailOpenStore implements Store {
   constructor(
     private readonly inner: RedisStore,
     private readonly failedOpen: (err: unknown) => void,
+    private readonly timeoutMs: number,
   ) {}
 
   init(options: Options): void {
@@ -100,7 +105,7 @@ class FailOpenStore implements Store {
   async increment(key: string): Promise<IncrementResponse> {
     try {
       await this.#init();
-      return await withTimeout(this.inner.increment(key));
+      return await withTimeout(this.inner.increment(key), this.timeoutMs);
     } catch (err) {
       this.#ready = undefined;
       this.failedOpen(err);
@@ -111,7 +116,7 @@ class FailOpenStore implements Store {
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
     try {
       await this.#init();
-      return await withTimeout(this.inner.get(key));
+      return await withTimeout(this.inner.get(key), this.timeoutMs);
     } catch {
       this.#ready = undefined;
       return undefined;
@@ -119,15 +124,15 @@ class FailOpenStore implements Store {
   }
 
   async decrement(key: string): Promise<void> {
-    await withTimeout(this.inner.decrement(key)).catch(() => undefined);
+    await withTimeout(this.inner.decrement(key), this.timeoutMs).catch(() => undefined);
   }
 
   async resetKey(key: string): Promise<void> {
-    await withTimeout(this.inner.resetKey(key)).catch(() => undefined);
+    await withTimeout(this.inner.resetKey(key), this.timeoutMs).catch(() => undefined);
   }
 
   #init(): Promise<void> {
-    this.#ready ??= withTimeout(this.inner.init(this.#options!));
+    this.#ready ??= withTimeout(this.inner.init(this.#options!), this.timeoutMs);
     return this.#ready;
   }
 }

@@ -29,6 +29,8 @@ describe.skipIf(!available)('rate limits in Redis (REDIS_URL)', () => {
     shared = redisRateLimits(TEST_REDIS_URL, {
       log: silentLogger(),
       prefix: `test-${randomBytes(6).toString('hex')}:`,
+      // Counting is what is tested: a loaded machine must not turn a slow answer into a pass.
+      timeoutMs: 60_000,
     });
     const env = { RATE_LIMIT_PUBLIC_PER_MIN: '6' };
     a = await startIssuer({ env, context: { rateLimitStore: shared.store } });
@@ -58,6 +60,7 @@ describe.skipIf(!available)('RATE_LIMIT_REDIS_PREFIX: deployments sharing one Re
     const env = (prefix: string) => ({
       REDIS_URL: TEST_REDIS_URL,
       RATE_LIMIT_REDIS_PREFIX: `${prefix}-${run}:`,
+      RATE_LIMIT_REDIS_TIMEOUT_MS: '60000',
       RATE_LIMIT_PUBLIC_PER_MIN: '3',
     });
     first = await startIssuer({ env: env('first') });
