@@ -16,6 +16,8 @@ import { newWebhookSecret, webhookHeaders } from './signature.js';
 /** The event types an endpoint may subscribe to (docs/operations.md "Webhooks"). */
 export const WEBHOOK_EVENT_TYPES = [
   'credential.issued',
+  'credential.delivered',
+  'credential.delivery_failed',
   'credential.revoked',
   'credential.suspended',
   'credential.unsuspended',

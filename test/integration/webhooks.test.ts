@@ -13,16 +13,20 @@ interface Received {
   answered: number;
 }
 
-/** A webhook receiver on a loopback port: answers each request with the next of `answers` (then 204). */
-async function receiver(answers: number[] = []) {
+/**
+ * A webhook receiver on a loopback port: answers each request of an event type with the next of
+ * that type's `answers` (then 204).
+ */
+async function receiver(answers: Record<string, number[]> = {}) {
   const received: Received[] = [];
   const waiters: Array<() => void> = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const answered = answers.shift() ?? 204;
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered });
+      const body = Buffer.concat(chunks).toString('utf8');
+      const answered = answers[(JSON.parse(body) as { type: string }).type]?.shift() ?? 204;
+      received.push({ headers: req.headers, body, answered });
       res.writeHead(answered).end(answered >= 300 ? 'not now' : undefined);
       for (const w of waiters.splice(0)) w();
     });
@@ -61,7 +65,7 @@ describe('webhooks', () => {
 
   it('delivers signed credential.issued and credential.revoked events, retrying a failure with the same webhook-id', async () => {
     const issuer = await start();
-    const hook = await receiver([503]);
+    const hook = await receiver({ 'credential.issued': [503] });
     cleanup.push(() => hook.close());
 
     const added = await issuer.admin('/admin/webhooks', { url: hook.url, events: ['*'], description: 'crm' });
@@ -90,11 +94,16 @@ describe('webhooks', () => {
       schemaId: 'membership-v1',
     });
     expect(issued.status).toBe(201);
-    await hook.until((r) => r.some((x) => x.answered === 204));
+    const typeOf = (r: Received) => (JSON.parse(r.body) as { type: string }).type;
+    const delivered = (type: string) => (r: Received[]) =>
+      r.some((x) => x.answered === 204 && typeOf(x) === type);
+    await hook.until((r) => delivered('credential.issued')(r) && delivered('credential.delivered')(r));
 
     const verifier = new Webhook(endpoint.secret);
-    const [first, second] = hook.received;
-    expect(first!.answered).toBe(503);
+    // The first attempt (503) and its retry carry the same webhook-id.
+    const issuedAttempts = hook.received.filter((r) => typeOf(r) === 'credential.issued');
+    expect(issuedAttempts.map((r) => r.answered)).toEqual([503, 204]);
+    const [first, second] = issuedAttempts;
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     const event = verifier.verify(second!.body, second!.headers as Record<string, string>) as {
       type: string;
@@ -113,6 +122,15 @@ describe('webhooks', () => {
       expiresAt: record.expiresAt.toISOString(),
     });
     expect(event.data.status).toMatchObject({ idx: record.statusSlot!.index });
+    // The upload to the hosting service: credential.delivered, after credential.issued.
+    const deliveredRequest = hook.received.find((r) => typeOf(r) === 'credential.delivered')!;
+    const deliveredEvent = verifier.verify(
+      deliveredRequest.body,
+      deliveredRequest.headers as Record<string, string>,
+    ) as typeof event;
+    expect(deliveredEvent.data).toMatchObject({ credentialId: record.credentialId, attempts: 1 });
+    expect(deliveredEvent.data.storagePath).toEqual(expect.any(String));
+    expect(deliveredEvent.sequence).toBeGreaterThan(event.sequence);
     // No claim values, ciphertext, keys or tokens.
     expect(JSON.stringify(event)).not.toMatch(/Lovelace|ciphertext|credential"|"iv"/);
 
@@ -124,10 +142,11 @@ describe('webhooks', () => {
         })
       ).status,
     ).toBe(200);
-    await hook.until((r) => r.filter((x) => x.answered === 204).length === 2);
+    await hook.until(delivered('credential.revoked'));
+    const revokedRequest = hook.received.find((r) => typeOf(r) === 'credential.revoked')!;
     const revoked = verifier.verify(
-      hook.received.at(-1)!.body,
-      hook.received.at(-1)!.headers as Record<string, string>,
+      revokedRequest.body,
+      revokedRequest.headers as Record<string, string>,
     ) as typeof event;
     expect(revoked.type).toBe('credential.revoked');
     expect(revoked.data).toMatchObject({
@@ -177,13 +196,40 @@ describe('webhooks', () => {
     expect(event).toMatchObject({ type: 'credential.revoked', data: { credentialId } });
   });
 
+  it('an upload given up is credential.delivery_failed, in the transaction that gives it up', async () => {
+    const issuer = await start();
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    const { secret } = (await (
+      await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.delivery_failed'] })
+    ).json()) as { secret: string };
+    // The hosting service refuses the envelope for good: given up after 3 attempts.
+    issuer.emulator!.faults.failNext('dstorage', 3, 400);
+    await issuer.post('/issue-vc', {
+      holderDID: 'did:example:refused',
+      pubKey: generateHolderKeyPair().publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+    });
+    await hook.until((r) => r.length === 1);
+    const event = new Webhook(secret).verify(
+      hook.received[0]!.body,
+      hook.received[0]!.headers as Record<string, string>,
+    ) as { type: string; data: { credentialId: string; attempts: number; lastError: string } };
+    expect(event).toMatchObject({ type: 'credential.delivery_failed', data: { attempts: 3 } });
+    expect(event.data.lastError).toEqual(expect.any(String));
+    expect(await issuer.ctx.store.issuances.get(event.data.credentialId)).toMatchObject({
+      uploadState: 'failed',
+    });
+  });
+
   it('gives up after WEBHOOK_MAX_ATTEMPTS, lists the failed delivery, and a retry after a secret rotation is signed with both secrets', async () => {
     const issuer = await startIssuer({
       env: { WEBHOOK_MAX_ATTEMPTS: '2' },
       context: { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } },
     });
     cleanup.push(() => issuer.close());
-    const hook = await receiver([500, 500]);
+    const hook = await receiver({ 'credential.issued': [500, 500] });
     cleanup.push(() => hook.close());
     const { id, secret: oldSecret } = (await (
       await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })

@@ -70,10 +70,19 @@ interface UploadedMark {
 // Every mark of one turn of the event loop in one statement. Rows are fed in credential id order,
 // so that two instances' batches (a lease taken over while its holder still uploads) lock the
 // rows they share in the same order.
-const MARK_UPLOADED_SQL = `UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
+const MARK_UPLOADED_SQL = `WITH done AS (
+  UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
     next_attempt_at = NULL, lease_until = NULL, last_error = NULL, upload_attempts = i.upload_attempts + 1
   FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS m(id, path, at) ORDER BY id) u
-  WHERE i.credential_id = u.id`;
+  WHERE i.credential_id = u.id
+  RETURNING i.credential_id, i.storage_path, i.upload_attempts, u.at)
+  ${insertEventSql(
+    "'evt_' || gen_random_uuid()",
+    "'credential.delivered'",
+    "json_build_object('credentialId', credential_id, 'storagePath', storage_path, 'attempts', upload_attempts)::text",
+    'at',
+    'FROM done WHERE true',
+  )}`;
 
 interface Proposal {
   size: number;
@@ -362,11 +371,20 @@ export class PostgresIssuanceStore implements IssuanceStore {
   ): Promise<{ attempts: number; gaveUp: boolean }> {
     const { rows } = await this.pool.query<{ attempts: number; state: string }>({
       name: 'pg-mark-upload-failed',
-      text: `UPDATE issuances SET last_error = $1, lease_until = NULL, upload_attempts = upload_attempts + 1,
-        upload_state = CASE WHEN upload_attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END,
-        next_attempt_at = CASE WHEN upload_attempts + 1 >= $4 THEN NULL ELSE $2::timestamptz END
-        WHERE credential_id = $3 AND upload_state = 'pending'
-        RETURNING upload_attempts AS attempts, upload_state AS state`,
+      // The give-up and its `credential.delivery_failed` event in one statement.
+      text: `WITH f AS (UPDATE issuances SET last_error = $1, lease_until = NULL, upload_attempts = upload_attempts + 1,
+          upload_state = CASE WHEN upload_attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END,
+          next_attempt_at = CASE WHEN upload_attempts + 1 >= $4 THEN NULL ELSE $2::timestamptz END
+          WHERE credential_id = $3 AND upload_state = 'pending'
+          RETURNING credential_id, upload_attempts AS attempts, upload_state AS state, last_error),
+        ev AS (${insertEventSql(
+          "'evt_' || gen_random_uuid()",
+          "'credential.delivery_failed'",
+          "json_build_object('credentialId', credential_id, 'attempts', attempts, 'lastError', last_error)::text",
+          'now()',
+          "FROM f WHERE state = 'failed'",
+        )})
+        SELECT attempts, state FROM f`,
       values: [error, nextAttemptAt, credentialId, giveUpAfter],
     });
     return { attempts: rows[0]?.attempts ?? 0, gaveUp: rows[0]?.state === 'failed' };

@@ -19,6 +19,7 @@ import type {
   StatusSlot,
   UploadState,
 } from '../store.js';
+import { newWebhookEventId } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { GroupCommit } from './group-commit.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
@@ -112,9 +113,10 @@ export class SqliteIssuanceStore implements IssuanceStore {
         `UPDATE issuances SET lease_until = ? WHERE credential_id = ? AND upload_state = 'pending'
          AND (lease_until IS NULL OR lease_until < ?)`,
       ),
-      uploaded: db.prepare(
+      uploaded: db.prepare<[string | null, string, string], { attempts: number }>(
         `UPDATE issuances SET upload_state = 'uploaded', storage_path = ?, uploaded_at = ?, next_attempt_at = NULL,
-           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?`,
+           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?
+         RETURNING upload_attempts AS attempts`,
       ),
       failed: db.prepare<
         { error: string; next: number; id: string; giveUpAfter: number },
@@ -312,7 +314,18 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   /** Commits with the other writes of this turn (group-commit.ts). */
   async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    await this.writes.run(() => this.stmts.uploaded.run(storagePath, at.toISOString(), credentialId));
+    await this.writes.run(() => {
+      const row = this.stmts.uploaded.get(storagePath, at.toISOString(), credentialId);
+      if (row)
+        this.webhooks.insertEvent(
+          {
+            id: newWebhookEventId(),
+            type: 'credential.delivered',
+            data: JSON.stringify({ credentialId, storagePath, attempts: row.attempts }),
+          },
+          at,
+        );
+    });
   }
 
   async markUploadFailed(
@@ -321,12 +334,25 @@ export class SqliteIssuanceStore implements IssuanceStore {
     nextAttemptAt: Date,
     giveUpAfter: number,
   ): Promise<{ attempts: number; gaveUp: boolean }> {
-    const row = this.stmts.failed.get({
-      error,
-      next: nextAttemptAt.getTime(),
-      id: credentialId,
-      giveUpAfter,
+    const tx = this.db.transaction(() => {
+      const row = this.stmts.failed.get({
+        error,
+        next: nextAttemptAt.getTime(),
+        id: credentialId,
+        giveUpAfter,
+      });
+      if (row?.state === 'failed')
+        this.webhooks.insertEvent(
+          {
+            id: newWebhookEventId(),
+            type: 'credential.delivery_failed',
+            data: JSON.stringify({ credentialId, attempts: row.attempts, lastError: error }),
+          },
+          new Date(),
+        );
+      return row;
     });
+    const row = this.db.inTransaction ? tx() : tx.immediate();
     return { attempts: row?.attempts ?? 0, gaveUp: row?.state === 'failed' };
   }
 
