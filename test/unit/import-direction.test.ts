@@ -109,4 +109,21 @@ describe('import direction between the rooms of src/', () => {
     );
     expect(outside).toEqual([]);
   });
+
+  it('no import cycle among the files of src/ (type imports included)', () => {
+    const state = new Map<string, 'open' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (file: string, path: string[]) => {
+      state.set(file, 'open');
+      for (const { target } of graph.get(file) ?? []) {
+        if (!graph.has(target)) continue;
+        if (state.get(target) === 'open')
+          cycles.push([...path, file, target].slice(path.indexOf(target)).join(' → '));
+        else if (!state.has(target)) visit(target, [...path, file]);
+      }
+      state.set(file, 'done');
+    };
+    for (const file of files) if (!state.has(file)) visit(file, []);
+    expect(cycles).toEqual([]);
+  });
 });

@@ -1,11 +1,9 @@
 import { AUDIT_ACTIONS } from '../../model.js';
 import { json, table } from '../output.js';
+import { type KeysetPage, walkAllPages } from '../paging.js';
 import type { RegisterCommand } from './command.js';
 
-interface AuditPage {
-  data: Array<{ at: string; actor: string; action: string; target: string; reason?: string }>;
-  pagination: { page?: number; limit: number; total?: number; nextCursor: string | null };
-}
+type AuditPage = KeysetPage<{ at: string; actor: string; action: string; target: string; reason?: string }>;
 
 export const auditCommand: RegisterCommand = (program, act) => {
   program
@@ -42,19 +40,8 @@ export const auditCommand: RegisterCommand = (program, act) => {
               })
             ).body;
           let body: AuditPage;
-          if (opts.all) {
-            const data: AuditPage['data'] = [];
-            let cursor: string | null | undefined;
-            do {
-              const answer = await fetchPage(cursor ? { cursor } : {});
-              data.push(...answer.data);
-              cursor = answer.pagination.nextCursor;
-            } while (cursor);
-            body = {
-              data,
-              pagination: { page: 1, limit: data.length, total: data.length, nextCursor: null },
-            };
-          } else if (opts.cursor !== undefined) {
+          if (opts.all) body = await walkAllPages(fetchPage);
+          else if (opts.cursor !== undefined) {
             body = await fetchPage({
               cursor: opts.cursor,
               ...(opts.page === undefined ? {} : { page: opts.page }),

@@ -1,5 +1,6 @@
 import { AdminApiError } from '../admin-client.js';
 import { json, table } from '../output.js';
+import { type KeysetPage, walkAllPages } from '../paging.js';
 import { type RegisterCommand, withFlags } from './command.js';
 
 /** The route's query parameters as this command's flags, so that an error names what to fix. */
@@ -62,10 +63,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
     )
     .action(
       act(async (run, opts: Record<string, string | boolean | undefined>) => {
-        type Page = {
-          data: Array<Record<string, unknown>>;
-          pagination: { page?: number; limit: number; total?: number; nextCursor: string | null };
-        };
+        type Page = KeysetPage<Record<string, unknown>>;
         const query = {
           holderDid: opts.holderDid as string | undefined,
           email: opts.email as string | undefined,
@@ -86,21 +84,8 @@ export const historyCommand: RegisterCommand = (program, act) => {
           }
         };
         let result: Page;
-        if (opts.all) {
-          // By cursor: each page costs the same however far it is, and issuances recorded while
-          // walking neither repeat nor shift a record (docs/interface.md "Paging").
-          const data: Page['data'] = [];
-          let cursor: string | null | undefined;
-          do {
-            const answer = await fetchPage(cursor ? { cursor } : {});
-            data.push(...answer.data);
-            cursor = answer.pagination.nextCursor;
-          } while (cursor);
-          result = {
-            data,
-            pagination: { page: 1, limit: data.length, total: data.length, nextCursor: null },
-          };
-        } else if (typeof opts.cursor === 'string') {
+        if (opts.all) result = await walkAllPages(fetchPage);
+        else if (typeof opts.cursor === 'string') {
           // With --page as well, the route refuses the pair and names `cursor`.
           result = await fetchPage({
             cursor: opts.cursor,
