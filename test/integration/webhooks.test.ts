@@ -289,6 +289,10 @@ describe('webhooks', () => {
       ).status,
     ).toBe(201);
     await gaveUp;
+    const metrics = await (await fetch(`${issuer.url}/metrics`)).text();
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_failed 1$/m);
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_total\{outcome="gave_up"\} 1$/m);
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_total\{outcome="retry"\} 1$/m);
     const failed = (await (await issuer.admin(`/admin/webhooks/${id}/deliveries?status=failed`)).json()) as {
       deliveries: Array<{ id: string; state: string; attempts: number; lastStatus: number; type: string }>;
     };
