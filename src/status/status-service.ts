@@ -3,6 +3,7 @@ import { AppError, notFound } from '../errors.js';
 import type { ManagedKey } from '../keys/key-ring.js';
 import type { AuditActor, StatusChange, Telemetry } from '../model.js';
 import type { IssuanceRecord, PartitionRecord, StatusChangeRequest, StatusStore } from '../store/store.js';
+import { newWebhookEventId } from '../store/webhook-store.js';
 import { StatusList, signStatusListToken } from './status-list.js';
 
 export interface PublishedPartition {
@@ -117,7 +118,11 @@ export class StatusService {
       { privateKey: key.privateKey, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
-    await this.deps.store.savePartitionToken(partition, token, etag, now, ticket);
+    await this.deps.store.savePartitionToken(partition, token, etag, now, ticket, {
+      id: newWebhookEventId(),
+      type: 'status_list.published',
+      data: JSON.stringify({ partition, uri: this.uri(partition) }),
+    });
     this.deps.telemetry?.emit('statusListBuilt', {
       partition,
       seconds: (performance.now() - started) / 1000,

@@ -173,6 +173,8 @@ export interface StatusStore {
     etag: string,
     publishedAt: Date,
     ticket: string,
+    /** Its `status_list.published` webhook event, written with the token (while an endpoint exists). */
+    event?: NewWebhookEvent,
   ): Promise<boolean>;
   /**
    * Applies a status change in one transaction with the partition's cache invalidation.

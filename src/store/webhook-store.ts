@@ -56,6 +56,11 @@ export interface WebhookDeliveryRecord {
 }
 
 export interface WebhookStore {
+  /**
+   * Writes an event of a change that is not one database transaction (a key rotation: key files
+   * on SQLite), once the change is in place; nothing while no endpoint exists.
+   */
+  recordEvent(event: NewWebhookEvent, at: Date): Promise<void>;
   addEndpoint(endpoint: NewWebhookEndpoint): Promise<void>;
   listEndpoints(): Promise<WebhookEndpointRecord[]>;
   getEndpoint(id: string): Promise<WebhookEndpointRecord | undefined>;

@@ -21,6 +21,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'credential.revoked',
   'credential.suspended',
   'credential.unsuspended',
+  'key.rotated',
+  'status_list.published',
 ] as const;
 
 const SEAL_PURPOSE = 'webhook-secret';

@@ -196,6 +196,48 @@ describe('webhooks', () => {
     expect(event).toMatchObject({ type: 'credential.revoked', data: { credentialId } });
   });
 
+  it('a key rotation is key.rotated, and the status lists it re-signs are status_list.published', async () => {
+    const issuer = await start();
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    expect(
+      (
+        await issuer.post('/issue-vc', {
+          holderDID: 'did:example:before-rotation',
+          pubKey: generateHolderKeyPair().publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+        })
+      ).status,
+    ).toBe(201);
+    const { secret } = (await (
+      await issuer.admin('/admin/webhooks', {
+        url: hook.url,
+        events: ['key.rotated', 'status_list.published'],
+      })
+    ).json()) as { secret: string };
+    const before = issuer.ctx.keys.current().signing.kid;
+    const rotated = await issuer.admin('/admin/keys/rotate', { purpose: 'credential-signing' });
+    expect(rotated.status).toBe(200);
+    const { created } = (await rotated.json()) as { created: { kid: string } };
+    await hook.until((r) => r.length === 2);
+    const events = hook.received.map((r) =>
+      new Webhook(secret).verify(r.body, r.headers as Record<string, string>),
+    ) as Array<{ type: string; data: Record<string, unknown> }>;
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'key.rotated',
+        data: { purpose: 'credential-signing', kid: created.kid, retiredKid: before },
+      }),
+    );
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'status_list.published',
+        data: { partition: 0, uri: `${issuer.url}/statuslist/0` },
+      }),
+    );
+  });
+
   it('an upload given up is credential.delivery_failed, in the transaction that gives it up', async () => {
     const issuer = await start();
     const hook = await receiver();

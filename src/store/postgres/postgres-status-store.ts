@@ -9,7 +9,7 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
-import { newWebhookEventId, STATUS_EVENT_TYPE } from '../webhook-store.js';
+import { type NewWebhookEvent, newWebhookEventId, STATUS_EVENT_TYPE } from '../webhook-store.js';
 import { type PgPool, type Queryable, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 import { insertEventSql } from './postgres-webhook-store.js';
@@ -88,13 +88,22 @@ export class PostgresStatusStore implements StatusStore {
     etag: string,
     publishedAt: Date,
     ticket: string,
+    event?: NewWebhookEvent,
   ): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE status_list_partitions SET token = $1, etag = $2, published_at = $3, build_ticket = NULL
-       WHERE partition = $4 AND build_ticket = $5`,
-      [token, etag, publishedAt, partition, ticket],
+    const save = `UPDATE status_list_partitions SET token = $1, etag = $2, published_at = $3, build_ticket = NULL
+       WHERE partition = $4 AND build_ticket = $5 RETURNING partition`;
+    if (!event) {
+      const { rowCount } = await this.pool.query(save, [token, etag, publishedAt, partition, ticket]);
+      return rowCount === 1;
+    }
+    // The token and its event in one statement, so one transaction.
+    const { rows } = await this.pool.query<{ partition: number }>(
+      `WITH saved AS (${save}),
+         ev AS (${insertEventSql('$6::text', '$7::text', '$8::text', '$3::timestamptz', 'FROM saved WHERE true')})
+       SELECT partition FROM saved`,
+      [token, etag, publishedAt, partition, ticket, event.id, event.type, event.data],
     );
-    return rowCount === 1;
+    return rows.length === 1;
   }
 
   async changeStatus(

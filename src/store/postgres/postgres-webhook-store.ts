@@ -1,5 +1,6 @@
 import type {
   NewWebhookEndpoint,
+  NewWebhookEvent,
   WebhookDeliveryRecord,
   WebhookDeliveryState,
   WebhookEndpointRecord,
@@ -77,6 +78,15 @@ export function insertEventSql(id: string, type: string, data: string, at: strin
 
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
+
+  async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
+    await this.pool.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+      event.id,
+      event.type,
+      event.data,
+      at,
+    ]);
+  }
 
   async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
     await this.pool.query(

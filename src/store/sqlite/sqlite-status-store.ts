@@ -9,7 +9,7 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
-import { statusChangeEvent } from '../webhook-store.js';
+import { type NewWebhookEvent, statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { rowToIssuance } from './sqlite-issuance-store.js';
@@ -101,8 +101,15 @@ export class SqliteStatusStore implements StatusStore {
     etag: string,
     publishedAt: Date,
     ticket: string,
+    event?: NewWebhookEvent,
   ): Promise<boolean> {
-    return this.stmts.save.run(token, etag, publishedAt.toISOString(), partition, ticket).changes === 1;
+    const tx = this.db.transaction(() => {
+      const saved =
+        this.stmts.save.run(token, etag, publishedAt.toISOString(), partition, ticket).changes === 1;
+      if (saved && event) this.webhooks.insertEvent(event, publishedAt);
+      return saved;
+    });
+    return this.db.inTransaction ? tx() : tx.immediate();
   }
 
   async changeStatus(

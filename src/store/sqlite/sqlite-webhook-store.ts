@@ -134,6 +134,10 @@ export class SqliteWebhookStore implements WebhookStore {
     this.stmts.insertEvent.run({ ...event, at: at.getTime() });
   }
 
+  async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
+    this.insertEvent(event, at);
+  }
+
   async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
     this.stmts.addEndpoint.run({
       id: e.id,

@@ -6,6 +6,7 @@ import { publishedSigningKeys } from '../../../keys/published-keys.js';
 import { x5cRotation } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
+import { newWebhookEventId } from '../../../store/webhook-store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField } from './fields.js';
@@ -110,6 +111,14 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
     const { retired, created } = await ctx.keys.rotate(purpose, now, x5c);
     // Not one database transaction with the key change: recorded once the new key is in place.
     await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
+    await ctx.store.webhooks.recordEvent(
+      {
+        id: newWebhookEventId(),
+        type: 'key.rotated',
+        data: JSON.stringify({ purpose, kid: created.kid, retiredKid: retired[0]?.kid ?? null }),
+      },
+      now,
+    );
     const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];
     return {
       purpose,
