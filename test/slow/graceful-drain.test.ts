@@ -1,13 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID } from '../helpers/issuer.js';
+import { startMainProcess } from '../helpers/main-process.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** A hosting service that holds every call until the test lets it answer. */
@@ -43,48 +42,16 @@ async function holdingUpstream() {
   };
 }
 
-interface Child {
-  proc: ChildProcess;
-  url: string;
-  lines: Record<string, unknown>[];
-  waitFor(event: string): Promise<Record<string, unknown>>;
-  exit: Promise<number | null>;
-}
-
-async function startChild(dir: string, env: Record<string, string>): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      NODE_ENV: 'development',
-      PORT: '0',
-      KEYS_DIR: join(dir, 'keys'),
-      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-      API_KEY: TEST_API_KEY,
-      ADMIN_API_KEY: TEST_ADMIN_API_KEY,
-      PARTNER_ID: TEST_PARTNER_ID,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+/** A development server on SQLite in `dir`, with the test keys. */
+const startChild = (dir: string, env: Record<string, string>) =>
+  startMainProcess({
+    KEYS_DIR: join(dir, 'keys'),
+    DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+    API_KEY: TEST_API_KEY,
+    ADMIN_API_KEY: TEST_ADMIN_API_KEY,
+    PARTNER_ID: TEST_PARTNER_ID,
+    ...env,
   });
-  const exit = once(proc, 'exit').then(([code]) => code as number | null);
-  const lines: Record<string, unknown>[] = [];
-  const seen = new EventEmitter();
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
-    const record = JSON.parse(line) as Record<string, unknown>;
-    lines.push(record);
-    seen.emit('line', record);
-  });
-  const waitFor = async (event: string) => {
-    for (;;) {
-      const found = lines.find((l) => l.event === event);
-      if (found) return found;
-      await once(seen, 'line');
-    }
-  };
-  const listening = await waitFor('listening');
-  return { proc, url: String(listening.url), lines, waitFor, exit };
-}
 
 const issueVc = (url: string, holder: number) =>
   fetch(`${url}/issue-vc`, {

@@ -1,14 +1,13 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
 import { issuerJwks } from '../helpers/jwks.js';
+import { startMainProcess } from '../helpers/main-process.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 const schema = (schemaId: string, extra: Record<string, unknown> = {}) => ({
@@ -22,56 +21,6 @@ const schema = (schemaId: string, extra: Record<string, unknown> = {}) => ({
   },
   ...extra,
 });
-
-interface Child {
-  proc: ChildProcess;
-  url: string;
-  /** The next log line with this event after `from` lines (JSON logs). */
-  waitFor(event: string, from?: number): Promise<Record<string, unknown>>;
-  waitForAll(event: string, from: number, count: number): Promise<Record<string, unknown>[]>;
-  lines: Record<string, unknown>[];
-}
-
-async function startChild(env: Record<string, string>): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      NODE_ENV: 'development',
-      PORT: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines: Record<string, unknown>[] = [];
-  const seen = new EventEmitter();
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
-    // Workers share the pipe: a line that is not one JSON record is not a log line of interest.
-    let record: Record<string, unknown>;
-    try {
-      record = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    lines.push(record);
-    seen.emit('line');
-  });
-  const exited = once(proc, 'exit').then(([code]) => {
-    throw new Error(`the server exited with ${code}`);
-  });
-  exited.catch(() => undefined);
-  /** The first `count` lines with this event after line `from`, once there are that many. */
-  const waitForAll = async (event: string, from: number, count: number) => {
-    for (;;) {
-      const found = lines.slice(from).filter((l) => l.event === event);
-      if (found.length >= count) return found.slice(0, count);
-      await Promise.race([once(seen, 'line'), exited]);
-    }
-  };
-  const waitFor = async (event: string, from = 0) => (await waitForAll(event, from, 1))[0]!;
-  const listening = await waitFor('listening');
-  return { proc, url: String(listening.url), waitFor, waitForAll, lines };
-}
 
 // docs/schemas-and-claims.md "Reloading schemas", on a real process: a new file is served after
 // POST /admin/schemas/reload or SIGHUP; a bad file leaves the set in service unchanged.
@@ -92,7 +41,7 @@ describe('schema reload', () => {
       jwks: issuerJwks(() => issuerUrl),
     });
     cleanup.push(() => emulator.close());
-    const child = await startChild({
+    const child = await startMainProcess({
       KEYS_DIR: join(dir, 'keys'),
       DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
       SCHEMAS_DIR: schemasDir,
@@ -226,7 +175,7 @@ describe('schema reload', () => {
       jwks: issuerJwks(() => issuerUrl),
     });
     cleanup.push(() => emulator.close());
-    const child = await startChild({
+    const child = await startMainProcess({
       WORKERS: '2',
       KEYS_DIR: join(dir, 'keys'),
       DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
