@@ -4,8 +4,17 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
-import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
+import {
+  queryStore,
+  removeDir,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  type TestIssuer,
+  tempDir,
+} from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -365,3 +374,72 @@ describe('webhooks', () => {
     await expectError(res, 400, 'INVALID_PARAMETER', field);
   });
 });
+
+// docs/security.md "Keys shared by several instances": `keys reseal` reseals webhook secrets too.
+describe.skipIf(!(await postgresAvailable('the webhook secret reseal test')))(
+  'webhook secrets under keys reseal',
+  () => {
+    it('reseals the current and the previous secret; the restarted issuer signs with both', async () => {
+      const OLD = 'c4'.repeat(32);
+      const NEW = '5d'.repeat(32);
+      const db = await createTempDatabase();
+      const dir = tempDir();
+      const hook = await receiver();
+      const context = { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } };
+      try {
+        const before = await startIssuer({
+          dir,
+          env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: OLD },
+          context,
+        });
+        const { id, secret: first } = (await (
+          await before.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })
+        ).json()) as { id: string; secret: string };
+        const { secret } = (await (await before.admin(`/admin/webhooks/${id}/rotate-secret`, {})).json()) as {
+          secret: string;
+        };
+        await before.close();
+
+        const run = await runCli(
+          ['keys', 'reseal'],
+          { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY_PREVIOUS: OLD, KEY_ENCRYPTION_KEY: NEW },
+          dir,
+        );
+        expect(run.code).toBe(0);
+        expect(run.stdout.match(new RegExp(`webhook-secret ${id}`, 'g'))).toHaveLength(2);
+
+        const after = await startIssuer({
+          dir,
+          env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: NEW },
+          context,
+        });
+        try {
+          expect(
+            (
+              await after.post('/issue-vc', {
+                holderDID: 'did:example:resealed',
+                pubKey: generateHolderKeyPair().publicKeyHex,
+                userId: 'demo-user-1',
+                schemaId: 'membership-v1',
+              })
+            ).status,
+          ).toBe(201);
+          await hook.until((r) => r.length === 1);
+          for (const s of [secret, first])
+            expect(
+              new Webhook(s).verify(
+                hook.received[0]!.body,
+                hook.received[0]!.headers as Record<string, string>,
+              ),
+            ).toMatchObject({ type: 'credential.issued' });
+        } finally {
+          await after.close();
+        }
+      } finally {
+        await hook.close();
+        await db.drop();
+        removeDir(dir);
+      }
+    });
+  },
+);
