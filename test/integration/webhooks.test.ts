@@ -3,7 +3,9 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { Webhooks } from '../../src/webhooks/webhooks.js';
 import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
 import {
@@ -203,6 +205,40 @@ describe('webhooks', () => {
       hook.received[0]!.headers as Record<string, string>,
     );
     expect(event).toMatchObject({ type: 'credential.revoked', data: { credentialId } });
+  });
+
+  it('two workers on one store: each delivery attempted by one of them, once', async () => {
+    const issuer = await start();
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    // A second instance's worker on the same database, sweeping as often as the first.
+    const other = new Webhooks(issuer.ctx.store.webhooks, {
+      policy: { production: false, allowPrivate: false },
+      // The test issuers run on the development KEY_ENCRYPTION_KEY (none set).
+      kek: issuer.ctx.store.keys ? DEVELOPMENT_KEY_ENCRYPTION_KEY : undefined,
+      maxAttempts: 15,
+      sweepMs: 20,
+    });
+    await other.start();
+    cleanup.push(() => other.stop());
+    await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] });
+    const holder = generateHolderKeyPair();
+    const issued = await Promise.all(
+      Array.from({ length: 12 }, (_, n) =>
+        issuer.post('/issue-vc', {
+          holderDID: `did:example:raced-${n}`,
+          pubKey: holder.publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+        }),
+      ),
+    );
+    expect(issued.map((r) => r.status)).toEqual(Array(12).fill(201));
+    await hook.until((r) => new Set(r.map((x) => x.headers['webhook-id'])).size === 12);
+    const ids = hook.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(12);
+    const sequences = hook.received.map((r) => (JSON.parse(r.body) as { sequence: number }).sequence);
+    expect(new Set(sequences).size).toBe(12);
   });
 
   it('a key rotation is key.rotated, and the status lists it re-signs are status_list.published', async () => {
