@@ -237,6 +237,8 @@ export async function createContext(
     // Sealed at rest where the keys are (PostgreSQL).
     kek: store.keys ? secrets.keyEncryption.current : undefined,
     maxAttempts: config.webhookMaxAttempts,
+    baseBackoffMs: config.webhookRetryBaseMs,
+    leaseMs: config.webhookLeaseMs,
     sweepMs: config.outboxSweepMs,
     ...overrides.webhooks,
     log,

@@ -67,6 +67,10 @@ export interface Config {
   uploadMaxAttempts: number;
   /** WEBHOOK_MAX_ATTEMPTS: attempts of one webhook delivery before it is `failed`. */
   webhookMaxAttempts: number;
+  /** WEBHOOK_RETRY_BASE_MS: the first wait before a failed webhook delivery is tried again. */
+  webhookRetryBaseMs: number;
+  /** WEBHOOK_LEASE_MS: how long an instance owns a webhook delivery it is attempting. */
+  webhookLeaseMs: number;
   /** WEBHOOK_ALLOW_PRIVATE=1: production webhooks may reach private addresses. */
   webhookAllowPrivate: boolean;
   /** UPLOAD_LEASE_MS: how long an instance owns an upload it has taken. */
@@ -292,6 +296,8 @@ export function loadConfig(
       uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
+      webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
+      webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
     },

@@ -263,8 +263,18 @@ export const EnvSchema = z.object({
   }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:
-      'Attempts of one webhook delivery (backoff doubling from 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',
+      'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',
     default: '`15`',
+  }),
+  WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 10, 3_600_000).optional().meta({
+    description:
+      'The first wait before a failed webhook delivery is tried again; each further wait doubles it (capped at 3 h), with jitter.',
+    default: '`30000`',
+  }),
+  WEBHOOK_LEASE_MS: int('WEBHOOK_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns a webhook delivery it is attempting; a delivery left by an instance that died is taken over by another once this has passed. Keep it longer than an attempt (10 s at most), or a slow receiver may get the same webhook-id twice.',
+    default: '`60000`',
   }),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1'], 'WEBHOOK_ALLOW_PRIVATE must be 1 (or unset)').optional().meta({
     description:

@@ -1,0 +1,419 @@
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulatorServer } from '../../src/development/emulator/index.js';
+import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import {
+  type InstanceProcess,
+  isAlive,
+  liveJwks,
+  startInstanceProcess,
+  stopInstanceProcesses,
+} from '../helpers/instance-process.js';
+import { removeDir, TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable, redisAvailable } from '../helpers/services.js';
+
+const holder = generateHolderKeyPair('x25519');
+const redis = await redisAvailable('the webhook crash tests');
+const postgres = redis && (await postgresAvailable('the two-instance webhook crash test'));
+
+/** One request the receiver got: its webhook-id, and how it was answered (`cut`: the sender went away first). */
+interface Attempt {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  answered: number | 'cut';
+  /** Whether its signature verified with the endpoint's secret. */
+  valid: boolean;
+}
+
+type Mode = 'fail' | 'hold' | 'ok';
+
+/**
+ * A Standard Webhooks receiver on a loopback port: verifies each request with the `standardwebhooks`
+ * package and records it. `fail` answers 500, `ok` 204, `hold` answers nothing until `release()`.
+ */
+async function receiver() {
+  const attempts: Attempt[] = [];
+  const held: Array<{ attempt: Attempt; res: ServerResponse }> = [];
+  const waiters: Array<() => void> = [];
+  let verifier: Webhook | undefined;
+  let mode: Mode = 'fail';
+  const changed = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let valid = false;
+      try {
+        verifier!.verify(body, req.headers as Record<string, string>);
+        valid = true;
+      } catch {
+        valid = false;
+      }
+      const event = JSON.parse(body) as { type: string; data: Record<string, unknown> };
+      const attempt: Attempt = {
+        id: String(req.headers['webhook-id']),
+        type: event.type,
+        data: event.data,
+        answered: 'cut',
+        valid,
+      };
+      attempts.push(attempt);
+      if (mode === 'hold') {
+        held.push({ attempt, res });
+      } else {
+        attempt.answered = mode === 'ok' ? 204 : 500;
+        res.writeHead(attempt.answered).end();
+      }
+      changed();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    attempts,
+    held,
+    setSecret(secret: string) {
+      verifier = new Webhook(secret);
+    },
+    setMode(next: Mode) {
+      mode = next;
+    },
+    /** Answers every held request still open with 204; those whose sender went away stay `cut`. */
+    release() {
+      for (const { attempt, res } of held.splice(0)) {
+        if (res.socket?.destroyed ?? true) continue;
+        attempt.answered = 204;
+        res.writeHead(204).end();
+      }
+    },
+    /** Resolves once `check` holds for what was received. */
+    async until(check: () => boolean) {
+      while (!check()) await new Promise<void>((ok) => waiters.push(ok));
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((ok) => server.close(() => ok()));
+    },
+  };
+}
+type Receiver = Awaited<ReturnType<typeof receiver>>;
+
+const call = (url: string, path: string, body?: unknown, admin = true) =>
+  fetch(`${url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(admin ? { 'x-admin-api-key': TEST_ADMIN_API_KEY } : { 'x-api-key': TEST_API_KEY }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+/** Every page of an admin list (issuance history, audit). */
+async function all<T>(url: string, path: string): Promise<T[]> {
+  const rows: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = path.includes('?') ? '&' : '?';
+    const res = await call(
+      url,
+      `${path}${sep}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    expect(res.status).toBe(200);
+    const page = (await res.json()) as { data: T[]; pagination: { nextCursor: string | null } };
+    rows.push(...page.data);
+    cursor = page.pagination.nextCursor;
+  } while (cursor);
+  return rows;
+}
+
+const hostedBody = (n: number) => ({
+  holderDID: `did:example:hook-${n}`,
+  pubKey: holder.publicKeyHex,
+  userId: 'demo-user-1',
+  schemaId: 'membership-v1',
+  proofType: 'SD_JWT_VC',
+});
+const directBody = (n: number) => ({
+  userId: `hook.${n}@example.org`,
+  schemaId: 'membership-v1',
+  vct: 'urn:vct:membership',
+  expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
+  credentialSubject: {
+    givenName: 'Web',
+    familyName: 'Hook',
+    memberSince: '2022-01-01',
+    tier: 'basic',
+    memberNumber: n + 1,
+  },
+});
+
+/**
+ * The issuance burst: `hosted` hosted and `direct` direct issuances, `parallel` at a time, each
+ * through `instance(n)` (awaited: it may be restarting); `onAnswer` sees each answer as it comes.
+ */
+async function burst(
+  counts: { hosted: number; direct: number; parallel: number },
+  instance: (n: number) => Promise<InstanceProcess>,
+  onAnswer: (answered: number) => void,
+) {
+  // Hosted and direct interleaved.
+  const jobs: Array<readonly [string, unknown, boolean]> = [];
+  for (let n = 0; n < Math.max(counts.hosted, counts.direct); n++) {
+    if (n < counts.hosted) jobs.push(['/issue-vc', hostedBody(n), false]);
+    if (n < counts.direct) jobs.push(['/admin/issue-vc', directBody(n), true]);
+  }
+  let next = 0;
+  let answered = 0;
+  const statuses: Array<number | 'cut'> = [];
+  await Promise.all(
+    Array.from({ length: counts.parallel }, async () => {
+      while (next < jobs.length) {
+        const n = next++;
+        const [path, body, admin] = jobs[n]!;
+        const target = await instance(n);
+        const res = await call(target.url, path, body, admin).catch(() => undefined);
+        statuses.push(res?.status ?? 'cut');
+        onAnswer(++answered);
+      }
+    }),
+  );
+  return statuses;
+}
+
+/** Revokes `count` valid credentials, through `instance(n)`. */
+async function revoke(count: number, instance: (n: number) => InstanceProcess) {
+  const history = await all<{ revocationNonce: string; status: string }>(
+    instance(0).url,
+    '/admin/issuance-history?status=valid',
+  );
+  expect(history.length).toBeGreaterThanOrEqual(count);
+  for (const [n, r] of history.slice(0, count).entries()) {
+    const res = await call(instance(n).url, '/admin/revoke', { revocationNonce: r.revocationNonce });
+    expect(res.status).toBe(200);
+  }
+}
+
+/**
+ * What the database says happened (the history and the audit) against what the receiver got:
+ * every event arrives with a valid signature and a 2xx; an id answered 2xx twice only if an
+ * earlier attempt of it failed, was cut, or was answered before the kill (`killMark`: the number of
+ * attempts received by then) and so may not have been recorded.
+ */
+async function expectEveryEventOnce(url: string, endpointId: string, hook: Receiver, killMark: number) {
+  const delivered = (type: string, key: string) =>
+    new Set(
+      hook.attempts.filter((a) => a.type === type && a.answered === 204).map((a) => String(a.data[key])),
+    );
+  const missing = async () => {
+    const history = await all<{ credentialId: string; uploadState: string; revocationNonce: string }>(
+      url,
+      '/admin/issuance-history',
+    );
+    const revokes = await all<{ target: string }>(url, '/admin/audit?action=revoke');
+    const issued = delivered('credential.issued', 'credentialId');
+    const uploaded = delivered('credential.delivered', 'credentialId');
+    const revoked = delivered('credential.revoked', 'revocationNonce');
+    const pending = (await (
+      await call(url, `/admin/webhooks/${endpointId}/deliveries?status=pending&limit=500`)
+    ).json()) as { deliveries: unknown[] };
+    return [
+      ...history.filter((h) => !issued.has(h.credentialId)).map((h) => `issued ${h.credentialId}`),
+      ...history
+        .filter((h) => h.uploadState === 'uploaded' && !uploaded.has(h.credentialId))
+        .map((h) => `delivered ${h.credentialId}`),
+      ...history.filter((h) => h.uploadState !== 'uploaded').map((h) => `upload of ${h.credentialId}`),
+      ...revokes.filter((r) => !revoked.has(r.target)).map((r) => `revoked ${r.target}`),
+      ...(pending.deliveries.length > 0 ? [`${pending.deliveries.length} pending deliveries`] : []),
+    ];
+  };
+  // The test's timeout bounds this: retries and an expired lease run on their own time.
+  await expect.poll(missing, { interval: 200, timeout: 500_000 }).toEqual([]);
+
+  // Every delivery the issuer recorded was received and answered 2xx; none failed for good.
+  const list = async (state: string) =>
+    (
+      (await (
+        await call(url, `/admin/webhooks/${endpointId}/deliveries?status=${state}&limit=500`)
+      ).json()) as {
+        deliveries: Array<{ id: string; attempts: number }>;
+      }
+    ).deliveries;
+  expect(await list('failed')).toEqual([]);
+  const recorded = await list('delivered');
+  expect(recorded.length).toBeLessThan(500);
+  const ok = new Set(hook.attempts.filter((a) => a.answered === 204).map((a) => a.id));
+  expect(recorded.filter((d) => !ok.has(d.id))).toEqual([]);
+  // Nothing arrived that the issuer does not know, and every signature verifies.
+  expect(new Set(hook.attempts.map((a) => a.id))).toEqual(new Set(recorded.map((d) => d.id)));
+  expect(hook.attempts.filter((a) => !a.valid)).toEqual([]);
+
+  // Duplicates only where an earlier attempt failed or was cut.
+  const unexplained: string[] = [];
+  const byId = new Map<string, Array<Attempt & { at: number }>>();
+  for (const [at, a] of hook.attempts.entries()) byId.set(a.id, [...(byId.get(a.id) ?? []), { ...a, at }]);
+  for (const [id, tries] of byId) {
+    const oks = tries.filter((t) => t.answered === 204);
+    for (const extra of oks.slice(1)) {
+      const before = tries.filter((t) => t.at < extra.at);
+      if (!before.some((t) => t.answered !== 204 || t.at < killMark)) unexplained.push(id);
+    }
+  }
+  expect(unexplained).toEqual([]);
+  return { events: byId.size, failed: hook.attempts.filter((a) => a.answered !== 204).length };
+}
+
+/** Registers the receiver for every event type; answers the endpoint id. */
+async function register(url: string, hook: Receiver): Promise<string> {
+  const added = await call(url, '/admin/webhooks', { url: hook.url, events: ['*'] });
+  expect(added.status).toBe(201);
+  const endpoint = (await added.json()) as { id: string; secret: string };
+  hook.setSecret(endpoint.secret);
+  return endpoint.id;
+}
+
+// docs/operations.md "Webhooks": every event reaches the receiver at least once, signed, across a
+// receiver that fails, an issuer SIGKILLed mid-burst and (several instances) one that never returns.
+describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
+  const cleanup: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  const fast = {
+    OUTBOX_SWEEP_MS: '100',
+    WEBHOOK_RETRY_BASE_MS: '50',
+    WEBHOOK_MAX_ATTEMPTS: '100',
+    // A lease longer than an attempt can last (10 s), so only a dead instance's lease runs out.
+    WEBHOOK_LEASE_MS: '12000',
+    UPLOAD_LEASE_MS: '3000',
+  };
+
+  it('one instance on SQLite, SIGKILLed mid-burst and restarted on the same data, while the receiver fails', async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const instances: InstanceProcess[] = [];
+    cleanup.push(() => stopInstanceProcesses(instances));
+    const emulator = await startEmulatorServer({
+      partnerId: TEST_PARTNER_ID,
+      jwks: () => liveJwks(instances),
+    });
+    cleanup.push(() => emulator.close());
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    const start = () =>
+      startInstanceProcess({
+        databaseUrl: `sqlite:${join(dir, 'issuer.db')}`,
+        serviceUrl: emulator.url,
+        dir,
+        env: fast,
+      });
+    const first = await start();
+    instances.push(first);
+    const endpointId = await register(first.url, hook);
+
+    // The receiver answers 500 until 40 attempts have come, then 204.
+    void hook.until(() => hook.attempts.length >= 40).then(() => hook.setMode('ok'));
+
+    let live: Promise<InstanceProcess> = Promise.resolve(first);
+    let killMark = Number.POSITIVE_INFINITY;
+    const counts = { hosted: 40, direct: 20, parallel: 4 };
+    const statuses = await burst(
+      counts,
+      () => live,
+      (answered) => {
+        if (answered !== 20) return;
+        // Mid-burst: killed without a chance to clean up, then started again on the same data.
+        killMark = hook.attempts.length;
+        first.child.kill('SIGKILL');
+        live = once(first.child, 'exit').then(async () => {
+          killMark = hook.attempts.length;
+          const again = await start();
+          instances.push(again);
+          return again;
+        });
+      },
+    );
+    const restarted = await live;
+    expect(first.child.signalCode).toBe('SIGKILL');
+    expect(isAlive(restarted)).toBe(true);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(counts.hosted);
+    await revoke(10, () => restarted);
+
+    const { failed } = await expectEveryEventOnce(restarted.url, endpointId, hook, killMark);
+    // The receiver's failing phase was seen and retried through.
+    expect(failed).toBeGreaterThan(0);
+  }, 240_000);
+
+  it.skipIf(!postgres)(
+    'two instances on PostgreSQL, one killed for good: the survivor delivers what the dead one had taken',
+    async () => {
+      const db = await createTempDatabase();
+      cleanup.push(() => db.drop());
+      const dirs = [tempDir(), tempDir()];
+      cleanup.push(() => {
+        for (const d of dirs) removeDir(d);
+      });
+      const instances: InstanceProcess[] = [];
+      cleanup.push(() => stopInstanceProcesses(instances));
+      const emulator = await startEmulatorServer({
+        partnerId: TEST_PARTNER_ID,
+        jwks: () => liveJwks(instances),
+      });
+      cleanup.push(() => emulator.close());
+      const hook = await receiver();
+      cleanup.push(() => hook.close());
+      const env = fast;
+      const [a, b] = (await Promise.all(
+        dirs.map((dir) => startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir, env })),
+      )) as [InstanceProcess, InstanceProcess];
+      instances.push(a, b);
+      const endpointId = await register(a.url, hook);
+
+      // 500 for the first 30 attempts; then requests are held. Each instance attempts at most one
+      // batch (16) at a time, so more than 16 held means both instances hold some: then A dies.
+      // Its held requests are cut; the rest are answered 204, and so is everything after.
+      let killMark = Number.POSITIVE_INFINITY;
+      const killed = hook
+        .until(() => hook.attempts.length >= 30)
+        .then(async () => {
+          hook.setMode('hold');
+          await hook.until(() => hook.held.length > 16);
+          killMark = hook.attempts.length;
+          a.child.kill('SIGKILL');
+          await once(a.child, 'exit');
+          hook.setMode('ok');
+          hook.release();
+        });
+
+      const counts = { hosted: 40, direct: 20, parallel: 4 };
+      const statuses = await burst(
+        counts,
+        async (n) => (n % 2 === 0 && isAlive(a) ? a : b),
+        () => undefined,
+      );
+      await killed;
+      expect(a.child.signalCode).toBe('SIGKILL');
+      expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(counts.hosted);
+      await revoke(10, () => b);
+
+      const cut = hook.attempts.filter((t) => t.answered === 'cut');
+      expect(cut.length).toBeGreaterThan(0);
+      await expectEveryEventOnce(b.url, endpointId, hook, killMark);
+      // Each request A held when it died arrived again, answered (A is gone: from B).
+      const ok = new Set(
+        hook.attempts.filter((t, at) => t.answered === 204 && at >= killMark).map((t) => t.id),
+      );
+      expect(cut.filter((t) => !ok.has(t.id))).toEqual([]);
+    },
+    240_000,
+  );
+});
