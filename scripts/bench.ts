@@ -13,6 +13,7 @@ import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
+const WEBHOOK_ROUNDS = 2;
 
 const sections: Record<string, () => Promise<Row[]>> = {
   primitives: benchPrimitives,
@@ -24,6 +25,17 @@ const sections: Record<string, () => Promise<Row[]>> = {
   floor: async () => {
     const rows: Row[] = [];
     for (const floor of FLOOR_LAYERS) rows.push(...(await benchHostedIssueVc({ workers: 1, floor })));
+    return rows;
+  },
+  // Hosted issue-vc with one webhook endpoint (a receiver answering 204) and without, alternated
+  // twice so that a drift of the shared machine falls on both.
+  webhooks: async () => {
+    const rows: Row[] = [];
+    for (let round = 1; round <= WEBHOOK_ROUNDS; round++)
+      for (const webhooks of ['off', 'on'] as const) {
+        for (const r of await benchHostedIssueVc({ workers: 1, webhooks }))
+          rows.push({ ...r, name: r.name.replace(`webhooks ${webhooks}`, `webhooks ${webhooks} #${round}`) });
+      }
     return rows;
   },
   http: () => benchHttpIssueVc(),
@@ -126,6 +138,27 @@ if (ceilingMs !== undefined && floorCpu('') !== undefined) {
   if (kit !== undefined)
     console.log(
       `  ${'the kit (WORKERS=1)'.padEnd(26)} ${kit.toFixed(3)} ms ${(kit / ceilingMs).toFixed(2).padStart(6)}×  (${(kit / bare).toFixed(2)}× the parts alone)`,
+    );
+}
+
+// What one webhook endpoint adds to the server CPU of a hosted issuance (goal ≤ 0.1 ms).
+const webhookCpu = (state: string, round: number) =>
+  get(`hosted issue-vc WORKERS=1 webhooks ${state} #${round}: server CPU per issuance`);
+if (webhookCpu('on', 1) !== undefined) {
+  console.log('\nwebhooks: server CPU per hosted issuance, on − off (same run; goal ≤ 0.1 ms)');
+  const added: number[] = [];
+  for (let round = 1; round <= WEBHOOK_ROUNDS; round++) {
+    const off = webhookCpu('off', round);
+    const on = webhookCpu('on', round);
+    if (off === undefined || on === undefined) continue;
+    added.push(on - off);
+    console.log(
+      `  round ${round}: off ${off.toFixed(3)} ms, on ${on.toFixed(3)} ms, added ${(on - off).toFixed(3)} ms`,
+    );
+  }
+  if (added.length > 0)
+    console.log(
+      `  mean added ${(added.reduce((a, b) => a + b, 0) / added.length).toFixed(3).padStart(10)} ms`,
     );
 }
 

@@ -81,6 +81,13 @@ export async function benchHostedIssueVc(
      * the kit's layers put back (its `FLOOR_WITH`; '' for none).
      */
     floor?: string;
+    /**
+     * One webhook endpoint registered for every event type, a receiver in this process answering
+     * 204 (`on`), or none (`off`); unset: no webhook tag. With `on`, each CPU reading waits until
+     * every issuance so far has reached the receiver (credential.issued and credential.delivered),
+     * so the window holds the deliveries of the issuances in it.
+     */
+    webhooks?: 'on' | 'off';
   } = {},
 ): Promise<Row[]> {
   const workers = options.workers ?? 1;
@@ -89,7 +96,7 @@ export async function benchHostedIssueVc(
   const tag =
     options.floor !== undefined
       ? `hosted floor, parts alone${options.floor ? ` + ${options.floor}` : ''}`
-      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}`;
+      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}`;
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -140,6 +147,8 @@ export async function benchHostedIssueVc(
       },
     );
     closers.push(() => server.close());
+    const hook = options.webhooks === 'on' ? await startReceiver(server) : undefined;
+    if (hook) closers.push(hook.close);
 
     const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
     closers.push(async () => agent.destroy());
@@ -147,6 +156,8 @@ export async function benchHostedIssueVc(
     const holder = generateHolderKeyPair('x25519');
     let counter = 0;
     let failures = 0;
+    /** 201s since the start, warm-up included. */
+    let created = 0;
     const one = async (): Promise<number> => {
       const body = JSON.stringify({
         holderDID: `did:example:bench-${counter++}`,
@@ -161,6 +172,7 @@ export async function benchHostedIssueVc(
         'x-api-key': server.apiKey,
       });
       if (status !== 201) failures++;
+      else created++;
       return performance.now() - t0;
     };
     const run = async (ms: number): Promise<number[]> => {
@@ -175,11 +187,13 @@ export async function benchHostedIssueVc(
     };
     if (process.env.BENCH_SECONDS) seconds = Number(process.env.BENCH_SECONDS);
     await run(2000); // warm-up: JIT, pools, keep-alive sockets
+    await hook?.caughtUp(created);
     failures = 0;
     const cpu0 = processTreeCpuMs(server.child.pid!);
     const start = performance.now();
     const latencies = await run(seconds * 1000);
     const elapsed = (performance.now() - start) / 1000;
+    await hook?.caughtUp(created);
     const cpu1 = processTreeCpuMs(server.child.pid!);
     latencies.sort((a, b) => a - b);
     // Only 201s are issuances: a run whose answers fail fast must not look cheap.
@@ -205,4 +219,44 @@ export async function benchHostedIssueVc(
     for (const close of closers.reverse()) await close();
     removeDir(dir);
   }
+}
+
+/**
+ * A webhook receiver answering 204, registered on the issuer for every event type; `caughtUp(n)`
+ * resolves once `n` credential.issued and `n` credential.delivered events have arrived.
+ */
+async function startReceiver(server: { url: string; adminApiKey: string }) {
+  const counts = { issued: 0, delivered: 0 };
+  const waiters: Array<() => void> = [];
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const type = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string }).type;
+      if (type === 'credential.issued') counts.issued++;
+      if (type === 'credential.delivered') counts.delivered++;
+      res.writeHead(204).end();
+      for (const w of waiters.splice(0)) w();
+    });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  const res = await fetch(`${server.url}/admin/webhooks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-admin-api-key': server.adminApiKey },
+    body: JSON.stringify({
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+      events: ['*'],
+    }),
+  });
+  if (res.status !== 201) throw new Error(`registering the webhook endpoint answered ${res.status}`);
+  return {
+    async caughtUp(n: number) {
+      while (counts.issued < n || counts.delivered < n) await new Promise<void>((ok) => waiters.push(ok));
+    },
+    close: () => {
+      receiver.closeAllConnections();
+      return new Promise<void>((ok) => receiver.close(() => ok()));
+    },
+  };
 }
