@@ -34,7 +34,7 @@ src="$(mktemp -d)"
 trap 'rm -f "$conf"; rm -rf "$src"' EXIT
 git archive --format=tar HEAD | tar -C "$src" -x
 image="localhost/issuer-kit:test"
-podman build --network host --layers --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$image" -f "$src/Containerfile" "$src"
+podman build --format docker --network host --layers --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$image" -f "$src/Containerfile" "$src"
 size="$(podman image inspect --format '{{.Size}}' "$image")"
 echo "test:container: image $image built from $(git rev-parse --short HEAD) on $NODE_IMAGE: $((size / 1000000)) MB"
 

@@ -1,0 +1,357 @@
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulatorServer } from '../../src/development/emulator/server.js';
+import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { removeDir, tempDir } from '../helpers/tmp.js';
+
+// The image (docs/deployment.md), run as its users run it: read-only root filesystem, its own
+// non-root user, keys in a volume, production settings, PostgreSQL and Redis of this machine, the
+// emulator as the hosting service. scripts/container/test-container.sh builds the image first.
+const IMAGE = process.env.CONTAINER_IMAGE ?? 'localhost/issuer-kit:test';
+const PG_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const run = promisify(execFile);
+const podman = async (...args: string[]) =>
+  (await run('podman', args, { maxBuffer: 64 << 20 })).stdout.trim();
+const secret = () => randomBytes(32).toString('base64');
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+type Outcome = { status: number; body: Record<string, unknown> } | { error: string };
+
+/** One request on its own connection (no keep-alive), so a reset is the server's doing. */
+const call = (port: number, method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+  new Promise<Outcome>((resolve) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent: false,
+        headers: { ...headers, ...(data ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
+        res.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+      },
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+    req.end(data);
+  });
+
+const port = await freePort();
+const dbName = `issuer_container_${randomBytes(4).toString('hex')}`;
+const keysDir = tempDir();
+const name = `issuer-kit-test-${randomBytes(4).toString('hex')}`;
+const env: Record<string, string> = {
+  NODE_ENV: 'production',
+  HOST: '127.0.0.1',
+  PORT: String(port),
+  ISSUER_ORIGIN: 'https://issuer.container.test',
+  API_KEY: secret(),
+  ADMIN_API_KEY: secret(),
+  PARTNER_ID: randomUUID(),
+  DATABASE_URL: PG_URL.replace(/\/[^/]*$/, `/${dbName}`),
+  KEY_ENCRYPTION_KEY: secret(),
+  REDIS_URL: process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379',
+  RATE_LIMIT_REDIS_PREFIX: `${name}:`,
+  RATE_LIMIT_ADMIN_PER_MIN: '100000',
+  RATE_LIMIT_HOLDER_PER_MIN: '100000',
+  METRICS_TOKEN: secret(),
+  // The emulator on this machine speaks http.
+  ALLOW_INSECURE_UPSTREAM: '1',
+  SHUTDOWN_GRACE_MS: '600000',
+};
+const envArgs = () => Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+const runArgs = ['--read-only', '--network', 'host', '-v', `${keysDir}:/var/lib/issuer-kit/keys`];
+const admin = { 'x-admin-api-key': env.ADMIN_API_KEY as string };
+
+let emulator: Awaited<ReturnType<typeof startEmulatorServer>>;
+const issued: string[] = [];
+let partnerJwks: { keys: [] } = { keys: [] };
+
+async function healthy() {
+  await expect
+    .poll(async () => {
+      const r = await call(port, 'GET', '/healthz', {});
+      return 'status' in r ? r.status : r.error;
+    })
+    .toBe(200);
+}
+
+/** A direct issuance (POST /admin/issue-vc) to a new holder of the emulator. */
+const issueDirect = (email: string) =>
+  call(
+    port,
+    'POST',
+    '/admin/issue-vc',
+    { ...admin, 'idempotency-key': email },
+    {
+      userId: email,
+      schemaId: 'membership-v1',
+      vct: 'urn:vct:membership',
+      expiration: new Date(Date.now() + 86_400_000).toISOString(),
+      credentialSubject: {
+        givenName: 'Eve',
+        familyName: 'Li',
+        memberSince: '2022-01-01',
+        tier: 'basic',
+        memberNumber: 9,
+      },
+    },
+  );
+
+/** What a holder does: `npm run admin -- verify` of the credential, against the running server. */
+async function verifyAsHolder(compact: string) {
+  const file = join(keysDir, '..', `${randomUUID()}.sdjwt`);
+  writeFileSync(file, compact);
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/admin.ts', 'verify', file, '--origin', `http://127.0.0.1:${port}`, '--json'],
+    {
+      env: { ...process.env, NODE_ENV: 'test' },
+    },
+  );
+  return JSON.parse(stdout) as { ok: boolean };
+}
+
+beforeAll(async () => {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${dbName}`);
+  await client.end();
+  emulator = await startEmulatorServer({
+    // A hosting service keeps the partner keys it fetched: a draining issuer refuses new
+    // connections, its JWKS included.
+    jwks: async () => {
+      const r = await call(port, 'GET', '/.well-known/jwks.json', {});
+      if ('status' in r && r.status === 200) partnerJwks = r.body as { keys: [] };
+      return partnerJwks;
+    },
+    partnerId: env.PARTNER_ID as string,
+  });
+  env.SERVICE_V1_BASE_URL = emulator.url;
+  // The volume belongs to the image's user (uid 10001), owner-only.
+  chownSync(keysDir, 10001, 10001);
+  chmodSync(keysDir, 0o700);
+});
+
+afterAll(async () => {
+  await podman('rm', '-f', '-t', '0', name).catch(() => undefined);
+  await emulator?.close();
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await client.end();
+  removeDir(keysDir);
+});
+
+describe('the container image', () => {
+  it('generates the production keys with the image itself, into the volume', async () => {
+    await podman(
+      'run',
+      '--rm',
+      ...runArgs,
+      ...envArgs(),
+      IMAGE,
+      'node',
+      '--import',
+      'tsx',
+      'scripts/keys-generate.ts',
+    );
+    const files = readdirSync(keysDir).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('starts read-only, as a non-root user, and answers /healthz', async () => {
+    await podman('run', '-d', '--name', name, ...runArgs, ...envArgs(), IMAGE);
+    await healthy();
+    expect(await podman('exec', name, 'id', '-u')).toBe('10001');
+    // PID 1 is the server itself (node), running as 10001.
+    const status = await podman('exec', name, 'cat', '/proc/1/status');
+    expect(status).toMatch(/^Uid:\s+10001\s+10001\s+10001\s+10001$/m);
+    expect(await podman('exec', name, 'cat', '/proc/1/comm')).toBe('node');
+    // The root filesystem is read-only.
+    await expect(podman('exec', name, 'touch', '/app/x')).rejects.toThrow();
+  });
+
+  it('issues hosted and direct credentials a holder verifies', async () => {
+    const userId = `container-${randomUUID()}`;
+    const claims = await call(port, 'POST', '/admin/claims', admin, {
+      records: [
+        {
+          userId,
+          schemaId: 'membership-v1',
+          claims: {
+            givenName: 'Ada',
+            familyName: 'Byron',
+            memberSince: '2020-02-02',
+            tier: 'gold',
+            memberNumber: 7,
+          },
+        },
+      ],
+    });
+    expect('status' in claims && claims.status).toBe(200);
+
+    const holder = generateHolderKeyPair('x25519');
+    const hosted = await call(
+      port,
+      'POST',
+      '/issue-vc',
+      { 'x-api-key': env.API_KEY as string },
+      {
+        holderDID: `did:example:${userId}`,
+        pubKey: holder.publicKeyHex,
+        userId,
+        schemaId: 'membership-v1',
+      },
+    );
+    expect('status' in hosted && hosted.status).toBe(201);
+
+    // /issue-vc answers 201 with no body; the upload's externalId is the credential id.
+    const [hostedId, stored] = [...emulator.emulator.state.envelopes].find(
+      ([, s]) => s.envelope.holderDid === `did:example:${userId}`,
+    )!;
+    const hostedVc = openEnvelope(holder.privateKey, stored!.envelope) as string;
+    expect(await verifyAsHolder(hostedVc)).toMatchObject({ ok: true });
+    expect(hostedId).toEqual(expect.any(String));
+    issued.push(hostedId);
+
+    const email = `direct.${randomUUID()}@example.org`;
+    const direct = await issueDirect(email);
+    expect('status' in direct && direct.status).toBe(201);
+    const directId = (direct as { body: Record<string, unknown> }).body.credentialId as string;
+    const key = privateKeyFromPkcs8Hex(emulator.emulator.state.holderByEmail(email)!.privateKeyPkcs8Hex);
+    const directVc = openEnvelope(key, emulator.emulator.state.envelopes.get(directId)!.envelope) as string;
+    expect(await verifyAsHolder(directVc)).toMatchObject({ ok: true });
+    issued.push(directId);
+  });
+
+  it('SIGTERM during a burst: every request answered or refused, none reset; exit 0', async () => {
+    const outcomes: Promise<Outcome>[] = [];
+    let signalled = false;
+    let refused = false;
+    const fire = () => {
+      const p = issueDirect(`burst.${randomUUID()}@example.org`);
+      outcomes.push(p);
+      return p;
+    };
+    const burst = Array.from({ length: 20 }, fire);
+    // The signal goes once the first answers are back: the rest are in flight.
+    await Promise.race(burst);
+    const stopped = podman('stop', '-t', '600', name);
+    signalled = true;
+    // Keep sending until the server refuses.
+    while (!refused && outcomes.length < 400) {
+      const r = await fire();
+      refused = 'error' in r ? r.error === 'ECONNREFUSED' : r.status === 503;
+    }
+    await stopped;
+    expect(signalled && refused).toBe(true);
+    const results = await Promise.all(outcomes);
+    for (const r of results) {
+      if ('error' in r) expect(r.error).toBe('ECONNREFUSED');
+      else expect([201, 503], JSON.stringify(r.body)).toContain(r.status);
+    }
+    const ok = results.filter(
+      (r): r is { status: number; body: { credentialId: string } } => 'status' in r && r.status === 201,
+    );
+    expect(ok.length).toBeGreaterThan(0);
+    const refusedCount = results.length - ok.length;
+    console.log(
+      `SIGTERM during a burst: ${results.length} requests, ${ok.length} issued (201), ${refusedCount} refused`,
+    );
+    issued.push(...ok.map((r) => r.body.credentialId));
+    expect(await podman('inspect', '--format', '{{.State.ExitCode}}', name)).toBe('0');
+  });
+
+  it('after a restart, every issuance is there', async () => {
+    await podman('start', name);
+    await healthy();
+    const listed = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const r = await call(
+        port,
+        'GET',
+        `/admin/issuance-history?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        admin,
+      );
+      if (!('status' in r)) throw new Error(r.error);
+      expect(r.status).toBe(200);
+      const page = r.body as { data: { credentialId: string }[]; pagination: { nextCursor: string | null } };
+      for (const row of page.data) listed.add(row.credentialId);
+      cursor = page.pagination.nextCursor;
+    } while (cursor);
+    expect(issued.filter((id) => !listed.has(id))).toEqual([]);
+  });
+
+  it('the image holds no private key, secret or database', async () => {
+    const root = await podman('image', 'mount', IMAGE);
+    try {
+      // This run's secrets and the private halves of the keys it generated: in no file of the image.
+      const privates = readdirSync(keysDir)
+        .filter((f) => f.endsWith('.json'))
+        .flatMap((f) =>
+          [...readFileSync(join(keysDir, f), 'utf8').matchAll(/"d"\s*:\s*"([^"]+)"/g)].map(
+            (m) => m[1] as string,
+          ),
+        );
+      const needles = [
+        env.API_KEY,
+        env.ADMIN_API_KEY,
+        env.KEY_ENCRYPTION_KEY,
+        env.METRICS_TOKEN,
+        ...privates,
+      ] as string[];
+      const patterns = join(keysDir, '..', `${name}.needles`);
+      writeFileSync(patterns, needles.join('\n'));
+      const found = await run('grep', ['-rlF', '-f', patterns, root]).then(
+        (r) => r.stdout.trim(),
+        (e: { code?: number; stdout?: string }) => (e.code === 1 ? '' : String(e.stdout)),
+      );
+      expect(found).toBe('');
+      // No key file, .env, database or PEM private key in the application folder.
+      const appFiles = (
+        await run('find', [
+          join(root, 'app'),
+          '-path',
+          join(root, 'app', 'node_modules'),
+          '-prune',
+          '-o',
+          '-type',
+          'f',
+          '-print',
+        ])
+      ).stdout
+        .split('\n')
+        .filter(Boolean);
+      for (const f of appFiles) {
+        expect(f.slice(join(root, 'app').length)).not.toMatch(/^\/(keys|data)\/|\/\.env$|\.db(-wal|-shm)?$/);
+        expect(readFileSync(f, 'latin1'), f).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+      }
+      expect(await podman('image', 'inspect', '--format', '{{.Config.User}}', IMAGE)).toBe('10001:10001');
+    } finally {
+      await podman('image', 'unmount', IMAGE);
+    }
+  });
+});
