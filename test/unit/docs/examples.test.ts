@@ -63,6 +63,48 @@ describe('examples/production.env', () => {
   });
 });
 
+describe('examples/compose.env', () => {
+  const text = readFileSync('examples/compose.env', 'utf8');
+  const set = parseEnv(text) as Record<string, string>;
+  const named = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!));
+  // What compose.yaml's issuer services set themselves.
+  const fromCompose = {
+    NODE_ENV: 'production',
+    HOST: '0.0.0.0',
+    PORT: '3000',
+    KEYS_DIR: '/var/lib/issuer-kit/keys',
+    SCHEMAS_DIR: './schemas',
+    DATABASE_URL: 'postgres://issuer:Hq7Lm2Xw9Rt4Kb8Nz3Vs@postgres:5432/issuer',
+  };
+
+  it('names only variables the server reads', () => {
+    const known = new Set(Object.keys(EnvSchema.shape));
+    expect([...named].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it('is refused as it stands: every placeholder is named', () => {
+    const refused = new Set(problemsOf({ ...set, ...fromCompose }).map(variableOf));
+    for (const [name, value] of Object.entries(set))
+      if (value.includes('<')) expect(refused, name).toContain(name);
+  });
+
+  it('with the placeholders filled in, the compose issuers start with it (PostgreSQL, Redis)', () => {
+    const filled: Record<string, string> = {
+      ...set,
+      ...fromCompose,
+      ISSUER_ORIGIN: 'https://issuer.example.com',
+      API_KEY: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
+      ADMIN_API_KEY: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
+      METRICS_TOKEN: 'Xv2Lq8Nc5Tw0Rb7Yk3Hs9Jd1Fm6Pz4Ga8Ue2Io5Wr7K=',
+      KEY_ENCRYPTION_KEY: '1r55W5rWXmTWZg93rs19DteZA7s0bVxU6JFf/5Mv138=',
+      PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
+      SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
+    };
+    expect(Object.values(filled).filter((v) => v.includes('<'))).toEqual([]);
+    expect(problemsOf(filled)).toEqual([]);
+  });
+});
+
 describe('examples/*.csv', () => {
   it('claims-import.csv reads without a problem, every cell where the schema expects it', () => {
     const { records, problems } = readClaimsFile('examples/claims-import.csv', undefined);
