@@ -234,6 +234,8 @@ describe('the container image', () => {
     const status = await podman('exec', name, 'cat', '/proc/1/status');
     expect(status).toMatch(/^Uid:\s+10001\s+10001\s+10001\s+10001$/m);
     expect(await podman('exec', name, 'cat', '/proc/1/comm')).toBe('node');
+    // The image's HEALTHCHECK (GET /healthz) passes.
+    await podman('healthcheck', 'run', name);
     // The root filesystem is read-only.
     await expect(podman('exec', name, 'touch', '/app/x')).rejects.toThrow();
   });
@@ -289,6 +291,47 @@ describe('the container image', () => {
     const directVc = openEnvelope(key, emulator.emulator.state.envelopes.get(directId)!.envelope) as string;
     expect(await verifyAsHolder(directVc)).toMatchObject({ ok: true });
     issued.push(directId);
+  });
+
+  it('a second instance on the same database serves the same keys and issues', async () => {
+    const port2 = await freePort();
+    const second = `${name}-2`;
+    const args = envArgs().map((a) => (a === `PORT=${port}` ? `PORT=${port2}` : a));
+    await podman('run', '-d', '--name', second, ...runArgs, ...args, IMAGE);
+    try {
+      await expect
+        .poll(async () => {
+          const r = await call(port2, 'GET', '/healthz', {});
+          return 'status' in r ? r.status : r.error;
+        })
+        .toBe(200);
+      const jwks = await Promise.all([port, port2].map((p) => call(p, 'GET', '/.well-known/jwks.json', {})));
+      expect(jwks[1]).toEqual(jwks[0]);
+      const email = `second.${randomUUID()}@example.org`;
+      const r = await call(
+        port2,
+        'POST',
+        '/admin/issue-vc',
+        { ...admin, 'idempotency-key': email },
+        {
+          userId: email,
+          schemaId: 'membership-v1',
+          vct: 'urn:vct:membership',
+          expiration: new Date(Date.now() + 86_400_000).toISOString(),
+          credentialSubject: {
+            givenName: 'Sam',
+            familyName: 'Ode',
+            memberSince: '2021-01-01',
+            tier: 'basic',
+            memberNumber: 2,
+          },
+        },
+      );
+      expect('status' in r && r.status).toBe(201);
+      issued.push((r as { body: Record<string, unknown> }).body.credentialId as string);
+    } finally {
+      await podman('rm', '-f', '-t', '10', second);
+    }
   });
 
   it('SIGTERM during a burst: the requests in flight finish, later ones are refused, none reset; exit 0', async () => {
