@@ -26,7 +26,11 @@ podman info >/dev/null 2>&1 || skip "podman cannot start here"
 # The base: NODE_IMAGE when given, else a local stand-in for node:20-bookworm-slim (cached).
 if [ -z "${NODE_IMAGE:-}" ]; then
   command -v debootstrap >/dev/null || skip "debootstrap is not installed (or set NODE_IMAGE)"
-  NODE_IMAGE="$(bash scripts/container/base-image.sh)"
+  NODE_IMAGE="$(bash scripts/container/base-image.sh)" || skip "cannot build the local base image (see above)"
+fi
+# Whether containers run here at all (privileges, cgroups, runtime): past this, a failure is a failure.
+if ! probe="$(podman run --rm --network host "$NODE_IMAGE" node -e 0 2>&1)"; then
+  skip "cannot run a container: $(printf '%s' "$probe" | tail -n 1)"
 fi
 
 # A clean checkout of HEAD: what a user builds, nothing of this working tree's keys or data.

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/development/emulator/server.js';
 import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { postgresAvailable, redisAvailable } from '../helpers/services.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 // The image (docs/deployment.md), run as its users run it: read-only root filesystem, its own
@@ -153,6 +154,7 @@ async function verifyAsHolder(compact: string) {
 }
 
 beforeAll(async () => {
+  if (!services) return;
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   await client.query(`CREATE DATABASE ${dbName}`);
@@ -198,6 +200,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (!services) return;
   await podman('rm', '-f', '-t', '0', name).catch(() => undefined);
   gate.open();
   gateServer?.close();
@@ -209,7 +212,10 @@ afterAll(async () => {
   removeDir(keysDir);
 });
 
-describe('the container image', () => {
+// PostgreSQL and Redis of this machine (REQUIRE_SERVICES=1: missing is a failure, not a skip).
+const services = (await postgresAvailable('test:container')) && (await redisAvailable('test:container'));
+
+describe.runIf(services)('the container image', () => {
   it('generates the production keys with the image itself, into the volume', async () => {
     await podman(
       'run',
