@@ -228,7 +228,9 @@ export async function createContext(
     ...overrides.outbox,
     log,
   });
-  const metrics = new IssuerMetrics(uploadBacklog(store.issuances));
+  const metrics = new IssuerMetrics(uploadBacklog(store.issuances), () =>
+    store.webhooks.countFailedDeliveries(),
+  );
   observe(telemetry, outbox, metrics, log);
   const webhooks = new Webhooks(store.webhooks, {
     policy: { production: config.production, allowPrivate: config.webhookAllowPrivate },
@@ -238,6 +240,15 @@ export async function createContext(
     sweepMs: config.outboxSweepMs,
     ...overrides.webhooks,
     log,
+  });
+  webhooks.on('delivered', () => metrics.webhookDeliveries.inc({ outcome: 'delivered' }));
+  webhooks.on('failed', () => metrics.webhookDeliveries.inc({ outcome: 'retry' }));
+  webhooks.on('gave_up', (delivery, error, attempts) => {
+    metrics.webhookDeliveries.inc({ outcome: 'gave_up' });
+    log.error(
+      { event: 'webhook_gave_up', deliveryId: delivery.id, endpointId: delivery.endpointId, attempts, error },
+      `webhook delivery given up after ${attempts} attempts; once the receiver answers: npm run admin -- webhooks retry ${delivery.id}`,
+    );
   });
 
   const issuers = new Map<ProofType, Issuer>();

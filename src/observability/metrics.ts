@@ -52,6 +52,12 @@ export class IssuerMetrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly webhookDeliveries = new Counter({
+    name: 'issuer_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome (delivered/retry/gave_up)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly upstreamCalls = new Counter({
     name: 'issuer_upstream_requests_total',
     help: 'Calls to the hosting service by call and outcome (ok/failed)',
@@ -124,7 +130,8 @@ export class IssuerMetrics {
     series.duration.observe(seconds);
   }
 
-  constructor(backlog: BacklogReader) {
+  /** `failedDeliveries`: webhook deliveries left `failed`, read from the database when scraped. */
+  constructor(backlog: BacklogReader, failedDeliveries?: () => Promise<number>) {
     collectDefaultMetrics({ register: this.registry });
     // The backlog lives in the database (shared by every instance): read it when scraped. Every
     // worker of a cluster reads the same figures, so a cluster scrape takes the largest, not the sum.
@@ -163,7 +170,18 @@ export class IssuerMetrics {
         this.set((await read()).failed);
       },
     });
+    if (failedDeliveries)
+      new Gauge({
+        name: 'issuer_webhook_deliveries_failed',
+        help: 'Webhook deliveries given up on (state failed; npm run admin -- webhooks retry)',
+        registers: [this.registry],
+        aggregator: 'max',
+        async collect() {
+          this.set(await failedDeliveries());
+        },
+      });
     // Outcomes start at 0 so alert expressions and rates see the series before the first event.
     for (const outcome of ['stored', 'retry', 'gave_up']) this.uploads.inc({ outcome }, 0);
+    for (const outcome of ['delivered', 'retry', 'gave_up']) this.webhookDeliveries.inc({ outcome }, 0);
   }
 }

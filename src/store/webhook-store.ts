@@ -98,6 +98,9 @@ export interface WebhookStore {
   ): Promise<WebhookDeliveryRecord[]>;
 }
 
+/** The `purpose` a sealed webhook secret is bound to (src/keys/sealed-key.ts), with the endpoint id as its kid. */
+export const WEBHOOK_SECRET_PURPOSE = 'webhook-secret';
+
 /** A new event id. */
 export const newWebhookEventId = (): string => `evt_${randomUUID()}`;
 

@@ -3,11 +3,12 @@ import { EventEmitter } from 'node:events';
 import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
-import type {
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-  WebhookStore,
+import {
+  WEBHOOK_SECRET_PURPOSE,
+  type WebhookDeliveryRecord,
+  type WebhookDeliveryState,
+  type WebhookEndpointRecord,
+  type WebhookStore,
 } from '../store/webhook-store.js';
 import { postWebhook } from './deliver.js';
 import type { EndpointPolicy } from './endpoint-address.js';
@@ -25,7 +26,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'status_list.published',
 ] as const;
 
-const SEAL_PURPOSE = 'webhook-secret';
+const SEAL_PURPOSE = WEBHOOK_SECRET_PURPOSE;
 /** How long a replaced secret keeps signing beside the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 

@@ -3,9 +3,20 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { Webhooks } from '../../src/webhooks/webhooks.js';
+import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
-import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
+import {
+  queryStore,
+  removeDir,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  type TestIssuer,
+  tempDir,
+} from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -196,6 +207,40 @@ describe('webhooks', () => {
     expect(event).toMatchObject({ type: 'credential.revoked', data: { credentialId } });
   });
 
+  it('two workers on one store: each delivery attempted by one of them, once', async () => {
+    const issuer = await start();
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    // A second instance's worker on the same database, sweeping as often as the first.
+    const other = new Webhooks(issuer.ctx.store.webhooks, {
+      policy: { production: false, allowPrivate: false },
+      // The test issuers run on the development KEY_ENCRYPTION_KEY (none set).
+      kek: issuer.ctx.store.keys ? DEVELOPMENT_KEY_ENCRYPTION_KEY : undefined,
+      maxAttempts: 15,
+      sweepMs: 20,
+    });
+    await other.start();
+    cleanup.push(() => other.stop());
+    await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] });
+    const holder = generateHolderKeyPair();
+    const issued = await Promise.all(
+      Array.from({ length: 12 }, (_, n) =>
+        issuer.post('/issue-vc', {
+          holderDID: `did:example:raced-${n}`,
+          pubKey: holder.publicKeyHex,
+          userId: 'demo-user-1',
+          schemaId: 'membership-v1',
+        }),
+      ),
+    );
+    expect(issued.map((r) => r.status)).toEqual(Array(12).fill(201));
+    await hook.until((r) => new Set(r.map((x) => x.headers['webhook-id'])).size === 12);
+    const ids = hook.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(12);
+    const sequences = hook.received.map((r) => (JSON.parse(r.body) as { sequence: number }).sequence);
+    expect(new Set(sequences).size).toBe(12);
+  });
+
   it('a key rotation is key.rotated, and the status lists it re-signs are status_list.published', async () => {
     const issuer = await start();
     const hook = await receiver();
@@ -289,6 +334,10 @@ describe('webhooks', () => {
       ).status,
     ).toBe(201);
     await gaveUp;
+    const metrics = await (await fetch(`${issuer.url}/metrics`)).text();
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_failed 1$/m);
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_total\{outcome="gave_up"\} 1$/m);
+    expect(metrics).toMatch(/^issuer_webhook_deliveries_total\{outcome="retry"\} 1$/m);
     const failed = (await (await issuer.admin(`/admin/webhooks/${id}/deliveries?status=failed`)).json()) as {
       deliveries: Array<{ id: string; state: string; attempts: number; lastStatus: number; type: string }>;
     };
@@ -361,3 +410,72 @@ describe('webhooks', () => {
     await expectError(res, 400, 'INVALID_PARAMETER', field);
   });
 });
+
+// docs/security.md "Keys shared by several instances": `keys reseal` reseals webhook secrets too.
+describe.skipIf(!(await postgresAvailable('the webhook secret reseal test')))(
+  'webhook secrets under keys reseal',
+  () => {
+    it('reseals the current and the previous secret; the restarted issuer signs with both', async () => {
+      const OLD = 'c4'.repeat(32);
+      const NEW = '5d'.repeat(32);
+      const db = await createTempDatabase();
+      const dir = tempDir();
+      const hook = await receiver();
+      const context = { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } };
+      try {
+        const before = await startIssuer({
+          dir,
+          env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: OLD },
+          context,
+        });
+        const { id, secret: first } = (await (
+          await before.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })
+        ).json()) as { id: string; secret: string };
+        const { secret } = (await (await before.admin(`/admin/webhooks/${id}/rotate-secret`, {})).json()) as {
+          secret: string;
+        };
+        await before.close();
+
+        const run = await runCli(
+          ['keys', 'reseal'],
+          { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY_PREVIOUS: OLD, KEY_ENCRYPTION_KEY: NEW },
+          dir,
+        );
+        expect(run.code).toBe(0);
+        expect(run.stdout.match(new RegExp(`webhook-secret ${id}`, 'g'))).toHaveLength(2);
+
+        const after = await startIssuer({
+          dir,
+          env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: NEW },
+          context,
+        });
+        try {
+          expect(
+            (
+              await after.post('/issue-vc', {
+                holderDID: 'did:example:resealed',
+                pubKey: generateHolderKeyPair().publicKeyHex,
+                userId: 'demo-user-1',
+                schemaId: 'membership-v1',
+              })
+            ).status,
+          ).toBe(201);
+          await hook.until((r) => r.length === 1);
+          for (const s of [secret, first])
+            expect(
+              new Webhook(s).verify(
+                hook.received[0]!.body,
+                hook.received[0]!.headers as Record<string, string>,
+              ),
+            ).toMatchObject({ type: 'credential.issued' });
+        } finally {
+          await after.close();
+        }
+      } finally {
+        await hook.close();
+        await db.drop();
+        removeDir(dir);
+      }
+    });
+  },
+);

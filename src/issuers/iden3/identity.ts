@@ -163,8 +163,15 @@ export class Iden3Identity {
   static async #createGenesis(store: Iden3Store, authClaim: Claim, didType: Uint8Array, key: BjjKey) {
     const { mt, storage } = openTree(store, 'claims');
     if (!(await storage.committedRoot()).equals(ZERO_HASH)) {
+      // The claims root and the identity commit together (createIden3Identity): an instance starting
+      // at the same moment may have committed both since open() found no identity. Only a root with
+      // still no identity is a tree left without one.
+      if (await store.getIdentity()) return;
       throw new Error('iden3_tree_roots: a claims tree exists without an identity; refusing to start over');
     }
+    // Built from the empty tree, not from the stored root, which a simultaneous genesis may have
+    // filled since the check above; the store keeps whichever genesis committed first.
+    await storage.setRoot(ZERO_HASH);
     const { hi, hv } = authClaim.hiHv();
     await mt.add(hi, hv);
     const claimsTreeRoot = await mt.root();

@@ -1,4 +1,5 @@
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
+import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
 import { LOCK_KEYS, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
 
 interface KeyRow {
@@ -152,6 +153,26 @@ export class PostgresKeyStore implements KeyMaterialStore {
         }
         out.push({ ...row, sealed, changed });
       }
+      // Webhook secrets are sealed the same way (one copied from SQLite in clear stays so).
+      const { rows: hooks } = await client.query<{
+        id: string;
+        secret: string;
+        previous_secret: string | null;
+      }>('SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id');
+      for (const hook of hooks)
+        for (const column of ['secret', 'previous_secret'] as const) {
+          const value = hook[column];
+          if (value === null || value.startsWith('whsec_')) continue;
+          const row = { kid: hook.id, purpose: WEBHOOK_SECRET_PURPOSE, sealed: value };
+          const sealed = reseal(row);
+          const changed = sealed !== value;
+          if (changed)
+            await client.query(`UPDATE webhook_endpoints SET ${column} = $1 WHERE id = $2`, [
+              sealed,
+              hook.id,
+            ]);
+          out.push({ ...row, sealed, changed });
+        }
       return out;
     });
   }
