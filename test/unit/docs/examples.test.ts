@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { parseBatchCsv } from '../../../src/cli/batch-issue.js';
 import { readClaimsFile } from '../../../src/cli/claims-import.js';
 import { loadConfig } from '../../../src/config/config.js';
@@ -63,6 +64,42 @@ describe('examples/production.env', () => {
   });
 });
 
+describe('examples/compose.env', () => {
+  const text = readFileSync('examples/compose.env', 'utf8');
+  const set = parseEnv(text) as Record<string, string>;
+  const named = new Set([...text.matchAll(/^#? ?([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!));
+  // What compose.yaml's issuer services set themselves, read from the file (with a password
+  // exported, as its header says); the schemas folder is the checkout's, not the image's.
+  const fromCompose = { ...issuerEnvironment(), SCHEMAS_DIR: './schemas' };
+
+  it('names only variables the server reads', () => {
+    const known = new Set(Object.keys(EnvSchema.shape));
+    expect([...named].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it('is refused as it stands: every placeholder is named', () => {
+    const refused = new Set(problemsOf({ ...set, ...fromCompose }).map(variableOf));
+    for (const [name, value] of Object.entries(set))
+      if (value.includes('<')) expect(refused, name).toContain(name);
+  });
+
+  it('with the placeholders filled in, the compose issuers start with it (PostgreSQL, Redis)', () => {
+    const filled: Record<string, string> = {
+      ...set,
+      ...fromCompose,
+      ISSUER_ORIGIN: 'https://issuer.example.com',
+      API_KEY: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
+      ADMIN_API_KEY: 'Jd3Wm9Rk0tYv6BzXq2Lf8NsH1cGp5eUa7iOw4KrT0nM=',
+      METRICS_TOKEN: 'Xv2Lq8Nc5Tw0Rb7Yk3Hs9Jd1Fm6Pz4Ga8Ue2Io5Wr7K=',
+      KEY_ENCRYPTION_KEY: '1r55W5rWXmTWZg93rs19DteZA7s0bVxU6JFf/5Mv138=',
+      PARTNER_ID: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11',
+      SERVICE_V1_BASE_URL: 'https://service.example.com/v1',
+    };
+    expect(Object.values(filled).filter((v) => v.includes('<'))).toEqual([]);
+    expect(problemsOf(filled)).toEqual([]);
+  });
+});
+
 describe('examples/*.csv', () => {
   it('claims-import.csv reads without a problem, every cell where the schema expects it', () => {
     const { records, problems } = readClaimsFile('examples/claims-import.csv', undefined);
@@ -97,5 +134,84 @@ describe('examples/*.csv', () => {
       ['alice.martin@example.com', 'demo-user-1'],
       ['bram.devries@example.com', 'demo-user-2'],
     ]);
+  });
+});
+
+interface ComposeService {
+  image?: string;
+  profiles?: string[];
+  environment?: Record<string, string>;
+  env_file?: string;
+  read_only?: boolean;
+  init?: boolean;
+  ports?: string[];
+  volumes?: string[];
+  healthcheck?: { test: unknown };
+  depends_on?: Record<string, { condition: string }>;
+  command?: string[];
+}
+
+/** compose.yaml as Compose reads it: `${VAR:?…}` and `${VAR:-default}` interpolated, `<<` merged. */
+function composeFile(vars: Record<string, string> = { POSTGRES_PASSWORD: 'Hq7Lm2Xw9Rt4Kb8Nz3Vs' }) {
+  const text = readFileSync('compose.yaml', 'utf8').replace(
+    /\$\{([A-Z_]+)(?::([?-])([^}]*))?\}/g,
+    (_m, name: string, kind: string | undefined, rest: string) => {
+      const value = vars[name];
+      if (value !== undefined) return value;
+      if (kind === '-') return rest;
+      throw new Error(`compose.yaml needs ${name}: ${rest}`);
+    },
+  );
+  return parseYaml(text, { merge: true }) as {
+    services: Record<string, ComposeService>;
+    volumes: Record<string, unknown>;
+  };
+}
+
+function issuerEnvironment(): Record<string, string> {
+  return composeFile().services['issuer-1']!.environment!;
+}
+
+// docs/deployment.md "Compose": the stack the compose file describes, checked by parsing it (no
+// compose tool runs here).
+describe('compose.yaml', () => {
+  const { services, volumes } = composeFile();
+
+  it('refuses to start without POSTGRES_PASSWORD, as its header says', () => {
+    expect(() => composeFile({})).toThrow(/POSTGRES_PASSWORD/);
+  });
+
+  it('two issuer instances, each on its own host port, read-only, with an init, sharing the keys volume', () => {
+    const issuers = ['issuer-1', 'issuer-2'].map((name) => services[name]!);
+    const hostPorts = issuers.map((s) => s.ports?.[0]?.split(':').slice(0, -1).join(':'));
+    expect(new Set(hostPorts).size).toBe(2);
+    for (const issuer of issuers) {
+      expect(issuer).toMatchObject({ read_only: true, init: true, env_file: 'compose.env' });
+      expect(issuer.volumes).toContain('keys:/var/lib/issuer-kit/keys');
+      expect(issuer.environment).toMatchObject({
+        NODE_ENV: 'production',
+        KEYS_DIR: '/var/lib/issuer-kit/keys',
+      });
+      expect(issuer.environment?.DATABASE_URL).toMatch(/^postgres:\/\/issuer:[^@]+@postgres:5432\/issuer$/);
+      expect(issuer.depends_on).toMatchObject({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+      });
+    }
+    expect(services['issuer-2']!.depends_on).toMatchObject({ 'issuer-1': { condition: 'service_healthy' } });
+    expect(Object.keys(volumes)).toContain('keys');
+  });
+
+  it('PostgreSQL and Redis have healthchecks; the emulator runs only in the development profile', () => {
+    expect(services.postgres?.healthcheck?.test).toBeDefined();
+    expect(services.redis?.healthcheck?.test).toBeDefined();
+    expect(services.emulator).toMatchObject({ profiles: ['development'] });
+    for (const [name, service] of Object.entries(services))
+      if (name !== 'emulator') expect(service.profiles, name).toBeUndefined();
+  });
+
+  it('the issuers set only variables the server reads', () => {
+    const known = new Set(Object.keys(EnvSchema.shape));
+    expect(Object.keys(issuerEnvironment()).filter((name) => !known.has(name))).toEqual([]);
   });
 });
