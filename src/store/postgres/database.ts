@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Logger } from '../../model.js';
 import { postgresUnavailable } from '../database-unavailable.js';
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../engine.js';
+import { compareChecksum, previousChecksums } from '../migration-checksums.js';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -133,10 +134,13 @@ export interface Migration {
   name: string;
   sql: string;
   checksum: string;
+  /** Checksums of earlier, comment-only versions of the file (migration-checksums.ts). */
+  previous: readonly string[];
 }
 
 /** The numbered migrations of this engine (`migrations/NNN-name.sql`), in order. */
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  const previous = previousChecksums(dir);
   return readdirSync(dir)
     .filter((f) => /^\d{3}-[\w-]+\.sql$/.test(f))
     .sort()
@@ -147,6 +151,7 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
         name,
         sql,
         checksum: createHash('sha256').update(sql).digest('hex'),
+        previous: previous.get(name) ?? [],
       };
     });
 }
@@ -157,7 +162,7 @@ export class MigrationError extends Error {
 
 /**
  * Applies pending migrations, each in its own transaction, and returns the names applied. Several
- * instances starting at once take turns on a session advisory lock, and each re-reads what is
+ * instances starting at once take turns on a connection-level advisory lock, and each re-reads what is
  * applied once it holds it, so every migration runs exactly once. An applied migration whose file
  * changed since (checksum) stops the start: the database is not what this code expects.
  */
@@ -178,10 +183,16 @@ export async function migrate(pool: PgPool, migrations = readMigrations()): Prom
       for (const m of migrations) {
         const before = applied.get(m.version);
         if (before) {
-          if (before.checksum !== m.checksum)
+          const seen = compareChecksum(before.checksum, m.checksum, m.previous);
+          if (seen === 'changed')
             throw new MigrationError(
               `migration ${m.name} was applied as ${before.name} with checksum ${before.checksum.slice(0, 12)}…, but the file now has ${m.checksum.slice(0, 12)}…; a released migration must not change`,
             );
+          if (seen === 'previous')
+            await client.query('UPDATE schema_migrations SET checksum = $1 WHERE version = $2', [
+              m.checksum,
+              m.version,
+            ]);
           continue;
         }
         await client.query('BEGIN');

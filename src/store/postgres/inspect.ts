@@ -1,4 +1,5 @@
 import type { InspectedMigration, StoreInspection } from '../engine.js';
+import { compareChecksum } from '../migration-checksums.js';
 import { readMigrations } from './database.js';
 import { openPostgresStore, type PostgresStore } from './index.js';
 
@@ -36,9 +37,9 @@ export async function inspectPostgres(url: string, where: string): Promise<Store
         checksum: m.checksum,
         state: !applied.has(m.version)
           ? 'pending'
-          : applied.get(m.version)?.checksum === m.checksum
-            ? 'applied'
-            : 'changed',
+          : compareChecksum(applied.get(m.version)!.checksum, m.checksum, m.previous) === 'changed'
+            ? 'changed'
+            : 'applied',
       }),
     );
     const pending = inspection.migrations.filter((m) => m.state === 'pending').map((m) => m.name);

@@ -12,6 +12,7 @@ import {
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { compareChecksum, previousChecksums } from '../migration-checksums.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -166,20 +167,23 @@ export function planMigrations(
     problems.push(
       `DATABASE_URL: the database has migration ${applied.get(newest)?.name}, newer than this version knows (${names.at(-1)}); run the version that migrated it`,
     );
+  const previous = previousChecksums(dir);
   const files = names.map((name): PlannedMigration => {
     const version = Number(name.slice(0, 3));
     const sql = readFileSync(join(dir, name), 'utf8');
     const sum = checksum(sql);
     const done = applied.get(version);
-    if (done && done.checksum !== null && done.checksum !== sum)
+    const seen = done?.checksum == null ? undefined : compareChecksum(done.checksum, sum, previous.get(name));
+    if (done && seen === 'changed')
       problems.push(
-        `${join(dir, name)}: changed after it was applied to this database (recorded sha256 ${done.checksum.slice(0, 12)}…, file ${sum.slice(0, 12)}…); restore the released file and put the change in a new migration`,
+        `${join(dir, name)}: changed after it was applied to this database (recorded sha256 ${done.checksum?.slice(0, 12)}…, file ${sum.slice(0, 12)}…); restore the released file and put the change in a new migration`,
       );
     const state = !done
       ? 'pending'
-      : done.checksum === null
+      : // An earlier comment-only version's checksum is recorded again as the file's, like a missing one.
+        done.checksum === null || seen === 'previous'
         ? 'unrecorded-checksum'
-        : done.checksum === sum
+        : seen === 'same'
           ? 'applied'
           : 'changed';
     return { version, name, sql, sum, state };

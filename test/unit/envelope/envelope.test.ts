@@ -85,7 +85,7 @@ function b64(hex: string): string {
 
 describe('envelope vectors', () => {
   it.skipIf(!existsSync(SHARED_VECTORS_FILE))(
-    'the copy in test/vectors equals ../shared/vectors/envelope.json (skipped: no ../shared beside this checkout)',
+    'the copy in test/vectors equals the published vectors beside the checkout (skipped where they are absent)',
     () => {
       expect(JSON.parse(readFileSync(VECTORS_FILE, 'utf8'))).toEqual(
         JSON.parse(readFileSync(SHARED_VECTORS_FILE, 'utf8')),

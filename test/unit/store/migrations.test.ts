@@ -2,6 +2,7 @@ import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { previousChecksums } from '../../../src/store/migration-checksums.js';
 import { MigrationError, runMigrations } from '../../../src/store/sqlite/database.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
@@ -68,6 +69,33 @@ describe('SQLite migrations', () => {
     expect(db.prepare('SELECT COUNT(*) AS n FROM schema_migrations WHERE checksum IS NULL').get()).toEqual({
       n: 0,
     });
+    db.close();
+  });
+
+  it('a database migrated before a comment-only edit (its checksum in previous-checksums.json) starts and is brought up to date', () => {
+    const migrations = copyShipped();
+    const previous = previousChecksums(migrations);
+    expect(previous.size).toBeGreaterThan(0);
+    const db = new Database(join(dir, 'earlier.sqlite'));
+    runMigrations(db, migrations);
+    const current = new Map(
+      (
+        db.prepare('SELECT name, checksum FROM schema_migrations').all() as Array<{
+          name: string;
+          checksum: string;
+        }>
+      ).map((r) => [r.name, r.checksum]),
+    );
+    const setSum = db.prepare('UPDATE schema_migrations SET checksum = ? WHERE name = ?');
+    for (const [name, sums] of previous) setSum.run(sums[0], name);
+    expect(runMigrations(db, migrations)).toEqual([]);
+    for (const name of previous.keys())
+      expect(db.prepare('SELECT checksum FROM schema_migrations WHERE name = ?').get(name)).toEqual({
+        checksum: current.get(name),
+      });
+    // Any other recorded checksum is still a changed migration.
+    setSum.run('0'.repeat(64), [...previous.keys()][0]);
+    expect(() => runMigrations(db, migrations)).toThrow(/changed after it was applied/);
     db.close();
   });
 });

@@ -1,4 +1,4 @@
--- PostgreSQL engine, core tables (DESIGN §9). Same data as sqlite/migrations/001-core.sql and
+-- PostgreSQL engine, core tables (docs/several-instances.md "Storage engines"). Same data as sqlite/migrations/001-core.sql and
 -- 004-admin.sql; timestamps are timestamptz, nonces bigint (always below 2^53), and everything
 -- several instances race on is settled by a unique constraint rather than by a lock.
 
@@ -69,7 +69,7 @@ CREATE TABLE status_list_allocations (
   PRIMARY KEY (partition, shard)
 );
 
--- Built-in claims source (DESIGN §8 provider "sqlite"). JSON kept as written (text, not jsonb,
+-- Built-in claims source (docs/schemas-and-claims.md, provider "sqlite"). JSON kept as written (text, not jsonb,
 -- which would reorder keys).
 CREATE TABLE claims (
   user_id     TEXT NOT NULL,

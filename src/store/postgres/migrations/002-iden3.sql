@@ -1,4 +1,4 @@
--- Iden3 BJJ_SIG_2021 back-end (DESIGN §6, §9), as sqlite/migrations/003-iden3.sql: the issuer
+-- Iden3 BJJ_SIG_2021 back-end, as sqlite/migrations/003-iden3.sql: the issuer
 -- identity, its three sparse Merkle trees (claims, revocation, roots; depth 40) and every
 -- published state. Tree writes from several instances are serialized by an advisory lock held
 -- across the read-compute-commit of one change, so nodes, roots and the new state commit together.

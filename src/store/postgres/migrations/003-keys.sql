@@ -1,5 +1,5 @@
--- Credential-signing and partner-JWT keys shared by every instance (README "Running several
--- instances"): the private JWK sealed with AES-256-GCM under KEY_ENCRYPTION_KEY (never stored in
+-- Credential-signing and partner-JWT keys shared by every instance
+-- (docs/several-instances.md "Running several instances"): the private JWK sealed with AES-256-GCM under KEY_ENCRYPTION_KEY (never stored in
 -- clear), imported from KEYS_DIR on the first start. Every change bumps key_ring_version, which
 -- each instance polls to reload its ring.
 CREATE TABLE issuer_keys (

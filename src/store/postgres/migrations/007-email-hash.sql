@@ -1,4 +1,4 @@
--- As sqlite/migrations/007-email-hash.sql (issue 11 `history --email`): the keyed hash of a direct
+-- As sqlite/migrations/007-email-hash.sql (`history --email`): the keyed hash of a direct
 -- issuance's normalised recipient email, never the address; NULL for hosted issuances.
 ALTER TABLE issuances ADD COLUMN email_hash TEXT;
 CREATE INDEX issuances_email_created ON issuances (email_hash, created_at) WHERE email_hash IS NOT NULL;

@@ -1,4 +1,4 @@
--- PostgreSQL only (issue 9 bench: a round trip through `pg` costs the issuer more CPU than the
+-- PostgreSQL only (measured in the bench: a round trip through `pg` costs the issuer more CPU than the
 -- work it carries). Every write of one issuance in one call, so that `SELECT record_issuance(…)`
 -- replaces BEGIN, the dedupe lock, the insert, the audit row and COMMIT. Run as one statement, its
 -- implicit transaction is the issuance's: the advisory lock lasts exactly that long, and the

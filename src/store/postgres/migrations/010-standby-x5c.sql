@@ -1,4 +1,4 @@
--- Standby keys and X.509 chains kept with the shared keys (issue 9 "Keys", issue 14), so that
+-- Standby keys and X.509 chains kept with the shared keys, so that
 -- `keys prepare`, `keys certificate` and an SD_JWT_ISSUER=x5c rotation reach every instance.
 -- `standby`: prepared for the next rotation, published but not signing (the rotation promotes it).
 -- `x5c`: the key's certificate chain, base64 DER, leaf first (RFC 7517 §4.7); public, so in clear.

@@ -1,4 +1,4 @@
--- Issuances: one row per signed credential (credential id = upload externalId). DESIGN §9.
+-- Issuances: one row per signed credential (credential id = upload externalId) (docs/several-instances.md "Storage engines").
 CREATE TABLE issuances (
   credential_id     TEXT PRIMARY KEY,
   channel           TEXT NOT NULL CHECK (channel IN ('hosted', 'direct')),
@@ -45,7 +45,7 @@ CREATE TABLE status_list_partitions (
   etag             TEXT
 );
 
--- Built-in claims source (DESIGN §8 provider "sqlite").
+-- Built-in claims source (docs/schemas-and-claims.md, provider "sqlite").
 CREATE TABLE claims (
   user_id     TEXT NOT NULL,
   schema_id   TEXT NOT NULL,

@@ -1,4 +1,4 @@
--- Iden3 BJJ_SIG_2021 back-end (DESIGN §6, §9): the issuer identity, its three sparse Merkle trees
+-- Iden3 BJJ_SIG_2021 back-end: the issuer identity, its three sparse Merkle trees
 -- (claims, revocation, roots; depth 40) and every published state. Owned by src/issuers/iden3.
 
 -- One issuer identity per database: the DID derived from the genesis state and the auth claim

@@ -5,7 +5,7 @@ CREATE TABLE meta (
   value  TEXT NOT NULL
 );
 
--- Who did what (issue 11): one row per admin action, written in the same transaction as the change
+-- Who did what: one row per admin action, written in the same transaction as the change
 -- where the change is one database transaction (issue, revoke, suspend, unsuspend, claims.import).
 CREATE TABLE audit_log (
   id      INTEGER PRIMARY KEY AUTOINCREMENT,

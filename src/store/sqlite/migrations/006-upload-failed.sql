@@ -1,4 +1,4 @@
--- Issue 12: an upload the hosting service refuses for good stops being retried and becomes
+-- An upload the hosting service refuses for good stops being retried and becomes
 -- 'failed' (visible in history; `npm run admin -- uploads retry` puts it back to 'pending').
 -- SQLite cannot change a CHECK constraint in place: the table is rebuilt with the same columns.
 CREATE TABLE issuances_new (

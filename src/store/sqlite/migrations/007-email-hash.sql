@@ -1,4 +1,4 @@
--- Issue 11 `history --email`: a direct issuance (spec 4.6) keeps a keyed hash of its recipient's
+-- `history --email`: a direct issuance keeps a keyed hash of its recipient's
 -- normalised email (HMAC-SHA256 under meta `email_hash_salt`, src/issuance/email-hash.ts), never the
 -- address. NULL for hosted issuances and for direct ones recorded before this migration.
 ALTER TABLE issuances ADD COLUMN email_hash TEXT;

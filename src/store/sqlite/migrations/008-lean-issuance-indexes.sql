@@ -1,4 +1,4 @@
--- Issue 13: every index on issuances is written by every insert, and each one a commit touches is
+-- Every index on issuances is written by every insert, and each one a commit touches is
 -- another page appended to the WAL. Three were written for nothing or for rare rows only:
 -- * issuances_dedupe was never chosen: the duplicate check (and admin activeFor) searches
 --   issuances_holder_created (holder_did = ?, newest first) and filters the holder's few rows.
