@@ -1,3 +1,6 @@
+import type { ProofType } from '../model.js';
+import type { HistoryStatusFilter } from './store.js';
+
 /**
  * Keyset paging shared by the engines' history and audit reads (docs/interface.md "Paging"): a
  * page is the rows after the previous page's last sort key, read through an index in sort order,
@@ -31,6 +34,30 @@ export interface FilterTerm<S = string> {
   sql: S;
   drives: boolean;
 }
+
+/**
+ * Each history status filter as the part a partial index answers in (created_at, id) order and
+ * the part checked on the rows it yields; `now` is the engine's placeholder for the query's time.
+ * The SQL is the same on both engines (their migrations build the matching partial indexes).
+ */
+export function statusFilterSql(
+  now: string,
+): Record<HistoryStatusFilter, { indexed?: string; rest?: string }> {
+  return {
+    valid: { rest: `status = 0 AND expires_at > ${now}` },
+    revoked: { indexed: 'status = 1' },
+    suspended: { indexed: 'status = 2', rest: `expires_at > ${now}` },
+    expired: { rest: `status <> 1 AND expires_at <= ${now}` },
+    upload_pending: { rest: "upload_state = 'pending'" },
+    upload_failed: { indexed: "upload_state = 'failed'" },
+  };
+}
+
+/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
+export const PROOF_FILTER_SQL: Record<ProofType, FilterTerm> = {
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
+};
 
 /**
  * The first term that an index answers drives the read (the caller lists terms most selective

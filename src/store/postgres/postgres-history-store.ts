@@ -1,10 +1,16 @@
-import type { ProofType } from '../../model.js';
-import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import {
+  type FilterTerm,
+  type PgStatement,
+  PROOF_FILTER_SQL,
+  pageOf,
+  SCAN_LIMIT,
+  splitFilters,
+  statusFilterSql,
+} from '../keyset.js';
 import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
-  HistoryStatusFilter,
   IssuanceHistoryStore,
   IssuanceSummary,
 } from '../store.js';
@@ -15,20 +21,8 @@ import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
  * Each status filter as the part a partial index of migration 011 answers in (created_at, seq)
  * order and the part checked on the rows it yields. `$1` is always the query's `now`.
  */
-const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string }> = {
-  valid: { rest: 'status = 0 AND expires_at > $1' },
-  revoked: { indexed: 'status = 1' },
-  suspended: { indexed: 'status = 2', rest: 'expires_at > $1' },
-  expired: { rest: 'status <> 1 AND expires_at <= $1' },
-  upload_pending: { rest: "upload_state = 'pending'" },
-  upload_failed: { indexed: "upload_state = 'failed'" },
-};
-
-/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
-const PROOF_SQL: Record<ProofType, FilterTerm> = {
-  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
-  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
-};
+const STATUS_SQL = statusFilterSql('$1');
+const PROOF_SQL = PROOF_FILTER_SQL;
 
 /**
  * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),

@@ -1,10 +1,16 @@
-import type { ProofType } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
+import {
+  type FilterTerm,
+  PROOF_FILTER_SQL,
+  pageOf,
+  SCAN_LIMIT,
+  type SqliteStatement,
+  splitFilters,
+  statusFilterSql,
+} from '../keyset.js';
 import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
-  HistoryStatusFilter,
   IssuanceHistoryStore,
   IssuanceSummary,
 } from '../store.js';
@@ -21,20 +27,8 @@ const COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_no
  * and the part checked on the rows it yields. Dates are stored as toISOString() text, so text
  * comparison is time order.
  */
-const STATUS_SQL: Record<HistoryStatusFilter, { indexed?: string; rest?: string }> = {
-  valid: { rest: 'status = 0 AND expires_at > @now' },
-  revoked: { indexed: 'status = 1' },
-  suspended: { indexed: 'status = 2', rest: 'expires_at > @now' },
-  expired: { rest: 'status != 1 AND expires_at <= @now' },
-  upload_pending: { rest: "upload_state = 'pending'" },
-  upload_failed: { indexed: "upload_state = 'failed'" },
-};
-
-/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
-const PROOF_SQL: Record<ProofType, FilterTerm> = {
-  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
-  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
-};
+const STATUS_SQL = statusFilterSql('@now');
+const PROOF_SQL = PROOF_FILTER_SQL;
 
 type Params = Record<string, string | number>;
 
