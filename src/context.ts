@@ -15,6 +15,7 @@ import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
+import { openKeyBackend } from './keys/key-backend.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
@@ -176,6 +177,9 @@ export async function createContext(
       throw err;
     }
   };
+  // KEY_BACKEND: where the ES256 private keys live and sign (docs/security.md "Keys in a hardware
+  // security module"); the file or row keeps each key's state either way.
+  const keyBackend = await orClose(openKeyBackend(config.keyBackend, secrets.pkcs11Pin));
   const keys: KeyHolder = await orClose(
     !store.keys
       ? fileKeyHolder(
@@ -197,6 +201,7 @@ export async function createContext(
                 'keys: KEYS_DIR changed but does not load; keeping the current keys',
               ),
           },
+          keyBackend,
         )
       : databaseKeyHolder(store.keys, {
           check: (ring) => identification.assertUsable(ring),
@@ -206,7 +211,9 @@ export async function createContext(
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
+          backend: keyBackend,
         }),
+    () => void keyBackend.close(),
   );
 
   const serviceClient =
@@ -398,6 +405,7 @@ export async function createContext(
       await webhooks.stop();
       await closeHttpPools();
       keys.close();
+      await keys.backend.close();
       await shared?.close();
       await iden3?.close();
       await store.close();
