@@ -15,7 +15,7 @@ import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
-import { openKeyBackend } from './keys/key-backend.js';
+import { openKeyBackend } from './keys/open-key-backend.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';

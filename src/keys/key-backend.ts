@@ -1,8 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { KeyBackendConfig } from '../config/config.js';
-import type { KeyData, KeyPurpose } from './key-ring.js';
-import { softwareBackend } from './software-backend.js';
+import type { KeyData, KeyPurpose } from './key-data.js';
 
 /**
  * Where a key's private half lives and how it signs (docs/security.md "Keys in a hardware security
@@ -48,12 +47,4 @@ export interface HeldKey {
   privateKey: KeyObject | undefined;
   /** Which backend holds it. */
   custody: KeyBackendName;
-}
-
-/** The backend KEY_BACKEND names, opened once per process (the PIN never leaves this call). */
-export async function openKeyBackend(config: KeyBackendConfig, pin: string | undefined): Promise<KeyBackend> {
-  if (config.kind === 'software') return softwareBackend;
-  // Loaded only when chosen: the PKCS#11 binding is a native addon.
-  const { openPkcs11Backend } = await import('./pkcs11-backend.js');
-  return openPkcs11Backend(config, pin ?? '');
 }

@@ -2,19 +2,19 @@ import type { KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { z } from 'zod';
 import type { KeyBackend, KeyBackendName, Sign } from './key-backend.js';
+import { type KeyData, type KeyEnvironment, KeyFileSchema, type KeyPurpose } from './key-data.js';
 import { KeyError } from './key-error.js';
 import { softwareBackend } from './software-backend.js';
 
 export { KeyError };
+export type { KeyData, KeyEnvironment, KeyPurpose };
 
 /**
  * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
  * `<purpose>-<kid>.json`, mode 0600. Exactly one key per purpose is active (no `retiredAt`);
  * retired signing keys stay published until the credentials they signed expire.
  */
-export type KeyPurpose = 'credential-signing' | 'partner-jwt';
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
 
 export interface ManagedKey {
@@ -44,11 +44,6 @@ export interface ManagedKey {
 /** The key of its purpose that signs now: neither retired nor waiting on standby. */
 export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
 
-/**
- * Where a key file was made: a development start generates `development` keys when KEYS_DIR has
- * none; `keys:generate` writes `production` ones. Files from before the marker existed have none.
- */
-export type KeyEnvironment = 'development' | 'production';
 
 /** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
 export const DEVELOPMENT_KEYS_SUBDIR = 'development';
@@ -63,25 +58,7 @@ export interface KeyRing {
   partnerKeys: ManagedKey[];
 }
 
-const JwkSchema = z.looseObject({
-  kty: z.string(),
-  kid: z.string().min(1).optional(),
-  x5c: z.array(z.base64('not standard base64 (DER certificates, RFC 7517 §4.7)')).min(1).optional(),
-});
-
-const KeyFileSchema = z.object({
-  purpose: z.enum(['credential-signing', 'partner-jwt']),
-  createdAt: z.iso.datetime(),
-  retiredAt: z.iso.datetime().optional(),
-  environment: z.enum(['development', 'production']).optional(),
-  standby: z.boolean().optional(),
-  /** A software key: the private key itself (and its chain). */
-  privateJwk: JwkSchema.optional(),
-  /** A key another backend holds: its public key (and chain), and where the backend finds it. */
-  publicJwk: JwkSchema.optional(),
-  token: z.looseObject({ backend: z.string().min(1), label: z.string() }).optional(),
-});
-type KeyFile = z.infer<typeof KeyFileSchema>;
+type KeyFile = KeyData;
 
 const KEY_FILE = /^(credential-signing|partner-jwt)-[A-Za-z0-9_-]+\.json$/;
 
@@ -157,8 +134,6 @@ export async function parseKeyFile(file: string, backend?: KeyBackend): Promise<
   return parseKeyData(raw, file, backend);
 }
 
-/** The body of a key file, as stored (a file, or a database row's decrypted content). */
-export type KeyData = KeyFile;
 
 /**
  * Validates a key's content wherever it came from; `file` names it in messages (a path, or

@@ -5,7 +5,7 @@ import type { KeyBackendConfig } from '../config/config.js';
 import { AppError } from '../errors.js';
 import type { HeldKey, KeyBackend, KeyCustody } from './key-backend.js';
 import { KeyError } from './key-error.js';
-import type { KeyData, KeyPurpose } from './key-ring.js';
+import type { KeyData, KeyPurpose } from './key-data.js';
 
 /**
  * KEY_BACKEND=pkcs11 (docs/security.md "Keys in a hardware security module"): ES256 keys generated
