@@ -15,8 +15,9 @@ import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
-import { openKeyBackend } from './keys/open-key-backend.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
+import { openKeyBackend } from './keys/open-key-backend.js';
+import { assertSignsInBackend } from './keys/token-migration.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
@@ -185,7 +186,10 @@ export async function createContext(
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
-          (ring) => identification.assertUsable(ring),
+          (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           config.production ? 'production' : 'development',
           {
             // WORKERS=N: a rotation through one worker reaches its siblings within a poll.
@@ -204,7 +208,10 @@ export async function createContext(
           keyBackend,
         )
       : databaseKeyHolder(store.keys, {
-          check: (ring) => identification.assertUsable(ring),
+          check: (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
           kek: secrets.keyEncryption.current,

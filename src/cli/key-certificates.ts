@@ -100,7 +100,7 @@ function checkChain(x5c: string[], key: KeyObject, kid: string, pemFile: string,
 
 /** The shared key rows of a PostgreSQL DATABASE_URL, and the key that seals them. */
 export interface DatabaseKeys {
-  keys: Pick<KeyMaterialStore, 'addStandby' | 'attachChain'>;
+  keys: KeyMaterialStore;
   kek: Buffer;
   /** DATABASE_URL without its password, for messages. */
   where: string;
@@ -184,6 +184,7 @@ export async function generateDevChain(
   keysDir: string,
   env: NodeJS.ProcessEnv,
   now = new Date(),
+  backend?: KeyBackend,
 ): Promise<{ kid: string; host: string; caPem: string; created: boolean }> {
   if (env.NODE_ENV === 'production') {
     throw new KeyError(
@@ -192,7 +193,7 @@ export async function generateDevChain(
   }
   // The same ISSUER_ORIGIN (and default) the server will use.
   const origin = loadConfig({ ...env, KEYS_DIR: keysDir }).config.issuerOrigin;
-  const ring = await loadKeyRing(keysDir, { generateIfMissing: false });
+  const ring = await loadKeyRing(keysDir, { generateIfMissing: false, backend });
   const key = ring.signing;
   const valid = key.x5c !== undefined && chainProblems(key.x5c, key.publicKey, origin, now).length === 0;
   if (!valid) await certifyWithDevCa(keysDir, key, origin, now);

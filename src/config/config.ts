@@ -335,6 +335,23 @@ export function loadConfig(
   };
 }
 
+/**
+ * KEY_BACKEND and its PKCS11_* variables alone, for the key commands that run without a server
+ * (`keys:generate`, `keys prepare`, `keys certificate`, `keys import-to-token`): the same lines as
+ * a start, as a ConfigError.
+ */
+export function loadKeyBackendConfig(
+  source: NodeJS.ProcessEnv,
+  cwd = process.cwd(),
+): { backend: KeyBackendConfig; pin: string | undefined } {
+  const names = ['KEY_BACKEND', ...PKCS11_VARIABLES] as const;
+  const parsed = parseEnv(Object.fromEntries(names.map((n) => [n, source[n]])));
+  const problems = [...parsed.problems];
+  const out = checkPkcs11(parsed.env, source, cwd, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}
+
 const PKCS11_VARIABLES = [
   'PKCS11_MODULE',
   'PKCS11_TOKEN_LABEL',

@@ -7,8 +7,8 @@ import { type KeyData, type KeyEnvironment, KeyFileSchema, type KeyPurpose } fro
 import { KeyError } from './key-error.js';
 import { softwareBackend } from './software-backend.js';
 
-export { KeyError };
 export type { KeyData, KeyEnvironment, KeyPurpose };
+export { KeyError };
 
 /**
  * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
@@ -43,7 +43,6 @@ export interface ManagedKey {
 
 /** The key of its purpose that signs now: neither retired nor waiting on standby. */
 export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
-
 
 /** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
 export const DEVELOPMENT_KEYS_SUBDIR = 'development';
@@ -133,7 +132,6 @@ export async function parseKeyFile(file: string, backend?: KeyBackend): Promise<
   }
   return parseKeyData(raw, file, backend);
 }
-
 
 /**
  * Validates a key's content wherever it came from; `file` names it in messages (a path, or

@@ -4,8 +4,8 @@ import type * as Pkcs11Js from 'pkcs11js';
 import type { KeyBackendConfig } from '../config/config.js';
 import { AppError } from '../errors.js';
 import type { HeldKey, KeyBackend, KeyCustody } from './key-backend.js';
-import { KeyError } from './key-error.js';
 import type { KeyData, KeyPurpose } from './key-data.js';
+import { KeyError } from './key-error.js';
 
 /**
  * KEY_BACKEND=pkcs11 (docs/security.md "Keys in a hardware security module"): ES256 keys generated

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { createLocalJWKSet, type JWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
-import { openSealedKey } from '../../src/keys/sealed-key.js';
 import type { Pkcs11Backend } from '../../src/keys/pkcs11-backend.js';
+import { openSealedKey } from '../../src/keys/sealed-key.js';
 import { issueOverHttp, seedMembers } from '../fixtures/status.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { issueDirectlyAndOpen } from '../helpers/issue-and-open.js';
@@ -47,7 +47,10 @@ describe.skipIf(!available)('an issuer with KEY_BACKEND=pkcs11 (SoftHSM2)', () =
     if (issuer.ctx.store.keys) {
       for (const row of await issuer.ctx.store.keys.list())
         stored.push(
-          openSealedKey(DEVELOPMENT_KEY_ENCRYPTION_KEY, row.kid, row.purpose, row.sealed) as Record<string, any>,
+          openSealedKey(DEVELOPMENT_KEY_ENCRYPTION_KEY, row.kid, row.purpose, row.sealed) as Record<
+            string,
+            any
+          >,
         );
     } else {
       const dir = join(issuer.dir, 'keys');
@@ -98,7 +101,9 @@ describe.skipIf(!available)('an issuer with KEY_BACKEND=pkcs11 (SoftHSM2)', () =
     expect(kids).toEqual(expect.arrayContaining([oldKid, created]));
     const partner = await issuer.admin('/admin/keys/rotate', { purpose: 'partner-jwt' });
     expect(partner.status).toBe(200);
-    expect((await verifySdJwtVc(issuer.url, await issueDirectlyAndOpen(issuer))).payload.iss).toBe(issuer.url);
+    expect((await verifySdJwtVc(issuer.url, await issueDirectlyAndOpen(issuer))).payload.iss).toBe(
+      issuer.url,
+    );
   });
 
   it('/readyz makes a test signature through the token', async () => {
