@@ -16,8 +16,8 @@ import { keyBackendFromEnv } from '../src/keys/open-key-backend.js';
 if (existsSync('.env')) process.loadEnvFile('.env');
 const keysDir = resolve(process.env.KEYS_DIR ?? './keys');
 const production = process.env.NODE_ENV === 'production';
-// KEY_BACKEND=pkcs11: the ES256 keys are generated in the token (docs/security.md "Keys in a
-// hardware security module").
+// KEY_BACKEND=pkcs11: the ES256 keys are generated in the token
+// (docs/security.md "Keys in a hardware security module").
 let backend: Awaited<ReturnType<typeof keyBackendFromEnv>>;
 try {
   backend = await keyBackendFromEnv(process.env);

@@ -178,8 +178,8 @@ export async function createContext(
       throw err;
     }
   };
-  // KEY_BACKEND: where the ES256 private keys live and sign (docs/security.md "Keys in a hardware
-  // security module"); the file or row keeps each key's state either way.
+  // KEY_BACKEND: where the ES256 private keys live and sign; the file or row keeps each key's
+  // state either way (docs/security.md "Keys in a hardware security module").
   const keyBackend = await orClose(openKeyBackend(config.keyBackend, secrets.pkcs11Pin));
   const keys: KeyHolder = await orClose(
     !store.keys

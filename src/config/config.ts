@@ -32,8 +32,8 @@ export interface Config {
     | { kind: 'postgres'; url: string; poolMax: number; timeouts: DatabaseTimeouts };
   keysDir: string;
   /**
-   * KEY_BACKEND: where the ES256 private keys live and sign (docs/security.md "Keys in a hardware
-   * security module"); the PIN is in `Secrets`.
+   * KEY_BACKEND: where the ES256 private keys live and sign; the PIN is in `Secrets`
+   * (docs/security.md "Keys in a hardware security module").
    */
   keyBackend: KeyBackendConfig;
   schemasDir: string;

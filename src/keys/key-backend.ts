@@ -4,11 +4,12 @@ import type { KeyBackendConfig } from '../config/config.js';
 import type { KeyData, KeyPurpose } from './key-data.js';
 
 /**
- * Where a key's private half lives and how it signs (docs/security.md "Keys in a hardware security
- * module"). The key's state (purpose, active, retired, standby, chain) is kept the same way for
- * every backend: a file in KEYS_DIR on SQLite, a database row on PostgreSQL. A backend only says
- * what is stored beside that state and how to sign with it, so a new one is one file here plus
- * its line in `openKeyBackend`.
+ * Where a key's private half lives and how it signs
+ * (docs/security.md "Keys in a hardware security module"). The key's state (purpose, active,
+ * retired, standby, chain) is kept the same way for every backend: a file in KEYS_DIR on SQLite,
+ * a database row on PostgreSQL. A backend only says what is stored beside that state and how to
+ * sign with it, so a new one is one file beside this one plus its line in
+ * src/keys/open-key-backend.ts.
  */
 export interface KeyBackend {
   /** KEY_BACKEND's value; `token.backend` in the stored key names it. */

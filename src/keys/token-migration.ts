@@ -18,8 +18,8 @@ import { isActive, type KeyRing, type ManagedKey, readKeys, writeKeyFile } from 
 import { openSealedKey, sealKey } from './sealed-key.js';
 
 /**
- * Moving an issuer's ES256 keys into a PKCS#11 token (docs/security.md "Moving keys into the
- * token"), run with the instances stopped:
+ * Moving an issuer's ES256 keys into a PKCS#11 token, run with the instances stopped
+ * (docs/security.md "Moving keys into the token"):
  * - `import`: each software key is put into the token as a sensitive, non-extractable object with
  *   the same public key, so the same kid (credentials already issued keep verifying, nothing
  *   changes for verifiers); its file or row then holds only the public key and the token
