@@ -83,7 +83,7 @@ export class Pkcs11Backend implements KeyBackend {
   private slot: Handle | undefined;
   private idle: Handle[] = [];
   private sessions = 0;
-  private waiting: ((s: Handle) => void)[] = [];
+  private waiting: (() => void)[] = [];
   private handles = new Map<string, Handle>();
   private closed = false;
 
@@ -123,6 +123,8 @@ export class Pkcs11Backend implements KeyBackend {
     this.idle = [];
     this.sessions = 0;
     this.handles.clear();
+    // Whoever waited for a session of the old generation asks again.
+    for (const wake of this.waiting.splice(0)) wake();
     this.slot = this.findSlot(lib);
     const session = this.newSession();
     this.idle.push(session);
@@ -166,6 +168,7 @@ export class Pkcs11Backend implements KeyBackend {
 
   private discard(session: Handle): void {
     this.sessions--;
+    this.waiting.shift()?.();
     try {
       this.mod!.lib.C_CloseSession(session);
     } catch {
@@ -174,18 +177,20 @@ export class Pkcs11Backend implements KeyBackend {
   }
 
   private async acquire(): Promise<Handle> {
-    if (this.mod!.generation !== this.generation) this.attach();
-    const idle = this.idle.pop();
-    if (idle) return idle;
-    if (this.sessions < MAX_SESSIONS) return this.newSession();
-    return new Promise((resolve) => this.waiting.push(resolve));
+    for (;;) {
+      const { reinit } = this.mod!;
+      if (reinit) await reinit.catch(() => undefined);
+      if (this.mod!.generation !== this.generation) this.attach();
+      const idle = this.idle.pop();
+      if (idle) return idle;
+      if (this.sessions < MAX_SESSIONS) return this.newSession();
+      await new Promise<void>((wake) => this.waiting.push(wake));
+    }
   }
 
   private release(session: Handle, generation: number): void {
-    if (generation !== this.generation) return;
-    const next = this.waiting.shift();
-    if (next) next(session);
-    else this.idle.push(session);
+    if (generation === this.generation) this.idle.push(session);
+    this.waiting.shift()?.();
   }
 
   /** The private (or public) key object with this CKA_ID, found once per library generation. */
@@ -246,7 +251,7 @@ export class Pkcs11Backend implements KeyBackend {
     const mod = this.mod!;
     if (mod.generation === this.generation) {
       mod.reinit ??= (async () => {
-        await Promise.allSettled([...mod.inFlight]);
+        while (mod.inFlight.size > 0) await Promise.allSettled([...mod.inFlight]);
         try {
           mod.lib.C_Finalize();
         } catch {
