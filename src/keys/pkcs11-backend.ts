@@ -36,8 +36,11 @@ interface LoadedModule {
   lib: Pkcs11;
   /** Bumped by every finalize/initialize: sessions and handles of an older generation are gone. */
   generation: number;
-  /** Signatures in flight: a re-initialization waits for them. */
-  inFlight: Set<Promise<unknown>>;
+  /**
+   * Signatures in flight, with the buffers the thread pool reads and writes until each settles
+   * (held here so that nothing collects them): a re-initialization waits for them.
+   */
+  inFlight: Map<Promise<unknown>, Buffer[]>;
   /** A re-initialization under way, shared by whoever asks meanwhile. */
   reinit: Promise<void> | undefined;
 }
@@ -105,15 +108,24 @@ export class Pkcs11Backend implements KeyBackend {
       const lib = new this.pk.PKCS11();
       try {
         lib.load(this.options.module);
-        lib.C_Initialize();
+        lib.C_Initialize(this.initArgs());
       } catch (err) {
         throw new KeyError(`PKCS11_MODULE: ${this.options.module} does not load (${pkcs11Reason(err)})`);
       }
-      mod = { lib, generation: 0, inFlight: new Set(), reinit: undefined };
+      mod = { lib, generation: 0, inFlight: new Map(), reinit: undefined };
       loaded.set(this.options.module, mod);
     }
     this.mod = mod;
     this.attach();
+  }
+
+  /**
+   * PKCS#11 v2.40 §5.4: C_Initialize without arguments promises the library that no two threads
+   * call it at once; C_SignAsync signs on libuv's thread pool while this thread opens sessions
+   * and starts other operations, so the library is told to lock with the OS's primitives.
+   */
+  private initArgs(): Pkcs11Js.InitializationOptions {
+    return { flags: this.pk.CKF_OS_LOCKING_OK };
   }
 
   /** Finds the slot and logs in on a first session (the current library generation). */
@@ -226,8 +238,9 @@ export class Pkcs11Backend implements KeyBackend {
     try {
       const handle = this.privateHandle(session, id, label);
       mod.lib.C_SignInit(session, { mechanism: this.pk.CKM_ECDSA }, handle);
-      const pending = mod.lib.C_SignAsync(session, digest, Buffer.alloc(64));
-      mod.inFlight.add(pending);
+      const out = Buffer.alloc(64);
+      const pending = mod.lib.C_SignAsync(session, digest, out);
+      mod.inFlight.set(pending, [digest, out]);
       let signature: Buffer;
       try {
         signature = await pending;
@@ -251,13 +264,13 @@ export class Pkcs11Backend implements KeyBackend {
     const mod = this.mod!;
     if (mod.generation === this.generation) {
       mod.reinit ??= (async () => {
-        while (mod.inFlight.size > 0) await Promise.allSettled([...mod.inFlight]);
+        while (mod.inFlight.size > 0) await Promise.allSettled([...mod.inFlight.keys()]);
         try {
           mod.lib.C_Finalize();
         } catch {
           // Not initialized any more: initialize below.
         }
-        mod.lib.C_Initialize();
+        mod.lib.C_Initialize(this.initArgs());
         mod.generation++;
       })().finally(() => {
         mod.reinit = undefined;
@@ -510,3 +523,4 @@ function jwkOfPoint(value: Buffer): JWK {
     y: point.subarray(33, 65).toString('base64url'),
   };
 }
+

@@ -82,10 +82,10 @@ const PROCESS_TOKEN = Symbol.for('issuer-kit.test.softhsm-token');
  * This test process's token, made on first use, with SOFTHSM2_CONF set for the library loaded
  * in this process. Test files sharing the process share it: their keys differ by kid.
  */
-export function processToken(): SoftHsmToken {
+export function processToken(label?: string): SoftHsmToken {
   const holder = globalThis as { [PROCESS_TOKEN]?: SoftHsmToken };
   if (!holder[PROCESS_TOKEN]) {
-    const token = newSoftHsmToken();
+    const token = newSoftHsmToken(label);
     process.env.SOFTHSM2_CONF = token.conf;
     holder[PROCESS_TOKEN] = token;
   }
