@@ -35,8 +35,11 @@ describe.skipIf(!available)('moving software keys into a PKCS#11 token (SoftHSM2
   afterEach(async () => {
     for (const issuer of open.splice(0)) await issuer.close();
   });
+  // A restart keeps the port, so ISSUER_ORIGIN (and the status list URLs in credentials) stay.
+  const ports = new Map<string, number>();
   const start = async (dir: string, env: Record<string, string> = {}) => {
-    const issuer = await startIssuer({ dir, env });
+    const issuer = await startIssuer({ dir, env, ...(ports.has(dir) ? { port: ports.get(dir) } : {}) });
+    ports.set(dir, Number(new URL(issuer.url).port));
     open.push(issuer);
     return issuer;
   };
