@@ -1,4 +1,7 @@
+import type Database from 'better-sqlite3';
+import { pageOf } from '../keyset.js';
 import type {
+  DeliveryQuery,
   NewWebhookEndpoint,
   NewWebhookEvent,
   WebhookDeliveryRecord,
@@ -64,6 +67,9 @@ const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
   createdAt: new Date(r.created_at),
 });
 
+/** Per connection: whether an endpoint existed at a `data_version` (shared by every store on the connection). */
+const endpointPresence = new WeakMap<SqliteDatabase, { version: number; exist: boolean }>();
+
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
   d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
 
@@ -73,13 +79,17 @@ const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data,
  */
 export class SqliteWebhookStore implements WebhookStore {
   private readonly stmts;
+  private readonly markAll: Database.Transaction<
+    (marks: ReadonlyArray<{ id: string; status: number }>, when: string) => void
+  >;
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
       insertEvent: db.prepare(
-        `INSERT INTO webhook_events (id, type, data, created_at)
-         SELECT @id, @type, @data, @at WHERE EXISTS (SELECT 1 FROM webhook_endpoints)`,
+        'INSERT INTO webhook_events (id, type, data, created_at) VALUES (@id, @type, @data, @at)',
       ),
+      anyEndpoint: db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints)').pluck(),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       addEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, url, events, description, secret, created_at)
          VALUES (@id, @url, @events, @description, @secret, @createdAt)`,
@@ -127,11 +137,36 @@ export class SqliteWebhookStore implements WebhookStore {
          WHERE id = @id AND state = 'pending' RETURNING attempts, state`,
       ),
     };
+    this.markAll = db.transaction((marks: ReadonlyArray<{ id: string; status: number }>, when: string) => {
+      for (const m of marks) this.stmts.delivered.run(m.status, when, m.id);
+    });
   }
 
-  /** Writes `event` when an endpoint exists; call inside the transaction of the change. */
+  /**
+   * Writes `event` when an endpoint exists; call inside the transaction of the change (which
+   * holds the write lock, so no other connection can add or remove an endpoint before it commits).
+   */
   insertEvent(event: NewWebhookEvent, at: Date): void {
-    this.stmts.insertEvent.run({ ...event, at: at.getTime() });
+    if (this.endpointsExist()) this.stmts.insertEvent.run({ ...event, at: at.getTime() });
+  }
+
+  /**
+   * Whether an endpoint exists, without reading the endpoints table on every change: the answer
+   * is kept per connection and read again after this connection changed the endpoints, or when
+   * `PRAGMA data_version` says another connection (another process on the file) committed.
+   */
+  private endpointsExist(): boolean {
+    const seen = endpointPresence.get(this.db);
+    const version = this.stmts.dataVersion.get()!;
+    if (seen && seen.version === version) return seen.exist;
+    const exist = this.stmts.anyEndpoint.get() === 1;
+    endpointPresence.set(this.db, { version, exist });
+    return exist;
+  }
+
+  /** This connection changed the endpoints (its own commits do not move `data_version`). */
+  private endpointsChanged(): void {
+    endpointPresence.delete(this.db);
   }
 
   async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
@@ -139,6 +174,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
+    this.endpointsChanged();
     this.stmts.addEndpoint.run({
       id: e.id,
       url: e.url,
@@ -159,6 +195,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async removeEndpoint(id: string): Promise<boolean> {
+    this.endpointsChanged();
     return this.db
       .transaction(() => {
         this.stmts.removeDeliveries.run(id);
@@ -195,8 +232,10 @@ export class SqliteWebhookStore implements WebhookStore {
       .immediate();
   }
 
-  async markDelivered(id: string, status: number, at: Date): Promise<void> {
-    this.stmts.delivered.run(status, at.toISOString(), id);
+  async markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void> {
+    const when = at.toISOString();
+    if (marks.length === 1) this.stmts.delivered.run(marks[0]!.status, when, marks[0]!.id);
+    else this.markAll.immediate(marks, when);
   }
 
   async markDeliveryFailed(
@@ -222,17 +261,27 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.stmts.failedCount.get()?.n ?? 0;
   }
 
-  async listDeliveries(
-    endpointId: string,
-    state: WebhookDeliveryState | undefined,
-    limit: number,
-  ): Promise<WebhookDeliveryRecord[]> {
-    return this.db
-      .prepare<unknown[], DeliveryRow>(
+  async listDeliveries(q: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }> {
+    // Read through webhook_deliveries_page (endpoint_id[, state], event_seq) in sort order.
+    const rows = this.db
+      .prepare<Record<string, string | number>, DeliveryRow>(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
-         WHERE d.endpoint_id = ? ${state ? 'AND d.state = ?' : ''} ORDER BY e.seq DESC LIMIT ?`,
+         WHERE d.endpoint_id = @endpointId ${q.state ? 'AND d.state = @state' : ''}
+           ${q.before === undefined ? '' : 'AND d.event_seq < @before'}
+         ORDER BY d.event_seq DESC LIMIT @take`,
       )
-      .all(...(state ? [endpointId, state, limit] : [endpointId, limit]))
-      .map(toDelivery);
+      .all({
+        endpointId: q.endpointId,
+        take: q.limit + 1,
+        ...(q.state ? { state: q.state } : {}),
+        ...(q.before === undefined ? {} : { before: q.before }),
+      });
+    const { rows: kept, next } = pageOf(
+      rows,
+      q.limit,
+      (r) => r.seq,
+      () => null,
+    );
+    return { records: kept.map(toDelivery), next };
   }
 }
