@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { AuditActor, StatusChange } from '../model.js';
 /**
  * Webhook endpoints, the event outbox and its deliveries (docs/operations.md "Webhooks"). Events
@@ -108,7 +108,8 @@ export interface WebhookStore {
   removeEndpoint(id: string): Promise<boolean>;
   /**
    * Makes one pending delivery per subscribed endpoint for up to `limit` events not yet fanned out,
-   * oldest first; answers how many events it took (0: none waiting).
+   * oldest first; answers how many events it took (0: none waiting). (An engine may fan an event
+   * out as it writes it, in the change's transaction; then nothing waits here.)
    */
   fanOut(now: Date, newId: () => string, limit: number): Promise<number>;
   /** Takes up to `limit` due deliveries for `leaseMs` (one instance at a time each). */
@@ -143,7 +144,14 @@ export interface WebhookStore {
 export const WEBHOOK_SECRET_PURPOSE = 'webhook-secret';
 
 /** A new event id. */
-export const newWebhookEventId = (): string => `evt_${randomUUID()}`;
+export const newWebhookEventId = (): string => `evt_${uuidv7()}`;
+
+/** A new delivery id: the `webhook-id` of every attempt of one event to one endpoint. */
+export const newWebhookDeliveryId = (): string => `msg_${uuidv7()}`;
+
+/** Whether an endpoint subscribed to `events` (a list of types, or `['*']`) receives `type`. */
+export const subscribes = (events: readonly string[], type: string): boolean =>
+  events.includes('*') || events.includes(type);
 
 export const STATUS_EVENT_TYPE: Record<StatusChange, WebhookEventType> = {
   revoke: 'credential.revoked',

@@ -95,9 +95,13 @@ export class WebhookSender {
         signal: deadline,
       });
       const status = res.statusCode;
-      // The status decides: an answer whose body breaks off after a 2xx head is still delivered.
+      if (status >= 200 && status < 300) {
+        // The status decides: the body is dropped (its first bytes, then the connection), and an
+        // answer whose body breaks off after a 2xx head is still delivered.
+        await res.body.dump({ limit: RESPONSE_BYTES }).catch(() => {});
+        return { ok: true, status };
+      }
       const text = await readBounded(res.body).catch(() => '');
-      if (status >= 200 && status < 300) return { ok: true, status };
       return { ok: false, status, error: `HTTP ${status}${text ? `: ${text}` : ''}` };
     } catch (err) {
       return { ok: false, error: deadline.aborted ? deadline.reason!.message : (err as Error).message };

@@ -4,6 +4,7 @@ import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import {
+  newWebhookDeliveryId,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -213,7 +214,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     if (this.sweeping) return this.sweeping;
     this.sweeping = (async () => {
       try {
-        while (this.running && (await this.store.fanOut(new Date(), () => `msg_${randomUUID()}`, 100)) > 0);
+        while (this.running && (await this.store.fanOut(new Date(), newWebhookDeliveryId, 100)) > 0);
         for (;;) {
           if (!this.running) return;
           const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
@@ -262,12 +263,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   ): Promise<void> {
     // Removed since the lease: its deliveries went with it.
     if (!endpoint) return;
-    const body = JSON.stringify({
-      type: d.type,
-      timestamp: d.eventAt.toISOString(),
-      sequence: d.sequence,
-      data: JSON.parse(d.data) as unknown,
-    });
+    // `{ type, timestamp, sequence, data }`, with `data` as stored (it is JSON already).
+    const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.eventAt.toISOString()}","sequence":${d.sequence},"data":${d.data}}`;
     const now = new Date();
     const result = await this.sender.post(
       endpoint.url,

@@ -1,12 +1,13 @@
 import { pageOf } from '../keyset.js';
-import type {
-  DeliveryQuery,
-  NewWebhookEndpoint,
-  NewWebhookEvent,
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-  WebhookStore,
+import {
+  type DeliveryQuery,
+  type NewWebhookEndpoint,
+  type NewWebhookEvent,
+  subscribes,
+  type WebhookDeliveryRecord,
+  type WebhookDeliveryState,
+  type WebhookEndpointRecord,
+  type WebhookStore,
 } from '../webhook-store.js';
 import { type PgPool, withTransaction } from './database.js';
 
@@ -132,7 +133,7 @@ export class PostgresWebhookStore implements WebhookStore {
       const targets: string[] = [];
       for (const ev of events)
         for (const ep of endpoints.map(toEndpoint))
-          if (ep.events.includes('*') || ep.events.includes(ev.type)) {
+          if (subscribes(ep.events, ev.type)) {
             ids.push(newId());
             seqs.push(ev.seq);
             targets.push(ep.id);

@@ -1,13 +1,15 @@
 import type Database from 'better-sqlite3';
 import { pageOf } from '../keyset.js';
-import type {
-  DeliveryQuery,
-  NewWebhookEndpoint,
-  NewWebhookEvent,
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-  WebhookStore,
+import {
+  type DeliveryQuery,
+  type NewWebhookEndpoint,
+  type NewWebhookEvent,
+  newWebhookDeliveryId,
+  subscribes,
+  type WebhookDeliveryRecord,
+  type WebhookDeliveryState,
+  type WebhookEndpointRecord,
+  type WebhookStore,
 } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -67,8 +69,11 @@ const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
   createdAt: new Date(r.created_at),
 });
 
-/** Per connection: whether an endpoint existed at a `data_version` (shared by every store on the connection). */
-const endpointPresence = new WeakMap<SqliteDatabase, { version: number; exist: boolean }>();
+/** Per connection: the endpoints at a `data_version` (shared by every store on the connection). */
+const endpointCache = new WeakMap<
+  SqliteDatabase,
+  { version: number; endpoints: ReadonlyArray<{ id: string; events: string[] }> }
+>();
 
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
   d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
@@ -85,10 +90,13 @@ export class SqliteWebhookStore implements WebhookStore {
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
+      // Fanned out as it is written (the deliveries follow in the same transaction).
       insertEvent: db.prepare(
-        'INSERT INTO webhook_events (id, type, data, created_at) VALUES (@id, @type, @data, @at)',
+        'INSERT INTO webhook_events (id, type, data, created_at, fanned_out) VALUES (@id, @type, @data, @at, 1)',
       ),
-      anyEndpoint: db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints)').pluck(),
+      subscriptions: db.prepare<[], { id: string; events: string }>(
+        'SELECT id, events FROM webhook_endpoints',
+      ),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       addEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, url, events, description, secret, created_at)
@@ -111,7 +119,9 @@ export class SqliteWebhookStore implements WebhookStore {
          WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
          ORDER BY d.next_attempt_at LIMIT ?`,
       ),
-      lease: db.prepare('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?'),
+      lease: db.prepare(
+        'UPDATE webhook_deliveries SET lease_until = ? WHERE id IN (SELECT value FROM json_each(?))',
+      ),
       delivered: db.prepare(
         `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?,
            last_error = NULL, delivered_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`,
@@ -143,30 +153,41 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   /**
-   * Writes `event` when an endpoint exists; call inside the transaction of the change (which
-   * holds the write lock, so no other connection can add or remove an endpoint before it commits).
+   * Writes `event` and its deliveries, one per subscribed endpoint, when an endpoint exists; call
+   * inside the transaction of the change (which holds the write lock, so no other connection can
+   * add or remove an endpoint before it commits). Fanning out here, not in a later sweep, saves
+   * the sweep a transaction per event.
    */
   insertEvent(event: NewWebhookEvent, at: Date): void {
-    if (this.endpointsExist()) this.stmts.insertEvent.run({ ...event, at: at.getTime() });
+    const endpoints = this.subscriptions();
+    if (endpoints.length === 0) return;
+    const seq = this.stmts.insertEvent.run({ ...event, at: at.getTime() }).lastInsertRowid;
+    const t = at.getTime();
+    const created = at.toISOString();
+    for (const ep of endpoints)
+      if (subscribes(ep.events, event.type))
+        this.stmts.addDelivery.run(newWebhookDeliveryId(), seq, ep.id, t, created);
   }
 
   /**
-   * Whether an endpoint exists, without reading the endpoints table on every change: the answer
-   * is kept per connection and read again after this connection changed the endpoints, or when
-   * `PRAGMA data_version` says another connection (another process on the file) committed.
+   * The endpoints and their subscriptions, without reading the endpoints table on every change:
+   * the list is kept per connection and read again after this connection changed the endpoints,
+   * or when `PRAGMA data_version` says another connection (another process on the file) committed.
    */
-  private endpointsExist(): boolean {
-    const seen = endpointPresence.get(this.db);
+  private subscriptions(): ReadonlyArray<{ id: string; events: string[] }> {
+    const seen = endpointCache.get(this.db);
     const version = this.stmts.dataVersion.get()!;
-    if (seen && seen.version === version) return seen.exist;
-    const exist = this.stmts.anyEndpoint.get() === 1;
-    endpointPresence.set(this.db, { version, exist });
-    return exist;
+    if (seen && seen.version === version) return seen.endpoints;
+    const endpoints = this.stmts.subscriptions
+      .all()
+      .map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[] }));
+    endpointCache.set(this.db, { version, endpoints });
+    return endpoints;
   }
 
   /** This connection changed the endpoints (its own commits do not move `data_version`). */
   private endpointsChanged(): void {
-    endpointPresence.delete(this.db);
+    endpointCache.delete(this.db);
   }
 
   async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
@@ -212,7 +233,7 @@ export class SqliteWebhookStore implements WebhookStore {
         const endpoints = this.stmts.endpoints.all().map(toEndpoint);
         for (const ev of events) {
           for (const ep of endpoints)
-            if (ep.events.includes('*') || ep.events.includes(ev.type))
+            if (subscribes(ep.events, ev.type))
               this.stmts.addDelivery.run(newId(), ev.seq, ep.id, now.getTime(), now.toISOString());
           this.stmts.fanned.run(ev.seq);
         }
@@ -226,7 +247,7 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.db
       .transaction(() => {
         const rows = this.stmts.due.all(t, t, limit);
-        for (const r of rows) this.stmts.lease.run(t + leaseMs, r.id);
+        if (rows.length > 0) this.stmts.lease.run(t + leaseMs, JSON.stringify(rows.map((r) => r.id)));
         return rows.map(toDelivery);
       })
       .immediate();
