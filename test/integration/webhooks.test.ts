@@ -491,6 +491,46 @@ describe('webhooks', () => {
     }
   });
 
+  it('a change whose event cannot be written does not happen: issuance, status change and their events are one transaction', async () => {
+    const issuer = await start();
+    await issuer.admin('/admin/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['*'] });
+    const issue = (n: string) =>
+      issuer.post('/issue-vc', {
+        holderDID: `did:example:atomic-${n}`,
+        pubKey: generateHolderKeyPair().publicKeyHex,
+        userId: 'demo-user-1',
+        schemaId: 'membership-v1',
+      });
+    expect((await issue('before')).status).toBe(201);
+    const [before] = await queryStore<{ credential_id: string; revocation_nonce: number }>(
+      issuer.ctx.store,
+      'SELECT credential_id, revocation_nonce FROM issuances',
+    );
+    const count = async (table: string) =>
+      Number((await queryStore<{ n: number }>(issuer.ctx.store, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
+    const events = await count('webhook_events');
+
+    // From now on every event insert fails.
+    if (issuer.ctx.store.kind === 'sqlite')
+      await queryStore(
+        issuer.ctx.store,
+        "CREATE TRIGGER refuse_event BEFORE INSERT ON webhook_events BEGIN SELECT RAISE(ABORT, 'no events now'); END",
+      );
+    else
+      await queryStore(
+        issuer.ctx.store,
+        `CREATE FUNCTION refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no events now'; END $$;
+         CREATE TRIGGER refuse_event BEFORE INSERT ON webhook_events FOR EACH ROW EXECUTE FUNCTION refuse_event();`,
+      );
+    expect((await issue('refused')).status).toBeGreaterThanOrEqual(500);
+    expect(await count('issuances')).toBe(1);
+    expect(
+      (await issuer.admin('/admin/revoke', { revocationNonce: String(before!.revocation_nonce) })).status,
+    ).toBeGreaterThanOrEqual(500);
+    expect(await issuer.ctx.store.issuances.get(before!.credential_id)).toMatchObject({ status: 0 });
+    expect(await count('webhook_events')).toBe(events);
+  });
+
   it('an endpoint pages its deliveries by cursor, newest first, and the CLI walks them all', async () => {
     const issuer = await start();
     const hook = await receiver();

@@ -307,9 +307,16 @@ describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
     cleanup.push(() => removeDir(dir));
     const instances: InstanceProcess[] = [];
     cleanup.push(() => stopInstanceProcesses(instances));
+    // The restarted process has the same keys (the same KEYS_DIR) and uploads what its
+    // predecessor left before the test knows its address: the last JWKS seen stays good.
+    let lastJwks: Awaited<ReturnType<typeof liveJwks>> = { keys: [] };
     const emulator = await startEmulatorServer({
       partnerId: TEST_PARTNER_ID,
-      jwks: () => liveJwks(instances),
+      jwks: async () => {
+        const live = await liveJwks(instances);
+        if (live.keys.length > 0) lastJwks = live;
+        return lastJwks;
+      },
     });
     cleanup.push(() => emulator.close());
     const hook = await receiver();
@@ -331,7 +338,10 @@ describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
     // that deliveries of the first process, of the restarted one, and of both kinds of issuance
     // all meet failures; then 204.
     const counts = { hosted: 200, direct: 100, parallel: 6 };
-    let restartedAt: Promise<unknown> = new Promise(() => {});
+    let markRestarted!: () => void;
+    const restartedAt = new Promise<void>((ok) => {
+      markRestarted = ok;
+    });
     const healed = (async () => {
       await hook.until(() => hook.attempts.length >= counts.hosted + counts.direct);
       await restartedAt;
@@ -356,7 +366,7 @@ describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
           instances.push(again);
           return again;
         });
-        restartedAt = live;
+        void live.then(() => markRestarted());
       },
     );
     const restarted = await live;
