@@ -5,6 +5,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import type { KeyBackend, KeyBackendName, Sign } from './key-backend.js';
 import { type KeyData, type KeyEnvironment, KeyFileSchema, type KeyPurpose } from './key-data.js';
 import { KeyError } from './key-error.js';
+import { DEVELOPMENT_KEYS_SUBDIR } from './key-files.js';
 import { softwareBackend } from './software-backend.js';
 
 export type { KeyData, KeyEnvironment, KeyPurpose };
@@ -44,8 +45,7 @@ export interface ManagedKey {
 /** The key of its purpose that signs now: neither retired nor waiting on standby. */
 export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
 
-/** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
-export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+export { DEVELOPMENT_KEYS_SUBDIR };
 
 export interface KeyRing {
   /** The key that signs new credentials. */

@@ -523,4 +523,3 @@ function jwkOfPoint(value: Buffer): JWK {
     y: point.subarray(33, 65).toString('base64url'),
   };
 }
-
