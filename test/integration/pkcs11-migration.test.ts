@@ -167,7 +167,7 @@ describe.skipIf(!available)('moving software keys into a PKCS#11 token (SoftHSM2
     const chainFile = join(dir, 'chain.pem');
     writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, standby.publicKey, issuer.url)));
     const attached = await runCli(
-      ['--json', 'keys', 'certificate', kid, chainFile, '--origin', issuer.url],
+      ['--json', 'keys', 'certificate', '--origin', issuer.url, '--', kid, chainFile],
       { KEYS_DIR: keysDir, ...token.env },
       dir,
     );
