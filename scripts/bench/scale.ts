@@ -17,9 +17,9 @@ const SIZES = (process.env.BENCH_SCALE_ROWS || '10000,300000').split(',').map(Nu
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const MINUTE = 60_000;
 
-function issuance(i: number): NewIssuance {
+export function issuance(i: number, createdAtMs = T0 + i * MINUTE): NewIssuance {
   const credentialId = randomUUID();
-  const createdAt = new Date(T0 + i * MINUTE);
+  const createdAt = new Date(createdAtMs);
   // Valid for 30 days: a table of years holds mostly expired credentials.
   const expiresAt = new Date(createdAt.getTime() + 30 * 86_400_000);
   return {
@@ -49,11 +49,15 @@ function issuance(i: number): NewIssuance {
   };
 }
 
-async function seed(store: SqliteStore, rows: number): Promise<void> {
+export async function seed(
+  store: SqliteStore,
+  rows: number,
+  createdAtMs: (i: number) => number = (i) => T0 + i * MINUTE,
+): Promise<void> {
   for (let i = 0; i < rows; i += 500) {
     await Promise.all(
       Array.from({ length: Math.min(500, rows - i) }, (_, k) =>
-        store.issuances.insertIssuance(issuance(i + k), { dedupe: false }),
+        store.issuances.insertIssuance(issuance(i + k, createdAtMs(i + k)), { dedupe: false }),
       ),
     );
   }
