@@ -7,8 +7,8 @@ import type { Row } from './issuance.js';
 import { seed } from './scale.js';
 
 /**
- * The admin console's pages over a large issuances table (docs/operations.md "The admin
- * console"): `BENCH_CONSOLE_ROWS` (default 1,000,000) issuances, one every 5 s up to now (the last
+ * The admin console's pages over a large issuances table.
+ * docs/operations.md "The admin console": `BENCH_CONSOLE_ROWS` (default 1,000,000) issuances, one every 5 s up to now (the last
  * 24 hours hold 17,280), recorded on SQLite through the store, then each page served by the real
  * app over HTTP, signed in. Each page's median time to its whole HTML (what the browser paints
  * from: the pages are rendered by the server) beside `GET /healthz` measured the same way in the

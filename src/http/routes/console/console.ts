@@ -65,8 +65,9 @@ const wrap =
 
 /**
  * `/console` (CONSOLE=on, on the admin listener): server-rendered pages and one small script of
- * our own, signed in with an admin key into a server-side session (docs/architecture.md "The
- * admin console"). Reads go to the stores; every change goes through an admin route's handler.
+ * our own, signed in with an admin key into a server-side session.
+ * docs/architecture.md "The admin console": reads go to the stores; every change goes through an
+ * admin route's handler.
  */
 export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express.Router {
   const router = express.Router({ caseSensitive: true, strict: true });
