@@ -1,10 +1,8 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, tempDir } from '../../test/helpers/issuer.js';
 import type { Row } from './issuance.js';
-import { seed } from './scale.js';
+import { seed, sqliteTarget } from './scale.js';
 
 /**
  * The admin console's pages over a large issuances table.
@@ -25,10 +23,10 @@ export async function benchConsole(): Promise<Row[]> {
   const now = Date.now();
   try {
     mkdirSync(dir, { recursive: true });
-    const store = openSqliteStore(join(dir, 'issuer.db'));
+    const target = await sqliteTarget(dir);
     const started = performance.now();
-    await seed(store, ROWS, (i) => now - (ROWS - i) * SPACING_MS);
-    store.close();
+    await seed(target, ROWS, (i) => now - (ROWS - i) * SPACING_MS);
+    await target.close();
     process.stdout.write(
       `  (seeded ${ROWS} issuances in ${((performance.now() - started) / 1000).toFixed(1)} s)\n`,
     );
