@@ -227,7 +227,7 @@ export class PostgresWebhookStore implements WebhookStore {
   }
 
   async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
-    // The expression and its IS NOT NULL name the partial index of migration 013.
+    // The expression and its IS NOT NULL name the partial index of migration 014.
     const { rows } = await this.pool.query<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
        WHERE ((e.data::jsonb) ->> 'credentialId') = $1 AND ((e.data::jsonb) ->> 'credentialId') IS NOT NULL
