@@ -403,9 +403,9 @@ ${purposes.map((purpose) => {
   return html`<section aria-labelledby="h-${purpose}"><h2 id="h-${purpose}">${purpose}</h2>
 <table><thead><tr><th scope="col">kid</th><th scope="col">State</th><th scope="col">Algorithm</th><th scope="col">Created</th><th scope="col">Retired</th><th scope="col">Published</th>${purpose === 'credential-signing' ? html`<th scope="col">Last credential expires</th><th scope="col">Certificate expires</th>` : ''}</tr></thead><tbody>${rows.map(
     (k) =>
-      html`<tr><td><code>${k.kid}</code></td><td>${k.active ? 'active' : k.standby ? 'standby' : 'retired, still published'}</td><td>${k.alg}</td><td>${k.createdAt.slice(0, 19)}Z</td><td>${k.retiredAt ? `${k.retiredAt.slice(0, 19)}Z` : '—'}</td><td>${k.published ? 'yes' : 'no'}</td>${
+      html`<tr><td><code>${k.kid}</code></td><td>${k.active ? 'active' : k.standby ? 'standby' : 'retired, still published'}</td><td>${k.alg}</td><td>${when(new Date(k.createdAt))}</td><td>${when(k.retiredAt ? new Date(k.retiredAt) : null)}</td><td>${k.published ? 'yes' : 'no'}</td>${
         purpose === 'credential-signing'
-          ? html`<td>${'lastCredentialExpiresAt' in k && typeof k.lastCredentialExpiresAt === 'string' ? `${k.lastCredentialExpiresAt.slice(0, 19)}Z` : '—'}</td><td>${'certificateExpiresAt' in k && typeof k.certificateExpiresAt === 'string' ? `${k.certificateExpiresAt.slice(0, 19)}Z` : ctx.config.sdJwtIssuer === 'x5c' ? 'no chain' : 'not in x5c mode'}</td>`
+          ? html`<td>${when('lastCredentialExpiresAt' in k && typeof k.lastCredentialExpiresAt === 'string' ? new Date(k.lastCredentialExpiresAt) : null)}</td><td>${'certificateExpiresAt' in k && typeof k.certificateExpiresAt === 'string' ? when(new Date(k.certificateExpiresAt)) : ctx.config.sdJwtIssuer === 'x5c' ? 'no chain' : 'not in x5c mode'}</td>`
           : ''
       }</tr>`,
   )}</tbody></table>
