@@ -12,5 +12,9 @@ export const AUDIT_ACTIONS = [
   'status-list.publish',
   'schemas.reload',
   'uploads.retry',
+  'webhooks.add',
+  'webhooks.remove',
+  'webhooks.rotate-secret',
+  'webhooks.retry',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1131,7 +1131,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         });
         const event = (credentialId: string) => ({
           id: `evt_${randomUUID()}`,
-          type: 'credential.issued',
+          type: 'credential.issued' as const,
           data: JSON.stringify({ credentialId }),
         });
         const a = issuance();

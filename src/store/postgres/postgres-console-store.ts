@@ -14,7 +14,7 @@ interface SessionRow {
   last_seen_at: string;
 }
 
-/** Console sessions and reads (migration 014); epoch ms come back as bigint text. */
+/** Console sessions and reads (migration 015); epoch ms come back as bigint text. */
 export class PostgresConsoleStore implements ConsoleStore {
   constructor(private readonly pool: PgPool) {}
 

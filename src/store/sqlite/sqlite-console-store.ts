@@ -14,7 +14,7 @@ interface SessionRow {
   last_seen_at: number;
 }
 
-/** Console sessions and reads (migration 011). */
+/** Console sessions and reads (migration 012). */
 export class SqliteConsoleStore implements ConsoleStore {
   private readonly stmts;
 

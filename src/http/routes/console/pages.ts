@@ -73,7 +73,9 @@ export async function overview(p: ConsolePages, _req: Request, res: Response): P
     await Promise.all(
       endpoints.map(async (e) => ({
         endpoint: e,
-        failed: (await ctx.store.webhooks.listDeliveries(e.id, 'failed', 100)).length,
+        failed: (
+          await ctx.store.webhooks.listDeliveries({ endpointId: e.id, state: 'failed', limit: 100 })
+        ).records.length,
       })),
     )
   ).filter((e) => e.failed > 0);

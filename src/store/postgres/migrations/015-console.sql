@@ -1,4 +1,4 @@
--- As sqlite/migrations/011-console.sql: console sessions (SHA-256 of the cookie's value, epoch
+-- As sqlite/migrations/012-console.sql: console sessions (SHA-256 of the cookie's value, epoch
 -- ms), a credential's audit trail and its webhook events.
 CREATE TABLE console_sessions (
   id_hash       TEXT PRIMARY KEY,
