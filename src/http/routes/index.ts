@@ -10,6 +10,7 @@ import {
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  retryFailedWebhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
@@ -57,6 +58,7 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
+  retryFailedWebhookDeliveriesRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,
