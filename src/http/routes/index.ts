@@ -10,6 +10,7 @@ import {
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  retryFailedWebhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
@@ -59,6 +60,7 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
+  retryFailedWebhookDeliveriesRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,
