@@ -133,6 +133,10 @@ export const AUDIT_ACTIONS = [
   'keys.rotate',
   'status-list.publish',
   'schemas.reload',
+  'status-change.job',
+  'keys.compromised',
+  'renew',
+  'renew.skipped',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -140,4 +144,6 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 export interface AuditActor {
   actor: string;
   reason?: string | undefined;
+  /** The bulk status change job the change belongs to (docs/operations.md "Bulk status changes"). */
+  jobId?: string | undefined;
 }

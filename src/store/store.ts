@@ -9,6 +9,7 @@ import type {
   StatusSlot,
   UploadState,
 } from '../model.js';
+import type { StatusJobStore } from './status-job-store.js';
 import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
@@ -60,11 +61,15 @@ export interface NewIssuance {
    * the admin history's `email` filter; never the address. Written only, never read back.
    */
   emailHash?: string | undefined;
+  /** The batch-issue run it belongs to (a bulk status change's `batchId` selector). Written only. */
+  batchId?: string | undefined;
+  /** The credential this one renews (docs/operations.md "Renewal"). Written only. */
+  renewedFrom?: string | undefined;
   /** Its `credential.issued` webhook event, written with it while an endpoint exists. */
   event?: NewWebhookEvent | undefined;
 }
 
-export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event'> {
+export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event' | 'batchId' | 'renewedFrom'> {
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -372,10 +377,16 @@ export interface Iden3Store {
   /**
    * One transaction: unless a state newer than `baseSeq` was recorded meanwhile (then nothing is
    * written: `committed` false), writes the tree nodes and roots, records the state, and applies
-   * `statusChange` (the issuance record's revocation) with it.
+   * `statusChange` (the issuance record's revocation) with it, and each of `statusChanges` (a bulk
+   * revocation: many nonces, one state).
    */
   commitIden3State(
-    commit: Iden3TreeWrites & { baseSeq: number; state: NewIden3State; statusChange?: StatusChangeRequest },
+    commit: Iden3TreeWrites & {
+      baseSeq: number;
+      state: NewIden3State;
+      statusChange?: StatusChangeRequest;
+      statusChanges?: StatusChangeRequest[];
+    },
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
 }
 
@@ -386,6 +397,8 @@ export interface AuditEntry {
   action: AuditAction;
   target: string;
   reason?: string | undefined;
+  /** The bulk status change job the entry belongs to. */
+  jobId?: string | undefined;
 }
 
 export interface AuditQuery {
@@ -516,6 +529,8 @@ export interface Store {
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
   webhooks: WebhookStore;
+  /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */
+  statusJobs: StatusJobStore;
   /**
    * One round trip to the database (readiness); rejects when it cannot answer, and, given
    * `timeoutMs`, when it does not answer within it (the connection is then given up).

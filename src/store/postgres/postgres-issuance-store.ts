@@ -94,11 +94,11 @@ interface Proposal {
 // Every write of one issuance in one statement (migration 008-record-issuance.sql).
 const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4, $5, $6, $7::bigint, $8::int, $9::int,
   $10, $11, $12::timestamptz, $13::timestamptz, $14, $15::timestamptz, $16::timestamptz, $17, $18::smallint, $19::int,
-  $20::int, $21, $22)`;
+  $20::int, $21, $22, $23, $24)`;
 
 // The same, and its webhook event in the same statement (so the same transaction) when inserted.
 const RECORD_WITH_EVENT_SQL = `WITH r AS (${RECORD_SQL}),
-  ev AS (${insertEventSql('$23', '$24', '$25', '$12::timestamptz', "FROM r WHERE r.outcome = 'inserted'")})
+  ev AS (${insertEventSql('$25', '$26', '$27', '$12::timestamptz', "FROM r WHERE r.outcome = 'inserted'")})
   SELECT outcome, existing FROM r`;
 
 // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
@@ -266,6 +266,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
         options.dedupe ? dedupeLockKey(n) : null,
         options.audit?.actor ?? null,
         options.audit?.reason ?? null,
+        n.batchId ?? null,
+        n.renewedFrom ?? null,
         ...(n.event ? [n.event.id, n.event.type, n.event.data] : []),
       ],
     });
