@@ -5,6 +5,7 @@
 
 import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
+import { benchBulk } from './bench/bulk.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
@@ -42,6 +43,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   status: benchStatusList,
   iden3: benchIden3,
   batch: () => benchBatch(),
+  // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
+  bulk: benchBulk,
   store: benchStoreEngines,
   // Admin history pages by cursor as the issuances table grows (BENCH_SCALE_ROWS).
   scale: benchScale,

@@ -31,7 +31,7 @@ export type DirectIssueRequest = DirectClaims & {
   audit?: AuditActor | undefined;
   /** The batch-issue run this row belongs to (a bulk status change may select by it). */
   batchId?: string | undefined;
-  /** The credential this one renews (docs/operations.md "Renewal"). */
+  /** The credential this one renews. */
   renewedFrom?: string | undefined;
 };
 

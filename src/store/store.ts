@@ -63,7 +63,7 @@ export interface NewIssuance {
   emailHash?: string | undefined;
   /** The batch-issue run it belongs to (a bulk status change's `batchId` selector). Written only. */
   batchId?: string | undefined;
-  /** The credential this one renews (docs/operations.md "Renewal"). Written only. */
+  /** The credential this one renews. Written only. */
   renewedFrom?: string | undefined;
   /** Its `credential.issued` webhook event, written with it while an endpoint exists. */
   event?: NewWebhookEvent | undefined;

@@ -45,7 +45,7 @@ const oneClaimsSource = (
   });
 };
 
-/** A batch-issue run's id (`batch-` and hex; docs/admin-cli.md "batch-issue"), recorded with the credential. */
+/** A batch-issue run's id (`batch-` and hex; docs/admin-cli.md "CSV batches"), recorded with the credential. */
 export const BatchIdField = z
   .string()
   .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits, _ . : - only, at most 128');

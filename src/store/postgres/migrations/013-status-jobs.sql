@@ -1,6 +1,6 @@
--- As sqlite/migrations/011-status-jobs.sql: bulk status changes (docs/operations.md "Bulk status
--- changes"), each job's selection taken when it is created, worked through under a lease that
--- any instance may take over once it expires.
+-- As sqlite/migrations/011-status-jobs.sql (docs/operations.md "Bulk status changes"): each
+-- job's selection taken when it is created, worked through under a lease that any instance may
+-- take over once it expires.
 CREATE TABLE status_jobs (
   id           TEXT PRIMARY KEY,
   change       TEXT NOT NULL CHECK (change IN ('revoke', 'suspend', 'unsuspend')),
@@ -31,7 +31,7 @@ CREATE TABLE status_job_items (
 ALTER TABLE audit_log ADD COLUMN job_id TEXT;
 
 -- The batch-issue run a direct issuance belongs to (the selector's `batchId`), and the credential
--- a renewal replaces (docs/operations.md "Renewal"), both written by record_issuance below.
+-- a renewal replaces, both written by record_issuance below.
 ALTER TABLE issuances ADD COLUMN batch_id TEXT;
 CREATE INDEX issuances_batch ON issuances (batch_id) WHERE batch_id IS NOT NULL;
 ALTER TABLE issuances ADD COLUMN renewed_from TEXT;

@@ -31,7 +31,7 @@ CREATE TABLE status_job_items (
 ALTER TABLE audit_log ADD COLUMN job_id TEXT;
 
 -- The batch-issue run a direct issuance belongs to (the selector's `batchId`), and the credential
--- a renewal replaces (docs/operations.md "Renewal").
+-- a renewal replaces.
 ALTER TABLE issuances ADD COLUMN batch_id TEXT;
 CREATE INDEX issuances_batch ON issuances (batch_id) WHERE batch_id IS NOT NULL;
 ALTER TABLE issuances ADD COLUMN renewed_from TEXT;
