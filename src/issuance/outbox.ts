@@ -157,11 +157,12 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
 
   private async attempt(record: IssuanceRecord): Promise<string | null> {
     try {
-      const res = await this.client.storeEnvelope(
-        record.envelope,
-        record.proofType,
-        record.uploadAttempts + 1,
-      );
+      const res =
+        'data' in record.envelope
+          ? await this.client.storeEnvelope(record.envelope, record.proofType, record.uploadAttempts + 1)
+          : // Delivered once (its ciphertext dropped then, store.ts DeliveredEnvelope) and put back
+            // in the queue since: the hosting service has it, and the mark is made again.
+            { storagePath: record.storagePath ?? undefined };
       const storagePath = res.storagePath ?? null;
       await this.store.markUploaded(record.credentialId, storagePath, new Date());
       this.emit('uploaded', record, storagePath);

@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { ProofType } from '../model.js';
 import type {
   CredentialStatus,
   IssuanceRecord,
   IssuanceSummary,
   NewIssuance,
-  UploadBody,
+  StoredEnvelope,
   UploadState,
 } from './store.js';
 
@@ -103,7 +104,7 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
     channel: r.channel,
     userId: r.user_id,
     subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as UploadBody,
+    envelope: JSON.parse(r.envelope) as StoredEnvelope,
     suspendedAt: orNull(r.suspended_at, read.time),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
@@ -130,4 +131,18 @@ export function insertedRecord(n: NewIssuance): IssuanceRecord {
     storagePath: null,
     uploadedAt: null,
   };
+}
+
+/**
+ * The envelope text a delivered issuance keeps (store.ts DeliveredEnvelope): the same JSON without
+ * `data`, with `dataSha256`. One already delivered comes back unchanged.
+ */
+export function deliveredEnvelopeText(text: string): string {
+  const envelope = JSON.parse(text) as Record<string, unknown>;
+  if (typeof envelope.data !== 'string') return text;
+  const { data, ...rest } = envelope;
+  return JSON.stringify({
+    ...rest,
+    dataSha256: createHash('sha256').update(Buffer.from(data, 'base64')).digest('hex'),
+  });
 }

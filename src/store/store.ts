@@ -31,6 +31,20 @@ export interface UploadBody extends Envelope {
   externalId: string;
 }
 
+/**
+ * What an issuance keeps of its envelope once the hosting service has stored it
+ * (docs/architecture.md "Envelopes once delivered"): everything but the ciphertext `data`, and
+ * that ciphertext's SHA-256 (hex, of the decoded bytes) to match the stored copy against. Nothing
+ * reads a delivered envelope's ciphertext: a repeat answers from the record, and only pending and
+ * failed uploads are sent again.
+ */
+export interface DeliveredEnvelope extends Omit<UploadBody, 'data'> {
+  dataSha256: string;
+}
+
+/** An issuance's envelope as stored: whole until delivered, then without its ciphertext. */
+export type StoredEnvelope = UploadBody | DeliveredEnvelope;
+
 export interface NewIssuance {
   credentialId: string;
   channel: Channel;
@@ -69,7 +83,9 @@ export interface NewIssuance {
   event?: NewWebhookEvent | undefined;
 }
 
-export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event' | 'batchId' | 'renewedFrom'> {
+export interface IssuanceRecord
+  extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope' | 'batchId' | 'renewedFrom'> {
+  envelope: StoredEnvelope;
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;

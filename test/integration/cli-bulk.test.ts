@@ -85,7 +85,9 @@ describe('admin CLI: status bulk', () => {
     expect(unconfirmed.code).toBe(1);
     expect(unconfirmed.stderr).toMatch(/--yes/);
     expect(
-      (await queryStore<{ n: number }>(issuer.ctx.store, 'SELECT COUNT(*) AS n FROM status_jobs'))[0]!.n,
+      Number(
+        (await queryStore<{ n: number }>(issuer.ctx.store, 'SELECT COUNT(*) AS n FROM status_jobs'))[0]!.n,
+      ),
     ).toBe(0);
 
     const run = await cli([

@@ -1,5 +1,4 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { AdminApiError } from '../admin-client.js';
 import { json } from '../output.js';
@@ -54,9 +53,10 @@ export async function followJob(run: Run, jobId: string, pollMs = 500): Promise<
   const get = async () =>
     (await client.call<JobAnswer>('GET', `/admin/status-changes/${encodeURIComponent(jobId)}`)).body;
   let job = await get();
+  // Loaded only when a bar is drawn: the CLI starts without it (docs/admin-cli.md).
   const bar =
     io.errIsTTY && !run.json
-      ? new SingleBar({
+      ? new (await import('cli-progress')).SingleBar({
           stream: io.errStream,
           format: '{bar} {percentage}% | {value}/{total} credentials | failed {failed}',
           hideCursor: true,

@@ -37,7 +37,8 @@ CREATE INDEX issuances_batch ON issuances (batch_id) WHERE batch_id IS NOT NULL;
 ALTER TABLE issuances ADD COLUMN renewed_from TEXT;
 CREATE INDEX issuances_renewed_from ON issuances (renewed_from) WHERE renewed_from IS NOT NULL;
 
--- record_issuance of 008-record-issuance.sql, with the two columns above.
+-- record_issuance of 008-record-issuance.sql with the two columns above (NULL by default), and
+-- record_issuances of 013-record-issuances.sql passing them on from its records.
 DROP FUNCTION record_issuance(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, BIGINT, INTEGER, INTEGER, TEXT, TEXT,
   TIMESTAMPTZ, TIMESTAMPTZ, TEXT, TIMESTAMPTZ, TIMESTAMPTZ, TEXT, SMALLINT, INTEGER, INTEGER, TEXT, TEXT);
 CREATE FUNCTION record_issuance(
@@ -51,7 +52,7 @@ CREATE FUNCTION record_issuance(
   -- The `issue` audit row's actor and reason; NULL actor: no audit row.
   p_audit_actor TEXT, p_audit_reason TEXT,
   -- The batch-issue run (the bulk selector's batchId) and the credential this one renews.
-  p_batch_id TEXT, p_renewed_from TEXT,
+  p_batch_id TEXT DEFAULT NULL, p_renewed_from TEXT DEFAULT NULL,
   OUT outcome TEXT, OUT existing TEXT
 ) LANGUAGE plpgsql AS $$
 BEGIN
@@ -104,5 +105,72 @@ BEGIN
   END IF;
   outcome := CASE WHEN EXISTS (SELECT 1 FROM issuances WHERE revocation_nonce = p_nonce)
     THEN 'nonce-taken' ELSE 'slot-taken' END;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION record_issuances(
+  p_records JSONB, p_mark_ids TEXT[], p_mark_paths TEXT[], p_mark_ats TIMESTAMPTZ[]
+) RETURNS TABLE (o INTEGER, outcome TEXT, existing TEXT, error_code TEXT, error_message TEXT)
+LANGUAGE plpgsql AS $$
+DECLARE
+  r RECORD;
+  res RECORD;
+BEGIN
+  FOR r IN SELECT * FROM jsonb_to_recordset(p_records) AS x(
+      o INTEGER, credential_id TEXT, channel TEXT, user_id TEXT, holder_did TEXT, schema_id TEXT, proof_type TEXT,
+      nonce BIGINT, slot_partition INTEGER, slot_index INTEGER, subject_hash TEXT, kid TEXT,
+      created_at TIMESTAMPTZ, expires_at TIMESTAMPTZ, envelope TEXT, next_attempt_at TIMESTAMPTZ,
+      lease_until TIMESTAMPTZ, email_hash TEXT, batch_id TEXT, renewed_from TEXT, shard SMALLINT, lock_space INTEGER, lock_key INTEGER,
+      audit_actor TEXT, audit_reason TEXT, event_id TEXT, event_type TEXT, event_data TEXT)
+  LOOP
+    o := r.o;
+    outcome := NULL;
+    existing := NULL;
+    error_code := NULL;
+    error_message := NULL;
+    BEGIN
+      SELECT * INTO res FROM record_issuance(r.credential_id, r.channel, r.user_id, r.holder_did, r.schema_id,
+        r.proof_type, r.nonce, r.slot_partition, r.slot_index, r.subject_hash, r.kid, r.created_at, r.expires_at,
+        r.envelope, r.next_attempt_at, r.lease_until, r.email_hash, r.shard, r.lock_space, r.lock_key,
+        r.audit_actor, r.audit_reason, r.batch_id, r.renewed_from);
+      IF res.outcome = 'inserted' AND r.event_id IS NOT NULL THEN
+        INSERT INTO webhook_events (id, type, data, created_at)
+          SELECT r.event_id, r.event_type, r.event_data, r.created_at WHERE EXISTS (SELECT 1 FROM webhook_endpoints);
+      END IF;
+      outcome := res.outcome;
+      existing := res.existing;
+    EXCEPTION WHEN OTHERS THEN
+      error_code := SQLSTATE;
+      error_message := SQLERRM;
+    END;
+    RETURN NEXT;
+  END LOOP;
+  IF cardinality(p_mark_ids) > 0 THEN
+    BEGIN
+      WITH done AS (
+        UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
+          next_attempt_at = NULL, lease_until = NULL, last_error = NULL, upload_attempts = i.upload_attempts + 1,
+          -- Delivered: the envelope keeps all but its ciphertext, and the ciphertext's SHA-256
+          -- (store.ts DeliveredEnvelope).
+          envelope = CASE WHEN i.envelope::jsonb ? 'data' THEN ((i.envelope::jsonb - 'data') || jsonb_build_object(
+            'dataSha256', encode(sha256(decode(i.envelope::jsonb ->> 'data', 'base64')), 'hex')))::text
+            ELSE i.envelope END
+        FROM (SELECT * FROM unnest(p_mark_ids, p_mark_paths, p_mark_ats) AS m(id, path, at) ORDER BY id) u
+        WHERE i.credential_id = u.id
+        RETURNING i.credential_id, i.storage_path, i.upload_attempts, u.at)
+      INSERT INTO webhook_events (id, type, data, created_at)
+        SELECT 'evt_' || gen_random_uuid(), 'credential.delivered',
+          json_build_object('credentialId', d.credential_id, 'storagePath', d.storage_path,
+            'attempts', d.upload_attempts)::text, d.at
+        FROM done d WHERE EXISTS (SELECT 1 FROM webhook_endpoints);
+    EXCEPTION WHEN OTHERS THEN
+      o := 0;
+      outcome := NULL;
+      existing := NULL;
+      error_code := SQLSTATE;
+      error_message := SQLERRM;
+      RETURN NEXT;
+    END;
+  END IF;
 END
 $$;
