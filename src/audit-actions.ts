@@ -11,6 +11,10 @@ export const AUDIT_ACTIONS = [
   'keys.rotate',
   'status-list.publish',
   'schemas.reload',
+  'webhooks.add',
+  'webhooks.remove',
+  'webhooks.rotate-secret',
+  'webhooks.retry',
   'status-change.job',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

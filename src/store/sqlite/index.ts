@@ -16,6 +16,8 @@ export interface SqliteStore extends Store {
   db: SqliteDatabase;
   /** With its synchronous `applyStatusChange` (tests race it against a status list build). */
   status: SqliteStatusStore;
+  /** With its synchronous `insertEvent` (the webhook bench writes events inside its own transactions). */
+  webhooks: SqliteWebhookStore;
 }
 
 export function openSqliteStore(path: string): SqliteStore {
@@ -40,7 +42,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     history: new SqliteHistoryStore(db),
     idempotency: new SqliteIdempotencyStore(db),
     webhooks,
-    statusJobs: new SqliteStatusJobStore(db, audit),
+    statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     async ping() {
       db.prepare('SELECT 1').get();
     },

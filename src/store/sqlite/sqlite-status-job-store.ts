@@ -15,6 +15,7 @@ import type { CredentialStatus } from '../store.js';
 import { statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
+import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
 interface JobRow {
   id: string;
@@ -96,13 +97,14 @@ const CHANGE_SQL: Record<StatusChange, string> = {
   unsuspend: 'UPDATE issuances SET status = 0, suspended_at = NULL WHERE credential_id = @id AND status = 2',
 };
 
-/** The job tables of migration 011; each chunk is one IMMEDIATE transaction. */
+/** The job tables of migration 012; each chunk is one IMMEDIATE transaction. */
 export class SqliteStatusJobStore implements StatusJobStore {
   private readonly stmts;
 
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audit = new SqliteAuditStore(db),
+    private readonly webhooks = new SqliteWebhookStore(db),
   ) {
     this.stmts = {
       job: db.prepare<[string], JobRow>('SELECT * FROM status_jobs WHERE id = ?'),
@@ -133,10 +135,6 @@ export class SqliteStatusJobStore implements StatusJobStore {
       revoke: db.prepare(CHANGE_SQL.revoke),
       suspend: db.prepare(CHANGE_SQL.suspend),
       unsuspend: db.prepare(CHANGE_SQL.unsuspend),
-      hasEndpoints: db.prepare<[], { n: number }>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints) AS n'),
-      insertEvent: db.prepare(
-        'INSERT INTO webhook_events (id, type, data, created_at) VALUES (@id, @type, @data, @at)',
-      ),
       invalidate: db.prepare(
         'UPDATE status_list_partitions SET token = NULL, etag = NULL WHERE partition = ?',
       ),
@@ -243,7 +241,6 @@ export class SqliteStatusJobStore implements StatusJobStore {
         if (job?.state !== 'running' || job.lease_owner !== owner) return undefined;
         const items = this.stmts.items.all(id, job.cursor ?? '', limit);
         const audit = jobAudit(job);
-        const events = this.stmts.hasEndpoints.get()!.n === 1;
         const iso = at.toISOString();
         const partitions = new Set<number>();
         let done = 0;
@@ -261,15 +258,15 @@ export class SqliteStatusJobStore implements StatusJobStore {
           if (changed === 0) continue;
           const nonce = item.revocation_nonce!;
           this.audit.insertAudit({ ...audit, at, action: job.change, target: String(nonce) });
-          if (events)
-            this.stmts.insertEvent.run({
-              ...statusChangeEvent(
-                { credentialId: item.credential_id, revocationNonce: nonce },
-                job.change,
-                audit,
-              ),
-              at: at.getTime(),
-            });
+          // Written (with its deliveries) only while an endpoint exists.
+          this.webhooks.insertEvent(
+            statusChangeEvent(
+              { credentialId: item.credential_id, revocationNonce: nonce },
+              job.change,
+              audit,
+            ),
+            at,
+          );
           if (item.status_partition !== null) partitions.add(item.status_partition);
         }
         for (const partition of partitions) this.stmts.invalidate.run(partition);
