@@ -132,6 +132,8 @@ export interface WebhookStore {
   /** Puts a `failed` delivery back in the queue (attempts from 0); false when it is not `failed`. */
   retryDelivery(id: string, now: Date): Promise<boolean>;
   countFailedDeliveries(): Promise<number>;
+  /** Deliveries of the events that name `credentialId`, newest first (webhook_events_credential). */
+  listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]>;
   /**
    * A page of an endpoint's deliveries, newest event first, keyset-paged on the event sequence
    * (docs/interface.md "Paging"): `before` is the previous page's `next`; `next` is null on the

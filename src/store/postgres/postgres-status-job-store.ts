@@ -88,7 +88,7 @@ const CHANGE_SET: Record<StatusChange, string> = {
 };
 
 /**
- * The job tables of migration 015. A chunk is one transaction of a few set statements (the
+ * The job tables of migration 016. A chunk is one transaction of a few set statements (the
  * change, its audit rows, its events, the partitions' invalidation, the job's progress), begun by
  * locking the job row, so two instances never work one chunk.
  */

@@ -236,4 +236,15 @@ export class PostgresWebhookStore implements WebhookStore {
     );
     return { records: kept.map(toDelivery), next };
   }
+
+  async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
+    // The expression and its IS NOT NULL name the partial index of migration 015.
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
+       WHERE ((e.data::jsonb) ->> 'credentialId') = $1 AND ((e.data::jsonb) ->> 'credentialId') IS NOT NULL
+       ORDER BY e.seq DESC, d.created_at DESC LIMIT $2`,
+      [credentialId, limit],
+    );
+    return rows.map(toDelivery);
+  }
 }

@@ -97,7 +97,7 @@ const CHANGE_SQL: Record<StatusChange, string> = {
   unsuspend: 'UPDATE issuances SET status = 0, suspended_at = NULL WHERE credential_id = @id AND status = 2',
 };
 
-/** The job tables of migration 012; each chunk is one IMMEDIATE transaction. */
+/** The job tables of migration 013; each chunk is one IMMEDIATE transaction. */
 export class SqliteStatusJobStore implements StatusJobStore {
   private readonly stmts;
 

@@ -305,4 +305,16 @@ export class SqliteWebhookStore implements WebhookStore {
     );
     return { records: kept.map(toDelivery), next };
   }
+
+  async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
+    // The expression and its IS NOT NULL name the partial index of migration 012.
+    return this.db
+      .prepare<[string, number], DeliveryRow>(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
+         WHERE json_extract(e.data, '$.credentialId') = ? AND json_extract(e.data, '$.credentialId') IS NOT NULL
+         ORDER BY e.seq DESC, d.created_at DESC LIMIT ?`,
+      )
+      .all(credentialId, limit)
+      .map(toDelivery);
+  }
 }

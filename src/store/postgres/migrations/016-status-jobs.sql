@@ -1,4 +1,4 @@
--- As sqlite/migrations/012-status-jobs.sql (docs/operations.md "Bulk status changes"): each
+-- As sqlite/migrations/013-status-jobs.sql (docs/operations.md "Bulk status changes"): each
 -- job's selection taken when it is created, worked through under a lease that any instance may
 -- take over once it expires.
 CREATE TABLE status_jobs (
