@@ -11,6 +11,7 @@ import {
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  retryFailedWebhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
@@ -62,6 +63,7 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
+  retryFailedWebhookDeliveriesRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,
