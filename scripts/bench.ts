@@ -13,9 +13,10 @@ import { benchPinning } from './bench/pinning.js';
 import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
+import { benchWebhookParts } from './bench/webhooks.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
-const WEBHOOK_ROUNDS = 2;
+const WEBHOOK_ROUNDS = 4;
 
 const rows: Row[] = [];
 const FLOOR = 'hosted floor, parts alone';
@@ -41,10 +42,11 @@ const sections: Record<string, () => Promise<Row[]>> = {
       rows.push(...(await benchHostedIssueVc({ workers: 1, floor })));
     return rows;
   },
-  // Hosted issue-vc with one webhook endpoint (a receiver answering 204) and without, alternated
-  // twice so that a drift of the shared machine falls on both.
+  // The webhook path's parts measured alone, then hosted issue-vc with one webhook endpoint (a
+  // receiver answering 204) and without, alternated four times so that a drift of the shared
+  // machine falls on both.
   webhooks: async () => {
-    const rows: Row[] = [];
+    const rows: Row[] = await benchWebhookParts();
     for (let round = 1; round <= WEBHOOK_ROUNDS; round++)
       for (const webhooks of ['off', 'on'] as const) {
         for (const r of await benchHostedIssueVc({ workers: 1, webhooks }))
@@ -200,10 +202,16 @@ if (webhookCpu('on', 1) !== undefined) {
       `  round ${round}: off ${off.toFixed(3)} ms, on ${on.toFixed(3)} ms, added ${(on - off).toFixed(3)} ms`,
     );
   }
-  if (added.length > 0)
+  if (added.length > 0) {
+    const sorted = [...added].sort((a, b) => a - b);
+    const median =
+      sorted.length % 2 === 1
+        ? sorted[(sorted.length - 1) / 2]!
+        : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
     console.log(
-      `  mean added ${(added.reduce((a, b) => a + b, 0) / added.length).toFixed(3).padStart(10)} ms`,
+      `  median added ${median.toFixed(3)} ms (spread ${sorted[0]!.toFixed(3)} to ${sorted[sorted.length - 1]!.toFixed(3)} ms)`,
     );
+  }
 }
 
 function fmt(v: number): string {

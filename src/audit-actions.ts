@@ -11,5 +11,9 @@ export const AUDIT_ACTIONS = [
   'keys.rotate',
   'status-list.publish',
   'schemas.reload',
+  'webhooks.add',
+  'webhooks.remove',
+  'webhooks.rotate-secret',
+  'webhooks.retry',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -472,12 +472,16 @@ export interface KeyMaterialStore {
   list(): Promise<StoredKey[]>;
   /** Stores `keys` when no key is stored yet (the first start imports KEYS_DIR); false otherwise. */
   importIfEmpty(keys: StoredKey[]): Promise<boolean>;
-  /** One transaction: retires the active key of `created.purpose` at `at`, adds `created`. */
+  /**
+   * One transaction: retires the active key of `created.purpose` at `at`, adds `created`, and
+   * writes the `key.rotated` event (docs/operations.md "Webhooks") while an endpoint exists.
+   */
   rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }>;
   /**
    * One transaction: when standby keys of `purpose` exist, `choose` picks the one that signs
    * from now on (given them newest first; throwing refuses the rotation and nothing changes),
-   * the active key is retired at `at` and the chosen one signs. Undefined when there is none.
+   * the active key is retired at `at` and the chosen one signs, with its `key.rotated` event.
+   * Undefined when there is none.
    */
   promoteStandby(
     purpose: StoredKey['purpose'],
