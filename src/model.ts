@@ -55,7 +55,8 @@ export type StatusName = (typeof STATUS_NAMES)[CredentialStatus];
 export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
 /** Hosted (docs/interface.md "issue-vc", the holder asks) or direct (admin issue-vc, the issuer sends). */
-export type Channel = 'hosted' | 'direct';
+export const CHANNELS = ['hosted', 'direct'] as const;
+export type Channel = (typeof CHANNELS)[number];
 
 /** `failed`: the outbox gave up (a refusal for good, or too many attempts); `uploads retry` resumes it. */
 export type UploadState = 'pending' | 'uploaded' | 'failed';

@@ -79,6 +79,8 @@ export interface Config {
   outboxSweepMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
+  /** CONSOLE: the admin console at `/console` (on by default outside production). */
+  console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -300,6 +302,11 @@ export function loadConfig(
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
+      console: {
+        enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
+        idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,
+        absoluteSeconds: env.CONSOLE_SESSION_ABSOLUTE_SECONDS ?? 28_800,
+      },
     },
     secrets: {
       apiKey: env.API_KEY,
