@@ -666,7 +666,7 @@ describe('webhooks', () => {
     [{ url: 'not a url', events: ['*'] }, 'url'],
     [{ url: 'https://hooks.example.com/', events: ['credential.nope'] }, 'events.0'],
     [{ url: 'https://hooks.example.com/', events: [] }, 'events'],
-    [{ url: 'https://hooks.example.com/', events: ['*'], secret: 'mine' }, 'body'],
+    [{ url: 'https://hooks.example.com/', events: ['*'], secret: 'mine' }, 'secret'],
     [{ events: ['*'] }, 'url'],
   ])('%j is 400 naming %s', async (body, field) => {
     const issuer = await start();
