@@ -246,22 +246,20 @@ export async function rotateKey(
 ): Promise<{ retired: ManagedKey[]; created: ManagedKey }> {
   const all = (await readKeys(dir, backend)).filter((k) => k.purpose === purpose && !k.retiredAt);
   const keys = all.filter(isActive);
-  const standby = all.find((k) => k.standby);
+  // The next key exists (made on standby, certified) before the active one is retired: a backend
+  // that cannot make one now (a token away) leaves the ring as it was.
+  let next = all.find((k) => k.standby);
+  if (!next) {
+    next = await generateKey(dir, purpose, now, { environment, backend, standby: true });
+    if (certify) await certify(next);
+  }
   for (const key of keys) {
     const data = JSON.parse(readFileSync(key.file, 'utf8')) as KeyFile;
     data.retiredAt = now.toISOString();
     writeKeyFile(key.file, data);
   }
-  if (standby) {
-    const data = JSON.parse(readFileSync(standby.file, 'utf8')) as KeyFile;
-    delete data.standby;
-    writeKeyFile(standby.file, data);
-    return { retired: keys, created: await parseKeyFile(standby.file, backend) };
-  }
-  let created = await generateKey(dir, purpose, now, { environment, backend });
-  if (certify) {
-    await certify(created);
-    created = await parseKeyFile(created.file, backend);
-  }
-  return { retired: keys, created };
+  const data = JSON.parse(readFileSync(next.file, 'utf8')) as KeyFile;
+  delete data.standby;
+  writeKeyFile(next.file, data);
+  return { retired: keys, created: await parseKeyFile(next.file, backend) };
 }

@@ -283,7 +283,7 @@ export class Pkcs11Backend implements KeyBackend {
   private unavailable(err: unknown): AppError {
     return new AppError(
       'UNAVAILABLE',
-      `the key backend (pkcs11, ${this.where}) cannot sign now; retry later`,
+      `the key backend (pkcs11, ${this.where}) cannot sign or make keys now; retry later`,
       { keyBackend: 'pkcs11' },
       { cause: err },
     );
@@ -495,8 +495,13 @@ export class Pkcs11Backend implements KeyBackend {
       return await once();
     } catch (err) {
       if (!isPkcs11Error(err)) throw err;
-      await this.reconnect();
-      return once();
+      try {
+        await this.reconnect();
+        return await once();
+      } catch (again) {
+        if (isPkcs11Error(again) || again instanceof KeyError) throw this.unavailable(again);
+        throw again;
+      }
     }
   }
 
