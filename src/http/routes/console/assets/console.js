@@ -73,7 +73,7 @@ async function send(form) {
 
 document.addEventListener('submit', (event) => {
   const form = event.target;
-  if (!(form instanceof HTMLFormElement) || !form.dataset.api) return;
+  if (!(form instanceof HTMLFormElement) || !form.dataset.api || 'bulk' in form.dataset) return;
   event.preventDefault();
   const opener = event.submitter ?? form.querySelector('button[type="submit"]');
   confirmAction(form.dataset.confirm ?? 'Go ahead?', opener).then((ok) => {
@@ -86,6 +86,8 @@ document.addEventListener('submit', (event) => {
 });
 
 document.addEventListener('DOMContentLoaded', () => {
+  const bulk = document.querySelector('form[data-bulk]');
+  if (bulk) bulkPage(bulk);
   const done = sessionStorage.getItem('console-flash');
   if (done) {
     sessionStorage.removeItem('console-flash');
