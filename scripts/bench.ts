@@ -5,6 +5,7 @@
 
 import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
+import { benchBulk } from './bench/bulk.js';
 import { benchCliStart } from './bench/cli-start.js';
 import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
@@ -59,6 +60,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   status: benchStatusList,
   iden3: benchIden3,
   batch: () => benchBatch(),
+  // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
+  bulk: benchBulk,
   store: benchStoreEngines,
   // How long `npm run admin -- --version` takes to answer.
   cli: benchCliStart,

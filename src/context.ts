@@ -27,6 +27,7 @@ import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
+import { StatusJobs } from './status/status-jobs.js';
 import { StatusService } from './status/status-service.js';
 import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -70,6 +71,8 @@ export interface AppContext {
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
   status: StatusService;
+  /** Bulk status changes (docs/operations.md "Bulk status changes"). */
+  statusJobs: StatusJobs;
   outbox: UploadOutbox;
   webhooks: Webhooks;
   serviceClient: ServiceClient;
@@ -110,6 +113,8 @@ export interface ContextOverrides {
   direct?: { attempts?: number; baseDelayMs?: number };
   /** How often an instance on PostgreSQL checks the key ring version (default 2000 ms). */
   keysPollMs?: number;
+  /** Bulk status change timing and chunk size (tests use small ones). */
+  statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
 }
 
 export async function createContext(
@@ -341,6 +346,28 @@ export async function createContext(
       : undefined,
   });
 
+  const statusJobs = new StatusJobs({
+    store: store.statusJobs,
+    statusStore: store.status,
+    status,
+    externalRevokers: iden3
+      ? new Map([
+          [
+            'BJJ_SIG_2021',
+            (items, changes) =>
+              iden3.revokeMany(
+                items.map((i) => i.revocationNonce),
+                changes,
+              ),
+          ],
+        ])
+      : undefined,
+    leaseMs: config.statusJobLeaseMs,
+    sweepMs: config.outboxSweepMs,
+    ...overrides.statusJobs,
+    log,
+  });
+
   // REDIS_URL: counters shared by every instance (a test passes its own store instead).
   const shared: SharedRateLimits | undefined =
     overrides.rateLimitStore || !secrets.redisUrl
@@ -382,6 +409,7 @@ export async function createContext(
     direct,
     hashEmail,
     status,
+    statusJobs,
     outbox,
     webhooks,
     serviceClient,
@@ -394,6 +422,7 @@ export async function createContext(
     metrics,
     lifecycle,
     async close() {
+      await statusJobs.stop();
       await outbox.stop();
       await webhooks.stop();
       await closeHttpPools();

@@ -77,6 +77,8 @@ export interface Config {
   uploadLeaseMs: number;
   /** OUTBOX_SWEEP_MS: how often the outbox looks for due uploads in the shared store. */
   outboxSweepMs: number;
+  /** STATUS_JOB_LEASE_MS: how long an instance owns a bulk status change job between chunks. */
+  statusJobLeaseMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
@@ -297,6 +299,7 @@ export function loadConfig(
       uploadMaxAttempts: env.UPLOAD_MAX_ATTEMPTS ?? 10,
       uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
+      statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,

@@ -261,6 +261,11 @@ export const EnvSchema = z.object({
       'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died): one indexed query.',
     default: '`5000`',
   }),
+  STATUS_JOB_LEASE_MS: int('STATUS_JOB_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns a bulk status change job between two of its chunks; a job left by an instance that died is taken over by another (whose sweep runs every `OUTBOX_SWEEP_MS`) once this has passed.',
+    default: '`30000`',
+  }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:
       'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',

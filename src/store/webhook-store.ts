@@ -131,6 +131,8 @@ export interface WebhookStore {
   rotateSecret(id: string, secret: string, previousUntil: Date): Promise<boolean>;
   /** Puts a `failed` delivery back in the queue (attempts from 0); false when it is not `failed`. */
   retryDelivery(id: string, now: Date): Promise<boolean>;
+  /** Puts every `failed` delivery of an endpoint back in the queue; answers how many. */
+  retryFailedDeliveries(endpointId: string, now: Date): Promise<number>;
   countFailedDeliveries(): Promise<number>;
   /** Deliveries of the events that name `credentialId`, newest first (webhook_events_credential). */
   listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]>;
@@ -184,6 +186,7 @@ export function statusChangeEvent(
       revocationNonce: record.revocationNonce,
       actor: audit?.actor ?? null,
       reason: audit?.reason ?? null,
+      ...(audit?.jobId ? { jobId: audit.jobId } : {}),
     }),
   };
 }

@@ -389,7 +389,7 @@ describe('admin doctor', () => {
         item: 'webhooks',
         verdict: 'FAIL',
         detail: expect.stringMatching(
-          /^1 delivery\(ies\) failed .*npm run admin -- webhooks retry <deliveryId>$/,
+          /^1 delivery\(ies\) failed .*npm run admin -- webhooks retry-failed <id> .*webhooks retry <deliveryId>$/,
         ),
       },
     ]);

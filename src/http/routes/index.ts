@@ -5,11 +5,13 @@ import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
+import { statusChangeJobRoute, statusChangesRoute } from './admin/status-changes.js';
 import { retryUploadsRoute } from './admin/uploads.js';
 import {
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  retryFailedWebhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
@@ -46,6 +48,8 @@ export const ROUTES: readonly RouteFactory[] = [
   validateRowsRoute,
   historyRoute,
   statusChangeRoutes,
+  statusChangesRoute,
+  statusChangeJobRoute,
   publishStatusListsRoute,
   claimsRoute,
   reloadSchemasRoute,
@@ -59,6 +63,7 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
+  retryFailedWebhookDeliveriesRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,

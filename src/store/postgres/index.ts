@@ -12,6 +12,7 @@ import { PostgresIden3Store } from './postgres-iden3-store.js';
 import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
+import { PostgresStatusJobStore } from './postgres-status-job-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
 import { PostgresWebhookStore } from './postgres-webhook-store.js';
 
@@ -64,6 +65,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
     webhooks: new PostgresWebhookStore(pool),
+    statusJobs: new PostgresStatusJobStore(pool),
     console: new PostgresConsoleStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.

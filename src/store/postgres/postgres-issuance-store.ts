@@ -329,6 +329,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
         next_attempt_at: n.uploadDueAt ?? n.createdAt,
         lease_until: n.uploadDueAt ?? null,
         email_hash: n.emailHash ?? null,
+        batch_id: n.batchId ?? null,
+        renewed_from: n.renewedFrom ?? null,
         shard: n.statusSlot ? shard : null,
         // Two identical hosted requests on two instances must not both sign: they take turns on this.
         lock_space: key === null ? null : LOCK_DEDUPE_NAMESPACE,

@@ -210,6 +210,15 @@ export class PostgresWebhookStore implements WebhookStore {
     return rowCount === 1;
   }
 
+  async retryFailedDeliveries(endpointId: string, now: Date): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, lease_until = NULL
+       WHERE endpoint_id = $2 AND state = 'failed'`,
+      [now, endpointId],
+    );
+    return rowCount ?? 0;
+  }
+
   async countFailedDeliveries(): Promise<number> {
     const { rows } = await this.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'failed'",

@@ -133,6 +133,10 @@ export class SqliteWebhookStore implements WebhookStore {
         `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL
          WHERE id = ? AND state = 'failed'`,
       ),
+      retryEndpoint: db.prepare(
+        `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL
+         WHERE endpoint_id = ? AND state = 'failed'`,
+      ),
       failedCount: db.prepare<[], { n: number }>(
         "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed'",
       ),
@@ -276,6 +280,10 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async retryDelivery(id: string, now: Date): Promise<boolean> {
     return this.stmts.retry.run(now.getTime(), id).changes === 1;
+  }
+
+  async retryFailedDeliveries(endpointId: string, now: Date): Promise<number> {
+    return this.stmts.retryEndpoint.run(now.getTime(), endpointId).changes;
   }
 
   async countFailedDeliveries(): Promise<number> {
