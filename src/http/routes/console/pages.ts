@@ -393,15 +393,20 @@ ${results}`,
 export async function keys(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   const { ctx } = p;
   const all = await keyInventory(ctx);
-  const backend = ctx.store.keys
+  const records = ctx.store.keys
     ? `the database, sealed under KEY_ENCRYPTION_KEY (${ctx.store.kind})`
     : `key files in KEYS_DIR (${ctx.config.keysDir})`;
+  const kb = ctx.config.keyBackend;
+  const backend =
+    kb.kind === 'pkcs11'
+      ? `KEY_BACKEND=pkcs11: the private keys stay on the token (${'label' in kb.token ? `label ${kb.token.label}` : `slot ${kb.token.slot}`}, module ${kb.module}); their records are kept in ${records}`
+      : `KEY_BACKEND=software: private keys are kept in ${records}`;
   const purposes = ['credential-signing', 'partner-jwt'] as const;
   page(res, {
     title: 'Keys',
     current: 'keys',
     pages: p.pages,
-    body: html`<p>Private keys are kept in ${backend}. Verifiers are sent to <code>SD_JWT_ISSUER=${ctx.config.sdJwtIssuer}</code>.</p>
+    body: html`<p>${backend}. Verifiers find the signing key through <code>SD_JWT_ISSUER=${ctx.config.sdJwtIssuer}</code>.</p>
 ${purposes.map((purpose) => {
   const rows = all.filter((k) => k.purpose === purpose && (k.active || k.published || k.standby));
   return html`<section aria-labelledby="h-${purpose}"><h2 id="h-${purpose}">${purpose}</h2>
