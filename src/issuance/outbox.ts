@@ -156,12 +156,11 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
 
   private async attempt(record: IssuanceRecord): Promise<string | null> {
+    // Only pending records are attempted, and a record without an envelope (oid4vci) never is.
+    if (!record.envelope) throw new Error(`credential ${record.credentialId} has nothing to upload`);
+    const envelope = record.envelope;
     try {
-      const res = await this.client.storeEnvelope(
-        record.envelope,
-        record.proofType,
-        record.uploadAttempts + 1,
-      );
+      const res = await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1);
       const storagePath = res.storagePath ?? null;
       await this.store.markUploaded(record.credentialId, storagePath, new Date());
       this.emit('uploaded', record, storagePath);

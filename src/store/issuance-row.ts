@@ -1,5 +1,6 @@
 import type { ProofType } from '../model.js';
 import type {
+  Channel,
   CredentialStatus,
   IssuanceRecord,
   IssuanceSummary,
@@ -16,7 +17,7 @@ import type {
  */
 export interface IssuanceColumns<Time, Nonce, Epoch> {
   credential_id: string;
-  channel: 'hosted' | 'direct';
+  channel: Channel;
   user_id: string;
   holder_did: string;
   schema_id: string;
@@ -45,6 +46,7 @@ export interface IssuanceColumns<Time, Nonce, Epoch> {
 export type SummaryColumns<Time, Nonce> = Pick<
   IssuanceColumns<Time, Nonce, never>,
   | 'credential_id'
+  | 'channel'
   | 'holder_did'
   | 'schema_id'
   | 'proof_type'
@@ -76,6 +78,7 @@ export function summaryFromRow<Time, Nonce>(
 ): IssuanceSummary {
   return {
     credentialId: r.credential_id,
+    channel: r.channel,
     holderDid: r.holder_did,
     schemaId: r.schema_id,
     proofType: r.proof_type,
@@ -100,10 +103,9 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
 ): IssuanceRecord {
   return {
     ...summaryFromRow(r, read),
-    channel: r.channel,
     userId: r.user_id,
     subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as UploadBody,
+    envelope: JSON.parse(r.envelope) as UploadBody | null,
     suspendedAt: orNull(r.suspended_at, read.time),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
@@ -123,9 +125,9 @@ export function insertedRecord(n: NewIssuance): IssuanceRecord {
     status: 0,
     revokedAt: null,
     suspendedAt: null,
-    uploadState: 'pending',
+    uploadState: n.envelope ? 'pending' : 'none',
     uploadAttempts: 0,
-    nextAttemptAt: uploadDueAt ?? n.createdAt,
+    nextAttemptAt: n.envelope ? (uploadDueAt ?? n.createdAt) : null,
     lastError: null,
     storagePath: null,
     uploadedAt: null,

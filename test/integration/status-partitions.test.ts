@@ -167,7 +167,7 @@ describe('expired credentials keep their status slot', () => {
     });
     vi.useRealTimers();
     const old = describeIssued(
-      openEnvelope(holder.privateKey, record.envelope) as string,
+      openEnvelope(holder.privateKey, record.envelope!) as string,
       record.revocationNonce,
     );
     expect(record.expiresAt.getTime()).toBeLessThan(Date.now());

@@ -11,6 +11,7 @@ import { PostgresIden3Store } from './postgres-iden3-store.js';
 import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
+import { PostgresOid4vciStore } from './postgres-oid4vci-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
 import { PostgresWebhookStore } from './postgres-webhook-store.js';
 
@@ -62,6 +63,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
     webhooks: new PostgresWebhookStore(pool),
+    oid4vci: new PostgresOid4vciStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.
       const query = { text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig;

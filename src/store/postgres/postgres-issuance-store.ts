@@ -238,7 +238,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome> {
-    const nextAttemptAt = n.uploadDueAt ?? n.createdAt;
+    const nextAttemptAt = n.envelope ? (n.uploadDueAt ?? n.createdAt) : null;
     const { rows } = await this.pool.query<{ outcome: InsertOutcome['kind']; existing: string | null }>({
       name: n.event ? 'pg-record-issuance-event' : 'pg-record-issuance',
       text: n.event ? RECORD_WITH_EVENT_SQL : RECORD_SQL,
@@ -258,7 +258,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
         n.expiresAt,
         JSON.stringify(n.envelope),
         nextAttemptAt,
-        n.uploadDueAt ?? null,
+        (n.envelope && n.uploadDueAt) ?? null,
         n.emailHash ?? null,
         n.statusSlot ? randomInt(ALLOCATION_SHARDS) : null,
         // Two identical hosted requests on two instances must not both sign: they take turns on this.

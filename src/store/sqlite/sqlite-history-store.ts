@@ -18,7 +18,7 @@ import type { SqliteDatabase } from './database.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.
-const COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
+const COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
   kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
 
 /**

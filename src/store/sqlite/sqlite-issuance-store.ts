@@ -100,7 +100,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
            status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
            lease_until, email_hash)
          VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
-           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope, 'pending', @nextAttemptAt,
+           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope,
+           CASE WHEN @channel = 'oid4vci' THEN 'none' ELSE 'pending' END, @nextAttemptAt,
            @leaseUntil, @emailHash)`,
       ),
       get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
@@ -254,9 +255,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
       createdAt: n.createdAt.toISOString(),
       expiresAt: n.expiresAt.toISOString(),
       envelope: JSON.stringify(n.envelope),
-      nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
+      nextAttemptAt: n.envelope ? (n.uploadDueAt ?? n.createdAt).getTime() : null,
       // The inserting request's lease on its own upload (store.ts: uploadDueAt).
-      leaseUntil: n.uploadDueAt?.getTime() ?? null,
+      leaseUntil: (n.envelope && n.uploadDueAt?.getTime()) ?? null,
       emailHash: n.emailHash ?? null,
     });
     if (options.audit)
