@@ -85,7 +85,8 @@ export async function receiveWithOpenid4vci(
     ...(dpop ? { dpop } : {}),
   });
   const first = credentialResponse.credentials?.[0];
-  const credential = typeof first === 'object' && first !== null && 'credential' in first ? first.credential : undefined;
+  const credential =
+    typeof first === 'object' && first !== null && 'credential' in first ? first.credential : undefined;
   if (typeof credential !== 'string')
     throw new Error(`no credential in ${JSON.stringify(credentialResponse)}`);
   return { credential, holder, configurationId };

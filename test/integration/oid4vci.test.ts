@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
-import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import {
   type HolderKey,
   holderKey,
@@ -397,5 +398,45 @@ describe('bad wallet input: the specification error, nothing issued', () => {
         `openid-credential-offer://?credential_offer_uri=${encodeURIComponent(`${issuer.url}/oid4vci/offers/nope`)}`,
       ),
     ).rejects.toThrow();
+  });
+});
+
+describe('npm run admin -- offer', () => {
+  const cli = (args: string[]) =>
+    runCli(
+      args,
+      { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY, KEYS_DIR: join(tempDir(), 'keys') },
+      tempDir(),
+    );
+
+  it('prints a QR code, the offer link and the transaction code; a wallet takes the link', async () => {
+    const run = await cli(['offer', '--schema', 'membership-v1', '--user', 'demo-user-2', '--tx-code']);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n');
+    // qrcode's terminal renderer draws with block characters.
+    expect(lines.filter((l) => /[█▀▄]/.test(l)).length).toBeGreaterThan(10);
+    const uri = lines.find((l) => l.startsWith('openid-credential-offer://'))!;
+    const txCode = /tx code\s+(\d{6})/.exec(run.stdout)![1]!;
+    const { credential } = await receiveWithOpenid4vci(uri, { txCode });
+    expect((await verifySdJwtVc(issuer.url, credential)).claims).toMatchObject({ givenName: 'Bram' });
+  });
+
+  it('a refusal names the flag; --json answers the server body', async () => {
+    const bad = await cli([
+      'offer',
+      '--schema',
+      'membership-v1',
+      '--user',
+      'demo-user-1',
+      '--claims',
+      '{"iss":"x"}',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--claims');
+    const ok = await cli(['--json', 'offer', '--schema', 'membership-v1', '--user', 'demo-user-1']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({
+      offerUri: expect.stringMatching(/^openid-credential-offer:/),
+    });
   });
 });
