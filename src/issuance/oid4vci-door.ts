@@ -19,6 +19,7 @@ import {
   type IssuerMetadataResult,
   Openid4vciIssuer,
   Openid4vciVersion,
+  setGlobalConfig,
 } from '@openid4vc/openid4vci';
 import { AppError, invalidParameter, ProtocolError } from '../errors.js';
 import {
@@ -170,6 +171,10 @@ export class Oid4vciDoor {
 
   constructor(private readonly deps: Oid4vciDoorDeps) {
     this.now = deps.now ?? (() => new Date());
+    // The library refuses http URLs (its own metadata's included) unless told otherwise, and tells
+    // it process-wide. Production requires an https ISSUER_ORIGIN (src/config/config.ts), so only
+    // a development or test origin on http turns this on.
+    if (new URL(deps.issuerOrigin).protocol === 'http:') setGlobalConfig({ allowInsecureUrls: true });
   }
 
   private get origin(): string {

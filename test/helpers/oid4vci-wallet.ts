@@ -1,4 +1,11 @@
-import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from 'node:crypto';
 import {
   type CallbackContext,
   clientAuthenticationAnonymous,
@@ -7,6 +14,7 @@ import {
   type JwtSignerJwk,
 } from '@openid4vc/oauth2';
 import { Openid4vciClient, setGlobalConfig } from '@openid4vc/openid4vci';
+import { generateEncodedKeyPair } from '../../src/envelope/keys.js';
 
 // Our test issuers are http on loopback; a wallet refuses http unless told otherwise.
 setGlobalConfig({ allowInsecureUrls: true });
@@ -19,8 +27,13 @@ export interface HolderKey {
 }
 
 export function holderKey(): HolderKey {
-  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const { kty, crv, x, y } = publicKey.export({ format: 'jwk' });
+  // Encoded by the generation itself: never export() a key generateKeyPairSync has just returned
+  // (docs/dependencies.md, the Node 20 hang).
+  const { spki, pkcs8 } = generateEncodedKeyPair('p256');
+  const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+  const { kty, crv, x, y } = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({
+    format: 'jwk',
+  });
   const publicJwk = { kty: kty!, crv, x, y } as Jwk;
   return { publicJwk, privateKey, signer: { method: 'jwk', alg: 'ES256', publicJwk } };
 }
@@ -29,7 +42,7 @@ export function holderKey(): HolderKey {
  * The wallet side of `@openid4vc/openid4vci` (the Openid4vciClient of the OpenWallet Foundation's
  * oid4vc-ts): the only code here is the crypto it asks its host for (ES256 with node:crypto).
  */
-export function openid4vciWallet(keys: HolderKey[]): Openid4vciClient {
+export function openid4vciWallet(keys: HolderKey[], fetchImpl?: typeof fetch): Openid4vciClient {
   const signJwt: CallbackContext['signJwt'] = (signer, { header, payload }) => {
     if (signer.method !== 'jwk') throw new Error(`signer ${signer.method} not held by this wallet`);
     const key = keys.find((k) => k.publicJwk.x === signer.publicJwk.x);
@@ -47,6 +60,7 @@ export function openid4vciWallet(keys: HolderKey[]): Openid4vciClient {
       generateRandom: (n) => randomBytes(n),
       signJwt,
       clientAuthentication: clientAuthenticationAnonymous(),
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
     },
   });
 }
@@ -56,11 +70,11 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
 /** Every step of the pre-authorized code flow, as a wallet runs it; the credential it received. */
 export async function receiveWithOpenid4vci(
   offerUri: string,
-  options: { txCode?: string; dpop?: HolderKey; holder?: HolderKey } = {},
+  options: { txCode?: string; dpop?: HolderKey; holder?: HolderKey; fetch?: typeof fetch } = {},
 ): Promise<{ credential: string; holder: HolderKey; configurationId: string }> {
   const holder = options.holder ?? holderKey();
   const keys = [holder, ...(options.dpop ? [options.dpop] : [])];
-  const wallet = openid4vciWallet(keys);
+  const wallet = openid4vciWallet(keys, options.fetch);
   const credentialOffer = await wallet.resolveCredentialOffer(offerUri);
   const issuerMetadata = await wallet.resolveIssuerMetadata(credentialOffer.credential_issuer);
   const { accessTokenResponse, dpop } = await wallet.retrievePreAuthorizedCodeAccessTokenFromOffer({

@@ -440,3 +440,84 @@ describe('npm run admin -- offer', () => {
     });
   });
 });
+
+describe('OID4VCI_REQUIRE_DPOP=1', () => {
+  let strict: TestIssuer;
+  beforeAll(async () => {
+    const dir = tempDir();
+    strict = await startIssuer({
+      dir,
+      env: { OID4VCI: 'on', OID4VCI_REQUIRE_DPOP: '1', SCHEMAS_DIR: writeSchemas(dir) },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await strict?.close();
+  });
+
+  const strictOffer = async () => {
+    const res = await strict.admin('/admin/credential-offers', {
+      schemaId: 'membership-v1',
+      userId: 'demo-user-1',
+    });
+    expect(res.status).toBe(201);
+    return (await res.json()) as Offer;
+  };
+
+  it('a token request without a DPoP proof is invalid_dpop_proof; a wallet with DPoP gets its credential', async () => {
+    const o = await strictOffer();
+    const res = await fetch(`${strict.url}/oid4vci/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: PRE_AUTH, 'pre-authorized_code': codeOf(o) }).toString(),
+    });
+    await expectError(res, 400, 'invalid_dpop_proof');
+    // The refused request did not use the code up.
+    const { credential } = await receiveWithOpenid4vci(o.offerUri, { dpop: holderKey() });
+    expect((await verifySdJwtVc(strict.url, credential)).claims).toMatchObject({ givenName: 'Alice' });
+  });
+
+  it('a DPoP-bound token is refused as a Bearer token, and with another key’s proof', async () => {
+    const o = await strictOffer();
+    const dpopKey = holderKey();
+    const wallet = openid4vciWallet([dpopKey]);
+    const credentialOffer = await wallet.resolveCredentialOffer(o.offerUri);
+    const issuerMetadata = await wallet.resolveIssuerMetadata(credentialOffer.credential_issuer);
+    const { accessTokenResponse } = await wallet.retrievePreAuthorizedCodeAccessTokenFromOffer({
+      credentialOffer,
+      issuerMetadata,
+      dpop: { signer: dpopKey.signer },
+    });
+    expect(accessTokenResponse.token_type).toBe('DPoP');
+    const body = JSON.stringify({ credential_configuration_id: 'membership-v1' });
+    const bearer = await fetch(`${strict.url}/oid4vci/credential`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${accessTokenResponse.access_token}`,
+      },
+      body,
+    });
+    await expectError(bearer, 401, 'invalid_token');
+    const noProof = await fetch(`${strict.url}/oid4vci/credential`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `DPoP ${accessTokenResponse.access_token}`,
+      },
+      body,
+    });
+    await expectError(noProof, 401, 'invalid_dpop_proof');
+    // Another key's proof for the same request: the token is bound to the first key.
+    const other = holderKey();
+    const otherWallet = openid4vciWallet([other]);
+    await expect(
+      otherWallet.retrieveCredentials({
+        issuerMetadata,
+        accessToken: accessTokenResponse.access_token,
+        credentialConfigurationId: 'membership-v1',
+        proofs: { jwt: ['x.y.z'] },
+        dpop: { signer: other.signer },
+      }),
+    ).rejects.toThrow(/invalid_dpop_proof|401/);
+  });
+});
