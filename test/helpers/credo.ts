@@ -2,10 +2,10 @@ import 'reflect-metadata';
 import {
   createPrivateKey,
   createPublicKey,
+  sign as cryptoSign,
   verify as cryptoVerify,
   type KeyObject,
   randomBytes,
-  sign as cryptoSign,
 } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
@@ -144,7 +144,10 @@ class InMemoryHolderKms implements Kms.KeyManagementService {
       format: 'jwk',
     });
     const publicJwk = { kty, crv, x, y, kid: keyId } as Kms.KmsJwkPublic;
-    this.keys.set(keyId, { privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }), publicJwk });
+    this.keys.set(keyId, {
+      privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }),
+      publicJwk,
+    });
     return { keyId, publicJwk } as unknown as Kms.KmsCreateKeyReturn<Type>;
   }
   async getPublicKey(_ctx: AgentContext, keyId: string): Promise<Kms.KmsJwkPublic | null> {
