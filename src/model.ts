@@ -127,18 +127,7 @@ export interface TelemetryEvents {
 
 export class Telemetry extends EventEmitter<TelemetryEvents> {}
 
-/** Admin actions recorded in the audit log (docs/operations.md; a contract: scripts filter on them). */
-export const AUDIT_ACTIONS = [
-  'issue',
-  'revoke',
-  'suspend',
-  'unsuspend',
-  'claims.import',
-  'keys.rotate',
-  'status-list.publish',
-  'schemas.reload',
-] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+export { AUDIT_ACTIONS, type AuditAction } from './audit-actions.js';
 
 /** Who asks for a change: the name of the admin key used, and the reason they gave. */
 export interface AuditActor {

@@ -10,7 +10,7 @@ import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import type { Row } from './issuance.js';
-import { processTreeCpuMs, startBenchServer } from './server.js';
+import { type BenchServer, backendCpuMs, processTreeCpuMs, startBenchServer } from './server.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 
@@ -88,15 +88,22 @@ export async function benchHostedIssueVc(
      * so the window holds the deliveries of the issuances in it.
      */
     webhooks?: 'on' | 'off';
+    /** The rows' name prefix (default: `hosted issue-vc …` from the options). */
+    tag?: string;
+    /** More environment for the issuer. */
+    env?: Record<string, string>;
+    /** More figures taken from the running issuer after the hosted run, before it stops. */
+    after?: (server: BenchServer) => Promise<Row[]>;
   } = {},
 ): Promise<Row[]> {
   const workers = options.workers ?? 1;
   let seconds = options.seconds ?? 8;
   const concurrency = options.concurrency ?? 32;
   const tag =
-    options.floor !== undefined
+    options.tag ??
+    (options.floor !== undefined
       ? `hosted floor, parts alone${options.floor ? ` + ${options.floor}` : ''}`
-      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}`;
+      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}`);
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -136,6 +143,7 @@ export async function benchHostedIssueVc(
         WORKERS: String(workers),
         ...(options.floor ? { FLOOR_WITH: options.floor } : {}),
         ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+        ...options.env,
       },
       {
         dir,
@@ -189,12 +197,18 @@ export async function benchHostedIssueVc(
     await run(2000); // warm-up: JIT, pools, keep-alive sockets
     await hook?.caughtUp(created);
     failures = 0;
+    // PostgreSQL's backends serving this issuer (same machine): their CPU is the engine's share.
+    const database = options.databaseUrl?.startsWith('postgres')
+      ? new URL(options.databaseUrl).pathname.slice(1)
+      : undefined;
+    const backends0 = database ? backendCpuMs(database) : undefined;
     const cpu0 = processTreeCpuMs(server.child.pid!);
     const start = performance.now();
     const latencies = await run(seconds * 1000);
     const elapsed = (performance.now() - start) / 1000;
     await hook?.caughtUp(created);
     const cpu1 = processTreeCpuMs(server.child.pid!);
+    const backends1 = database ? backendCpuMs(database) : undefined;
     latencies.sort((a, b) => a - b);
     // Only 201s are issuances: a run whose answers fail fast must not look cheap.
     const issued = latencies.length - failures;
@@ -214,6 +228,20 @@ export async function benchHostedIssueVc(
         value: (cpu1 - cpu0) / Math.max(1, issued),
         unit: 'ms',
       });
+    if (backends0 && backends1 && backends1.size > 0 && cpu0 !== undefined && cpu1 !== undefined) {
+      let backendMs = 0;
+      for (const [pid, ms] of backends1) backendMs += ms - (backends0.get(pid) ?? 0);
+      const per = Math.max(1, issued);
+      rows.push(
+        { name: `${tag}: PostgreSQL backend CPU per issuance`, value: backendMs / per, unit: 'ms' },
+        {
+          name: `${tag}: server + backend CPU per issuance`,
+          value: (cpu1 - cpu0 + backendMs) / per,
+          unit: 'ms',
+        },
+      );
+    }
+    if (options.after) rows.push(...(await options.after(server)));
     return rows;
   } finally {
     for (const close of closers.reverse()) await close();

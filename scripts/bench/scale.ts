@@ -1,21 +1,45 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
+import { copyDatabase } from '../../src/store/copy-database.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
+import { backupSqlite } from '../../src/store/sqlite/backup.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
-import type { HistoryQuery, NewIssuance } from '../../src/store/store.js';
+import type { HistoryQuery, NewIssuance, Store } from '../../src/store/store.js';
+import { createTempDatabase, type TempDatabase } from '../../test/helpers/services.js';
+import { benchHostedIssueVc } from './hosted.js';
 import type { Row } from './issuance.js';
+import type { BenchServer } from './server.js';
 
 /**
- * Admin history reads as the issuances table grows (docs/interface.md "Paging"), on SQLite:
- * `BENCH_SCALE_ROWS` (default 10000,300000) issuances recorded through the store's insert, then
- * the first page and a walk to the last page by cursor, for no filter and each filter, and the
- * last page by OFFSET for comparison. Reads run in this process: what one page holds the thread.
+ * The kit as its tables grow (docs/benchmarks.md "As the data grows"): for each size of
+ * `BENCH_SCALE_ROWS` on SQLite (default 10000,300000) and of `BENCH_SCALE_POSTGRES_ROWS` on
+ * PostgreSQL (default 300000; empty: none), issuances recorded through the store's own insert and
+ * "uploaded" mark (group commit, envelopes of a real credential's size), then: bytes per 1,000
+ * issuances, admin history by cursor (first and last page, each filter), and against the issuer
+ * started on that database: start-up until ready, hosted issue-vc p50/p99 and CPU, a revocation
+ * until the served status list shows it, publishing every partition, doctor, and on SQLite backup
+ * and `db copy` to PostgreSQL.
  */
-const SIZES = (process.env.BENCH_SCALE_ROWS || '10000,300000').split(',').map(Number);
+const sizes = (value: string | undefined, fallback: string) =>
+  (value ?? fallback)
+    .split(',')
+    .filter(Boolean)
+    .map(Number)
+    .filter((n) => n > 0);
+const SQLITE_SIZES = sizes(process.env.BENCH_SCALE_ROWS, '10000,300000');
+const POSTGRES_SIZES = sizes(process.env.BENCH_SCALE_POSTGRES_ROWS, '300000');
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const MINUTE = 60_000;
+const PARTITION_SIZE = 131_072;
+// An SD-JWT VC of the shipped schema is about 1.6 KB; its envelope's ciphertext, base64, about 2.2 KB.
+const CIPHERTEXT_BYTES = 1650;
 
 function issuance(i: number): NewIssuance {
   const credentialId = randomUUID();
@@ -30,7 +54,7 @@ function issuance(i: number): NewIssuance {
     schemaId: i % 3 === 0 ? 'kyc-v1' : 'membership-v1',
     proofType: i % 10 === 0 ? 'BJJ_SIG_2021' : 'SD_JWT_VC',
     revocationNonce: i + 1,
-    statusSlot: null,
+    statusSlot: { partition: Math.floor(i / PARTITION_SIZE), index: i % PARTITION_SIZE },
     subjectHash: credentialId,
     kid: 'bench',
     createdAt,
@@ -40,32 +64,102 @@ function issuance(i: number): NewIssuance {
       holderDid: `did:example:holder-${i % 5000}`,
       schemaId: 'membership-v1',
       expiresAt: expiresAt.toISOString(),
-      data: randomBytes(300).toString('base64'),
-      iv: 'aXY=',
-      authTag: 'dGFn',
-      encryptedKey: 'a2V5',
+      data: randomBytes(CIPHERTEXT_BYTES).toString('base64'),
+      iv: randomBytes(12).toString('base64'),
+      authTag: randomBytes(16).toString('base64'),
+      encryptedKey: randomBytes(44).toString('base64'),
       externalId: credentialId,
     },
   };
 }
 
-async function seed(store: SqliteStore, rows: number): Promise<void> {
+interface Target {
+  engine: 'SQLite' | 'PostgreSQL';
+  url: string;
+  store: Store;
+  /** Runs statements with no parameters. */
+  exec(sql: string): Promise<void>;
+  /** Bytes the database takes now (SQLite: its pages in use; PostgreSQL: the issuances table with its TOAST and indexes, after VACUUM). */
+  bytes(): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function sqliteTarget(dir: string): Promise<Target> {
+  const file = join(dir, 'issuer.db');
+  const store: SqliteStore = openSqliteStore(file);
+  return {
+    engine: 'SQLite',
+    url: `sqlite:${file}`,
+    store,
+    exec: async (sql) => void store.db.exec(sql),
+    async bytes() {
+      store.db.pragma('wal_checkpoint(TRUNCATE)');
+      const pages = store.db.pragma('page_count', { simple: true }) as number;
+      const free = store.db.pragma('freelist_count', { simple: true }) as number;
+      const size = store.db.pragma('page_size', { simple: true }) as number;
+      return (pages - free) * size;
+    },
+    close: async () => store.close(),
+  };
+}
+
+async function postgresTarget(db: TempDatabase): Promise<Target> {
+  const store: PostgresStore = await openPostgresStore(db.url, { poolMax: 10 });
+  return {
+    engine: 'PostgreSQL',
+    url: db.url,
+    store,
+    exec: async (sql) => void (await store.pool.query(sql)),
+    async bytes() {
+      await store.pool.query('VACUUM issuances');
+      const { rows } = await store.pool.query<{ n: string }>(
+        "SELECT pg_total_relation_size('issuances') AS n",
+      );
+      return Number(rows[0]!.n);
+    },
+    close: () => store.close(),
+  };
+}
+
+/** Records `rows` issuances 500 at a time through the store, then marks all but the newest 50 uploaded. */
+async function seed(t: Target, rows: number): Promise<{ insertPerS: number; markPerS: number }> {
+  const partitions = Math.ceil(rows / PARTITION_SIZE) + 1;
+  for (let p = 0; p < partitions; p++)
+    await t.exec(
+      `INSERT INTO status_list_partitions (partition, size, bits, created_at) VALUES (${p}, ${PARTITION_SIZE}, 2, '2030-01-01T00:00:00Z')`,
+    );
+  const ids: string[] = new Array(rows);
+  let t0 = performance.now();
   for (let i = 0; i < rows; i += 500) {
     await Promise.all(
-      Array.from({ length: Math.min(500, rows - i) }, (_, k) =>
-        store.issuances.insertIssuance(issuance(i + k), { dedupe: false }),
-      ),
+      Array.from({ length: Math.min(500, rows - i) }, async (_, k) => {
+        const n = issuance(i + k);
+        ids[i + k] = n.credentialId;
+        const outcome = await t.store.issuances.insertIssuance(n, { dedupe: false });
+        if (outcome.kind !== 'inserted') throw new Error(`seeding: ${outcome.kind}`);
+      }),
     );
   }
-  // Statuses and uploads as a live table has them: 1% revoked, 0.5% suspended, 0.2% failed
-  // uploads, the newest 50 still pending, the rest uploaded.
-  store.db.exec(`
+  const insertPerS = rows / ((performance.now() - t0) / 1000);
+  // Failed uploads (0.2%) keep their envelope; the newest 50 are still pending.
+  t0 = performance.now();
+  const marked = ids.slice(0, Math.max(0, rows - 50)).filter((_, i) => (i + 1) % 500 !== 7);
+  for (let i = 0; i < marked.length; i += 500)
+    await Promise.all(
+      marked.slice(i, i + 500).map((id) => t.store.issuances.markUploaded(id, `/vcs/${id}`, new Date())),
+    );
+  const markPerS = marked.length / ((performance.now() - t0) / 1000);
+  // Statuses as a live table has them: 1% revoked, 0.5% suspended; full partitions closed.
+  await t.exec(`
     UPDATE issuances SET status = 1, revoked_at = created_at WHERE revocation_nonce % 100 = 0;
     UPDATE issuances SET status = 2, suspended_at = created_at WHERE revocation_nonce % 200 = 1;
-    UPDATE issuances SET upload_state = 'uploaded', next_attempt_at = NULL, storage_path = '/vcs/x'
-      WHERE revocation_nonce <= ${rows - 50};
-    UPDATE issuances SET upload_state = 'failed', next_attempt_at = NULL WHERE revocation_nonce % 500 = 7;
+    UPDATE issuances SET upload_state = 'failed', next_attempt_at = NULL, lease_until = NULL
+      WHERE revocation_nonce % 500 = 7 AND revocation_nonce <= ${rows - 50};
   `);
+  const full = Math.floor(rows / PARTITION_SIZE);
+  if (t.engine === 'PostgreSQL' && full > 0)
+    await t.exec(`UPDATE status_list_partitions SET is_full = true WHERE partition < ${full}`);
+  return { insertPerS, markPerS };
 }
 
 const FILTERS: Array<[string, Partial<HistoryQuery>]> = [
@@ -85,56 +179,197 @@ const FILTERS: Array<[string, Partial<HistoryQuery>]> = [
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
+async function history(t: Target, size: number, label: string): Promise<Row[]> {
+  const rows: Row[] = [];
+  const now = new Date(T0 + (size - 1000) * MINUTE);
+  const base = { limit: 100, order: 'createdAt_desc' as const, now };
+  for (const [name, filter] of FILTERS) {
+    const first: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const t0 = performance.now();
+      await t.store.history.list({ ...base, ...filter });
+      first.push(performance.now() - t0);
+    }
+    // Every page by cursor: the slowest page is the one that holds the thread longest.
+    const pages: number[] = [];
+    let after: HistoryQuery['after'];
+    do {
+      const t0 = performance.now();
+      const page = await t.store.history.list({ ...base, ...filter, after });
+      pages.push(performance.now() - t0);
+      after = page.next ?? undefined;
+    } while (after);
+    rows.push(
+      { name: `${label}: history ${name}, first page`, value: median(first), unit: 'ms' },
+      { name: `${label}: history ${name}, last page by cursor`, value: pages[pages.length - 1]!, unit: 'ms' },
+      {
+        name: `${label}: history ${name}, median of ${pages.length} pages`,
+        value: median(pages),
+        unit: 'ms',
+      },
+    );
+  }
+  return rows;
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const t0 = performance.now();
+  const value = await work();
+  return [value, performance.now() - t0];
+}
+
+/** What the running issuer takes: /readyz, a revocation until its status list shows it, publishing, doctor. */
+async function againstServer(server: BenchServer, t: Target, label: string): Promise<Row[]> {
+  const admin = (path: string, body?: unknown) =>
+    fetch(`${server.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'content-type': 'application/json', 'x-admin-api-key': server.adminApiKey },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const rows: Row[] = [{ name: `${label}: start-up until listening`, value: server.startMs, unit: 'ms' }];
+  const [ready, readyMs] = await timed(() => fetch(`${server.url}/readyz`));
+  if (ready.status !== 200) throw new Error(`/readyz answered ${ready.status}`);
+  rows.push({ name: `${label}: /readyz`, value: readyMs, unit: 'ms' });
+
+  // The newest hosted issuance of the run, revoked; then the served list, until its bit is set.
+  const newest = (await (await admin('/admin/issuance-history?limit=1')).json()) as {
+    data: Array<{ revocationNonce: string; statusList: { idx: number; uri: string } | null }>;
+  };
+  const target = newest.data[0];
+  if (target?.statusList) {
+    const { idx, uri } = target.statusList;
+    const t0 = performance.now();
+    const revoked = await admin('/admin/revoke', {
+      revocationNonce: target.revocationNonce,
+      reason: 'bench',
+    });
+    if (revoked.status !== 200) throw new Error(`revoke answered ${revoked.status}: ${await revoked.text()}`);
+    const path = new URL(uri).pathname;
+    for (let polls = 0; ; polls++) {
+      const token = await (await fetch(`${server.url}${path}`)).text();
+      if (getListFromStatusListJWT(token).getStatus(idx) !== 0) break;
+      if (polls > 600) throw new Error('the revocation never showed in the status list');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    rows.push({
+      name: `${label}: revoke until the status list shows it`,
+      value: performance.now() - t0,
+      unit: 'ms',
+    });
+  }
+  const [published, publishMs] = await timed(() => admin('/admin/publish-token-status-list', {}));
+  if (published.status !== 200) throw new Error(`publish answered ${published.status}`);
+  rows.push({ name: `${label}: publish every partition`, value: publishMs, unit: 'ms' });
+
+  const [, doctorMs] = await timed(async () =>
+    spawnSync(process.execPath, ['scripts/launch.mjs', 'scripts/admin.ts', 'doctor'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        NODE_ENV: 'development',
+        KEYS_DIR: join(server.dir, 'keys'),
+        DATABASE_URL: t.url,
+        ISSUER_URL: server.url,
+      },
+      encoding: 'utf8',
+    }),
+  );
+  rows.push({ name: `${label}: doctor`, value: doctorMs, unit: 'ms' });
+  return rows;
+}
+
+async function sqliteOnly(t: Target, dir: string, size: number, label: string): Promise<Row[]> {
+  const file = t.url.slice('sqlite:'.length);
+  const [, backupMs] = await timed(() => backupSqlite(file, join(dir, 'backup.db')));
+  const rows: Row[] = [
+    { name: `${label}: backup`, value: backupMs, unit: 'ms' },
+    {
+      name: `${label}: backup file bytes per 1,000 issuances`,
+      value: (statSync(join(dir, 'backup.db')).size / size) * 1000,
+      unit: 'B',
+    },
+  ];
+  let db: TempDatabase | undefined;
+  try {
+    db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
+  } catch (err) {
+    console.log(`  (db copy skipped: PostgreSQL unreachable, ${(err as Error).message})`);
+    return rows;
+  }
+  try {
+    const [, copyMs] = await timed(() => copyDatabase(t.url, db!.url, { cwd: ROOT }));
+    rows.push({
+      name: `${label}: db copy to PostgreSQL, issuances/s`,
+      value: size / (copyMs / 1000),
+      unit: '/s',
+    });
+  } finally {
+    await db.drop();
+  }
+  return rows;
+}
+
+async function oneSize(engine: 'SQLite' | 'PostgreSQL', size: number): Promise<Row[]> {
+  const label = `scale ${engine} ${size.toLocaleString('en-US')}`;
+  const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
+  const pg =
+    engine === 'PostgreSQL'
+      ? await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined)
+      : undefined;
+  const t = pg ? await postgresTarget(pg) : await sqliteTarget(dir);
+  try {
+    const empty = await t.bytes();
+    const started = performance.now();
+    const { insertPerS, markPerS } = await seed(t, size);
+    process.stdout.write(`  (${label}: seeded in ${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+    const bytes = await t.bytes();
+    const { rows: envelopes } = await envelopeLengths(t);
+    const rows: Row[] = [
+      { name: `${label}: seeding, issuances recorded/s`, value: insertPerS, unit: '/s' },
+      { name: `${label}: seeding, "uploaded" marks/s`, value: markPerS, unit: '/s' },
+      {
+        name: `${label}: database bytes per 1,000 issuances`,
+        value: ((bytes - empty) / size) * 1000,
+        unit: 'B',
+      },
+      ...envelopes.map((e) => ({
+        name: `${label}: envelope bytes, ${e.state} (mean)`,
+        value: e.mean,
+        unit: 'B',
+      })),
+      ...(await history(t, size, label)),
+    ];
+    const hosted = await benchHostedIssueVc({
+      workers: 1,
+      databaseUrl: t.url,
+      tag: `${label}: hosted issue-vc`,
+      env: { STATUS_LIST_BITS: '2', STATUS_LIST_PARTITION_SIZE: String(PARTITION_SIZE) },
+      after: (server) => againstServer(server, t, label),
+    });
+    rows.push(...hosted);
+    if (engine === 'SQLite') rows.push(...(await sqliteOnly(t, dir, size, label)));
+    return rows;
+  } finally {
+    await t.close();
+    await pg?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function envelopeLengths(t: Target): Promise<{ rows: Array<{ state: string; mean: number }> }> {
+  const sql =
+    'SELECT upload_state AS state, AVG(LENGTH(envelope)) AS mean FROM issuances GROUP BY upload_state ORDER BY upload_state';
+  if (t.engine === 'SQLite') {
+    const store = t.store as SqliteStore;
+    return { rows: store.db.prepare<[], { state: string; mean: number }>(sql).all() };
+  }
+  const { rows } = await (t.store as PostgresStore).pool.query<{ state: string; mean: string }>(sql);
+  return { rows: rows.map((r) => ({ state: r.state, mean: Number(r.mean) })) };
+}
+
 export async function benchScale(): Promise<Row[]> {
   const rows: Row[] = [];
-  for (const size of SIZES) {
-    const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
-    const store = openSqliteStore(join(dir, 'issuer.db'));
-    try {
-      const started = performance.now();
-      await seed(store, size);
-      process.stdout.write(
-        `  (seeded ${size} issuances in ${((performance.now() - started) / 1000).toFixed(1)} s)\n`,
-      );
-      const now = new Date(T0 + (size - 1000) * MINUTE);
-      const base = { limit: 100, order: 'createdAt_desc' as const, now };
-      for (const [name, filter] of FILTERS) {
-        const first: number[] = [];
-        for (let k = 0; k < 5; k++) {
-          const t = performance.now();
-          await store.history.list({ ...base, ...filter });
-          first.push(performance.now() - t);
-        }
-        // Walk every page by cursor: the slowest page is the one that holds the thread longest.
-        const pages: number[] = [];
-        let after: HistoryQuery['after'];
-        do {
-          const t = performance.now();
-          const page = await store.history.list({ ...base, ...filter, after });
-          pages.push(performance.now() - t);
-          after = page.next ?? undefined;
-        } while (after);
-        const label = `scale ${size.toLocaleString('en-US')}: ${name}`;
-        rows.push(
-          { name: `${label}, first page`, value: median(first), unit: 'ms' },
-          { name: `${label}, last page by cursor`, value: pages[pages.length - 1]!, unit: 'ms' },
-          { name: `${label}, median of ${pages.length} pages`, value: median(pages), unit: 'ms' },
-          // The slowest page includes whatever else the machine did meanwhile (GC, other processes).
-          { name: `${label}, slowest page`, value: Math.max(...pages), unit: 'ms' },
-        );
-      }
-      const total = (await store.history.list({ ...base, limit: 1, total: true })).total ?? 0;
-      const t = performance.now();
-      await store.history.list({ ...base, page: Math.ceil(total / 100) });
-      rows.push({
-        name: `scale ${size.toLocaleString('en-US')}: no filter, last page by OFFSET`,
-        value: performance.now() - t,
-        unit: 'ms',
-      });
-    } finally {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
+  for (const size of SQLITE_SIZES) rows.push(...(await oneSize('SQLite', size)));
+  for (const size of POSTGRES_SIZES) rows.push(...(await oneSize('PostgreSQL', size)));
   return rows;
 }

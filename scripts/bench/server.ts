@@ -2,8 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
+import { onIssuerCpus } from './pinning.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 
@@ -13,6 +15,8 @@ export interface BenchServer {
   adminApiKey: string;
   /** Its working folder (keys, database). */
   dir: string;
+  /** From spawning the process to its "listening" line, in ms. */
+  startMs: number;
   child: ChildProcess;
   close(): Promise<void>;
 }
@@ -23,25 +27,32 @@ export interface BenchServer {
  */
 export async function startBenchServer(
   env: Record<string, string> = {},
-  options: { dir?: string; nodeArgs?: string[] /** Default `src/main.ts`. */; entry?: string } = {},
+  options: {
+    dir?: string;
+    nodeArgs?: string[] /** Default: the compiled `src/main.ts`. */;
+    entry?: string;
+  } = {},
 ): Promise<BenchServer> {
   const dir = options.dir ?? tempDir();
-  const child = spawn(
-    process.execPath,
-    [...(options.nodeArgs ?? []), '--import', 'tsx', options.entry ?? 'src/main.ts'],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        NODE_ENV: 'development',
-        PORT: '0',
-        KEYS_DIR: join(dir, 'keys'),
-        DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+  // On its own CPU when the bench pins (./pinning.ts). The kit runs compiled, as `npm start` runs
+  // it (scripts/launch.mjs); another entry (the floor) through tsx.
+  const start = onIssuerCpus([
+    ...(options.nodeArgs ?? []),
+    ...(options.entry ? ['--import', 'tsx', options.entry] : ['scripts/launch.mjs', 'src/main.ts']),
+  ]);
+  const spawnedAt = performance.now();
+  const child = spawn(start.command, start.args, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      PORT: '0',
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout!.setEncoding('utf8');
   const url = await new Promise<string>((resolve, reject) => {
@@ -53,6 +64,7 @@ export async function startBenchServer(
     });
   });
   child.stdout!.resume();
+  const startMs = performance.now() - spawnedAt;
   const secrets = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
     apiKey: string;
     adminApiKey: string;
@@ -63,6 +75,7 @@ export async function startBenchServer(
     adminApiKey: secrets.adminApiKey,
     dir,
     child,
+    startMs,
     async close() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
@@ -101,4 +114,32 @@ export function processTreeCpuMs(pid: number): number | undefined {
     }
   }
   return total;
+}
+
+const TICKS_PER_MS = 100 / 1000; // USER_HZ = 100 on Linux
+
+/**
+ * CPU (ms) of each PostgreSQL server backend connected to `database`, by pid, found by their
+ * process title ("postgres: user database host(port) state"): the server's pids in
+ * pg_stat_activity may be another PID namespace's. Empty when the server's processes are not
+ * visible here (another machine or container).
+ */
+export function backendCpuMs(database: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!title.startsWith('postgres: ') || !title.includes(` ${database} `)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICKS_PER_MS);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/** Total CPU (ms) of the backends connected to `database`; see backendCpuMs. */
+export function backendsCpuTotalMs(database: string): number {
+  return [...backendCpuMs(database).values()].reduce((sum, ms) => sum + ms, 0);
 }

@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -8,6 +7,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { NewIssuance, Store } from '../../src/store/store.js';
 import type { Row } from './issuance.js';
+import { backendCpuMs, backendsCpuTotalMs } from './server.js';
 
 /**
  * The store's share of a hosted issuance on each engine: propose a slot, record it (with the
@@ -70,28 +70,6 @@ async function issueAndUpload(store: Store): Promise<void> {
   }
 }
 
-const TICKS_PER_MS = 100 / 1000; // USER_HZ = 100 on Linux
-
-/**
- * CPU of the server backends connected to `database`, found by their process title
- * ("postgres: user database host(port) state"): pg_stat_activity's pids may be another PID
- * namespace's. Undefined when the server's processes are not visible here.
- */
-function backendCpuMs(database: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!title.startsWith('postgres: ') || !title.includes(` ${database} `)) continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICKS_PER_MS);
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return out;
-}
-
 async function run(
   store: Store,
   serverCpuMs: () => number,
@@ -143,7 +121,7 @@ export async function benchStoreEngines(): Promise<Row[]> {
     await Promise.all(Array.from({ length: 10 }, () => store.pool.query('SELECT pg_sleep(0.05)')));
     const backends = backendCpuMs(name);
     if (backends.size === 0) throw new Error('the PostgreSQL server processes are not visible in /proc here');
-    const serverCpuMs = () => [...backendCpuMs(name).values()].reduce((sum, ms) => sum + ms, 0);
+    const serverCpuMs = () => backendsCpuTotalMs(name);
     const onPostgres = await run(store, serverCpuMs);
     return [
       { name: 'store: SQLite issue+uploaded/s', value: onSqlite.perSecond, unit: '/s' },

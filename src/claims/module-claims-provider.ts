@@ -30,7 +30,7 @@ export async function loadModuleClaimsProvider(
     throw fail(`must be a file inside SCHEMAS_DIR (${schemasDir})`);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    mod = (await importModule(file)) as Record<string, unknown>;
   } catch (err) {
     throw fail(`the module ${file} failed to load: ${(err as Error).message}`);
   }
@@ -45,4 +45,17 @@ export async function loadModuleClaimsProvider(
   const provider = candidate as ClaimsProvider;
   // The module's answers are checked like the http provider's: a malformed one is an outage.
   return { lookup: async (query) => parseClaimsAnswer(await provider.lookup(query)) };
+}
+
+/**
+ * Imports a provider module. A TypeScript one, when the kit itself runs as compiled JavaScript
+ * (scripts/build.mjs; Node 20 has no TypeScript loader), goes through tsx's scoped loader; from
+ * the TypeScript sources (tsx, vitest) the process's own loader takes it.
+ */
+async function importModule(file: string): Promise<unknown> {
+  if (/\.[cm]?ts$/.test(file) && import.meta.url.endsWith('.js')) {
+    const { tsImport } = await import('tsx/esm/api');
+    return tsImport(pathToFileURL(file).href, import.meta.url);
+  }
+  return import(pathToFileURL(file).href);
 }

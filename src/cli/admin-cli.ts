@@ -23,7 +23,7 @@ import { statusChangeCommands } from './commands/status-change.js';
 import { uploadsCommand } from './commands/uploads.js';
 import { verifyCommand } from './commands/verify.js';
 import { webhooksCommand } from './commands/webhooks.js';
-import { InputFileError } from './csv-input.js';
+import { InputFileError } from './input-file-error.js';
 import { type CliIo, json, processIo } from './output.js';
 import { loadCliSettings } from './settings.js';
 

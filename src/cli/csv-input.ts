@@ -1,19 +1,8 @@
 import { CsvError, parse } from 'csv-parse/sync';
 import { RESERVED_CLAIMS } from '../schemas/schema-file.js';
+import { InputFileError, type LineProblem } from './input-file-error.js';
 
-/** A problem in an input file, by the 1-based line it starts on (the header is line 1). */
-export interface LineProblem {
-  line: number;
-  field: string;
-  message: string;
-}
-
-export class InputFileError extends Error {
-  override name = 'InputFileError';
-  constructor(readonly problems: LineProblem[]) {
-    super(problems.map((p) => `line ${p.line}: ${p.field}: ${p.message}`).join('\n'));
-  }
-}
+export { InputFileError, type LineProblem } from './input-file-error.js';
 
 export interface CsvRecord {
   /** Line the record starts on (a quoted cell may span lines). */

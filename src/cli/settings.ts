@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { DEV_SECRETS_FILE } from '../development/development-files.js';
+import { DEV_SECRETS_FILE } from '../keys/key-files.js';
 
 /**
  * Where the admin CLI finds its server and key (the CLI's only reader of the environment):

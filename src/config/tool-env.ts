@@ -39,10 +39,20 @@ export const ToolEnvSchema = z.object({
     '`npm run bench`',
   ),
   BENCH_CPU_PROF: tool("A folder for the issuer's V8 CPU profile.", 'unset', '`npm run bench`'),
+  BENCH_PIN: tool(
+    '`0`: do not pin the issuer to its own CPU with `taskset` (docs/benchmarks.md "A fair bench").',
+    'pinned when there are two CPUs or more and `taskset` is installed',
+    '`npm run bench`',
+  ),
   BENCH_SECONDS: tool('How long each hosted bench run lasts.', 'the section’s own', '`npm run bench`'),
   BENCH_SCALE_ROWS: tool(
     'Table sizes the scale section seeds, comma-separated.',
     '`10000,300000`',
+    '`npm run bench -- scale`',
+  ),
+  BENCH_SCALE_POSTGRES_ROWS: tool(
+    'Table sizes the scale section seeds on PostgreSQL (`BENCH_DATABASE_URL`), comma-separated; empty for none.',
+    '`300000`',
     '`npm run bench -- scale`',
   ),
   FLOOR_WITH: tool(

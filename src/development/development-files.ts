@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { DEV_CA_FILE, DEV_CA_PEM } from '../keys/dev-ca.js';
-import { DEVELOPMENT_KEYS_SUBDIR } from '../keys/key-ring.js';
+import { DEV_CA_FILE, DEV_CA_PEM, DEV_SECRETS_FILE, DEVELOPMENT_KEYS_SUBDIR } from '../keys/key-files.js';
 import type { ClaimsRecord } from '../store/store.js';
 
 /**
@@ -22,7 +21,7 @@ export const DevSecretsSchema = z.object({
 });
 export type DevSecrets = z.infer<typeof DevSecretsSchema>;
 
-export const DEV_SECRETS_FILE = 'dev-secrets.json';
+export { DEV_SECRETS_FILE };
 
 /** KEYS_DIR/dev-emulator.json: the URL of the emulator a development start runs, for `npm run demo`. */
 export const DEV_EMULATOR_FILE = 'dev-emulator.json';

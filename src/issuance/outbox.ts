@@ -160,7 +160,12 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     if (!record.envelope) throw new Error(`credential ${record.credentialId} has nothing to upload`);
     const envelope = record.envelope;
     try {
-      const res = await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1);
+      const res =
+        'data' in envelope
+          ? await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1)
+          : // Delivered once (its ciphertext dropped then, store.ts DeliveredEnvelope) and put back
+            // in the queue since: the hosting service has it, and the mark is made again.
+            { storagePath: record.storagePath ?? undefined };
       const storagePath = res.storagePath ?? null;
       await this.store.markUploaded(record.credentialId, storagePath, new Date());
       this.emit('uploaded', record, storagePath);

@@ -2,6 +2,7 @@ import { type KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attachChain, originHost, publicOf } from './certificates.js';
+import { DEV_CA_FILE, DEV_CA_PEM } from './key-files.js';
 import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
 
 /**
@@ -12,8 +13,7 @@ import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
  */
 
 /** The CA's key and certificate, and its certificate alone, both in KEYS_DIR. */
-export const DEV_CA_FILE = 'dev-ca.json';
-export const DEV_CA_PEM = 'dev-ca.pem';
+export { DEV_CA_FILE, DEV_CA_PEM };
 
 const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;

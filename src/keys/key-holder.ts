@@ -34,7 +34,15 @@ export interface KeyHolder {
     purpose: KeyPurpose,
     now: Date,
     x5c?: X5cRotation,
-  ): Promise<{ retired: ManagedKey[]; created: ManagedKey }>;
+  ): Promise<{
+    retired: ManagedKey[];
+    created: ManagedKey;
+    /**
+     * True where the keys are database rows: the rotation's `key.rotated` event was written in its
+     * transaction. Otherwise (key files) the caller writes it once the rotation is in place.
+     */
+    eventRecorded?: boolean;
+  }>;
   close(): void;
 }
 
@@ -228,6 +236,7 @@ export async function databaseKeyHolder(
       return {
         created: [...after.signingKeys, ...after.partnerKeys].find((k) => k.kid === promoted)!,
         retired: [...before.signingKeys, ...before.partnerKeys].filter((k) => retired.includes(k.kid)),
+        eventRecorded: true,
       };
     },
     close: () => clearInterval(timer),

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { z } from 'zod';
+import { DEVELOPMENT_KEYS_SUBDIR } from './key-files.js';
 
 /**
  * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
@@ -39,8 +40,7 @@ export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
  */
 export type KeyEnvironment = 'development' | 'production';
 
-/** Where production `keys:generate` moves what a development start wrote in KEYS_DIR (inside KEYS_DIR). */
-export const DEVELOPMENT_KEYS_SUBDIR = 'development';
+export { DEVELOPMENT_KEYS_SUBDIR };
 
 export interface KeyRing {
   /** The key that signs new credentials. */

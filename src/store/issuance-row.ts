@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ProofType } from '../model.js';
 import type {
   Channel,
@@ -5,7 +6,7 @@ import type {
   IssuanceRecord,
   IssuanceSummary,
   NewIssuance,
-  UploadBody,
+  StoredEnvelope,
   UploadState,
 } from './store.js';
 
@@ -105,7 +106,7 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
     ...summaryFromRow(r, read),
     userId: r.user_id,
     subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as UploadBody | null,
+    envelope: JSON.parse(r.envelope) as StoredEnvelope | null,
     suspendedAt: orNull(r.suspended_at, read.time),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
@@ -132,4 +133,18 @@ export function insertedRecord(n: NewIssuance): IssuanceRecord {
     storagePath: null,
     uploadedAt: null,
   };
+}
+
+/**
+ * The envelope text a delivered issuance keeps (store.ts DeliveredEnvelope): the same JSON without
+ * `data`, with `dataSha256`. One already delivered comes back unchanged.
+ */
+export function deliveredEnvelopeText(text: string): string {
+  const envelope = JSON.parse(text) as Record<string, unknown>;
+  if (typeof envelope.data !== 'string') return text;
+  const { data, ...rest } = envelope;
+  return JSON.stringify({
+    ...rest,
+    dataSha256: createHash('sha256').update(Buffer.from(data, 'base64')).digest('hex'),
+  });
 }

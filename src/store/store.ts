@@ -30,6 +30,20 @@ export interface UploadBody extends Envelope {
   externalId: string;
 }
 
+/**
+ * What an issuance keeps of its envelope once the hosting service has stored it
+ * (docs/architecture.md "Envelopes once delivered"): everything but the ciphertext `data`, and
+ * that ciphertext's SHA-256 (hex, of the decoded bytes) to match the stored copy against. Nothing
+ * reads a delivered envelope's ciphertext: a repeat answers from the record, and only pending and
+ * failed uploads are sent again.
+ */
+export interface DeliveredEnvelope extends Omit<UploadBody, 'data'> {
+  dataSha256: string;
+}
+
+/** An issuance's envelope as stored: whole until delivered, then without its ciphertext. */
+export type StoredEnvelope = UploadBody | DeliveredEnvelope;
+
 export interface NewIssuance {
   credentialId: string;
   channel: Channel;
@@ -68,7 +82,9 @@ export interface NewIssuance {
   event?: NewWebhookEvent | undefined;
 }
 
-export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event'> {
+export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope'> {
+  /** Null for an oid4vci credential (nothing to upload). */
+  envelope: StoredEnvelope | null;
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -462,12 +478,16 @@ export interface KeyMaterialStore {
   list(): Promise<StoredKey[]>;
   /** Stores `keys` when no key is stored yet (the first start imports KEYS_DIR); false otherwise. */
   importIfEmpty(keys: StoredKey[]): Promise<boolean>;
-  /** One transaction: retires the active key of `created.purpose` at `at`, adds `created`. */
+  /**
+   * One transaction: retires the active key of `created.purpose` at `at`, adds `created`, and
+   * writes the `key.rotated` event (docs/operations.md "Webhooks") while an endpoint exists.
+   */
   rotate(created: StoredKey, at: Date): Promise<{ retired: string[] }>;
   /**
    * One transaction: when standby keys of `purpose` exist, `choose` picks the one that signs
    * from now on (given them newest first; throwing refuses the rotation and nothing changes),
-   * the active key is retired at `at` and the chosen one signs. Undefined when there is none.
+   * the active key is retired at `at` and the chosen one signs, with its `key.rotated` event.
+   * Undefined when there is none.
    */
   promoteStandby(
     purpose: StoredKey['purpose'],

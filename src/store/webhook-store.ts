@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { AuditActor, StatusChange } from '../model.js';
 /**
  * Webhook endpoints, the event outbox and its deliveries (docs/operations.md "Webhooks"). Events
@@ -27,10 +27,42 @@ export interface WebhookEndpointRecord extends Omit<NewWebhookEndpoint, 'secret'
   previousUntil: Date | null;
 }
 
+/**
+ * Every webhook event type and the fields of its `data`: the one list of them. The admin API
+ * accepts these names in an endpoint's `events`, and docs/operations.md "Webhooks" documents
+ * exactly these (a test holds the two together). To add a type: a row here, the event written in
+ * the transaction of the change it reports (a `NewWebhookEvent` of that type), and its row in the
+ * docs. `data` never holds claim values, ciphertext, keys or tokens.
+ */
+export const WEBHOOK_EVENTS = {
+  'credential.issued': [
+    'credentialId',
+    'schemaId',
+    'proofType',
+    'channel',
+    'holderDid',
+    'revocationNonce',
+    'status',
+    'expiresAt',
+  ],
+  'credential.delivered': ['credentialId', 'storagePath', 'attempts'],
+  'credential.delivery_failed': ['credentialId', 'attempts', 'lastError'],
+  'credential.revoked': ['credentialId', 'revocationNonce', 'actor', 'reason'],
+  'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason'],
+  'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason'],
+  'key.rotated': ['purpose', 'kid', 'retiredKid'],
+  'status_list.published': ['partition', 'uri'],
+} as const satisfies Record<string, readonly string[]>;
+
+export type WebhookEventType = keyof typeof WEBHOOK_EVENTS;
+
+/** The event types, in the order of `WEBHOOK_EVENTS`. */
+export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as WebhookEventType[];
+
 /** An event written beside its change: `data` is its JSON, never claim values or secrets. */
 export interface NewWebhookEvent {
   id: string;
-  type: string;
+  type: WebhookEventType;
   data: string;
 }
 
@@ -55,6 +87,14 @@ export interface WebhookDeliveryRecord {
   createdAt: Date;
 }
 
+export interface DeliveryQuery {
+  endpointId: string;
+  state?: WebhookDeliveryState | undefined;
+  limit: number;
+  /** Only deliveries of events before this sequence number (the previous page's `next`). */
+  before?: number | undefined;
+}
+
 export interface WebhookStore {
   /**
    * Writes an event of a change that is not one database transaction (a key rotation: key files
@@ -68,12 +108,14 @@ export interface WebhookStore {
   removeEndpoint(id: string): Promise<boolean>;
   /**
    * Makes one pending delivery per subscribed endpoint for up to `limit` events not yet fanned out,
-   * oldest first; answers how many events it took (0: none waiting).
+   * oldest first; answers how many events it took (0: none waiting). (An engine may fan an event
+   * out as it writes it, in the change's transaction; then nothing waits here.)
    */
   fanOut(now: Date, newId: () => string, limit: number): Promise<number>;
   /** Takes up to `limit` due deliveries for `leaseMs` (one instance at a time each). */
   leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]>;
-  markDelivered(id: string, status: number, at: Date): Promise<void>;
+  /** Marks deliveries answered 2xx (with the status each got), in one transaction. */
+  markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void>;
   /** Counts the attempt; past `giveUpAfter` attempts the delivery is `failed`. */
   markDeliveryFailed(
     id: string,
@@ -90,25 +132,41 @@ export interface WebhookStore {
   /** Puts a `failed` delivery back in the queue (attempts from 0); false when it is not `failed`. */
   retryDelivery(id: string, now: Date): Promise<boolean>;
   countFailedDeliveries(): Promise<number>;
-  /** An endpoint's deliveries, newest first. */
-  listDeliveries(
-    endpointId: string,
-    state: WebhookDeliveryState | undefined,
-    limit: number,
-  ): Promise<WebhookDeliveryRecord[]>;
+  /**
+   * A page of an endpoint's deliveries, newest event first, keyset-paged on the event sequence
+   * (docs/interface.md "Paging"): `before` is the previous page's `next`; `next` is null on the
+   * last page.
+   */
+  listDeliveries(query: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }>;
 }
 
 /** The `purpose` a sealed webhook secret is bound to (src/keys/sealed-key.ts), with the endpoint id as its kid. */
 export const WEBHOOK_SECRET_PURPOSE = 'webhook-secret';
 
 /** A new event id. */
-export const newWebhookEventId = (): string => `evt_${randomUUID()}`;
+export const newWebhookEventId = (): string => `evt_${uuidv7()}`;
 
-export const STATUS_EVENT_TYPE: Record<StatusChange, string> = {
+/** A new delivery id: the `webhook-id` of every attempt of one event to one endpoint. */
+export const newWebhookDeliveryId = (): string => `msg_${uuidv7()}`;
+
+/** Whether an endpoint subscribed to `events` (a list of types, or `['*']`) receives `type`. */
+export const subscribes = (events: readonly string[], type: string): boolean =>
+  events.includes('*') || events.includes(type);
+
+export const STATUS_EVENT_TYPE: Record<StatusChange, WebhookEventType> = {
   revoke: 'credential.revoked',
   suspend: 'credential.suspended',
   unsuspend: 'credential.unsuspended',
 };
+
+/** The `key.rotated` event of a rotation of `purpose` that made `kid` sign and retired `retired`. */
+export function keyRotatedEvent(purpose: string, kid: string, retired: readonly string[]): NewWebhookEvent {
+  return {
+    id: newWebhookEventId(),
+    type: 'key.rotated',
+    data: JSON.stringify({ purpose, kid, retiredKid: retired[0] ?? null }),
+  };
+}
 
 /** The event of a status change that changed something (docs/operations.md "Webhooks"). */
 export function statusChangeEvent(

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 // Standard Webhooks specification, "Signature scheme": HMAC-SHA256 over `id.timestamp.body`,
 // keyed with the base64 bytes after `whsec_`, sent as `v1,<base64>`; several signatures (during a
@@ -13,22 +13,23 @@ export function newWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
 }
 
-function secretKey(secret: string): Buffer {
+/** The HMAC key of a `whsec_` secret. Build it once per secret: it is reused for every delivery. */
+export function webhookSigningKey(secret: string): KeyObject {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error('a webhook secret starts with whsec_');
-  return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  return createSecretKey(Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64'));
 }
 
-/** The three headers of one delivery attempt; `secrets` sign in order (the newest first). */
+/** The three headers of one delivery attempt; `keys` sign in order (the newest secret's first). */
 export function webhookHeaders(
-  secrets: readonly string[],
+  keys: readonly KeyObject[],
   id: string,
   timestamp: Date,
   body: string,
 ): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   const seconds = String(Math.floor(timestamp.getTime() / 1000));
   const signed = `${id}.${seconds}.${body}`;
-  const signature = secrets
-    .map((s) => `v1,${createHmac('sha256', secretKey(s)).update(signed).digest('base64')}`)
+  const signature = keys
+    .map((k) => `v1,${createHmac('sha256', k).update(signed).digest('base64')}`)
     .join(' ');
   return { 'webhook-id': id, 'webhook-timestamp': seconds, 'webhook-signature': signature };
 }

@@ -1,30 +1,19 @@
-import { randomUUID } from 'node:crypto';
+import { type KeyObject, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import {
+  newWebhookDeliveryId,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
   type WebhookEndpointRecord,
   type WebhookStore,
 } from '../store/webhook-store.js';
-import { postWebhook } from './deliver.js';
+import { WebhookSender } from './deliver.js';
 import type { EndpointPolicy } from './endpoint-address.js';
-import { newWebhookSecret, webhookHeaders } from './signature.js';
-
-/** The event types an endpoint may subscribe to (docs/operations.md "Webhooks"). */
-export const WEBHOOK_EVENT_TYPES = [
-  'credential.issued',
-  'credential.delivered',
-  'credential.delivery_failed',
-  'credential.revoked',
-  'credential.suspended',
-  'credential.unsuspended',
-  'key.rotated',
-  'status_list.published',
-] as const;
+import { newWebhookSecret, webhookHeaders, webhookSigningKey } from './signature.js';
 
 const SEAL_PURPOSE = WEBHOOK_SECRET_PURPOSE;
 /** How long a replaced secret keeps signing beside the new one. */
@@ -111,6 +100,9 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private readonly baseBackoffMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
+  private readonly sender: WebhookSender;
+  private readonly marks: DeliveredMarks;
+  private readonly signingKeys = new Map<string, KeyObject>();
 
   constructor(
     private readonly store: WebhookStore,
@@ -122,7 +114,9 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.maxBackoffMs = options.maxBackoffMs ?? 3 * 3600_000;
     // A delivery attempt lasts at most DELIVERY_TIMEOUT_MS (10 s); the lease outlasts it.
     this.leaseMs = options.leaseMs ?? 60_000;
-    this.batchSize = options.batchSize ?? 16;
+    this.batchSize = options.batchSize ?? 64;
+    this.sender = new WebhookSender(options.policy);
+    this.marks = new DeliveredMarks(store);
   }
 
   /** Registers an endpoint; answers it with its secret, which is shown this once. */
@@ -175,14 +169,17 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return { id, secret, previousValidUntil: until.toISOString() };
   }
 
-  /** An endpoint's deliveries (newest first), or undefined when there is no such endpoint. */
+  /**
+   * A page of an endpoint's deliveries (newest event first; `before`: the previous page's `next`),
+   * or undefined when there is no such endpoint.
+   */
   async deliveries(
     id: string,
-    state: WebhookDeliveryState | undefined,
-    limit: number,
-  ): Promise<WebhookDeliveryView[] | undefined> {
+    query: { state?: WebhookDeliveryState | undefined; limit: number; before?: number | undefined },
+  ): Promise<{ deliveries: WebhookDeliveryView[]; next: number | null } | undefined> {
     if (!(await this.store.getEndpoint(id))) return undefined;
-    return (await this.store.listDeliveries(id, state, limit)).map(deliveryView);
+    const { records, next } = await this.store.listDeliveries({ endpointId: id, ...query });
+    return { deliveries: records.map(deliveryView), next };
   }
 
   /** Queues a `failed` delivery again, with the same webhook-id; false when it is not `failed`. */
@@ -209,6 +206,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     await this.sweeping;
+    await this.sender.close();
   }
 
   /** Fans out new events, then attempts every due delivery; one sweep at a time per process. */
@@ -216,12 +214,14 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     if (this.sweeping) return this.sweeping;
     this.sweeping = (async () => {
       try {
-        while (this.running && (await this.store.fanOut(new Date(), () => `msg_${randomUUID()}`, 100)) > 0);
+        while (this.running && (await this.store.fanOut(new Date(), newWebhookDeliveryId, 100)) > 0);
         for (;;) {
           if (!this.running) return;
           const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
           if (batch.length === 0) return;
-          await Promise.allSettled(batch.map((d) => this.attempt(d)));
+          // One read of the endpoints per batch, not one per delivery.
+          const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
+          await Promise.allSettled(batch.map((d) => this.attempt(d, endpoints.get(d.endpointId))));
         }
       } catch (err) {
         this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
@@ -232,35 +232,47 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return this.sweeping;
   }
 
-  private secrets(endpoint: WebhookEndpointRecord, now: Date): string[] {
-    const open = (stored: string) =>
-      this.options.kek && !stored.startsWith('whsec_')
-        ? (openSealedKey(this.options.kek, endpoint.id, SEAL_PURPOSE, stored) as string)
-        : stored;
-    const secrets = [open(endpoint.secret)];
+  /** The signing keys of `endpoint` now: its secret's, then a replaced one's while it still signs. */
+  private keys(endpoint: WebhookEndpointRecord, now: Date): KeyObject[] {
+    const keys = [this.keyOf(endpoint.id, endpoint.secret)];
     if (endpoint.previousSecret && endpoint.previousUntil && endpoint.previousUntil > now)
-      secrets.push(open(endpoint.previousSecret));
-    return secrets;
+      keys.push(this.keyOf(endpoint.id, endpoint.previousSecret));
+    return keys;
   }
 
-  private async attempt(d: WebhookDeliveryRecord): Promise<void> {
-    const endpoint = await this.store.getEndpoint(d.endpointId);
+  /** A stored (maybe sealed) secret's HMAC key, opened once and kept while the secret is in use. */
+  private keyOf(endpointId: string, stored: string): KeyObject {
+    const cacheKey = `${endpointId} ${stored}`;
+    let key = this.signingKeys.get(cacheKey);
+    if (!key) {
+      const secret =
+        this.options.kek && !stored.startsWith('whsec_')
+          ? (openSealedKey(this.options.kek, endpointId, SEAL_PURPOSE, stored) as string)
+          : stored;
+      // Rotated and removed endpoints leave stale entries: start afresh rather than grow.
+      if (this.signingKeys.size >= 1024) this.signingKeys.clear();
+      key = webhookSigningKey(secret);
+      this.signingKeys.set(cacheKey, key);
+    }
+    return key;
+  }
+
+  private async attempt(
+    d: WebhookDeliveryRecord,
+    endpoint: WebhookEndpointRecord | undefined,
+  ): Promise<void> {
+    // Removed since the lease: its deliveries went with it.
     if (!endpoint) return;
-    const body = JSON.stringify({
-      type: d.type,
-      timestamp: d.eventAt.toISOString(),
-      sequence: d.sequence,
-      data: JSON.parse(d.data) as unknown,
-    });
+    // `{ type, timestamp, sequence, data }`, with `data` as stored (it is JSON already).
+    const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.eventAt.toISOString()}","sequence":${d.sequence},"data":${d.data}}`;
     const now = new Date();
-    const result = await postWebhook(
+    const result = await this.sender.post(
       endpoint.url,
-      webhookHeaders(this.secrets(endpoint, now), d.id, now, body),
+      webhookHeaders(this.keys(endpoint, now), d.id, now, body),
       body,
-      this.options.policy,
     );
     if (result.ok) {
-      await this.store.markDelivered(d.id, result.status ?? 200, new Date());
+      await this.marks.add(d.id, result.status ?? 200);
       this.emit('delivered', d, result.status ?? 200);
       return;
     }
@@ -276,5 +288,37 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       this.options.maxAttempts,
     );
     this.emit(gaveUp ? 'gave_up' : 'failed', d, error, attempts);
+  }
+}
+
+/**
+ * "Delivered" marks coalesced: the marks of the deliveries answered in one event-loop turn are
+ * written by one store call (one transaction), not one commit each. Each `add` resolves once its
+ * mark is written; until then the delivery's lease keeps other instances off it.
+ */
+class DeliveredMarks {
+  private queue: Array<{ id: string; status: number; done: () => void; failed: (e: unknown) => void }> = [];
+
+  constructor(private readonly store: WebhookStore) {}
+
+  add(id: string, status: number): Promise<void> {
+    return new Promise((done, failed) => {
+      this.queue.push({ id, status, done, failed });
+      if (this.queue.length === 1) setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      await this.store.markDelivered(
+        batch.map(({ id, status }) => ({ id, status })),
+        new Date(),
+      );
+      for (const m of batch) m.done();
+    } catch (err) {
+      for (const m of batch) m.failed(err);
+    }
   }
 }

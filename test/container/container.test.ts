@@ -223,9 +223,9 @@ describe.runIf(services)('the container image', () => {
       ...runArgs,
       ...envArgs(),
       IMAGE,
+      // The compiled script the image built: on a read-only root, a stale or missing build fails.
       'node',
-      '--import',
-      'tsx',
+      'scripts/launch.mjs',
       'scripts/keys-generate.ts',
     );
     const files = readdirSync(keysDir).filter((f) => f.endsWith('.json'));

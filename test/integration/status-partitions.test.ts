@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openEnvelope } from '../../src/envelope/index.js';
+import type { UploadBody } from '../../src/store/store.js';
 import {
   describeIssued,
   fetchList,
@@ -167,7 +168,7 @@ describe('expired credentials keep their status slot', () => {
     });
     vi.useRealTimers();
     const old = describeIssued(
-      openEnvelope(holder.privateKey, record.envelope!) as string,
+      openEnvelope(holder.privateKey, record.envelope as UploadBody) as string,
       record.revocationNonce,
     );
     expect(record.expiresAt.getTime()).toBeLessThan(Date.now());

@@ -5,6 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_EVENTS, type WebhookEventType } from '../../src/store/webhook-store.js';
 import { Webhooks } from '../../src/webhooks/webhooks.js';
 import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
@@ -395,6 +396,219 @@ describe('webhooks', () => {
       'INVALID_PARAMETER',
       'status',
     );
+  });
+
+  it('every event holds only its listed data fields: no claim value, ciphertext, key or token', async () => {
+    const issuer = await startIssuer({
+      env: { STATUS_LIST_BITS: '2' },
+      context: { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } },
+    });
+    cleanup.push(() => issuer.close());
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    const { secret } = (await (
+      await issuer.admin('/admin/webhooks', { url: hook.url, events: ['*'] })
+    ).json()) as {
+      secret: string;
+    };
+    const claims = {
+      givenName: 'Zenobia',
+      familyName: 'Quixotelle',
+      memberSince: '2019-07-21',
+      tier: 'platinum',
+      memberNumber: 987654,
+    };
+    const direct = await issuer.admin('/admin/issue-vc', {
+      userId: 'zenobia@example.org',
+      schemaId: 'membership-v1',
+      vct: 'urn:vct:membership',
+      expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
+      credentialSubject: claims,
+    });
+    expect(direct.status).toBe(201);
+    const { credentialId } = (await direct.json()) as { credentialId: string };
+    const hosted = await issuer.post('/issue-vc', {
+      holderDID: 'did:example:hygiene',
+      pubKey: generateHolderKeyPair().publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+    });
+    expect(hosted.status).toBe(201);
+    // One upload refused for good: credential.delivery_failed.
+    issuer.emulator!.faults.failNext('dstorage', 3, 400);
+    await issuer.post('/issue-vc', {
+      holderDID: 'did:example:hygiene-refused',
+      pubKey: generateHolderKeyPair().publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+    });
+    const nonce = String((await issuer.ctx.store.issuances.get(credentialId))!.revocationNonce);
+    for (const change of ['suspend', 'unsuspend', 'revoke'])
+      expect(
+        (await issuer.admin(`/admin/${change}`, { revocationNonce: nonce, reason: 'checked' })).status,
+      ).toBe(200);
+    expect((await issuer.admin('/admin/keys/rotate', { purpose: 'credential-signing' })).status).toBe(200);
+
+    const typeOf = (r: Received) => (JSON.parse(r.body) as { type: string }).type;
+    await hook.until((r) => WEBHOOK_EVENT_TYPES.every((t) => r.some((x) => typeOf(x) === t)));
+
+    // What must never appear: the claim values, the envelopes the hosting service stored, every
+    // signing key's private part, the signed status list tokens.
+    // The envelope's encrypted parts (its other fields are ids that events name too).
+    const envelopes = [...issuer.emulator!.state.envelopes.values()].map((e) => JSON.stringify(e.envelope));
+    const ring = issuer.ctx.keys.current();
+    const privateParts = [...ring.signingKeys, ...ring.partnerKeys].map(
+      (k) => (k.privateKey.export({ format: 'jwk' }) as { d: string }).d,
+    );
+    const token = await (await fetch(`${issuer.url}/statuslist/0`)).text();
+    const forbidden = [
+      ...Object.values(claims).map(String),
+      'Alice',
+      'alice.martin@example.com',
+      ...envelopes.flatMap((e) => {
+        const { data, iv, authTag, encryptedKey } = JSON.parse(e) as Record<string, string>;
+        return [data!, iv!, authTag!, encryptedKey!];
+      }),
+      ...privateParts,
+      token,
+    ].filter((v) => v.length >= 4);
+    expect(forbidden.length).toBeGreaterThan(10);
+    for (const r of hook.received) {
+      const event = new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as {
+        type: WebhookEventType;
+        data: Record<string, unknown>;
+      };
+      expect(WEBHOOK_EVENT_TYPES).toContain(event.type);
+      const allowed: readonly string[] = WEBHOOK_EVENTS[event.type];
+      expect(
+        Object.keys(event.data).filter((k) => !allowed.includes(k)),
+        event.type,
+      ).toEqual([]);
+      for (const value of forbidden)
+        expect(r.body.includes(value), `${event.type} holds ${value}`).toBe(false);
+      // No compact JWS or JWE (a credential, a token) either.
+      expect(r.body).not.toMatch(/eyJ[\w-]+\.[\w-]*\./);
+    }
+  });
+
+  it('a change whose event cannot be written does not happen: issuance, status change and their events are one transaction', async () => {
+    const issuer = await start();
+    await issuer.admin('/admin/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['*'] });
+    const issue = (n: string) =>
+      issuer.post('/issue-vc', {
+        holderDID: `did:example:atomic-${n}`,
+        pubKey: generateHolderKeyPair().publicKeyHex,
+        userId: 'demo-user-1',
+        schemaId: 'membership-v1',
+      });
+    expect((await issue('before')).status).toBe(201);
+    const [before] = await queryStore<{ credential_id: string; revocation_nonce: number }>(
+      issuer.ctx.store,
+      'SELECT credential_id, revocation_nonce FROM issuances',
+    );
+    const count = async (table: string) =>
+      Number((await queryStore<{ n: number }>(issuer.ctx.store, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
+    const events = await count('webhook_events');
+
+    // From now on every event insert fails.
+    if (issuer.ctx.store.kind === 'sqlite')
+      await queryStore(
+        issuer.ctx.store,
+        "CREATE TRIGGER refuse_event BEFORE INSERT ON webhook_events BEGIN SELECT RAISE(ABORT, 'no events now'); END",
+      );
+    else
+      await queryStore(
+        issuer.ctx.store,
+        `CREATE FUNCTION refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no events now'; END $$;
+         CREATE TRIGGER refuse_event BEFORE INSERT ON webhook_events FOR EACH ROW EXECUTE FUNCTION refuse_event();`,
+      );
+    expect((await issue('refused')).status).toBeGreaterThanOrEqual(500);
+    expect(await count('issuances')).toBe(1);
+    expect(
+      (await issuer.admin('/admin/revoke', { revocationNonce: String(before!.revocation_nonce) })).status,
+    ).toBeGreaterThanOrEqual(500);
+    expect(await issuer.ctx.store.issuances.get(before!.credential_id)).toMatchObject({ status: 0 });
+    expect(await count('webhook_events')).toBe(events);
+  });
+
+  it('an endpoint pages its deliveries by cursor, newest first, and the CLI walks them all', async () => {
+    const issuer = await start();
+    const hook = await receiver();
+    cleanup.push(() => hook.close());
+    const { id } = (await (
+      await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })
+    ).json()) as { id: string };
+    for (let n = 0; n < 7; n++)
+      expect(
+        (
+          await issuer.post('/issue-vc', {
+            holderDID: `did:example:paged-${n}`,
+            pubKey: generateHolderKeyPair().publicKeyHex,
+            userId: 'demo-user-1',
+            schemaId: 'membership-v1',
+          })
+        ).status,
+      ).toBe(201);
+    await hook.until((r) => r.length === 7);
+    type Page = {
+      deliveries: Array<{ id: string; sequence: number }>;
+      pagination: { limit: number; nextCursor: string | null };
+    };
+    const pages: Page[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await issuer.admin(
+        `/admin/webhooks/${id}/deliveries?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as Page;
+      pages.push(page);
+      cursor = page.pagination.nextCursor;
+    } while (cursor);
+    expect(pages.map((p) => p.deliveries.length)).toEqual([3, 3, 1]);
+    const sequences = pages.flatMap((p) => p.deliveries.map((d) => d.sequence));
+    expect(sequences).toEqual([...sequences].sort((a, b) => b - a));
+    expect(new Set(pages.flatMap((p) => p.deliveries.map((d) => d.id))).size).toBe(7);
+    expect(new Set(sequences)).toEqual(
+      new Set(hook.received.map((r) => (JSON.parse(r.body) as { sequence: number }).sequence)),
+    );
+
+    const env = { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY };
+    const all = await runCli(['--json', 'webhooks', 'deliveries', id, '--all'], env, issuer.dir);
+    expect(all.code).toBe(0);
+    expect((JSON.parse(all.stdout) as { deliveries: unknown[] }).deliveries).toHaveLength(7);
+    const first = await runCli(['webhooks', 'deliveries', id, '--limit', '5'], env, issuer.dir);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/next page: --cursor \S+/);
+
+    // A cursor of another route, or no cursor at all, is 400 naming cursor.
+    const history = (await (await issuer.admin('/admin/issuance-history?limit=1')).json()) as {
+      pagination: { nextCursor: string };
+    };
+    for (const bad of [history.pagination.nextCursor, 'not-a-cursor'])
+      await expectError(
+        await issuer.admin(`/admin/webhooks/${id}/deliveries?cursor=${encodeURIComponent(bad)}`),
+        400,
+        'INVALID_PARAMETER',
+        'cursor',
+      );
+  });
+
+  it('adding, removing, rotating and retrying are audited with the admin key name', async () => {
+    const issuer = await start();
+    const { id } = (await (
+      await issuer.admin('/admin/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['*'] })
+    ).json()) as { id: string };
+    expect((await issuer.admin(`/admin/webhooks/${id}/rotate-secret`, {})).status).toBe(200);
+    expect((await del(issuer, `/admin/webhooks/${id}`)).status).toBe(200);
+    const audit = (await (await issuer.admin('/admin/audit?limit=10')).json()) as {
+      data: Array<{ actor: string; action: string; target: string }>;
+    };
+    expect(audit.data.map((a) => [a.action, a.actor, a.target.split(' ')[0]])).toEqual([
+      ['webhooks.remove', 'admin', id],
+      ['webhooks.rotate-secret', 'admin', id],
+      ['webhooks.add', 'admin', id],
+    ]);
   });
 
   it.each([

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { expectError } from '../helpers/errors.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 interface Run {
@@ -182,6 +183,63 @@ describe('production refuses development state', () => {
       value: 'production',
     });
     db.close();
+  });
+});
+
+// docs/operations.md "Webhooks": production takes only https endpoints on public addresses.
+describe('webhook endpoints in production', () => {
+  it('refuses http, loopback, private and link-local endpoint URLs with 400 naming url, and takes a public https one', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ...production,
+        DATABASE_URL: `sqlite:${join(dir, 'webhooks-production.db')}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let stdout = '';
+      child.stdout.setEncoding('utf8');
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (c: string) => {
+          stdout += c;
+          const m = /issuer-kit listening on (\S+)/.exec(stdout);
+          if (m) resolve(m[1]!);
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code} before listening`)));
+      });
+      const add = (body: unknown) =>
+        fetch(`${url}/admin/webhooks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-admin-api-key': production.ADMIN_API_KEY },
+          body: JSON.stringify(body),
+        });
+      for (const bad of [
+        'http://hooks.example.com/in',
+        'https://127.0.0.1/in',
+        'https://localhost/in',
+        'https://10.1.2.3/in',
+        'https://192.168.0.10/in',
+        'https://169.254.169.254/latest',
+        'https://[::1]/in',
+        'https://[fd00::1]/in',
+        'not a url',
+      ]) {
+        await expectError(await add({ url: bad, events: ['*'] }), 400, 'INVALID_PARAMETER', 'url');
+      }
+      await expectError(
+        await add({ url: 'https://hooks.example.com/in', events: ['credential.nope'] }),
+        400,
+        'INVALID_PARAMETER',
+        'events.0',
+      );
+      const ok = await add({ url: 'https://hooks.example.com/in', events: ['credential.issued'] });
+      expect(ok.status).toBe(201);
+    } finally {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { AUDIT_ACTIONS } from '../../model.js';
+import { AUDIT_ACTIONS } from '../../audit-actions.js';
 import { json, table } from '../output.js';
 import { type KeysetPage, walkAllPages } from '../paging.js';
 import type { RegisterCommand } from './command.js';

@@ -1,4 +1,3 @@
-import { runBatchIssue } from '../batch-issue.js';
 import { onDuplicateOption, positiveInt, type RegisterCommand } from './command.js';
 
 export const batchIssueCommand: RegisterCommand = (program, act) => {
@@ -19,8 +18,10 @@ export const batchIssueCommand: RegisterCommand = (program, act) => {
     .option('--concurrency <n>', 'requests in flight (1-64)', positiveInt(64), 8)
     .option('--out <file>', 'result CSV (default: <file.csv>.results.csv); rerun with it to resume')
     .action(
-      act(async (run, file: string, opts: Record<string, unknown>) =>
-        runBatchIssue(
+      act(async (run, file: string, opts: Record<string, unknown>) => {
+        // Loaded when run: its CSV, progress bar and zod schemas would slow every command's start.
+        const { runBatchIssue } = await import('../batch-issue.js');
+        return runBatchIssue(
           run.client,
           {
             file,
@@ -33,7 +34,7 @@ export const batchIssueCommand: RegisterCommand = (program, act) => {
             json: run.json,
           },
           run.io,
-        ),
-      ),
+        );
+      }),
     );
 };

@@ -1,4 +1,3 @@
-import { runClaimsImport } from '../claims-import.js';
 import type { RegisterCommand } from './command.js';
 
 export const claimsCommand: RegisterCommand = (program, act) => {
@@ -13,12 +12,14 @@ export const claimsCommand: RegisterCommand = (program, act) => {
     .option('--schema <schemaId>', 'schema for records that do not name one')
     .option('--reason <text>', 'why (kept in the audit log)')
     .action(
-      act(async (run, file: string, opts: { schema?: string; reason?: string }) =>
-        runClaimsImport(
+      act(async (run, file: string, opts: { schema?: string; reason?: string }) => {
+        // Loaded when run: its CSV reader and zod schemas would slow every command's start.
+        const { runClaimsImport } = await import('../claims-import.js');
+        return runClaimsImport(
           run.client,
           { file, schema: opts.schema, reason: opts.reason, json: run.json },
           run.io,
-        ),
-      ),
+        );
+      }),
     );
 };

@@ -1,5 +1,4 @@
 import { AdminApiError } from '../admin-client.js';
-import { defaultExpiration } from '../batch-issue.js';
 import { json } from '../output.js';
 import { jsonOption, onDuplicateOption, type RegisterCommand, UsageError, withFlags } from './command.js';
 
@@ -86,6 +85,8 @@ export const issueCommand: RegisterCommand = (program, act) => {
             `warning: --vct ${opts.vct} differs from the schema's vct ${schemaVct}; wallets and verifiers that know the schema expect the latter`,
           );
         const lifetime = check.expiresInSeconds?.[opts.schema!];
+        // Loaded when run (with the batch code's CSV and zod): not at every command's start.
+        const { defaultExpiration } = await import('../batch-issue.js');
         const expiration = opts.expiration ?? (lifetime ? defaultExpiration(lifetime) : undefined);
         const body = {
           userId: opts.email,

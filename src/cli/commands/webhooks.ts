@@ -1,4 +1,5 @@
 import { json, table } from '../output.js';
+import { type KeysetPage, walkAllPages } from '../paging.js';
 import { type RegisterCommand, UsageError } from './command.js';
 
 interface Endpoint {
@@ -107,28 +108,46 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .description("an endpoint's deliveries, newest first (GET /admin/webhooks/:id/deliveries)")
     .argument('<id>', 'the endpoint id (wh_…)')
     .option('--status <state>', 'pending, delivered or failed')
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor')
+    .option('--limit <n>', 'deliveries per page (1-500)', '100')
+    .option('--all', 'every page, walked by cursor')
     .action(
-      act(async (run, id: string, opts: { status?: string }) => {
-        const { body } = await run.client.call<{ deliveries: Delivery[] }>(
-          'GET',
-          `/admin/webhooks/${encodeURIComponent(id)}/deliveries`,
-          { query: { status: opts.status } },
-        );
-        if (run.json) run.io.out(json(body));
-        else if (body.deliveries.length === 0) run.io.out('no deliveries');
-        else
-          run.io.out(
-            table(
-              body.deliveries.map((d) => ({
-                ...d,
-                lastStatus: d.lastStatus ?? '',
-                lastError: d.lastError ?? '',
-              })),
-              ['id', 'type', 'sequence', 'state', 'attempts', 'lastStatus', 'lastError'],
-            ),
-          );
-        return 0;
-      }),
+      act(
+        async (run, id: string, opts: { status?: string; cursor?: string; limit: string; all?: boolean }) => {
+          const fetchPage = async (at: { cursor?: string }): Promise<KeysetPage<Delivery>> => {
+            const { body } = await run.client.call<{
+              deliveries: Delivery[];
+              pagination: { limit: number; nextCursor: string | null };
+            }>('GET', `/admin/webhooks/${encodeURIComponent(id)}/deliveries`, {
+              query: { status: opts.status, limit: opts.all ? '500' : opts.limit, ...at },
+            });
+            return { data: body.deliveries, pagination: body.pagination };
+          };
+          const page = opts.all
+            ? await walkAllPages(fetchPage)
+            : await fetchPage(opts.cursor === undefined ? {} : { cursor: opts.cursor });
+          const nextCursor = opts.all ? null : page.pagination.nextCursor;
+          if (run.json)
+            run.io.out(json({ deliveries: page.data, pagination: { ...page.pagination, nextCursor } }));
+          else {
+            if (page.data.length === 0) run.io.out('no deliveries');
+            else
+              run.io.out(
+                table(
+                  page.data.map((d) => ({
+                    ...d,
+                    lastStatus: d.lastStatus ?? '',
+                    lastError: d.lastError ?? '',
+                  })),
+                  ['id', 'type', 'sequence', 'state', 'attempts', 'lastStatus', 'lastError'],
+                ),
+              );
+            if (opts.all) run.io.out(`${page.data.length} deliveries`);
+            if (nextCursor) run.io.out(`next page: --cursor ${nextCursor}`);
+          }
+          return 0;
+        },
+      ),
     );
   webhooks
     .command('retry')

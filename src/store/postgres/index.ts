@@ -49,10 +49,11 @@ export async function migratePostgres(url: string, timeouts?: DatabaseTimeouts):
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
   if (options.migrate !== false) await migratePostgres(url, options.timeouts);
   const pool = createPool(url, options);
+  const issuances = new PostgresIssuanceStore(pool);
   return {
     kind: 'postgres',
     pool,
-    issuances: new PostgresIssuanceStore(pool),
+    issuances,
     status: new PostgresStatusStore(pool),
     claims: new PostgresClaimsStore(pool),
     history: new PostgresHistoryStore(pool),
@@ -70,6 +71,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await pool.query(timeoutMs === undefined ? 'SELECT 1' : query);
     },
 
-    close: () => pool.end(),
+    async close() {
+      // The records and marks of the current turn are written, not dropped.
+      await issuances.drain();
+      await pool.end();
+    },
   };
 }

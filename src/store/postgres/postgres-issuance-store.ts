@@ -67,22 +67,29 @@ interface UploadedMark {
   reject(err: unknown): void;
 }
 
-// Every mark of one turn of the event loop in one statement. Rows are fed in credential id order,
-// so that two instances' batches (a lease taken over while its holder still uploads) lock the
-// rows they share in the same order.
-const MARK_UPLOADED_SQL = `WITH done AS (
-  UPDATE issuances i SET upload_state = 'uploaded', storage_path = u.path, uploaded_at = u.at,
-    next_attempt_at = NULL, lease_until = NULL, last_error = NULL, upload_attempts = i.upload_attempts + 1
-  FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS m(id, path, at) ORDER BY id) u
-  WHERE i.credential_id = u.id
-  RETURNING i.credential_id, i.storage_path, i.upload_attempts, u.at)
-  ${insertEventSql(
-    "'evt_' || gen_random_uuid()",
-    "'credential.delivered'",
-    "json_build_object('credentialId', credential_id, 'storagePath', storage_path, 'attempts', upload_attempts)::text",
-    'at',
-    'FROM done WHERE true',
-  )}`;
+interface PendingRecord {
+  n: NewIssuance;
+  options: { dedupe: boolean; audit?: AuditActor | undefined };
+  /** Times it met a deadlock with another instance's group (it is then written again). */
+  deadlocks: number;
+  resolve(outcome: { outcome: InsertOutcome['kind']; existing: string | null }): void;
+  reject(err: unknown): void;
+}
+
+// At most this many records per call: each is a subtransaction, and a transaction with more than
+// 64 of them overflows every backend's snapshot cache (PostgreSQL "Subtransactions").
+const RECORDS_PER_CALL = 48;
+const DEADLOCK_RETRIES = 3;
+
+// The records and marks of one turn of the event loop, in one statement, one transaction and one
+// commit (migration 013-record-issuances.sql).
+const RECORD_ISSUANCES_SQL = `SELECT o, outcome, existing, error_code, error_message
+  FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[])`;
+
+/** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
+function rowError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code, severity: 'ERROR' });
+}
 
 interface Proposal {
   size: number;
@@ -90,16 +97,6 @@ interface Proposal {
   slot: StatusSlot;
   at: number;
 }
-
-// Every write of one issuance in one statement (migration 008-record-issuance.sql).
-const RECORD_SQL = `SELECT outcome, existing FROM record_issuance($1, $2, $3, $4, $5, $6, $7::bigint, $8::int, $9::int,
-  $10, $11, $12::timestamptz, $13::timestamptz, $14, $15::timestamptz, $16::timestamptz, $17, $18::smallint, $19::int,
-  $20::int, $21, $22)`;
-
-// The same, and its webhook event in the same statement (so the same transaction) when inserted.
-const RECORD_WITH_EVENT_SQL = `WITH r AS (${RECORD_SQL}),
-  ev AS (${insertEventSql('$23', '$24', '$25', '$12::timestamptz', "FROM r WHERE r.outcome = 'inserted'")})
-  SELECT outcome, existing FROM r`;
 
 // draft-ietf-oauth-status-list §13.2 (herd privacy): indexes are drawn at random, never sequential.
 function randomCandidates(partitionSize: number, count = RANDOM_PROBES): number[] {
@@ -123,7 +120,9 @@ export class PostgresIssuanceStore implements IssuanceStore {
   private shape: { size: number; bits: 1 | 2 } | undefined;
   /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
   private lookups: DuplicateLookup[] = [];
-  /** markUploaded calls waiting for this turn of the event loop's one UPDATE. */
+  /** insertIssuance calls waiting for this turn of the event loop's group (flushWrites). */
+  private records: PendingRecord[] = [];
+  /** markUploaded calls waiting for the same group. */
   private marks: UploadedMark[] = [];
 
   constructor(private readonly pool: PgPool) {}
@@ -234,42 +233,22 @@ export class PostgresIssuanceStore implements IssuanceStore {
     }
   }
 
+  /**
+   * Resolves once committed. The records and "uploaded" marks asked for in one turn of the event
+   * loop (concurrent requests) are written together, in one transaction (flushWrites): a refused
+   * or failing record rolls back alone, and nothing resolves before the commit.
+   */
   async insertIssuance(
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome> {
-    const nextAttemptAt = n.envelope ? (n.uploadDueAt ?? n.createdAt) : null;
-    const { rows } = await this.pool.query<{ outcome: InsertOutcome['kind']; existing: string | null }>({
-      name: n.event ? 'pg-record-issuance-event' : 'pg-record-issuance',
-      text: n.event ? RECORD_WITH_EVENT_SQL : RECORD_SQL,
-      values: [
-        n.credentialId,
-        n.channel,
-        n.userId,
-        n.holderDid,
-        n.schemaId,
-        n.proofType,
-        n.revocationNonce,
-        n.statusSlot?.partition ?? null,
-        n.statusSlot?.index ?? null,
-        n.subjectHash,
-        n.kid,
-        n.createdAt,
-        n.expiresAt,
-        JSON.stringify(n.envelope),
-        nextAttemptAt,
-        (n.envelope && n.uploadDueAt) ?? null,
-        n.emailHash ?? null,
-        n.statusSlot ? randomInt(ALLOCATION_SHARDS) : null,
-        // Two identical hosted requests on two instances must not both sign: they take turns on this.
-        options.dedupe ? LOCK_DEDUPE_NAMESPACE : null,
-        options.dedupe ? dedupeLockKey(n) : null,
-        options.audit?.actor ?? null,
-        options.audit?.reason ?? null,
-        ...(n.event ? [n.event.id, n.event.type, n.event.data] : []),
-      ],
+    const { outcome, existing } = await new Promise<{
+      outcome: InsertOutcome['kind'];
+      existing: string | null;
+    }>((resolve, reject) => {
+      this.records.push({ n, options, deadlocks: 0, resolve, reject });
+      this.scheduleWrites();
     });
-    const { outcome, existing } = rows[0]!;
     if (outcome === 'inserted') return { kind: 'inserted', record: insertedRecord(n) };
     if (outcome === 'duplicate') {
       // Issuances are never deleted: the row found a moment ago is still there.
@@ -279,6 +258,132 @@ export class PostgresIssuanceStore implements IssuanceStore {
     // A slot proposed ahead may be as stale as this one: the next proposals come fresh.
     if (outcome === 'slot-taken') this.proposals = [];
     return { kind: outcome };
+  }
+
+  private writesScheduled = false;
+  /** The call under way: one at a time, and what arrives meanwhile waits for the next. */
+  private writing: Promise<void> | undefined;
+
+  private scheduleWrites(): void {
+    if (this.writesScheduled || this.writing) return;
+    this.writesScheduled = true;
+    setImmediate(() => {
+      this.writesScheduled = false;
+      this.startWriting();
+    });
+  }
+
+  /**
+   * One call at a time per instance (classic group commit: while a call runs, the next group
+   * gathers), so this instance's groups never wait on each other's locks, and each is as large as
+   * the load makes it; at most RECORDS_PER_CALL records a call, with every mark queued.
+   */
+  private startWriting(): void {
+    if (this.writing || (this.records.length === 0 && this.marks.length === 0)) return;
+    const records = this.records.splice(0, RECORDS_PER_CALL);
+    const marks = this.marks;
+    this.marks = [];
+    this.writing = this.writeGroup(records, marks).finally(() => {
+      this.writing = undefined;
+      if (this.records.length > 0 || this.marks.length > 0) this.scheduleWrites();
+    });
+  }
+
+  /** Writes what is queued now and waits until it is written (before the pool closes). */
+  async drain(): Promise<void> {
+    for (;;) {
+      if (this.writing) await this.writing;
+      else if (this.records.length > 0 || this.marks.length > 0) this.startWriting();
+      else return;
+    }
+  }
+
+  private async writeGroup(records: PendingRecord[], marks: UploadedMark[]): Promise<void> {
+    if (records.length === 0 && marks.length === 0) return;
+    // Dedupe locks in one order on every instance (no lock cycle between two groups); marks by id.
+    const ordered = records
+      .map((r) => ({ r, key: r.options.dedupe ? dedupeLockKey(r.n) : null }))
+      .sort((a, b) => (a.key ?? Number.MAX_SAFE_INTEGER) - (b.key ?? Number.MAX_SAFE_INTEGER));
+    marks.sort((a, b) => (a.credentialId < b.credentialId ? -1 : a.credentialId > b.credentialId ? 1 : 0));
+    // One allocation counter row per partition for the whole call: a call holds its row locks
+    // until it commits, so two calls (two instances) taking several in different orders could
+    // wait on each other.
+    const shard = randomInt(ALLOCATION_SHARDS);
+    const json = JSON.stringify(
+      ordered.map(({ r: { n, options }, key }, i) => ({
+        o: i + 1,
+        credential_id: n.credentialId,
+        channel: n.channel,
+        user_id: n.userId,
+        holder_did: n.holderDid,
+        schema_id: n.schemaId,
+        proof_type: n.proofType,
+        nonce: n.revocationNonce,
+        slot_partition: n.statusSlot?.partition ?? null,
+        slot_index: n.statusSlot?.index ?? null,
+        subject_hash: n.subjectHash,
+        kid: n.kid,
+        created_at: n.createdAt,
+        expires_at: n.expiresAt,
+        envelope: JSON.stringify(n.envelope),
+        // Nothing to upload (oid4vci, no envelope): never due; record_issuance stores state 'none'.
+        next_attempt_at: n.envelope ? (n.uploadDueAt ?? n.createdAt) : null,
+        lease_until: (n.envelope && n.uploadDueAt) ?? null,
+        email_hash: n.emailHash ?? null,
+        shard: n.statusSlot ? shard : null,
+        // Two identical hosted requests on two instances must not both sign: they take turns on this.
+        lock_space: key === null ? null : LOCK_DEDUPE_NAMESPACE,
+        lock_key: key,
+        audit_actor: options.audit?.actor ?? null,
+        audit_reason: options.audit?.reason ?? null,
+        event_id: n.event?.id ?? null,
+        event_type: n.event?.type ?? null,
+        event_data: n.event?.data ?? null,
+      })),
+    );
+    let rows: Array<{
+      o: number;
+      outcome: InsertOutcome['kind'] | null;
+      existing: string | null;
+      error_code: string | null;
+      error_message: string | null;
+    }>;
+    try {
+      ({ rows } = await this.pool.query({
+        name: 'pg-record-issuances',
+        text: RECORD_ISSUANCES_SQL,
+        values: [
+          json,
+          marks.map((m) => m.credentialId),
+          marks.map((m) => m.storagePath),
+          marks.map((m) => m.at),
+        ],
+      }));
+    } catch (err) {
+      for (const { r } of ordered) r.reject(err);
+      for (const m of marks) m.reject(err);
+      return;
+    }
+    let marksError: Error | undefined;
+    for (const row of rows) {
+      if (row.o === 0) {
+        marksError = rowError(row.error_code!, row.error_message!);
+        continue;
+      }
+      const r = ordered[row.o - 1]!.r;
+      if (row.error_code === null) r.resolve({ outcome: row.outcome!, existing: row.existing });
+      else if (row.error_code === '40P01' && r.deadlocks < DEADLOCK_RETRIES) {
+        // A lock cycle with another instance's group, rolled back by the server: write it again
+        // (the other group has committed or rolled back by now).
+        r.deadlocks++;
+        this.records.push(r);
+        this.scheduleWrites();
+      } else r.reject(rowError(row.error_code, row.error_message!));
+    }
+    for (const m of marks) {
+      if (marksError) m.reject(marksError);
+      else m.resolve();
+    }
   }
 
   async get(credentialId: string): Promise<IssuanceRecord | undefined> {
@@ -338,29 +443,14 @@ export class PostgresIssuanceStore implements IssuanceStore {
 
   /**
    * Resolves once the mark is committed. Uploads finishing at about the same time (one per
-   * concurrent request) share one UPDATE: one round trip for all the marks of this turn of the
-   * event loop.
+   * concurrent request) share one UPDATE, in the same call and transaction as the records of the
+   * same turn of the event loop (flushWrites).
    */
   markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.marks.push({ credentialId, storagePath, at, resolve, reject }) === 1)
-        setImmediate(() => void this.flushMarks());
+      this.marks.push({ credentialId, storagePath, at, resolve, reject });
+      this.scheduleWrites();
     });
-  }
-
-  private async flushMarks(): Promise<void> {
-    const batch = this.marks;
-    this.marks = [];
-    try {
-      await this.pool.query({
-        name: 'pg-mark-uploaded',
-        text: MARK_UPLOADED_SQL,
-        values: [batch.map((m) => m.credentialId), batch.map((m) => m.storagePath), batch.map((m) => m.at)],
-      });
-      for (const m of batch) m.resolve();
-    } catch (err) {
-      for (const m of batch) m.reject(err);
-    }
   }
 
   async markUploadFailed(

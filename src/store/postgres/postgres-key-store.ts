@@ -1,6 +1,7 @@
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
-import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
+import { keyRotatedEvent, WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
 import { LOCK_KEYS, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
+import { insertEventSql } from './postgres-webhook-store.js';
 
 interface KeyRow {
   kid: string;
@@ -65,7 +66,9 @@ export class PostgresKeyStore implements KeyMaterialStore {
       );
       await insertKey(client, created);
       await bump(client);
-      return { retired: rows.map((r) => r.kid) };
+      const retired = rows.map((r) => r.kid);
+      await recordKeyRotated(client, created.purpose, created.kid, retired, at);
+      return { retired };
     });
   }
 
@@ -90,7 +93,9 @@ export class PostgresKeyStore implements KeyMaterialStore {
       );
       await client.query('UPDATE issuer_keys SET standby = false WHERE kid = $1', [promoted]);
       await bump(client);
-      return { promoted, retired: rows.map((r) => r.kid) };
+      const retired = rows.map((r) => r.kid);
+      await recordKeyRotated(client, purpose, promoted, retired, at);
+      return { promoted, retired };
     });
   }
 
@@ -183,6 +188,23 @@ export class PostgresKeyStore implements KeyMaterialStore {
       return fn(client);
     });
   }
+}
+
+/** The rotation's event, in its transaction (docs/operations.md "Webhooks"). */
+async function recordKeyRotated(
+  client: PgClient,
+  purpose: string,
+  kid: string,
+  retired: string[],
+  at: Date,
+): Promise<void> {
+  const event = keyRotatedEvent(purpose, kid, retired);
+  await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+    event.id,
+    event.type,
+    event.data,
+    at,
+  ]);
 }
 
 async function insertKey(client: PgClient, k: StoredKey): Promise<void> {

@@ -1,10 +1,13 @@
-import type {
-  NewWebhookEndpoint,
-  NewWebhookEvent,
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-  WebhookStore,
+import { pageOf } from '../keyset.js';
+import {
+  type DeliveryQuery,
+  type NewWebhookEndpoint,
+  type NewWebhookEvent,
+  subscribes,
+  type WebhookDeliveryRecord,
+  type WebhookDeliveryState,
+  type WebhookEndpointRecord,
+  type WebhookStore,
 } from '../webhook-store.js';
 import { type PgPool, withTransaction } from './database.js';
 
@@ -130,7 +133,7 @@ export class PostgresWebhookStore implements WebhookStore {
       const targets: string[] = [];
       for (const ev of events)
         for (const ep of endpoints.map(toEndpoint))
-          if (ep.events.includes('*') || ep.events.includes(ev.type)) {
+          if (subscribes(ep.events, ev.type)) {
             ids.push(newId());
             seqs.push(ev.seq);
             targets.push(ep.id);
@@ -163,11 +166,12 @@ export class PostgresWebhookStore implements WebhookStore {
     return rows.map(toDelivery);
   }
 
-  async markDelivered(id: string, status: number, at: Date): Promise<void> {
+  async markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void> {
     await this.pool.query(
-      `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = $1,
-         last_error = NULL, delivered_at = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $3`,
-      [status, at, id],
+      `UPDATE webhook_deliveries d SET state = 'delivered', attempts = attempts + 1, last_status = m.status,
+         last_error = NULL, delivered_at = $3, next_attempt_at = NULL, lease_until = NULL
+       FROM unnest($1::text[], $2::int[]) AS m(id, status) WHERE d.id = m.id`,
+      [marks.map((m) => m.id), marks.map((m) => m.status), at],
     );
   }
 
@@ -213,16 +217,23 @@ export class PostgresWebhookStore implements WebhookStore {
     return rows[0]?.n ?? 0;
   }
 
-  async listDeliveries(
-    endpointId: string,
-    state: WebhookDeliveryState | undefined,
-    limit: number,
-  ): Promise<WebhookDeliveryRecord[]> {
+  async listDeliveries(q: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }> {
+    // Read through webhook_deliveries_page (endpoint_id[, state], event_seq) in sort order.
+    const values: unknown[] = [q.endpointId, q.limit + 1];
+    const where = ['d.endpoint_id = $1'];
+    if (q.state) where.push(`d.state = $${values.push(q.state)}`);
+    if (q.before !== undefined) where.push(`d.event_seq < $${values.push(q.before)}`);
     const { rows } = await this.pool.query<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
-       WHERE d.endpoint_id = $1 AND ($2::text IS NULL OR d.state = $2) ORDER BY e.seq DESC LIMIT $3`,
-      [endpointId, state ?? null, limit],
+       WHERE ${where.join(' AND ')} ORDER BY d.event_seq DESC LIMIT $2`,
+      values,
     );
-    return rows.map(toDelivery);
+    const { rows: kept, next } = pageOf(
+      rows,
+      q.limit,
+      (r) => Number(r.seq),
+      () => null,
+    );
+    return { records: kept.map(toDelivery), next };
   }
 }

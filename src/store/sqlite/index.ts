@@ -16,6 +16,8 @@ export interface SqliteStore extends Store {
   db: SqliteDatabase;
   /** With its synchronous `applyStatusChange` (tests race it against a status list build). */
   status: SqliteStatusStore;
+  /** With its synchronous `insertEvent` (the webhook bench writes events inside its own transactions). */
+  webhooks: SqliteWebhookStore;
 }
 
 export function openSqliteStore(path: string): SqliteStore {

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   type ColumnReader,
+  deliveredEnvelopeText,
   type IssuanceColumns,
   insertedRecord,
   issuanceFromRow,
@@ -68,6 +69,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
     private readonly webhooks = new SqliteWebhookStore(db),
   ) {
     this.writes = new GroupCommit(db);
+    // What the "uploaded" mark keeps of the envelope (store.ts DeliveredEnvelope).
+    db.function('delivered_envelope', { deterministic: true }, (text) => deliveredEnvelopeText(String(text)));
     this.stmts = {
       // Only a partition with today's size and bits is open: after a change of
       // STATUS_LIST_BITS or STATUS_LIST_PARTITION_SIZE new credentials go to a new partition.
@@ -116,7 +119,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
       ),
       uploaded: db.prepare<[string | null, string, string], { attempts: number }>(
         `UPDATE issuances SET upload_state = 'uploaded', storage_path = ?, uploaded_at = ?, next_attempt_at = NULL,
-           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?
+           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1,
+           envelope = delivered_envelope(envelope) WHERE credential_id = ?
          RETURNING upload_attempts AS attempts`,
       ),
       failed: db.prepare<

@@ -1,10 +1,15 @@
-import type {
-  NewWebhookEndpoint,
-  NewWebhookEvent,
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-  WebhookStore,
+import type Database from 'better-sqlite3';
+import { pageOf } from '../keyset.js';
+import {
+  type DeliveryQuery,
+  type NewWebhookEndpoint,
+  type NewWebhookEvent,
+  newWebhookDeliveryId,
+  subscribes,
+  type WebhookDeliveryRecord,
+  type WebhookDeliveryState,
+  type WebhookEndpointRecord,
+  type WebhookStore,
 } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -64,6 +69,12 @@ const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
   createdAt: new Date(r.created_at),
 });
 
+/** Per connection: the endpoints at a `data_version` (shared by every store on the connection). */
+const endpointCache = new WeakMap<
+  SqliteDatabase,
+  { version: number; endpoints: ReadonlyArray<{ id: string; events: string[] }> }
+>();
+
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
   d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
 
@@ -73,13 +84,20 @@ const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data,
  */
 export class SqliteWebhookStore implements WebhookStore {
   private readonly stmts;
+  private readonly markAll: Database.Transaction<
+    (marks: ReadonlyArray<{ id: string; status: number }>, when: string) => void
+  >;
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
+      // Fanned out as it is written (the deliveries follow in the same transaction).
       insertEvent: db.prepare(
-        `INSERT INTO webhook_events (id, type, data, created_at)
-         SELECT @id, @type, @data, @at WHERE EXISTS (SELECT 1 FROM webhook_endpoints)`,
+        'INSERT INTO webhook_events (id, type, data, created_at, fanned_out) VALUES (@id, @type, @data, @at, 1)',
       ),
+      subscriptions: db.prepare<[], { id: string; events: string }>(
+        'SELECT id, events FROM webhook_endpoints',
+      ),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       addEndpoint: db.prepare(
         `INSERT INTO webhook_endpoints (id, url, events, description, secret, created_at)
          VALUES (@id, @url, @events, @description, @secret, @createdAt)`,
@@ -101,7 +119,9 @@ export class SqliteWebhookStore implements WebhookStore {
          WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
          ORDER BY d.next_attempt_at LIMIT ?`,
       ),
-      lease: db.prepare('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?'),
+      lease: db.prepare(
+        'UPDATE webhook_deliveries SET lease_until = ? WHERE id IN (SELECT value FROM json_each(?))',
+      ),
       delivered: db.prepare(
         `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?,
            last_error = NULL, delivered_at = ?, next_attempt_at = NULL, lease_until = NULL WHERE id = ?`,
@@ -127,11 +147,47 @@ export class SqliteWebhookStore implements WebhookStore {
          WHERE id = @id AND state = 'pending' RETURNING attempts, state`,
       ),
     };
+    this.markAll = db.transaction((marks: ReadonlyArray<{ id: string; status: number }>, when: string) => {
+      for (const m of marks) this.stmts.delivered.run(m.status, when, m.id);
+    });
   }
 
-  /** Writes `event` when an endpoint exists; call inside the transaction of the change. */
+  /**
+   * Writes `event` and its deliveries, one per subscribed endpoint, when an endpoint exists; call
+   * inside the transaction of the change (which holds the write lock, so no other connection can
+   * add or remove an endpoint before it commits). Fanning out here, not in a later sweep, saves
+   * the sweep a transaction per event.
+   */
   insertEvent(event: NewWebhookEvent, at: Date): void {
-    this.stmts.insertEvent.run({ ...event, at: at.getTime() });
+    const endpoints = this.subscriptions();
+    if (endpoints.length === 0) return;
+    const seq = this.stmts.insertEvent.run({ ...event, at: at.getTime() }).lastInsertRowid;
+    const t = at.getTime();
+    const created = at.toISOString();
+    for (const ep of endpoints)
+      if (subscribes(ep.events, event.type))
+        this.stmts.addDelivery.run(newWebhookDeliveryId(), seq, ep.id, t, created);
+  }
+
+  /**
+   * The endpoints and their subscriptions, without reading the endpoints table on every change:
+   * the list is kept per connection and read again after this connection changed the endpoints,
+   * or when `PRAGMA data_version` says another connection (another process on the file) committed.
+   */
+  private subscriptions(): ReadonlyArray<{ id: string; events: string[] }> {
+    const seen = endpointCache.get(this.db);
+    const version = this.stmts.dataVersion.get()!;
+    if (seen && seen.version === version) return seen.endpoints;
+    const endpoints = this.stmts.subscriptions
+      .all()
+      .map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[] }));
+    endpointCache.set(this.db, { version, endpoints });
+    return endpoints;
+  }
+
+  /** This connection changed the endpoints (its own commits do not move `data_version`). */
+  private endpointsChanged(): void {
+    endpointCache.delete(this.db);
   }
 
   async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
@@ -139,6 +195,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
+    this.endpointsChanged();
     this.stmts.addEndpoint.run({
       id: e.id,
       url: e.url,
@@ -159,6 +216,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async removeEndpoint(id: string): Promise<boolean> {
+    this.endpointsChanged();
     return this.db
       .transaction(() => {
         this.stmts.removeDeliveries.run(id);
@@ -175,7 +233,7 @@ export class SqliteWebhookStore implements WebhookStore {
         const endpoints = this.stmts.endpoints.all().map(toEndpoint);
         for (const ev of events) {
           for (const ep of endpoints)
-            if (ep.events.includes('*') || ep.events.includes(ev.type))
+            if (subscribes(ep.events, ev.type))
               this.stmts.addDelivery.run(newId(), ev.seq, ep.id, now.getTime(), now.toISOString());
           this.stmts.fanned.run(ev.seq);
         }
@@ -189,14 +247,16 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.db
       .transaction(() => {
         const rows = this.stmts.due.all(t, t, limit);
-        for (const r of rows) this.stmts.lease.run(t + leaseMs, r.id);
+        if (rows.length > 0) this.stmts.lease.run(t + leaseMs, JSON.stringify(rows.map((r) => r.id)));
         return rows.map(toDelivery);
       })
       .immediate();
   }
 
-  async markDelivered(id: string, status: number, at: Date): Promise<void> {
-    this.stmts.delivered.run(status, at.toISOString(), id);
+  async markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void> {
+    const when = at.toISOString();
+    if (marks.length === 1) this.stmts.delivered.run(marks[0]!.status, when, marks[0]!.id);
+    else this.markAll.immediate(marks, when);
   }
 
   async markDeliveryFailed(
@@ -222,17 +282,27 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.stmts.failedCount.get()?.n ?? 0;
   }
 
-  async listDeliveries(
-    endpointId: string,
-    state: WebhookDeliveryState | undefined,
-    limit: number,
-  ): Promise<WebhookDeliveryRecord[]> {
-    return this.db
-      .prepare<unknown[], DeliveryRow>(
+  async listDeliveries(q: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }> {
+    // Read through webhook_deliveries_page (endpoint_id[, state], event_seq) in sort order.
+    const rows = this.db
+      .prepare<Record<string, string | number>, DeliveryRow>(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
-         WHERE d.endpoint_id = ? ${state ? 'AND d.state = ?' : ''} ORDER BY e.seq DESC LIMIT ?`,
+         WHERE d.endpoint_id = @endpointId ${q.state ? 'AND d.state = @state' : ''}
+           ${q.before === undefined ? '' : 'AND d.event_seq < @before'}
+         ORDER BY d.event_seq DESC LIMIT @take`,
       )
-      .all(...(state ? [endpointId, state, limit] : [endpointId, limit]))
-      .map(toDelivery);
+      .all({
+        endpointId: q.endpointId,
+        take: q.limit + 1,
+        ...(q.state ? { state: q.state } : {}),
+        ...(q.before === undefined ? {} : { before: q.before }),
+      });
+    const { rows: kept, next } = pageOf(
+      rows,
+      q.limit,
+      (r) => r.seq,
+      () => null,
+    );
+    return { records: kept.map(toDelivery), next };
   }
 }

@@ -8,6 +8,7 @@ import {
 import { HostedIssuanceService } from '../../../src/issuance/hosted-issuance.js';
 import { IssuanceCore } from '../../../src/issuance/issuance-core.js';
 import type { ProofType } from '../../../src/model.js';
+import type { UploadBody } from '../../../src/store/store.js';
 import {
   asOutbox,
   bundledSchemas,
@@ -85,7 +86,7 @@ describe('HostedIssuanceService.issueHosted', () => {
     expect(signed!.issuedAt).toEqual(new Date('2025-03-04T05:06:07.000Z'));
     expect(signed!.expiresAt).toEqual(new Date(Date.parse('2025-03-04T05:06:07.000Z') + YEAR_SECONDS * 1000));
     expect(record.envelope).toMatchObject({ externalId: record.credentialId, holderDid: 'did:example:ada' });
-    expect(openEnvelope(holder.privateKey, record.envelope!)).toBe(
+    expect(openEnvelope(holder.privateKey, record.envelope as UploadBody)).toBe(
       `signed:${record.credentialId}:${record.revocationNonce}`,
     );
   });
@@ -150,7 +151,7 @@ describe('HostedIssuanceService.issueHosted', () => {
       revocationNonce: record.revocationNonce,
       status: { idx: record.statusSlot!.index },
     });
-    expect(openEnvelope(holder.privateKey, record.envelope!)).toBe(
+    expect(openEnvelope(holder.privateKey, record.envelope as UploadBody)).toBe(
       `signed:${record.credentialId}:${record.revocationNonce}`,
     );
   });

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { endpointUrlProblem, isPrivateAddress } from '../../../src/webhooks/endpoint-address.js';
-import { newWebhookSecret, webhookHeaders } from '../../../src/webhooks/signature.js';
+import { newWebhookSecret, webhookHeaders, webhookSigningKey } from '../../../src/webhooks/signature.js';
 
 // Standard Webhooks specification, "Signature scheme": checked by the reference verifier.
 describe('webhook signatures', () => {
@@ -11,7 +11,7 @@ describe('webhook signatures', () => {
     const current = newWebhookSecret();
     const previous = newWebhookSecret();
     expect(current).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
-    const headers = webhookHeaders([current, previous], 'msg_1', new Date(), body);
+    const headers = webhookHeaders([current, previous].map(webhookSigningKey), 'msg_1', new Date(), body);
     expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
     for (const secret of [current, previous])
       expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
@@ -21,7 +21,7 @@ describe('webhook signatures', () => {
   it('match the reference signer byte for byte', () => {
     const secret = newWebhookSecret();
     const at = new Date(1_700_000_000_000);
-    expect(webhookHeaders([secret], 'msg_2', at, body)['webhook-signature']).toBe(
+    expect(webhookHeaders([webhookSigningKey(secret)], 'msg_2', at, body)['webhook-signature']).toBe(
       new Webhook(secret).sign('msg_2', at, body),
     );
   });

@@ -6,7 +6,7 @@ import { publishedSigningKeys } from '../../../keys/published-keys.js';
 import { x5cRotation } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
-import { newWebhookEventId } from '../../../store/webhook-store.js';
+import { keyRotatedEvent } from '../../../store/webhook-store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField } from './fields.js';
@@ -108,17 +108,19 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
   async function rotate(purpose: KeyPurpose, actor: AuditActor) {
     const now = new Date();
     const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.config, now) : undefined;
-    const { retired, created } = await ctx.keys.rotate(purpose, now, x5c);
-    // Not one database transaction with the key change: recorded once the new key is in place.
+    const { retired, created, eventRecorded } = await ctx.keys.rotate(purpose, now, x5c);
+    // Key files (SQLite) are not in a database transaction: their event is written once the new
+    // key is in place. Key rows (PostgreSQL) wrote it in the rotation's transaction.
     await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
-    await ctx.store.webhooks.recordEvent(
-      {
-        id: newWebhookEventId(),
-        type: 'key.rotated',
-        data: JSON.stringify({ purpose, kid: created.kid, retiredKid: retired[0]?.kid ?? null }),
-      },
-      now,
-    );
+    if (!eventRecorded)
+      await ctx.store.webhooks.recordEvent(
+        keyRotatedEvent(
+          purpose,
+          created.kid,
+          retired.map((k) => k.kid),
+        ),
+        now,
+      );
     const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];
     return {
       purpose,

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { HistoryCursor } from '../../../store/store.js';
 
 /**
- * Paging query parameters shared by the admin history and audit routes (docs/interface.md
+ * Paging query parameters shared by the admin history and audit routes (the webhook deliveries
+ * route takes `cursor` and `limit` alone) (docs/interface.md
  * "Paging"): `cursor` (keyset, the default) or `page` (OFFSET, slower on big tables), `limit`
  * bounded so that one query stays small, `total` on request.
  */
@@ -54,6 +55,17 @@ export function readHistoryCursor(
 }
 
 export const auditCursor = (id: number): string => encode(`a.${id}`);
+
+/** A webhook endpoint's deliveries: the event sequence the next page starts below. */
+export const deliveryCursor = (seq: number): string => encode(`w.${seq}`);
+
+export function readDeliveryCursor(cursor: string): number | undefined {
+  const [tag, seq, ...extra] = decode(cursor).split('.');
+  if (tag !== 'w' || !seq || !ID.test(seq) || extra.length > 0 || !Number.isSafeInteger(Number(seq))) {
+    return undefined;
+  }
+  return Number(seq);
+}
 
 export function readAuditCursor(cursor: string): number | undefined {
   const [tag, id, ...extra] = decode(cursor).split('.');

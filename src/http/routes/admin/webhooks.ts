@@ -1,10 +1,15 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { notFound } from '../../../errors.js';
+import { invalidParameter, notFound } from '../../../errors.js';
+import type { AuditAction } from '../../../model.js';
+import type { AuditStore } from '../../../store/store.js';
+import { WEBHOOK_EVENT_TYPES } from '../../../store/webhook-store.js';
 import { type EndpointPolicy, endpointUrlProblem } from '../../../webhooks/endpoint-address.js';
-import { WEBHOOK_EVENT_TYPES, type Webhooks } from '../../../webhooks/webhooks.js';
+import type { Webhooks } from '../../../webhooks/webhooks.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
+import { auditActor } from './fields.js';
+import { deliveryCursor, PagingShape, readDeliveryCursor, wholeNumber } from './paging.js';
 
 const EventTypeSchema = z.enum(['*', ...WEBHOOK_EVENT_TYPES], {
   error: `must be * or one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
@@ -50,7 +55,7 @@ export const addWebhookRoute: RouteFactory = (ctx) => {
         },
       },
     },
-    handler: addWebhook(ctx.webhooks, schema),
+    handler: addWebhook(ctx.webhooks, schema, audited(ctx)),
   };
 };
 
@@ -83,15 +88,29 @@ export const removeWebhookRoute: RouteFactory = (ctx) => ({
     responses: json200('`{ removed: id }`'),
     errors: ['NOT_FOUND'],
   },
-  handler: removeWebhook(ctx.webhooks),
+  handler: removeWebhook(ctx.webhooks, audited(ctx)),
 });
 
-export function addWebhook(webhooks: Pick<Webhooks, 'add'>, schema: z.ZodType<WebhookEndpointBody>) {
+/** Records an endpoint change in the audit log with the admin key's name, once it is made. */
+type Audit = (res: Response, action: AuditAction, target: string) => Promise<void>;
+
+const audited =
+  (ctx: { store: { audit: Pick<AuditStore, 'record'> } }): Audit =>
+  (res, action, target) =>
+    ctx.store.audit.record({ ...auditActor(res, undefined), at: new Date(), action, target });
+
+export function addWebhook(
+  webhooks: Pick<Webhooks, 'add'>,
+  schema: z.ZodType<WebhookEndpointBody>,
+  audit: Audit,
+) {
   return async (req: Request, res: Response) => {
     const body = parseInput(schema, req.body);
     // `*` alone stands for every type; listed beside others it still means every type.
     const events = body.events.includes('*') ? ['*'] : [...new Set(body.events)];
-    res.status(201).json(await webhooks.add({ ...body, events }));
+    const added = await webhooks.add({ ...body, events });
+    await audit(res, 'webhooks.add', `${added.id} ${added.url}`);
+    res.status(201).json(added);
   };
 }
 
@@ -101,10 +120,11 @@ export function listWebhooks(webhooks: Pick<Webhooks, 'list'>) {
   };
 }
 
-export function removeWebhook(webhooks: Pick<Webhooks, 'remove'>) {
+export function removeWebhook(webhooks: Pick<Webhooks, 'remove'>, audit: Audit) {
   return async (req: Request, res: Response) => {
     const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
     if (!(await webhooks.remove(id))) throw notFound(`id: no webhook ${id}`);
+    await audit(res, 'webhooks.remove', id);
     res.json({ removed: id });
   };
 }
@@ -127,6 +147,7 @@ export const rotateWebhookSecretRoute: RouteFactory = (ctx) => ({
     const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
     const rotated = await ctx.webhooks.rotateSecret(id);
     if (!rotated) throw notFound(`id: no webhook ${id}`);
+    await audited(ctx)(res, 'webhooks.rotate-secret', id);
     res.json(rotated);
   },
 });
@@ -135,10 +156,15 @@ export const DeliveriesQuerySchema = z.strictObject({
   status: z
     .enum(['pending', 'delivered', 'failed'], { error: 'must be pending, delivered or failed' })
     .optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  limit: wholeNumber('limit', 1, 500).default(100),
+  cursor: PagingShape.cursor,
 });
 
-/** `GET /admin/webhooks/:id/deliveries?status=pending|delivered|failed` → `{ deliveries: [...] }`. */
+/**
+ * `GET /admin/webhooks/:id/deliveries?status=pending|delivered|failed&limit=&cursor=` →
+ * `{ deliveries: [...], pagination: { limit, nextCursor } }`, newest event first, keyset-paged
+ * (docs/interface.md "Paging").
+ */
 export const webhookDeliveriesRoute: RouteFactory = (ctx) => ({
   method: 'get',
   path: '/admin/webhooks/:id/deliveries',
@@ -146,21 +172,27 @@ export const webhookDeliveriesRoute: RouteFactory = (ctx) => ({
   auth: 'admin-api-key',
   doc: {
     operationId: 'admin-webhooks-deliveries',
-    summary: "An endpoint's deliveries, newest first",
+    summary: "A page of an endpoint's deliveries, newest first",
     tags: TAGS.admin,
     params: { id: WebhookIdSchema },
     query: DeliveriesQuerySchema,
     responses: json200(
-      '`{ deliveries: [{ id, eventId, type, sequence, state, attempts, lastStatus, lastError, … }] }`',
+      '`{ deliveries: [{ id, eventId, type, sequence, state, attempts, lastStatus, lastError, … }], pagination: { limit, nextCursor } }`',
     ),
     errors: ['NOT_FOUND'],
   },
   handler: async (req: Request, res: Response) => {
     const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
     const q = parseInput(DeliveriesQuerySchema, req.query, 'query');
-    const deliveries = await ctx.webhooks.deliveries(id, q.status, q.limit);
-    if (!deliveries) throw notFound(`id: no webhook ${id}`);
-    res.json({ deliveries });
+    const before = q.cursor === undefined ? undefined : readDeliveryCursor(q.cursor);
+    if (q.cursor !== undefined && before === undefined)
+      throw invalidParameter('cursor', 'not a cursor of this route');
+    const page = await ctx.webhooks.deliveries(id, { state: q.status, limit: q.limit, before });
+    if (!page) throw notFound(`id: no webhook ${id}`);
+    res.json({
+      deliveries: page.deliveries,
+      pagination: { limit: q.limit, nextCursor: page.next === null ? null : deliveryCursor(page.next) },
+    });
   },
 });
 
@@ -184,6 +216,7 @@ export const retryWebhookDeliveryRoute: RouteFactory = (ctx) => ({
     const { deliveryId } = parseInput(z.object({ deliveryId: DeliveryIdSchema }), req.params, 'query');
     if (!(await ctx.webhooks.retry(deliveryId)))
       throw notFound(`deliveryId: no failed delivery ${deliveryId}`);
+    await audited(ctx)(res, 'webhooks.retry', deliveryId);
     res.json({ retried: deliveryId });
   },
 });

@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { newWebhookEventId } from '../../src/store/webhook-store.js';
+import { Webhooks } from '../../src/webhooks/webhooks.js';
+import { removeDir, tempDir } from '../../test/helpers/tmp.js';
+import type { Row } from './issuance.js';
+
+/** Events per measured round, and rounds (the first warms the JIT and the connections). */
+const EVENTS = 3200;
+const ROUNDS = 4;
+/** Changes per transaction when writing events: about what a group commit holds under load. */
+const PER_TRANSACTION = 32;
+
+/** A `credential.issued` event's data, as an issuance writes it. */
+const DATA = JSON.stringify({
+  credentialId: '0b9cf7d3-5d1c-4d43-9a4e-3f4a9f6e2c11',
+  schemaId: 'membership-v1',
+  proofType: 'SD_JWT_VC',
+  channel: 'hosted',
+  holderDid: 'did:example:bench-123456',
+  revocationNonce: 1234567890,
+  status: { uri: 'https://issuer.example.com/statuslist/0', idx: 12345 },
+  expiresAt: '2030-01-01T00:00:00.000Z',
+});
+
+const cpuMicros = (since: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(since);
+  return d.user + d.system;
+};
+
+/**
+ * The webhook path's parts, in this process on SQLite, with CPU read around each (so the figures
+ * do not move with the issuance rate, as the side-by-side hosted runs do): writing an event with
+ * its delivery inside a change's transaction (and the same with no endpoint: the check alone),
+ * and the worker delivering events to a receiver in another process (lease, signature, POST,
+ * "delivered" mark). A hosted issuance writes and delivers two events.
+ */
+export async function benchWebhookParts(): Promise<Row[]> {
+  const dir = tempDir();
+  const receiver = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(204).end()); })
+        .listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const store = openSqliteStore(join(dir, 'issuer.db'));
+  const webhooks = new Webhooks(store.webhooks, {
+    policy: { production: false, allowPrivate: false },
+    kek: undefined,
+    maxAttempts: 15,
+    // Sweeps run when the bench calls them.
+    sweepMs: 3_600_000,
+  });
+  try {
+    const [port] = (await once(receiver.stdout!, 'data')) as [Buffer];
+    const write = (n: number) => {
+      const tx = store.db.transaction(() => {
+        for (let i = 0; i < PER_TRANSACTION; i++)
+          store.webhooks.insertEvent(
+            { id: newWebhookEventId(), type: 'credential.issued', data: DATA },
+            new Date(),
+          );
+      });
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < n / PER_TRANSACTION; i++) tx.immediate();
+      return cpuMicros(c0) / n;
+    };
+    const empty = store.db.transaction(() => {});
+    const emptyTx = () => {
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < EVENTS / PER_TRANSACTION; i++) empty.immediate();
+      return cpuMicros(c0) / EVENTS;
+    };
+
+    // No endpoint: what every change pays to learn that no event is wanted.
+    const none: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) none.push(write(EVENTS) - emptyTx());
+
+    await webhooks.add({ url: `http://127.0.0.1:${String(port).trim()}/hooks`, events: ['*'] });
+    await webhooks.start();
+    const written: number[] = [];
+    const delivered: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      written.push(write(EVENTS) - emptyTx());
+      const c0 = process.cpuUsage();
+      await webhooks.sweep();
+      delivered.push(cpuMicros(c0) / EVENTS);
+    }
+    const pending = store.db
+      .prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'delivered'")
+      .get() as { n: number };
+    if (pending.n !== 0) throw new Error(`${pending.n} deliveries were not delivered`);
+    // The first round warms up; the median of the others.
+    const median = (xs: number[]) => {
+      const s = xs.slice(1).sort((a, b) => a - b);
+      return s[Math.floor(s.length / 2)]!;
+    };
+    const perIssuance = 2 * (median(written) + median(delivered));
+    return [
+      { name: 'webhook event write, no endpoint: CPU per change', value: median(none), unit: 'µs' },
+      {
+        name: `webhook event write with its delivery: CPU per event (${PER_TRANSACTION} per transaction)`,
+        value: median(written),
+        unit: 'µs',
+      },
+      {
+        name: 'webhook worker: CPU per delivered event (receiver in another process)',
+        value: median(delivered),
+        unit: 'µs',
+      },
+      { name: 'webhook parts per hosted issuance (2 events)', value: perIssuance / 1000, unit: 'ms' },
+    ];
+  } finally {
+    await webhooks.stop();
+    store.db.close();
+    receiver.kill();
+    removeDir(dir);
+  }
+}
