@@ -1,4 +1,3 @@
-import QRCode from 'qrcode';
 import { AdminApiError } from '../admin-client.js';
 import { json } from '../output.js';
 import { jsonOption, positiveInt, type RegisterCommand, UsageError, withFlags } from './command.js';
@@ -79,8 +78,11 @@ export const offerCommand: RegisterCommand = (program, act) => {
           run.io.out(json(answer));
           return 0;
         }
-        if (opts.qr !== false)
+        if (opts.qr !== false) {
+          // Loaded only for this command (the CLI's start stays short).
+          const { default: QRCode } = await import('qrcode');
           run.io.out(await QRCode.toString(answer.offerUri, { type: 'terminal', small: true }));
+        }
         run.io.out(answer.offerUri);
         run.io.out(`  expires         ${answer.expiresAt}`);
         if (answer.txCode)
