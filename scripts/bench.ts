@@ -6,6 +6,7 @@
 import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
 import { benchCliStart } from './bench/cli-start.js';
+import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
@@ -66,6 +67,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   cli: benchCliStart,
   // Admin history pages by cursor as the issuances table grows (BENCH_SCALE_ROWS).
   scale: benchScale,
+  // The admin console's pages over BENCH_CONSOLE_ROWS issuances (default a million), beside /healthz.
+  console: benchConsole,
   // The same hosted run on SQLite and on PostgreSQL, each with one and two processes
   // (WORKERS=2 on PostgreSQL: two instances on one database); BENCH_DATABASE_URL names the server.
   postgres: async () => {

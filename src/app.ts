@@ -12,6 +12,7 @@ import { idempotent } from './http/middleware/idempotency.js';
 import { jsonBody } from './http/middleware/json-body.js';
 import { requestObservability, requestScope } from './http/middleware/observability.js';
 import { rateLimiter } from './http/middleware/rate-limit.js';
+import { consoleRouter, type DoctorItem } from './http/routes/console/console.js';
 import { routeTable } from './http/routes/index.js';
 import { docsRoutes } from './http/routes/ops/docs.js';
 import { currentTypeMetadata } from './http/routes/public/type-metadata.js';
@@ -37,7 +38,11 @@ const listenerOf = (route: Route): Listener => route.listener ?? LISTENER_OF[rou
  * goes: observability, then its route's chain (group rate limit and CORS, auth, JSON body,
  * request scope, handler), then the error handler, last.
  */
-export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): express.Express {
+export function createApp(
+  ctx: AppContext,
+  serves: Listener | 'all' = 'all',
+  extras: { doctor?: (() => Promise<DoctorItem[]>) | undefined } = {},
+): express.Express {
   const app = express();
   app.disable('x-powered-by');
   // Paths match exactly: `/ADMIN/KEYS` or `/metrics/` is not `/admin/keys` or `/metrics`, so a
@@ -82,7 +87,8 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
   // Each request runs on the schema set current when it reaches its handler, whatever reloads
   // happen before it ends.
   const pinSchemas: RequestHandler = (_req, _res, next) => ctx.schemaCatalog.pin(next);
-  for (const route of routeTable(ctx)) {
+  const table = routeTable(ctx);
+  for (const route of table) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
     if (route.mountedByPath) continue;
     const chain: RequestHandler[] = [...groups[route.group], ...auth[route.auth]];
@@ -95,6 +101,17 @@ export function createApp(ctx: AppContext, serves: Listener | 'all' = 'all'): ex
   if (serves === 'all' || serves === LISTENER_OF.public)
     app.use(currentTypeMetadata(ctx.schemaCatalog, [...groups.public, requestScope, pinSchemas]));
   if (serves !== 'admin') app.use(docsRoutes());
+  // The admin console (CONSOLE=on) answers where the admin routes do.
+  if (serves !== 'public' && ctx.config.console.enabled)
+    app.use(
+      '/console',
+      consoleRouter(ctx, {
+        routes: table,
+        adminLimit: groups.admin[0]!,
+        scope: [requestScope, pinSchemas],
+        doctor: extras.doctor,
+      }),
+    );
 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.log));

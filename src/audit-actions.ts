@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'keys.rotate',
   'status-list.publish',
   'schemas.reload',
+  'uploads.retry',
   'webhooks.add',
   'webhooks.remove',
   'webhooks.rotate-secret',

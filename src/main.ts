@@ -151,7 +151,12 @@ async function main(): Promise<void> {
     await dev?.close();
     process.exit(1);
   }
-  const running = await serve(ctx, bound, { recoverUploads: first, admin: adminBound });
+  // The console's Overview runs `admin doctor` with this process's configuration.
+  const doctor = async () => {
+    const { runDoctor } = await import('./cli/doctor.js');
+    return runDoctor(config, secrets, { allowHttp: !config.production, timeoutMs: 5000 });
+  };
+  const running = await serve(ctx, bound, { recoverUploads: first, admin: adminBound, doctor });
   if (cluster.isWorker) {
     log.info(
       { event: 'worker_serving', worker: cluster.worker?.id, pid: process.pid, url: running.url },

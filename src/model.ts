@@ -58,7 +58,8 @@ export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
  * Hosted (docs/interface.md "issue-vc", the holder asks), direct (admin issue-vc, the issuer sends)
  * or oid4vci (a standards wallet takes an admin's credential offer, docs/interface.md "OpenID4VCI").
  */
-export type Channel = 'hosted' | 'direct' | 'oid4vci';
+export const CHANNELS = ['hosted', 'direct', 'oid4vci'] as const;
+export type Channel = (typeof CHANNELS)[number];
 
 /** `none`: nothing to upload (an oid4vci credential goes to the wallet in the credential response). */
 /** `failed`: the outbox gave up (a refusal for good, or too many attempts); `uploads retry` resumes it. */

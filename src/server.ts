@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { AppContext } from './context.js';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
+import type { DoctorItem } from './http/routes/console/console.js';
 import { destroyHttpPools } from './service-client/http-json.js';
 
 export interface RunningServer {
@@ -44,11 +45,17 @@ export async function bind(port: number, host: string): Promise<{ server: Server
 export async function serve(
   ctx: AppContext,
   bound: { server: Server; url: string },
-  options: { recoverUploads?: boolean; admin?: { server: Server; url: string } | undefined } = {},
+  options: {
+    recoverUploads?: boolean;
+    admin?: { server: Server; url: string } | undefined;
+    /** `admin doctor` for the console's Overview (main.ts hands it in: the CLI sits above the app). */
+    doctor?: (() => Promise<DoctorItem[]>) | undefined;
+  } = {},
 ): Promise<RunningServer> {
   const admin = options.admin;
-  attach(bound.server, createApp(ctx, admin ? 'public' : 'all'));
-  if (admin) attach(admin.server, createApp(ctx, 'admin'));
+  const extras = { doctor: options.doctor };
+  attach(bound.server, createApp(ctx, admin ? 'public' : 'all', extras));
+  if (admin) attach(admin.server, createApp(ctx, 'admin', extras));
   await ctx.outbox.start({ recover: options.recoverUploads ?? true });
   await ctx.webhooks.start();
   ctx.lifecycle.recovered = true;

@@ -41,9 +41,9 @@ const PARTITION_SIZE = 131_072;
 // An SD-JWT VC of the shipped schema is about 1.6 KB; its envelope's ciphertext, base64, about 2.2 KB.
 const CIPHERTEXT_BYTES = 1650;
 
-function issuance(i: number): NewIssuance {
+function issuance(i: number, createdAtMs = T0 + i * MINUTE): NewIssuance {
   const credentialId = randomUUID();
-  const createdAt = new Date(T0 + i * MINUTE);
+  const createdAt = new Date(createdAtMs);
   // Valid for 30 days: a table of years holds mostly expired credentials.
   const expiresAt = new Date(createdAt.getTime() + 30 * 86_400_000);
   return {
@@ -73,7 +73,7 @@ function issuance(i: number): NewIssuance {
   };
 }
 
-interface Target {
+export interface Target {
   engine: 'SQLite' | 'PostgreSQL';
   url: string;
   store: Store;
@@ -84,7 +84,7 @@ interface Target {
   close(): Promise<void>;
 }
 
-async function sqliteTarget(dir: string): Promise<Target> {
+export async function sqliteTarget(dir: string): Promise<Target> {
   const file = join(dir, 'issuer.db');
   const store: SqliteStore = openSqliteStore(file);
   return {
@@ -121,8 +121,15 @@ async function postgresTarget(db: TempDatabase): Promise<Target> {
   };
 }
 
-/** Records `rows` issuances 500 at a time through the store, then marks all but the newest 50 uploaded. */
-async function seed(t: Target, rows: number): Promise<{ insertPerS: number; markPerS: number }> {
+/**
+ * Records `rows` issuances 500 at a time through the store (the i-th created at `createdAtMs(i)`,
+ * default one a minute from 2030), then marks all but the newest 50 uploaded.
+ */
+export async function seed(
+  t: Target,
+  rows: number,
+  createdAtMs?: (i: number) => number,
+): Promise<{ insertPerS: number; markPerS: number }> {
   const partitions = Math.ceil(rows / PARTITION_SIZE) + 1;
   for (let p = 0; p < partitions; p++)
     await t.exec(
@@ -133,7 +140,7 @@ async function seed(t: Target, rows: number): Promise<{ insertPerS: number; mark
   for (let i = 0; i < rows; i += 500) {
     await Promise.all(
       Array.from({ length: Math.min(500, rows - i) }, async (_, k) => {
-        const n = issuance(i + k);
+        const n = issuance(i + k, createdAtMs?.(i + k));
         ids[i + k] = n.credentialId;
         const outcome = await t.store.issuances.insertIssuance(n, { dedupe: false });
         if (outcome.kind !== 'inserted') throw new Error(`seeding: ${outcome.kind}`);

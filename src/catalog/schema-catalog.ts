@@ -32,6 +32,7 @@ export class SchemaCatalog {
   #current: SchemaSet;
   readonly #pinned = new AsyncLocalStorage<SchemaSet>();
   #queue: Promise<unknown> = Promise.resolve();
+  #lastReload: { at: Date; problems: SchemaFileProblem[] } | undefined;
   readonly schemas: SchemaRegistry;
   readonly typeMetadata: TypeMetadataRegistry;
   readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
@@ -61,6 +62,11 @@ export class SchemaCatalog {
     return this.#pinned.run(this.#current, fn);
   }
 
+  /** This process's latest reload and the files it refused (none once a reload succeeds). */
+  lastReload(): { at: Date; problems: SchemaFileProblem[] } | undefined {
+    return this.#lastReload;
+  }
+
   /** One reload at a time: a second call waits, then reads the files as they are then. */
   reload(): Promise<ReloadOutcome> {
     const run = this.#queue.then(() => this.#reload());
@@ -72,12 +78,14 @@ export class SchemaCatalog {
     try {
       const next = await this.build();
       this.#current = next;
+      this.#lastReload = { at: new Date(), problems: [] };
       return { ok: true, schemas: next.registry.all() };
     } catch (err) {
       const problems =
         err instanceof SchemaFileError
           ? err.problems
           : [{ file: '(schemas)', message: (err as Error).message ?? String(err) }];
+      this.#lastReload = { at: new Date(), problems };
       return { ok: false, schemas: this.#current.registry.all(), problems };
     }
   }

@@ -1,4 +1,5 @@
 import type { Config, Secrets } from '../config/config.js';
+import { consoleCheck } from './doctor/checks/console.js';
 import { database } from './doctor/checks/database.js';
 import { developmentState } from './doctor/checks/development-state.js';
 import { didJson, jwksJson, jwtVcIssuer } from './doctor/checks/documents.js';
@@ -45,6 +46,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   schemas,
   exampleSchema,
   partnerJwt,
+  consoleCheck,
 ];
 
 export async function runDoctor(

@@ -81,6 +81,8 @@ export interface Config {
   adminIssueDeadlineMs: number;
   /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
   oid4vci: { enabled: boolean; requireDpop: boolean };
+  /** CONSOLE: the admin console at `/console` (on by default outside production). */
+  console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -305,6 +307,11 @@ export function loadConfig(
       oid4vci: {
         enabled: (env.OID4VCI ?? (production ? 'off' : 'on')) === 'on',
         requireDpop: env.OID4VCI_REQUIRE_DPOP === '1',
+      },
+      console: {
+        enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
+        idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,
+        absoluteSeconds: env.CONSOLE_SESSION_ABSOLUTE_SECONDS ?? 28_800,
       },
     },
     secrets: {

@@ -296,6 +296,20 @@ export const EnvSchema = z.object({
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',
     default: '`15000`',
   }),
+  CONSOLE: z.enum(['on', 'off'], 'CONSOLE must be on or off').optional().meta({
+    description:
+      'The admin console at `/console` on the admin listener ([operations.md](operations.md#the-admin-console)): sign-in with an admin key, server-side sessions in the database.',
+    default: '`on` in development, `off` in production',
+    production: 'on only when set to `on`; `admin doctor` then lists it',
+  }),
+  CONSOLE_SESSION_IDLE_SECONDS: int('CONSOLE_SESSION_IDLE_SECONDS', 60, 86_400).optional().meta({
+    description: 'A console session ends after this long without a request.',
+    default: '`1800` (30 minutes)',
+  }),
+  CONSOLE_SESSION_ABSOLUTE_SECONDS: int('CONSOLE_SESSION_ABSOLUTE_SECONDS', 60, 604_800).optional().meta({
+    description: 'A console session ends this long after its sign-in, however active.',
+    default: '`28800` (8 hours)',
+  }),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

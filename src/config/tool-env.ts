@@ -55,6 +55,11 @@ export const ToolEnvSchema = z.object({
     '`300000`',
     '`npm run bench -- scale`',
   ),
+  BENCH_CONSOLE_ROWS: tool(
+    'Issuances the console section seeds before timing its pages.',
+    '`1000000`',
+    '`npm run bench -- console`',
+  ),
   FLOOR_WITH: tool(
     "The kit's layers put back into the floor server (`express`, `sdjwt`, `store`, comma-separated).",
     'none',

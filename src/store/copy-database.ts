@@ -220,6 +220,10 @@ export const POSTGRES_ONLY_TABLES: Record<string, string> = {
   key_ring_version: "the migration's seed row",
   named_locks: 'short leases, nothing to carry over',
 };
+/** Tables on both engines that a copy leaves out, and why. */
+export const NOT_COPIED_TABLES: Record<string, string> = {
+  console_sessions: 'console sign-ins: an operator signs in again on the new database',
+};
 /** Tables the target must not hold rows in (key_ring_version always holds its seed row). */
 const MUST_BE_EMPTY = [
   ...COPIED_TABLES.map((t) => t.table),
@@ -347,7 +351,7 @@ function checkSqliteShape(db: SqliteDatabase): void {
     }>
   ).map((r) => r.name);
   for (const table of tables) {
-    if (ENGINE_TABLES.has(table)) continue;
+    if (ENGINE_TABLES.has(table) || table in NOT_COPIED_TABLES) continue;
     const spec = COPIED_TABLES.find((t) => t.table === table);
     if (!spec)
       throw new CopyRefused(`table ${table} of the SQLite database has no PostgreSQL mapping in db copy`);
@@ -373,7 +377,7 @@ async function checkPostgresShape(pool: ReturnType<typeof createPool>): Promise<
   const byTable = new Map<string, string[]>();
   for (const r of rows) byTable.set(r.table_name, [...(byTable.get(r.table_name) ?? []), r.column_name]);
   for (const [table, columns] of byTable) {
-    if (ENGINE_TABLES.has(table) || table in POSTGRES_ONLY_TABLES) continue;
+    if (ENGINE_TABLES.has(table) || table in POSTGRES_ONLY_TABLES || table in NOT_COPIED_TABLES) continue;
     const spec = COPIED_TABLES.find((t) => t.table === table);
     if (!spec)
       throw new CopyRefused(`table ${table} of the PostgreSQL database has no SQLite mapping in db copy`);

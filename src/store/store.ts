@@ -282,6 +282,11 @@ export interface HistoryQuery {
   status?: HistoryStatusFilter | undefined;
   /** The keyed hash of a normalised email: direct issuances to that address only. */
   emailHash?: string | undefined;
+  channel?: Channel | undefined;
+  /** Created at or after. */
+  createdFrom?: Date | undefined;
+  /** Created before. */
+  createdTo?: Date | undefined;
   /** Also count every matching row: one more query over all of them. */
   total?: boolean | undefined;
   now: Date;
@@ -417,6 +422,10 @@ export interface AuditQuery {
   limit: number;
   action?: AuditAction | undefined;
   actor?: string | undefined;
+  /** At or after. */
+  from?: Date | undefined;
+  /** Before. */
+  to?: Date | undefined;
   total?: boolean | undefined;
 }
 
@@ -523,7 +532,7 @@ export interface NamedLockStore {
 }
 
 /**
- * A credential offer of the OpenID4VCI door as stored (src/issuance/oid4vci-offers.ts). Secrets are
+ * A credential offer of the OpenID4VCI door as stored (src/issuance/oid4vci-door.ts). Secrets are
  * kept only as SHA-256 digests: the offer id, the pre-authorized code, the transaction code, the
  * access token.
  */
@@ -595,6 +604,48 @@ export interface Oid4vciStore {
   prune(before: Date): Promise<number>;
 }
 
+/** A signed-in console session (the cookie's value is never stored, only its SHA-256). */
+export interface ConsoleSessionRecord {
+  actor: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+}
+
+/** When a console session ends: `idleMs` after its last request, `absoluteMs` after its sign-in. */
+export interface ConsoleSessionLimits {
+  idleMs: number;
+  absoluteMs: number;
+}
+
+/** Issuances recorded in one hour (`hour`: `YYYY-MM-DDTHH`, UTC) of one channel and proof type. */
+export interface HourlyIssuances {
+  hour: string;
+  channel: Channel;
+  proofType: ProofType;
+  count: number;
+}
+
+/** The admin console's sessions (shared by every instance) and its own reads, each through an index. */
+export interface ConsoleStore {
+  createSession(idHash: string, actor: string, at: Date): Promise<void>;
+  /**
+   * The live session under `idHash`, its last request moved to `now`; undefined when there is none
+   * or it has ended (idle or too old), and then it is removed.
+   */
+  useSession(
+    idHash: string,
+    now: Date,
+    limits: ConsoleSessionLimits,
+  ): Promise<ConsoleSessionRecord | undefined>;
+  endSession(idHash: string): Promise<void>;
+  /** Removes every session that has ended; answers how many. */
+  endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number>;
+  /** Issuances created at or after `since`, per hour, channel and proof type (issuances_created). */
+  issuancesPerHour(since: Date): Promise<HourlyIssuances[]>;
+  /** Audit entries whose target is one of `targets`, newest first (audit_log_target). */
+  auditTrail(targets: string[], limit: number): Promise<AuditEntry[]>;
+}
+
 export interface Store {
   /** The engine's name (`sqlite`, `postgres`): logs and tests only; code asks for the parts below. */
   kind: string;
@@ -615,6 +666,8 @@ export interface Store {
   locks?: NamedLockStore | undefined;
   webhooks: WebhookStore;
   oid4vci: Oid4vciStore;
+  /** The admin console's sessions and the reads only its pages make. */
+  console: ConsoleStore;
   /**
    * One round trip to the database (readiness); rejects when it cannot answer, and, given
    * `timeoutMs`, when it does not answer within it (the connection is then given up).

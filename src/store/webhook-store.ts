@@ -131,7 +131,11 @@ export interface WebhookStore {
   rotateSecret(id: string, secret: string, previousUntil: Date): Promise<boolean>;
   /** Puts a `failed` delivery back in the queue (attempts from 0); false when it is not `failed`. */
   retryDelivery(id: string, now: Date): Promise<boolean>;
+  /** Puts every `failed` delivery of an endpoint back in the queue; answers how many. */
+  retryFailedDeliveries(endpointId: string, now: Date): Promise<number>;
   countFailedDeliveries(): Promise<number>;
+  /** Deliveries of the events that name `credentialId`, newest first (webhook_events_credential). */
+  listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]>;
   /**
    * A page of an endpoint's deliveries, newest event first, keyset-paged on the event sequence
    * (docs/interface.md "Paging"): `before` is the previous page's `next`; `next` is null on the

@@ -189,6 +189,17 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return resumed;
   }
 
+  /**
+   * Queues every `failed` delivery of an endpoint again (same webhook-ids, attempts from 0): the
+   * receiver is back after an outage. Answers how many, or undefined when there is no such endpoint.
+   */
+  async retryFailed(endpointId: string): Promise<number | undefined> {
+    if (!(await this.store.getEndpoint(endpointId))) return undefined;
+    const resumed = await this.store.retryFailedDeliveries(endpointId, new Date());
+    if (resumed > 0) void this.sweep();
+    return resumed;
+  }
+
   countFailed(): Promise<number> {
     return this.store.countFailedDeliveries();
   }

@@ -1006,6 +1006,149 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
       });
     });
 
+    describe('console', () => {
+      const limits = { idleMs: 1800_000, absoluteMs: 8 * 3600_000 };
+
+      it('sessions: a request moves the last use; idle or too old, a session has ended and is removed', async () => {
+        const store = await open();
+        await store.console.createSession('h1', 'ops-alice', at(0));
+        await store.console.createSession('h2', 'ops-bob', at(0));
+        expect(await store.console.useSession('h1', at(1000_000), limits)).toEqual({
+          actor: 'ops-alice',
+          createdAt: at(0),
+          lastSeenAt: at(1000_000),
+        });
+        // h1 was used at 1000 s: still live at 2700 s; h2, unused since 0, has been idle too long.
+        expect((await store.console.useSession('h1', at(2700_000), limits))?.actor).toBe('ops-alice');
+        expect(await store.console.useSession('h2', at(2700_000), limits)).toBeUndefined();
+        expect(await store.console.useSession('h2', at(0), limits)).toBeUndefined();
+        // However active, a session ends 8 hours after its sign-in.
+        let t = 2700_000;
+        while (t + 1000_000 < limits.absoluteMs) {
+          t += 1000_000;
+          expect(await store.console.useSession('h1', at(t), limits)).toBeDefined();
+        }
+        expect(await store.console.useSession('h1', at(limits.absoluteMs), limits)).toBeUndefined();
+        expect(await store.console.useSession('unknown', at(0), limits)).toBeUndefined();
+
+        await store.console.createSession('h3', 'a', at(0));
+        await store.console.createSession('h4', 'b', at(5000_000));
+        await store.console.endSession('h4');
+        expect(await store.console.useSession('h4', at(5000_001), limits)).toBeUndefined();
+        await store.console.createSession('h5', 'c', at(5000_000));
+        expect(await store.console.endExpiredSessions(at(5000_000), limits)).toBe(1);
+        expect((await store.console.useSession('h5', at(5000_001), limits))?.actor).toBe('c');
+      });
+
+      it('issuances per hour by channel and proof type, from a time on', async () => {
+        const store = await open();
+        const h = 3600_000;
+        await insert(store, issuance({ createdAt: at(-1) }));
+        await insert(store, issuance({ createdAt: at(0) }));
+        await insert(store, issuance({ createdAt: at(h - 1) }));
+        await insert(store, issuance({ createdAt: at(h), channel: 'direct' }));
+        await insert(store, issuance({ createdAt: at(h + 5), proofType: 'BJJ_SIG_2021' }));
+        expect(await store.console.issuancesPerHour(at(0))).toEqual([
+          { hour: '2030-01-01T00', channel: 'hosted', proofType: 'SD_JWT_VC', count: 2 },
+          { hour: '2030-01-01T01', channel: 'direct', proofType: 'SD_JWT_VC', count: 1 },
+          { hour: '2030-01-01T01', channel: 'hosted', proofType: 'BJJ_SIG_2021', count: 1 },
+        ]);
+      });
+
+      it('an audit trail by targets, newest first', async () => {
+        const store = await open();
+        for (const [i, target] of ['cred-1', '42', 'cred-2', 'cred-1'].entries())
+          await store.audit.record({ at: at(i), actor: 'ops', action: 'issue', target, reason: `r${i}` });
+        expect(
+          (await store.console.auditTrail(['cred-1', '42'], 10)).map((e) => [e.target, e.reason]),
+        ).toEqual([
+          ['cred-1', 'r3'],
+          ['42', 'r1'],
+          ['cred-1', 'r0'],
+        ]);
+        expect(await store.console.auditTrail([], 10)).toEqual([]);
+      });
+
+      it('history filters by channel and creation dates, keyset and OFFSET alike', async () => {
+        const store = await open();
+        const rows: Array<Awaited<ReturnType<typeof insert>>> = [];
+        for (let i = 0; i < 6; i++)
+          rows.push(
+            await insert(store, issuance({ createdAt: at(i * 1000), channel: i % 2 ? 'direct' : 'hosted' })),
+          );
+        const ids = async (q: Partial<Parameters<Store['history']['list']>[0]>) => {
+          const seen: string[] = [];
+          let after: Parameters<Store['history']['list']>[0]['after'];
+          do {
+            const page = await store.history.list({
+              limit: 2,
+              order: 'createdAt_desc',
+              now: at(0),
+              after,
+              ...q,
+            });
+            seen.push(...page.records.map((r) => r.credentialId));
+            after = page.next ?? undefined;
+          } while (after);
+          const offset = await store.history.list({
+            page: 1,
+            limit: 50,
+            order: 'createdAt_desc',
+            now: at(0),
+            ...q,
+          });
+          expect(offset.records.map((r) => r.credentialId)).toEqual(seen);
+          return seen;
+        };
+        const id = (i: number) => rows[i]!.credentialId;
+        expect(await ids({ channel: 'direct' })).toEqual([id(5), id(3), id(1)]);
+        expect(await ids({ createdFrom: at(2000), createdTo: at(4000) })).toEqual([id(3), id(2)]);
+        expect(await ids({ createdFrom: at(4000) })).toEqual([id(5), id(4)]);
+        expect(await ids({ channel: 'hosted', createdTo: at(3000) })).toEqual([id(2), id(0)]);
+        expect(
+          await ids({ holderDid: 'did:example:holder', createdFrom: at(1000), channel: 'direct' }),
+        ).toEqual([id(5), id(3), id(1)]);
+      });
+
+      it('audit filters by date', async () => {
+        const store = await open();
+        for (let i = 0; i < 5; i++)
+          await store.audit.record({ at: at(i * 1000), actor: 'ops', action: 'revoke', target: `t${i}` });
+        const list = async (q: { from?: Date; to?: Date; actor?: string }) =>
+          (await store.audit.list({ limit: 10, ...q })).records.map((e) => e.target);
+        expect(await list({ from: at(1000), to: at(3000) })).toEqual(['t2', 't1']);
+        expect(await list({ from: at(3000), actor: 'ops' })).toEqual(['t4', 't3']);
+      });
+
+      it("a credential's webhook deliveries are found through the events that name it", async () => {
+        const store = await open();
+        await store.webhooks.addEndpoint({
+          id: 'ep_1',
+          url: 'https://hooks.example/a',
+          events: ['*'],
+          description: null,
+          secret: 'whsec_x',
+          createdAt: at(0),
+        });
+        const event = (credentialId: string) => ({
+          id: `evt_${randomUUID()}`,
+          type: 'credential.issued' as const,
+          data: JSON.stringify({ credentialId }),
+        });
+        const a = issuance();
+        const b = issuance();
+        await insert(store, { ...a, event: event(a.credentialId) });
+        await insert(store, { ...b, event: event(b.credentialId) });
+        await store.webhooks.recordEvent({ id: 'evt_k', type: 'key.rotated', data: '{"kid":"k"}' }, at(1));
+        while ((await store.webhooks.fanOut(at(2), () => `msg_${randomUUID()}`, 10)) > 0);
+        const found = await store.webhooks.listCredentialDeliveries(a.credentialId, 10);
+        expect(found.map((d) => [d.endpointId, d.type, JSON.parse(d.data).credentialId])).toEqual([
+          ['ep_1', 'credential.issued', a.credentialId],
+        ]);
+        expect(await store.webhooks.listCredentialDeliveries('nobody', 10)).toEqual([]);
+      });
+    });
+
     describe('idempotency', () => {
       it('begin, complete, replay, mismatch, release and stale takeover', async () => {
         const store = await open();

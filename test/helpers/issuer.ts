@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import { runDoctor } from '../../src/cli/doctor.js';
 import { loadConfig } from '../../src/config/config.js';
 import { type AppContext, type ContextOverrides, createContext } from '../../src/context.js';
 import {
@@ -132,7 +133,10 @@ export async function startIssuer(options: StartOptions = {}): Promise<TestIssue
   if (exampleClaimsFile) await seedExampleClaims(ctx.store.claims, exampleClaimsFile);
   options.beforeServe?.(ctx);
   const adminBound = options.adminListener ? await bind(0, '127.0.0.1') : undefined;
-  const running = await serve(ctx, bound, { admin: adminBound });
+  const running = await serve(ctx, bound, {
+    admin: adminBound,
+    doctor: () => runDoctor(config, secrets, { allowHttp: true, timeoutMs: 5000 }),
+  });
   const url = running.url;
   const adminUrl = running.admin?.url;
   return {

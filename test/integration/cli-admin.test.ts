@@ -434,13 +434,14 @@ describe('admin CLI', () => {
       chainFile,
       x5cToPem(await issueDevLeaf(ca, standby.privateKey, 'https://elsewhere.example')),
     );
-    const wrongHost = await cli(['keys', 'certificate', prepared.json.kid, chainFile]);
+    const wrongHost = await cli(['keys', 'certificate', '--', prepared.json.kid, chainFile]);
     expect(wrongHost.code).toBe(1);
     expect(wrongHost.stderr).toMatch(/does not name IP address 127\.0\.0\.1/);
     writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, standby.privateKey, issuer.url)));
     const attached = await cliJson<{ kid: string; certificates: number }>([
       'keys',
       'certificate',
+      '--',
       prepared.json.kid,
       chainFile,
     ]);

@@ -165,6 +165,23 @@ describe('admin doctor', () => {
     expect(text.stdout).toMatch(/15 pass, 2 warn, 0 fail/);
   });
 
+  it('CONSOLE=on in production is listed: WARN without ADMIN_PORT, PASS naming the admin listener', async () => {
+    const lines = async (extra: Record<string, string>) =>
+      (JSON.parse((await doctor(['--json', '--origin', issuer.url], extra)).stdout) as { items: Line[] })
+        .items;
+    expect((await lines({})).some((l) => l.item === 'console')).toBe(false);
+    const without = (await lines({ CONSOLE: 'on' })).find((l) => l.item === 'console');
+    expect(without).toMatchObject({ verdict: 'WARN', detail: expect.stringMatching(/without ADMIN_PORT/) });
+    const listed = await lines({ CONSOLE: 'on', ADMIN_PORT: '9443' });
+    expect(listed.find((l) => l.item === 'console')).toMatchObject({
+      verdict: 'PASS',
+      detail: expect.stringMatching(
+        /admin listener 127\.0\.0\.1:9443; sessions end after 1800 s idle or 28800 s/,
+      ),
+    });
+    expect(declaredOrder(listed)).toEqual([...declaredOrder(listed)].sort((a, b) => a - b));
+  });
+
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {
     // A port nothing listens on any more.
     const closed = createServer();
@@ -372,7 +389,7 @@ describe('admin doctor', () => {
         item: 'webhooks',
         verdict: 'FAIL',
         detail: expect.stringMatching(
-          /^1 delivery\(ies\) failed .*npm run admin -- webhooks retry <deliveryId>$/,
+          /^1 delivery\(ies\) failed .*npm run admin -- webhooks retry-failed <id> .*webhooks retry <deliveryId>$/,
         ),
       },
     ]);

@@ -301,11 +301,11 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
       chainFile,
       x5cToPem(await issueDevLeaf(ca, a.ctx.keys.current().signing.privateKey, a.url)),
     );
-    expect((await cli(['keys', 'certificate', kid, chainFile])).code).toBe(1);
+    expect((await cli(['keys', 'certificate', '--', kid, chainFile])).code).toBe(1);
     expect(await rotate(b).then((r) => r.status)).toBe(409);
     const chain = await issueDevLeaf(ca, standby.privateKey, a.url);
     writeFileSync(chainFile, x5cToPem(chain));
-    const attached = await cli(['keys', 'certificate', kid, chainFile]);
+    const attached = await cli(['keys', 'certificate', '--', kid, chainFile]);
     expect(attached.code).toBe(0);
     expect(JSON.parse(attached.stdout)).toMatchObject({ kid, certificates: 2 });
 

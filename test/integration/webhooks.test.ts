@@ -531,6 +531,56 @@ describe('webhooks', () => {
     expect(await count('webhook_events')).toBe(events);
   });
 
+  it('retry-failed queues every failed delivery of an endpoint again, with the same webhook-ids', async () => {
+    const issuer = await startIssuer({
+      env: { WEBHOOK_MAX_ATTEMPTS: '1' },
+      context: { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } },
+    });
+    cleanup.push(() => issuer.close());
+    const hook = await receiver({ 'credential.issued': [500, 500] });
+    cleanup.push(() => hook.close());
+    const { id } = (await (
+      await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.issued'] })
+    ).json()) as { id: string };
+    for (const n of [1, 2])
+      expect(
+        (
+          await issuer.post('/issue-vc', {
+            holderDID: `did:example:outage-${n}`,
+            pubKey: generateHolderKeyPair().publicKeyHex,
+            userId: 'demo-user-1',
+            schemaId: 'membership-v1',
+          })
+        ).status,
+      ).toBe(201);
+    const failed = async () =>
+      (
+        (await (await issuer.admin(`/admin/webhooks/${id}/deliveries?status=failed`)).json()) as {
+          deliveries: Array<{ id: string }>;
+        }
+      ).deliveries.map((d) => d.id);
+    await expect.poll(failed).toHaveLength(2);
+    const ids = await failed();
+
+    const env = { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY };
+    const run = await runCli(['webhooks', 'retry-failed', id], env, issuer.dir);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`${id}: 2 failed deliveries queued again`);
+    await hook.until((r) => r.filter((x) => x.answered === 204).length === 2);
+    expect(hook.received.filter((x) => x.answered === 204).map((x) => x.headers['webhook-id'])).toEqual(
+      expect.arrayContaining(ids),
+    );
+    expect(await (await issuer.admin(`/admin/webhooks/${id}/retry-failed`, {})).json()).toEqual({
+      id,
+      retried: 0,
+    });
+    await expectError(
+      await issuer.admin('/admin/webhooks/wh_00000000-0000-0000-0000-000000000000/retry-failed', {}),
+      404,
+      'NOT_FOUND',
+    );
+  });
+
   it('an endpoint pages its deliveries by cursor, newest first, and the CLI walks them all', async () => {
     const issuer = await start();
     const hook = await receiver();

@@ -21,7 +21,7 @@ interface Delivery {
   nextAttemptAt: string | null;
 }
 
-/** `npm run admin -- webhooks add|list|remove|rotate-secret|deliveries|retry` (docs/operations.md "Webhooks"). */
+/** `npm run admin -- webhooks add|list|remove|rotate-secret|deliveries|retry|retry-failed` (docs/operations.md "Webhooks"). */
 export const webhooksCommand: RegisterCommand = (program, act) => {
   const webhooks = program.command('webhooks').description('webhook endpoints and their deliveries');
   webhooks
@@ -148,6 +148,23 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
           return 0;
         },
       ),
+    );
+  webhooks
+    .command('retry-failed')
+    .description(
+      'queue every failed delivery of an endpoint again, same webhook-ids (POST /admin/webhooks/:id/retry-failed)',
+    )
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .action(
+      act(async (run, id: string) => {
+        const { body } = await run.client.call<{ id: string; retried: number }>(
+          'POST',
+          `/admin/webhooks/${encodeURIComponent(id)}/retry-failed`,
+          { body: {} },
+        );
+        run.io.out(run.json ? json(body) : `${body.id}: ${body.retried} failed deliveries queued again`);
+        return 0;
+      }),
     );
   webhooks
     .command('retry')

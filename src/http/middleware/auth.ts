@@ -22,20 +22,33 @@ export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: st
 }
 
 /**
- * The admin key check with named keys (ADMIN_API_KEY as `admin`, ADMIN_API_KEYS): every key is
- * compared (no early exit, so the time does not tell which name matched or how many there are),
- * and the matching key's name becomes `res.locals.actor`, the actor of the audit log.
+ * The name of the admin key `got` is (ADMIN_API_KEY as `admin`, ADMIN_API_KEYS), or undefined:
+ * every key is compared (no early exit, so the time does not tell which name matched or how many
+ * there are). Shared by the `x-admin-api-key` check and the console's sign-in.
  */
-export function requireAdminKey(keys: ReadonlyArray<{ name: string; key: string }>): RequestHandler {
+export function adminKeyMatcher(
+  keys: ReadonlyArray<{ name: string; key: string }>,
+): (got: unknown) => string | undefined {
   const wants = keys.map((k) => ({ name: k.name, digest: digest(k.key) }));
-  return (req, res, next) => {
-    const got = req.get('x-admin-api-key');
+  return (got) => {
     let actor: string | undefined;
     if (typeof got === 'string' && got.length > 0) {
       const have = digest(got);
       for (const want of wants)
         if (timingSafeEqual(have, want.digest) && actor === undefined) actor = want.name;
     }
+    return actor;
+  };
+}
+
+/**
+ * The admin key check with named keys: the matching key's name becomes `res.locals.actor`, the
+ * actor of the audit log.
+ */
+export function requireAdminKey(keys: ReadonlyArray<{ name: string; key: string }>): RequestHandler {
+  const match = adminKeyMatcher(keys);
+  return (req, res, next) => {
+    const actor = match(req.get('x-admin-api-key'));
     if (actor === undefined) {
       next(new AppError('FORBIDDEN', 'missing or wrong x-admin-api-key'));
       return;

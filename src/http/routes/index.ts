@@ -10,6 +10,7 @@ import {
   addWebhookRoute,
   listWebhooksRoute,
   removeWebhookRoute,
+  retryFailedWebhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
@@ -35,6 +36,8 @@ import {
  * The route table: every endpoint of the app, each exported by the module that holds its method,
  * path, group, auth, OpenAPI description and handler. `app.ts` mounts them in this order and
  * `GET /openapi.json` describes exactly these. To add a route, write its module and list it here.
+ * Beside the table, `app.ts` mounts the `/docs` page (`ops/docs.ts`) and the admin console
+ * (`console/console.ts`, CONSOLE=on), whose `api/admin/…` paths run these admin handlers.
  */
 export const ROUTES: readonly RouteFactory[] = [
   // Holder-facing, called by the hosting service (x-api-key).
@@ -58,6 +61,7 @@ export const ROUTES: readonly RouteFactory[] = [
   rotateWebhookSecretRoute,
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
+  retryFailedWebhookDeliveriesRoute,
   credentialOffersRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,

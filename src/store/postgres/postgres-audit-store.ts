@@ -47,7 +47,7 @@ export class PostgresAuditStore implements AuditStore {
   }
 }
 
-interface AuditRow {
+export interface AuditRow {
   id: string;
   at: Date;
   actor: string;
@@ -56,7 +56,7 @@ interface AuditRow {
   reason: string | null;
 }
 
-const toEntry = (r: AuditRow): AuditEntry => ({
+export const toEntry = (r: AuditRow): AuditEntry => ({
   at: r.at,
   actor: r.actor,
   action: r.action,
@@ -81,6 +81,10 @@ export function auditStatements(q: AuditQuery): {
   const { actor, action, after } = q;
   if (actor !== undefined) terms.push({ sql: (param) => `actor = ${param(actor)}`, drives: true });
   if (action !== undefined) terms.push({ sql: (param) => `action = ${param(action)}`, drives: true });
+  // Dates are checked on the rows the id order yields (ids grow with time).
+  const { from, to } = q;
+  if (from !== undefined) terms.push({ sql: (param) => `at >= ${param(from)}::timestamptz`, drives: false });
+  if (to !== undefined) terms.push({ sql: (param) => `at < ${param(to)}::timestamptz`, drives: false });
   const { drive, rest } = splitFilters(terms);
   if (after !== undefined) drive.push((param) => `id < ${param(after)}::bigint`);
   const build = (

@@ -46,6 +46,14 @@ export function historyStatements(q: HistoryQuery): {
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true });
   add('schema_id', q.schemaId);
+  // A date range alone is read through issuances_created; beside another filter it is checked.
+  const { createdFrom, createdTo, channel } = q;
+  const range: Array<(param: Param) => string> = [];
+  if (createdFrom !== undefined) range.push((param) => `created_at >= ${param(createdFrom)}::timestamptz`);
+  if (createdTo !== undefined) range.push((param) => `created_at < ${param(createdTo)}::timestamptz`);
+  if (range.length > 0)
+    terms.push({ sql: (param) => range.map((r) => r(param)).join(' AND '), drives: true });
+  if (channel !== undefined) terms.push({ sql: (param) => `channel = ${param(channel)}`, drives: false });
   if (q.proofType !== undefined) {
     const { sql, drives } = PROOF_SQL[q.proofType];
     terms.push({ sql: fixed(sql), drives });
@@ -98,7 +106,7 @@ export function historyStatements(q: HistoryQuery): {
   }
   // The outer filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order.
   const page = build(
-    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances
+    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash, channel FROM issuances
       ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
       WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}`,
   );

@@ -210,6 +210,15 @@ export class PostgresWebhookStore implements WebhookStore {
     return rowCount === 1;
   }
 
+  async retryFailedDeliveries(endpointId: string, now: Date): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, lease_until = NULL
+       WHERE endpoint_id = $2 AND state = 'failed'`,
+      [now, endpointId],
+    );
+    return rowCount ?? 0;
+  }
+
   async countFailedDeliveries(): Promise<number> {
     const { rows } = await this.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'failed'",
@@ -235,5 +244,16 @@ export class PostgresWebhookStore implements WebhookStore {
       () => null,
     );
     return { records: kept.map(toDelivery), next };
+  }
+
+  async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
+    // The expression and its IS NOT NULL name the partial index of migration 015.
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
+       WHERE ((e.data::jsonb) ->> 'credentialId') = $1 AND ((e.data::jsonb) ->> 'credentialId') IS NOT NULL
+       ORDER BY e.seq DESC, d.created_at DESC LIMIT $2`,
+      [credentialId, limit],
+    );
+    return rows.map(toDelivery);
   }
 }

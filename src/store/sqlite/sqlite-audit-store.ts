@@ -3,7 +3,7 @@ import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 
-interface AuditRow {
+export interface AuditRow {
   id: number;
   at: string;
   actor: string;
@@ -60,7 +60,7 @@ export class SqliteAuditStore implements AuditStore {
   }
 }
 
-const toEntry = (r: AuditRow): AuditEntry => ({
+export const toEntry = (r: AuditRow): AuditEntry => ({
   at: new Date(r.at),
   actor: r.actor,
   action: r.action,
@@ -89,6 +89,15 @@ export function auditStatements(q: AuditQuery): {
   if (q.action !== undefined) {
     params.action = q.action;
     terms.push({ sql: 'action = @action', drives: true });
+  }
+  // Dates are checked on the rows the id order yields (ids grow with time).
+  if (q.from !== undefined) {
+    params.from = q.from.toISOString();
+    terms.push({ sql: 'at >= @from', drives: false });
+  }
+  if (q.to !== undefined) {
+    params.to = q.to.toISOString();
+    terms.push({ sql: 'at < @to', drives: false });
   }
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
   const all = terms.map((t) => t.sql);

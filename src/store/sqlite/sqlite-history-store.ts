@@ -56,6 +56,21 @@ export function historyStatements(q: HistoryQuery): {
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) terms.push({ sql: status.indexed, drives: true });
   add('schema_id', 'schemaId', q.schemaId);
+  // A date range alone is read through issuances_created; beside another filter it is checked.
+  const range: string[] = [];
+  if (q.createdFrom !== undefined) {
+    params.createdFrom = q.createdFrom.toISOString();
+    range.push('created_at >= @createdFrom');
+  }
+  if (q.createdTo !== undefined) {
+    params.createdTo = q.createdTo.toISOString();
+    range.push('created_at < @createdTo');
+  }
+  if (range.length > 0) terms.push({ sql: range.join(' AND '), drives: true });
+  if (q.channel !== undefined) {
+    params.channel = q.channel;
+    terms.push({ sql: 'channel = @channel', drives: false });
+  }
   if (q.proofType !== undefined) terms.push(PROOF_SQL[q.proofType]);
   if (status?.rest) terms.push({ sql: status.rest, drives: false });
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
@@ -86,7 +101,7 @@ export function historyStatements(q: HistoryQuery): {
   params.scan = SCAN_LIMIT;
   // A subquery with LIMIT is never flattened: the outer filter sees at most SCAN_LIMIT rows. It is
   // read as a coroutine, in its own order, and stops once the outer LIMIT is reached.
-  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash FROM issuances ${where(drive)}
+  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash, channel FROM issuances ${where(drive)}
       ${order} LIMIT @scan) ${where(rest)} ORDER BY created_at ${dir}, row_key ${dir} LIMIT @limit`;
   const scanEnd = {
     sql: `SELECT created_at, rowid AS row_key FROM issuances ${where(drive)} ${order} LIMIT 1 OFFSET @scan - 1`,

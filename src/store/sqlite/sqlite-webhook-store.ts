@@ -133,6 +133,10 @@ export class SqliteWebhookStore implements WebhookStore {
         `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL
          WHERE id = ? AND state = 'failed'`,
       ),
+      retryEndpoint: db.prepare(
+        `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL
+         WHERE endpoint_id = ? AND state = 'failed'`,
+      ),
       failedCount: db.prepare<[], { n: number }>(
         "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed'",
       ),
@@ -278,6 +282,10 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.stmts.retry.run(now.getTime(), id).changes === 1;
   }
 
+  async retryFailedDeliveries(endpointId: string, now: Date): Promise<number> {
+    return this.stmts.retryEndpoint.run(now.getTime(), endpointId).changes;
+  }
+
   async countFailedDeliveries(): Promise<number> {
     return this.stmts.failedCount.get()?.n ?? 0;
   }
@@ -304,5 +312,17 @@ export class SqliteWebhookStore implements WebhookStore {
       () => null,
     );
     return { records: kept.map(toDelivery), next };
+  }
+
+  async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
+    // The expression and its IS NOT NULL name the partial index of migration 012.
+    return this.db
+      .prepare<[string, number], DeliveryRow>(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
+         WHERE json_extract(e.data, '$.credentialId') = ? AND json_extract(e.data, '$.credentialId') IS NOT NULL
+         ORDER BY e.seq DESC, d.created_at DESC LIMIT ?`,
+      )
+      .all(credentialId, limit)
+      .map(toDelivery);
   }
 }

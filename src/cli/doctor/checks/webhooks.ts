@@ -15,7 +15,7 @@ export const webhooks: DoctorCheck = {
         line(
           'webhooks',
           'FAIL',
-          `${failed} delivery(ies) failed (given up after WEBHOOK_MAX_ATTEMPTS; npm run admin -- webhooks deliveries <id> --status failed lists them); once the receiver answers: npm run admin -- webhooks retry <deliveryId>`,
+          `${failed} delivery(ies) failed (given up after WEBHOOK_MAX_ATTEMPTS; npm run admin -- webhooks deliveries <id> --status failed lists them); once the receiver answers: npm run admin -- webhooks retry-failed <id> (every failed delivery of the endpoint) or webhooks retry <deliveryId>`,
         ),
       ];
     return [

@@ -5,12 +5,17 @@ import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
+import { DateBoundField } from './fields.js';
 import { auditCursor, PagingShape, readAuditCursor } from './paging.js';
 
 const AuditQueryShape = {
   ...PagingShape,
   action: z.enum(AUDIT_ACTIONS, { error: `must be one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
   actor: z.string().min(1).max(64).optional(),
+  /** At or after (a date is midnight UTC). */
+  from: DateBoundField.optional(),
+  /** Before. */
+  to: DateBoundField.optional(),
 };
 export const AuditQuerySchema = z.object(AuditQueryShape);
 

@@ -2,14 +2,14 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { invalidParameter } from '../../../errors.js';
 import type { EmailHasher } from '../../../issuance/email-hash.js';
-import { ProofTypeSchema } from '../../../model.js';
+import { CHANNELS, ProofTypeSchema } from '../../../model.js';
 import { derivedStatus } from '../../../status/derived-status.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { IssuanceHistoryStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { SchemaIdField } from './fields.js';
+import { DateBoundField, SchemaIdField } from './fields.js';
 import { historyCursor, PagingShape, readHistoryCursor } from './paging.js';
 
 const HistoryQueryShape = {
@@ -21,6 +21,11 @@ const HistoryQueryShape = {
   schemaId: SchemaIdField.optional(),
   revocationNonce: NonceSchema.optional(),
   proofType: ProofTypeSchema.optional(),
+  channel: z.enum(CHANNELS, { error: `must be one of ${CHANNELS.join(', ')}` }).optional(),
+  /** Created at or after (a date is midnight UTC). */
+  createdFrom: DateBoundField.optional(),
+  /** Created before. */
+  createdTo: DateBoundField.optional(),
   status: z
     .enum(['valid', 'revoked', 'suspended', 'expired', 'upload_pending', 'upload_failed'], {
       error: 'must be one of valid, revoked, suspended, expired, upload_pending, upload_failed',

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
@@ -60,22 +61,44 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
  */
 export function listKeys(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances'> }) {
   return async (_req: Request, res: Response) => {
-    const ring = ctx.keys.current();
-    const published = new Set((await publishedSigningKeys(ring, ctx.store.issuances)).map((j) => j.kid));
-    const signing = await Promise.all(
-      ring.signingKeys.map(async (k) => {
-        const last = await ctx.store.issuances.latestExpiryForKid(k.kid);
-        return {
-          ...describeKey(k),
-          published: published.has(k.kid),
-          lastCredentialExpiresAt: last?.toISOString() ?? null,
-        };
-      }),
-    );
-    // The partner JWKS lists every partner key (retired ones too), so all are published.
-    const partner = ring.partnerKeys.map((k) => ({ ...describeKey(k), published: true }));
-    res.json({ keys: [...signing, ...partner] });
+    res.json({ keys: await keyInventory(ctx) });
   };
+}
+
+/**
+ * Every key of the ring (`GET /admin/keys`, the console's Keys page): signing keys say whether
+ * they are published and when the last credential they signed expires; a key with a certificate
+ * chain (`SD_JWT_ISSUER=x5c`) says when its leaf certificate expires.
+ */
+export async function keyInventory(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances'> }) {
+  const ring = ctx.keys.current();
+  const published = new Set((await publishedSigningKeys(ring, ctx.store.issuances)).map((j) => j.kid));
+  const signing = await Promise.all(
+    ring.signingKeys.map(async (k) => {
+      const last = await ctx.store.issuances.latestExpiryForKid(k.kid);
+      return {
+        ...describeKey(k),
+        published: published.has(k.kid),
+        lastCredentialExpiresAt: last?.toISOString() ?? null,
+        ...certificateExpiry(k),
+      };
+    }),
+  );
+  // The partner JWKS lists every partner key (retired ones too), so all are published.
+  const partner = ring.partnerKeys.map((k) => ({ ...describeKey(k), published: true }));
+  return [...signing, ...partner];
+}
+
+function certificateExpiry(k: ManagedKey): { certificateExpiresAt?: string } {
+  const leaf = k.x5c?.[0];
+  if (!leaf) return {};
+  try {
+    return {
+      certificateExpiresAt: new Date(new X509Certificate(Buffer.from(leaf, 'base64')).validTo).toISOString(),
+    };
+  } catch {
+    return {};
+  }
 }
 
 export const RotateKeyBodySchema = z.object({

@@ -1,14 +1,16 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { UploadOutbox } from '../../../issuance/outbox.js';
+import type { AuditStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
+import { auditActor, ReasonField } from './fields.js';
 
 // Exactly one of: a credential id, or every failed upload.
 export const RetryUploadsBodySchema = z.union(
   [
-    z.strictObject({ credentialId: z.string().min(1).max(255) }),
-    z.strictObject({ allFailed: z.literal(true) }),
+    z.strictObject({ credentialId: z.string().min(1).max(255), reason: ReasonField }),
+    z.strictObject({ allFailed: z.literal(true), reason: ReasonField }),
   ],
   { error: 'give credentialId, or allFailed: true' },
 );
@@ -27,7 +29,7 @@ export const retryUploadsRoute: RouteFactory = (ctx) => ({
     body: RetryUploadsBodySchema,
     responses: json200('`{ retried: [credentialId] }` (an id that is not a failed upload is left out)'),
   },
-  handler: retryUploads(ctx.outbox),
+  handler: retryUploads(ctx.outbox, ctx.store.audit),
 });
 
 /**
@@ -35,10 +37,14 @@ export const retryUploadsRoute: RouteFactory = (ctx) => ({
  * queue with a fresh attempt budget. Answers `{ retried: [credentialId…] }`; an id that is not
  * `failed` (unknown, pending, uploaded) is not in the list.
  */
-export function retryUploads(outbox: Pick<UploadOutbox, 'retryFailed'>) {
+export function retryUploads(outbox: Pick<UploadOutbox, 'retryFailed'>, audit: AuditStore) {
   return async (req: Request, res: Response) => {
     const body = parseInput(RetryUploadsBodySchema, req.body);
     const retried = await outbox.retryFailed('credentialId' in body ? [body.credentialId] : 'all');
+    const actor = auditActor(res, body.reason);
+    const at = new Date();
+    for (const credentialId of retried)
+      await audit.record({ ...actor, at, action: 'uploads.retry', target: credentialId });
     res.json({ retried });
   };
 }

@@ -196,6 +196,29 @@ export const webhookDeliveriesRoute: RouteFactory = (ctx) => ({
   },
 });
 
+/** `POST /admin/webhooks/:id/retry-failed` → `{ id, retried }`: every failed delivery of the endpoint queued again. */
+export const retryFailedWebhookDeliveriesRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/webhooks/:id/retry-failed',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-webhooks-retry-failed',
+    summary: 'Queue every failed delivery of an endpoint again (same webhook-ids, attempts from 0)',
+    tags: TAGS.admin,
+    params: { id: WebhookIdSchema },
+    responses: json200('`{ id, retried }`: how many deliveries were queued again'),
+    errors: ['NOT_FOUND'],
+  },
+  handler: async (req: Request, res: Response) => {
+    const { id } = parseInput(z.object({ id: WebhookIdSchema }), req.params, 'query');
+    const retried = await ctx.webhooks.retryFailed(id);
+    if (retried === undefined) throw notFound(`id: no webhook ${id}`);
+    await audited(ctx)(res, 'webhooks.retry', `${id} (${retried} failed)`);
+    res.json({ id, retried });
+  },
+});
+
 const DeliveryIdSchema = z.string().regex(/^msg_[0-9a-f-]{36}$/, 'not a delivery id');
 
 /** `POST /admin/webhooks/deliveries/:deliveryId/retry` → `{ retried: deliveryId }`. */

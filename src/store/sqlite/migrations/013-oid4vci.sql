@@ -54,7 +54,7 @@ CREATE INDEX issuances_bjj_created ON issuances (created_at) WHERE proof_type = 
 -- One row per credential offer: the offer, its pre-authorized code, its transaction code, the
 -- access token the code was exchanged for, and the credential it gave. Nothing secret is kept in
 -- the clear: `offer_hash`, `code_hash`, `tx_code_hash` and `token_hash` are SHA-256 digests
--- (src/issuance/oid4vci-offers.ts). Times are epoch ms.
+-- (src/issuance/oid4vci-door.ts). Times are epoch ms.
 -- state: 'offered' (code not yet used) → 'token' (exchanged for an access token) → 'issued'
 -- (the credential was signed); 'locked' after too many wrong transaction codes.
 CREATE TABLE oid4vci_offers (

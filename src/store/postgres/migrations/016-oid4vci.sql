@@ -80,7 +80,7 @@ $$;
 -- One row per credential offer: the offer, its pre-authorized code, its transaction code, the
 -- access token the code was exchanged for, and the credential it gave. Nothing secret is kept in
 -- the clear: `offer_hash`, `code_hash`, `tx_code_hash` and `token_hash` are SHA-256 digests
--- (src/issuance/oid4vci-offers.ts). Times are epoch ms, as in SQLite.
+-- (src/issuance/oid4vci-door.ts). Times are epoch ms, as in SQLite.
 -- state: 'offered' (code not yet used) → 'token' (exchanged for an access token) → 'issued'
 -- (the credential was signed); 'locked' after too many wrong transaction codes. Every change of
 -- state is one conditional UPDATE, so two instances never both take the same code or token.

@@ -1,0 +1,204 @@
+import { readFileSync } from 'node:fs';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { AppContext } from '../../../context.js';
+import { invalidParameter } from '../../../errors.js';
+import { adminKeyMatcher } from '../../middleware/auth.js';
+import { rateLimiter } from '../../middleware/rate-limit.js';
+import type { Route } from '../route.js';
+import { html } from './html.js';
+import { type PageId, page, securityHeaders } from './layout.js';
+import type { ConsolePages, DoctorItem } from './pages.js';
+import * as pages from './pages.js';
+import {
+  CONSOLE_PATH,
+  endSession,
+  requireCsrf,
+  requireSession,
+  sameOrigin,
+  startSession,
+} from './session.js';
+
+export type { DoctorItem };
+
+/**
+ * The admin routes the console's pages call, by path: the very handlers of the route table, with
+ * the signed-in name as the audit actor in place of the key's name. `reason` is required here for
+ * the changes an operator must explain (docs/operations.md "The admin console").
+ */
+const ACTIONS: Record<string, { reasonRequired: boolean }> = {
+  '/admin/revoke': { reasonRequired: true },
+  '/admin/suspend': { reasonRequired: true },
+  '/admin/unsuspend': { reasonRequired: true },
+  '/admin/keys/rotate': { reasonRequired: true },
+  '/admin/status-changes': { reasonRequired: true },
+  '/admin/uploads/retry': { reasonRequired: false },
+  '/admin/schemas/reload': { reasonRequired: false },
+};
+
+/** Failed sign-ins counted per client address and minute; past it, 429 until the window ends. */
+export const SIGN_IN_FAILURES_PER_MIN = 10;
+
+const ASSETS_DIR = new URL('./assets/', import.meta.url);
+const ASSETS: Record<string, { type: string; body: Buffer }> = {
+  'console.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('console.js', ASSETS_DIR)),
+  },
+  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('console.css', ASSETS_DIR)) },
+};
+
+export interface ConsoleOptions {
+  /** The app's route table: the console mounts the admin handlers it calls from it. */
+  routes: readonly Route[];
+  /** The admin group's rate limit, shared with the admin routes. */
+  adminLimit: RequestHandler;
+  /** What the app puts before every handler (request scope, the pinned schema set). */
+  scope: RequestHandler[];
+  doctor?: (() => Promise<DoctorItem[]>) | undefined;
+}
+
+const wrap =
+  (fn: (p: ConsolePages, req: Request, res: Response) => Promise<void>, p: ConsolePages): RequestHandler =>
+  (req, res, next) => {
+    fn(p, req, res).catch(next);
+  };
+
+/**
+ * `/console` (CONSOLE=on, on the admin listener): server-rendered pages and one small script of
+ * our own, signed in with an admin key into a server-side session.
+ * docs/architecture.md "The admin console": reads go to the stores; every change goes through an
+ * admin route's handler.
+ */
+export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express.Router {
+  const router = express.Router({ caseSensitive: true, strict: true });
+  const byPath = new Map(
+    options.routes.filter((r) => r.group === 'admin' && r.method === 'post').map((r) => [r.path, r]),
+  );
+  const available: PageId[] = ['overview', 'issuances', 'audit', 'keys', 'schemas'];
+  if (byPath.has('/admin/status-changes')) available.splice(2, 0, 'bulk');
+  const p: ConsolePages = { ctx, pages: available, doctor: options.doctor };
+  const session = requireSession(ctx, 'page');
+  const origin = sameOrigin(ctx);
+  const csrf = requireCsrf(ctx);
+  const form = express.urlencoded({ extended: false, limit: '8kb' });
+  const json = express.json({ limit: '64kb', type: 'application/json' });
+  const matchKey = adminKeyMatcher(ctx.secrets.adminApiKeys);
+
+  router.use((_req, res, next) => {
+    securityHeaders(res);
+    next();
+  });
+  router.get('/assets/:name', (req, res, next) => {
+    const asset = ASSETS[String(req.params.name)];
+    if (!asset) {
+      next();
+      return;
+    }
+    res.set('Cache-Control', 'no-cache');
+    res.type(asset.type).send(asset.body);
+  });
+
+  router.get('/sign-in', (req, res) => signInPage(res, nextOf(req)));
+  router.post(
+    '/sign-in',
+    origin,
+    rateLimiter('admin', SIGN_IN_FAILURES_PER_MIN, ctx.rateLimitStore?.('admin'), undefined, {
+      counter: 'console-sign-in',
+      failuresOnly: true,
+      message: 'console: too many failed sign-ins from this address; wait a minute',
+    }),
+    form,
+    (req, res, next) => {
+      const body = req.body as Record<string, unknown>;
+      const actor = matchKey(body.key);
+      if (actor === undefined) {
+        // Never the key itself: where from, and that it failed.
+        ctx.log.warn(
+          { event: 'console_sign_in_failed', ip: req.ip },
+          `console: failed sign-in from ${req.ip ?? 'unknown'}`,
+        );
+        signInPage(res, nextOf(req), 'That key is not an admin key of this issuer.', 403);
+        return;
+      }
+      startSession(ctx, res, actor)
+        .then(() => {
+          ctx.log.info({ event: 'console_sign_in', actor, ip: req.ip }, `console: ${actor} signed in`);
+          res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
+        })
+        .catch(next);
+    },
+  );
+  router.post('/sign-out', origin, session, form, csrf, (req, res, next) => {
+    const actor = (res.locals.console as { actor: string }).actor;
+    endSession(ctx, req, res)
+      .then(() => {
+        ctx.log.info({ event: 'console_sign_out', actor }, `console: ${actor} signed out`);
+        res.redirect(303, `${CONSOLE_PATH}/sign-in`);
+      })
+      .catch(next);
+  });
+
+  router.get('/', session, wrap(pages.overview, p));
+  router.get('/doctor', session, wrap(pages.doctorFragment, p));
+  router.get('/issuances', session, wrap(pages.issuances, p));
+  router.get('/issuances.csv', session, wrap(pages.issuancesCsv, p));
+  router.get('/credentials/:credentialId', session, wrap(pages.credential, p));
+  router.get('/audit', session, wrap(pages.audit, p));
+  router.get('/keys', session, wrap(pages.keys, p));
+  router.get('/schemas', session, wrap(pages.schemas, p));
+
+  // The admin API under the console's session: same handler, same validation, same audit row.
+  const apiSession = requireSession(ctx, 'api');
+  for (const [path, action] of Object.entries(ACTIONS)) {
+    const route = byPath.get(path);
+    if (!route) continue;
+    router.post(
+      `/api${path}`,
+      options.adminLimit,
+      origin,
+      apiSession,
+      json,
+      csrf,
+      requireReason(action.reasonRequired),
+      ...options.scope,
+      route.handler,
+    );
+  }
+  return router;
+}
+
+function requireReason(required: boolean): RequestHandler {
+  return (req, _res, next: NextFunction) => {
+    const body = req.body as Record<string, unknown> | undefined;
+    if (body && typeof body === 'object') delete body._csrf;
+    if (required && (typeof body?.reason !== 'string' || body.reason.trim() === '')) {
+      next(invalidParameter('reason', 'required in the console: say why'));
+      return;
+    }
+    next();
+  };
+}
+
+/** Where to go after signing in: a console path only, never another site. */
+function nextOf(req: Request): string | undefined {
+  const raw = (req.query.next ?? (req.body as Record<string, unknown> | undefined)?.next) as unknown;
+  return typeof raw === 'string' && /^\/console(\/[^/\\]|$|\?)/.test(raw) && !raw.includes('//')
+    ? raw
+    : undefined;
+}
+
+function signInPage(res: Response, next: string | undefined, error?: string, status = 200): void {
+  page(res, {
+    title: 'Sign in',
+    current: 'overview',
+    pages: [],
+    status,
+    body: html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="/console/sign-in${next ? `?next=${encodeURIComponent(next)}` : ''}" class="signin">
+<label for="key">Admin key</label>
+<input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
+<p class="hint">An admin key of this issuer (<code>ADMIN_API_KEY</code> signs in as <code>admin</code>, each <code>ADMIN_API_KEYS</code> entry as its name). The key is checked once; the browser keeps only a session cookie.</p>
+<button type="submit">Sign in</button>
+</form>`,
+  });
+}
