@@ -5,6 +5,7 @@
 
 import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
+import { benchBulk } from './bench/bulk.js';
 import { benchCliStart } from './bench/cli-start.js';
 import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
@@ -19,6 +20,7 @@ import { benchWebhookParts } from './bench/webhooks.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
 const WEBHOOK_ROUNDS = 4;
+const KEY_ROUNDS = 2;
 
 const rows: Row[] = [];
 const FLOOR = 'hosted floor, parts alone';
@@ -56,12 +58,25 @@ const sections: Record<string, () => Promise<Row[]>> = {
       }
     return rows;
   },
+  // Hosted issue-vc with the keys in software and in a PKCS#11 token (SoftHSM2), alternated twice
+  // so that a drift of the shared machine falls on both (docs/benchmarks.md "Key backends").
+  keys: async () => {
+    const rows: Row[] = [];
+    for (let round = 1; round <= KEY_ROUNDS; round++)
+      for (const keyBackend of ['software', 'pkcs11'] as const) {
+        for (const r of await benchHostedIssueVc({ workers: 1, keyBackend }))
+          rows.push({ ...r, name: r.name.replace(`keys ${keyBackend}`, `keys ${keyBackend} #${round}`) });
+      }
+    return rows;
+  },
   http: () => benchHttpIssueVc(),
   // The OpenID4VCI credential endpoint's CPU per credential beside hosted issue-vc's, one server.
   oid4vci: () => benchOid4vci(),
   status: benchStatusList,
   iden3: benchIden3,
   batch: () => benchBatch(),
+  // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
+  bulk: benchBulk,
   store: benchStoreEngines,
   // How long `npm run admin -- --version` takes to answer.
   cli: benchCliStart,
@@ -259,4 +274,27 @@ if (goals.length > 0) {
     console.log(
       `  ${name.padEnd(62)} ${v!.toFixed(unit === 'ms' && v! >= 10 ? 0 : 2).padStart(8)} ${unit.padEnd(3)} goal ${goal.padEnd(8)} ${met(v!) ? 'met' : 'NOT met'}`,
     );
+}
+
+// docs/benchmarks.md "Key backends": what signing in the token adds per hosted issuance, and the
+// throughput at 32 in flight against the software key, per round (goal: ≤ +0.15 ms, within 10%).
+const keyRow = (backend: string, round: number, what: string) =>
+  rows.find((r) => r.name === `hosted issue-vc WORKERS=1 keys ${backend} #${round}: ${what}`)?.value;
+if (keyRow('software', 1, 'server CPU per issuance') !== undefined) {
+  console.log('\nkey backends, hosted issue-vc (same run; goal ≤ +0.15 ms CPU, throughput ≥ 0.90×)');
+  for (let round = 1; round <= KEY_ROUNDS; round++) {
+    const cpu = [
+      keyRow('software', round, 'server CPU per issuance'),
+      keyRow('pkcs11', round, 'server CPU per issuance'),
+    ];
+    const rate = [
+      keyRow('software', round, 'issuances/s at 32 in flight'),
+      keyRow('pkcs11', round, 'issuances/s at 32 in flight'),
+    ];
+    if (cpu[0] === undefined || cpu[1] === undefined || rate[0] === undefined || rate[1] === undefined)
+      continue;
+    console.log(
+      `  round ${round}: pkcs11 − software server CPU per issuance ${(cpu[1] - cpu[0]).toFixed(3)} ms; issuances/s pkcs11 ÷ software ${(rate[1] / rate[0]).toFixed(2)}×`,
+    );
+  }
 }

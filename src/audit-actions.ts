@@ -16,5 +16,6 @@ export const AUDIT_ACTIONS = [
   'webhooks.remove',
   'webhooks.rotate-secret',
   'webhooks.retry',
+  'status-change.job',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

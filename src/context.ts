@@ -17,6 +17,8 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
+import { openKeyBackend } from './keys/open-key-backend.js';
+import { assertSignsInBackend } from './keys/token-migration.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
@@ -28,6 +30,7 @@ import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import { closeHttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
+import { StatusJobs } from './status/status-jobs.js';
 import { StatusService } from './status/status-service.js';
 import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -73,6 +76,8 @@ export interface AppContext {
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
   status: StatusService;
+  /** Bulk status changes (docs/operations.md "Bulk status changes"). */
+  statusJobs: StatusJobs;
   outbox: UploadOutbox;
   webhooks: Webhooks;
   serviceClient: ServiceClient;
@@ -113,6 +118,8 @@ export interface ContextOverrides {
   direct?: { attempts?: number; baseDelayMs?: number };
   /** How often an instance on PostgreSQL checks the key ring version (default 2000 ms). */
   keysPollMs?: number;
+  /** Bulk status change timing and chunk size (tests use small ones). */
+  statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
 }
 
 export async function createContext(
@@ -179,12 +186,18 @@ export async function createContext(
       throw err;
     }
   };
+  // KEY_BACKEND: where the ES256 private keys live and sign; the file or row keeps each key's
+  // state either way (docs/security.md "Keys in a hardware security module").
+  const keyBackend = await orClose(openKeyBackend(config.keyBackend, secrets.pkcs11Pin));
   const keys: KeyHolder = await orClose(
     !store.keys
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
-          (ring) => identification.assertUsable(ring),
+          (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           config.production ? 'production' : 'development',
           {
             // WORKERS=N: a rotation through one worker reaches its siblings within a poll.
@@ -200,16 +213,22 @@ export async function createContext(
                 'keys: KEYS_DIR changed but does not load; keeping the current keys',
               ),
           },
+          keyBackend,
         )
       : databaseKeyHolder(store.keys, {
-          check: (ring) => identification.assertUsable(ring),
+          check: (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
           kek: secrets.keyEncryption.current,
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
+          backend: keyBackend,
         }),
+    () => void keyBackend.close(),
   );
 
   const serviceClient =
@@ -344,6 +363,28 @@ export async function createContext(
       : undefined,
   });
 
+  const statusJobs = new StatusJobs({
+    store: store.statusJobs,
+    statusStore: store.status,
+    status,
+    externalRevokers: iden3
+      ? new Map([
+          [
+            'BJJ_SIG_2021',
+            (items, changes) =>
+              iden3.revokeMany(
+                items.map((i) => i.revocationNonce),
+                changes,
+              ),
+          ],
+        ])
+      : undefined,
+    leaseMs: config.statusJobLeaseMs,
+    sweepMs: config.outboxSweepMs,
+    ...overrides.statusJobs,
+    log,
+  });
+
   // REDIS_URL: counters shared by every instance (a test passes its own store instead).
   const shared: SharedRateLimits | undefined =
     overrides.rateLimitStore || !secrets.redisUrl
@@ -397,6 +438,7 @@ export async function createContext(
     oid4vci,
     hashEmail,
     status,
+    statusJobs,
     outbox,
     webhooks,
     serviceClient,
@@ -409,10 +451,12 @@ export async function createContext(
     metrics,
     lifecycle,
     async close() {
+      await statusJobs.stop();
       await outbox.stop();
       await webhooks.stop();
       await closeHttpPools();
       keys.close();
+      await keys.backend.close();
       await shared?.close();
       await iden3?.close();
       await store.close();

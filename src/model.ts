@@ -134,4 +134,6 @@ export { AUDIT_ACTIONS, type AuditAction } from './audit-actions.js';
 export interface AuditActor {
   actor: string;
   reason?: string | undefined;
+  /** The bulk status change job the change belongs to (docs/operations.md "Bulk status changes"). */
+  jobId?: string | undefined;
 }

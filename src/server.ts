@@ -58,6 +58,7 @@ export async function serve(
   if (admin) attach(admin.server, createApp(ctx, 'admin', extras));
   await ctx.outbox.start({ recover: options.recoverUploads ?? true });
   await ctx.webhooks.start();
+  ctx.statusJobs.start();
   ctx.lifecycle.recovered = true;
   return {
     server: bound.server,

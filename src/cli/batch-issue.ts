@@ -30,6 +30,8 @@ export interface IssueBody {
   credentialSubject?: Record<string, unknown>;
   claimsUserId?: string;
   onDuplicate: OnDuplicate;
+  /** The run's id (`batchIdOf`), added when sent. */
+  batchId?: string;
 }
 
 /**
@@ -210,6 +212,18 @@ export function rowIdempotencyKey(inputFile: string, resultFile: string, line: n
   return `batch-${digest}`;
 }
 
+/**
+ * The id of a batch-issue run, recorded with each of its credentials (the bulk status change
+ * selector's `batchId`): the same input and result file give the same id, so a resumed run is the
+ * same batch, as its Idempotency-Keys are.
+ */
+export function batchIdOf(inputFile: string, resultFile: string): string {
+  const digest = createHash('sha256')
+    .update(`${resolve(inputFile)}\n${resolve(resultFile)}`)
+    .digest('hex');
+  return `batch-${digest.slice(0, 24)}`;
+}
+
 export interface BatchRunOptions extends BatchDefaults {
   file: string;
   out?: string | undefined;
@@ -220,6 +234,8 @@ export interface BatchRunOptions extends BatchDefaults {
 }
 
 export interface BatchSummary {
+  /** The run's id, recorded with each credential it issued (`status bulk --batch`). */
+  batchId: string;
   total: number;
   skipped: number;
   sent: number;
@@ -284,6 +300,8 @@ export async function runBatchIssue(
     );
   // Owner-only: the results name holders (emails) and credential ids.
   if (!existsSync(resultFile)) writeFileSync(resultFile, stringify([[...RESULT_COLUMNS]]), { mode: 0o600 });
+  const batchId = batchIdOf(options.file, resultFile);
+  if (!options.json) io.err(`batch ${batchId}`);
   const started = performance.now();
   const counts = { issued: 0, pending: 0, existing: 0, failed: 0 };
   const done: ResultLine[] = [];
@@ -301,7 +319,7 @@ export async function runBatchIssue(
       const row = todo[next++]!;
       const result = await sendRow(
         client,
-        row,
+        { ...row, body: { ...row.body, batchId } },
         rowIdempotencyKey(options.file, resultFile, row.line),
         options.attempts ?? 4,
         io,
@@ -340,6 +358,7 @@ export async function runBatchIssue(
 
   const seconds = (performance.now() - started) / 1000;
   const summary: BatchSummary = {
+    batchId,
     total: rows.length,
     skipped: rows.length - todo.length,
     sent: done.length,
@@ -367,6 +386,7 @@ export async function runBatchIssue(
         `stopped sending: ${unavailable}; ${todo.length - done.length} row(s) not sent: rerun the same command to resume`,
       );
     io.out(`results: ${resultFile}`);
+    io.out(`batch: ${batchId} (npm run admin -- status bulk revoke --batch ${batchId} --reason …)`);
   }
   if (stopping) return 130;
   if (unavailable) return 1;

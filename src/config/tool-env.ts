@@ -50,6 +50,11 @@ export const ToolEnvSchema = z.object({
     '`10000,300000`',
     '`npm run bench -- scale`',
   ),
+  BENCH_BULK_COUNT: tool(
+    'Credentials the bulk section revokes in one job, on each engine.',
+    '`50000`',
+    '`npm run bench -- bulk`',
+  ),
   BENCH_SCALE_POSTGRES_ROWS: tool(
     'Table sizes the scale section seeds on PostgreSQL (`BENCH_DATABASE_URL`), comma-separated; empty for none.',
     '`300000`',

@@ -29,6 +29,10 @@ export type DirectIssueRequest = DirectClaims & {
   idempotencyKey?: string | undefined;
   /** Who asked: recorded with the new credential (and with each revocation onDuplicate makes). */
   audit?: AuditActor | undefined;
+  /** The batch-issue run this row belongs to (a bulk status change may select by it). */
+  batchId?: string | undefined;
+  /** The credential this one renews. */
+  renewedFrom?: string | undefined;
 };
 
 export interface DirectIssueResult {
@@ -196,6 +200,8 @@ export class DirectIssuanceService {
         disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
         dedupe: false,
         emailHash,
+        batchId: req.batchId,
+        renewedFrom: req.renewedFrom,
         audit: req.audit,
       });
       // The new credential is committed first, so a failure here never leaves the holder with none.

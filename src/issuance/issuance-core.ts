@@ -65,6 +65,10 @@ export interface SignRequest {
   dedupe: boolean;
   /** A direct issuance's keyed recipient-email hash (store.ts NewIssuance.emailHash). */
   emailHash?: string | undefined;
+  /** The batch-issue run (store.ts NewIssuance.batchId). */
+  batchId?: string | undefined;
+  /** The credential this one renews (store.ts NewIssuance.renewedFrom). */
+  renewedFrom?: string | undefined;
   /** An admin's issuance: recorded in the audit log with the credential. */
   audit?: AuditActor | undefined;
 }
@@ -281,6 +285,8 @@ export class IssuanceCore {
         expiresAt,
         uploadDueAt: sealed ? new Date(Date.now() + this.deps.uploadTimeoutMs + 1000) : undefined,
         emailHash: req.emailHash,
+        batchId: req.batchId,
+        renewedFrom: req.renewedFrom,
         // docs/operations.md "Webhooks": no claim values, ciphertext, keys or tokens.
         event: {
           id: newWebhookEventId(),

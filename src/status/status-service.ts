@@ -91,6 +91,17 @@ export class StatusService {
     return out;
   }
 
+  /** Rebuilds and re-signs the given partitions, once each (the end of a bulk status change). */
+  async publishPartitions(partitions: readonly number[]): Promise<PublishedPartition[]> {
+    const now = this.now();
+    const out: PublishedPartition[] = [];
+    for (const partition of new Set(partitions)) {
+      const published = await this.publish(partition, now);
+      if (published) out.push(published);
+    }
+    return out;
+  }
+
   /**
    * Builds and signs a partition's token from a snapshot of its statuses, and caches it unless a
    * status change landed meanwhile: then this token still answers the request that started before
@@ -115,7 +126,7 @@ export class StatusService {
         bits: record.bits,
         lst: list.encode(),
       },
-      { privateKey: key.privateKey, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
+      { sign: key.sign, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
     await this.deps.store.savePartitionToken(partition, token, etag, now, ticket, {

@@ -71,6 +71,7 @@ export const COPIED_TABLES: TableSpec[] = [
       ...time('uploaded_at'),
       // Meta (above) carries its HMAC key, so lookups keep working on the copy.
       ...text('email_hash'),
+      ...text('batch_id', 'renewed_from'),
     ],
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },
   },
@@ -154,8 +155,22 @@ export const COPIED_TABLES: TableSpec[] = [
     table: 'audit_log',
     key: ['id'],
     identity: 'id',
-    columns: [...int('id'), ...time('at'), ...text('actor', 'action', 'target', 'reason')],
+    columns: [...int('id'), ...time('at'), ...text('actor', 'action', 'target', 'reason', 'job_id')],
   },
+  {
+    table: 'status_jobs',
+    key: ['id'],
+    columns: [
+      ...text('id', 'change', 'selector', 'reason', 'actor', 'state'),
+      ...int('total', 'done', 'failed'),
+      ...text('cursor', 'lease_owner'),
+      { name: 'lease_until', kind: 'epoch-ms' },
+      ...text('error'),
+      ...int('attempts'),
+      ...time('created_at', 'finished_at'),
+    ],
+  },
+  { table: 'status_job_items', key: ['job_id', 'credential_id'], columns: text('job_id', 'credential_id') },
   {
     table: 'webhook_endpoints',
     key: ['id'],

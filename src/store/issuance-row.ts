@@ -120,7 +120,7 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
  * its envelope parsed again): every engine's `insertIssuance` answers with this.
  */
 export function insertedRecord(n: NewIssuance): IssuanceRecord {
-  const { uploadDueAt, emailHash: _, event: __, ...issuance } = n;
+  const { uploadDueAt, emailHash: _, event: __, batchId: ___, renewedFrom: ____, ...issuance } = n;
   return {
     ...issuance,
     status: 0,

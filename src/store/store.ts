@@ -9,6 +9,7 @@ import type {
   StatusSlot,
   UploadState,
 } from '../model.js';
+import type { StatusJobStore } from './status-job-store.js';
 import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
 export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
@@ -78,11 +79,16 @@ export interface NewIssuance {
    * the admin history's `email` filter; never the address. Written only, never read back.
    */
   emailHash?: string | undefined;
+  /** The batch-issue run it belongs to (a bulk status change's `batchId` selector). Written only. */
+  batchId?: string | undefined;
+  /** The credential this one renews. Written only. */
+  renewedFrom?: string | undefined;
   /** Its `credential.issued` webhook event, written with it while an endpoint exists. */
   event?: NewWebhookEvent | undefined;
 }
 
-export interface IssuanceRecord extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope'> {
+export interface IssuanceRecord
+  extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope' | 'batchId' | 'renewedFrom'> {
   /** Null for an oid4vci credential (nothing to upload). */
   envelope: StoredEnvelope | null;
   status: CredentialStatus;
@@ -398,10 +404,16 @@ export interface Iden3Store {
   /**
    * One transaction: unless a state newer than `baseSeq` was recorded meanwhile (then nothing is
    * written: `committed` false), writes the tree nodes and roots, records the state, and applies
-   * `statusChange` (the issuance record's revocation) with it.
+   * `statusChange` (the issuance record's revocation) with it, and each of `statusChanges` (a bulk
+   * revocation: many nonces, one state).
    */
   commitIden3State(
-    commit: Iden3TreeWrites & { baseSeq: number; state: NewIden3State; statusChange?: StatusChangeRequest },
+    commit: Iden3TreeWrites & {
+      baseSeq: number;
+      state: NewIden3State;
+      statusChange?: StatusChangeRequest;
+      statusChanges?: StatusChangeRequest[];
+    },
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }>;
 }
 
@@ -412,6 +424,8 @@ export interface AuditEntry {
   action: AuditAction;
   target: string;
   reason?: string | undefined;
+  /** The bulk status change job the entry belongs to. */
+  jobId?: string | undefined;
 }
 
 export interface AuditQuery {
@@ -666,6 +680,8 @@ export interface Store {
   locks?: NamedLockStore | undefined;
   webhooks: WebhookStore;
   oid4vci: Oid4vciStore;
+  /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */
+  statusJobs: StatusJobStore;
   /** The admin console's sessions and the reads only its pages make. */
   console: ConsoleStore;
   /**

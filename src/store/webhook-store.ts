@@ -186,6 +186,7 @@ export function statusChangeEvent(
       revocationNonce: record.revocationNonce,
       actor: audit?.actor ?? null,
       reason: audit?.reason ?? null,
+      ...(audit?.jobId ? { jobId: audit.jobId } : {}),
     }),
   };
 }

@@ -458,7 +458,7 @@ describe('webhooks', () => {
     const envelopes = [...issuer.emulator!.state.envelopes.values()].map((e) => JSON.stringify(e.envelope));
     const ring = issuer.ctx.keys.current();
     const privateParts = [...ring.signingKeys, ...ring.partnerKeys].map(
-      (k) => (k.privateKey.export({ format: 'jwk' }) as { d: string }).d,
+      (k) => (k.privateKey!.export({ format: 'jwk' }) as { d: string }).d,
     );
     const token = await (await fetch(`${issuer.url}/statuslist/0`)).text();
     const forbidden = [
@@ -666,7 +666,7 @@ describe('webhooks', () => {
     [{ url: 'not a url', events: ['*'] }, 'url'],
     [{ url: 'https://hooks.example.com/', events: ['credential.nope'] }, 'events.0'],
     [{ url: 'https://hooks.example.com/', events: [] }, 'events'],
-    [{ url: 'https://hooks.example.com/', events: ['*'], secret: 'mine' }, 'body'],
+    [{ url: 'https://hooks.example.com/', events: ['*'], secret: 'mine' }, 'secret'],
     [{ events: ['*'] }, 'url'],
   ])('%j is 400 naming %s', async (body, field) => {
     const issuer = await start();

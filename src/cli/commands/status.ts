@@ -1,10 +1,13 @@
 import { json } from '../output.js';
 import { NONCE, type RegisterCommand, UsageError } from './command.js';
+import { addStatusBulkCommands } from './status-bulk.js';
 
 export const statusCommand: RegisterCommand = (program, act) => {
-  program
+  const status = program
     .command('status')
-    .description('public revocation status of a credential (GET /revocation-status/:nonce)')
+    .description(
+      'public revocation status of a credential (GET /revocation-status/:nonce); `status bulk` and `status job` for many',
+    )
     .argument('<nonce>', 'revocation nonce (decimal)')
     .action(
       act(async (run, nonce: string) => {
@@ -19,4 +22,5 @@ export const statusCommand: RegisterCommand = (program, act) => {
         return 0;
       }),
     );
+  addStatusBulkCommands(status, act);
 };

@@ -8,10 +8,17 @@ import { AppError } from '../../errors.js';
 export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: 'body' | 'query' = 'body'): T {
   const parsed = schema.safeParse(input ?? (where === 'body' ? undefined : {}));
   if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((i) => ({
-    field: i.path.length > 0 ? i.path.join('.') : where,
-    message: i.code === 'invalid_type' ? typeMessage(i.expected, valueAt(input, i.path)) : i.message,
-  }));
+  const issues = parsed.error.issues.flatMap((i) =>
+    // A strict object's unknown fields: each is named, as any other field at fault.
+    i.code === 'unrecognized_keys'
+      ? i.keys.map((key) => ({ field: [...i.path, key].join('.'), message: 'unknown field' }))
+      : [
+          {
+            field: i.path.length > 0 ? i.path.join('.') : where,
+            message: i.code === 'invalid_type' ? typeMessage(i.expected, valueAt(input, i.path)) : i.message,
+          },
+        ],
+  );
   const message = issues
     .slice(0, 10)
     .map((i) => `${i.field}: ${i.message}`)

@@ -5,6 +5,7 @@ import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
+import { statusChangeJobRoute, statusChangesRoute } from './admin/status-changes.js';
 import { retryUploadsRoute } from './admin/uploads.js';
 import {
   addWebhookRoute,
@@ -48,6 +49,8 @@ export const ROUTES: readonly RouteFactory[] = [
   validateRowsRoute,
   historyRoute,
   statusChangeRoutes,
+  statusChangesRoute,
+  statusChangeJobRoute,
   publishStatusListsRoute,
   claimsRoute,
   reloadSchemasRoute,

@@ -441,6 +441,22 @@ export class Iden3BjjIssuer implements Issuer {
     return { state: state.state.hex(), alreadyRevoked, ...(record ? { record } : {}) };
   }
 
+  /**
+   * Revokes many credentials with one new state (a bulk status change); each of `statusChanges`
+   * commits with it. Answers how many nonces entered the revocation tree.
+   */
+  async revokeMany(nonces: readonly number[], statusChanges: StatusChangeRequest[]): Promise<number> {
+    for (const nonce of nonces) {
+      checkNonce(nonce);
+      if (nonce === AUTH_CLAIM_REVOCATION_NONCE)
+        throw invalidParameter('nonce', '0 is the revocation nonce of the issuer auth claim');
+    }
+    return this.#identity.revokeMany(
+      nonces.map((n) => BigInt(n)),
+      statusChanges,
+    );
+  }
+
   /** docs/interface.md `GET /credential-status/:nonce`, from the latest state (nonce 0: the auth claim). */
   async credentialStatus(nonce: number): Promise<CredentialStatusAnswer> {
     checkNonce(nonce);

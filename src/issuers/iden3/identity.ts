@@ -240,6 +240,53 @@ export class Iden3Identity {
     });
   }
 
+  /**
+   * A bulk revocation (docs/operations.md "Bulk status changes"): every nonce not yet in the
+   * revocation tree goes in, and one new state is recorded for all of them, with `statusChanges`
+   * (the issuance records' revocations) in the same store transaction. Answers how many nonces were
+   * added; with none to add, no state is recorded and the changes are not applied.
+   */
+  revokeMany(nonces: readonly bigint[], statusChanges: StatusChangeRequest[]): Promise<number> {
+    const store = this.#store;
+    return serialized(store, async () => {
+      for (let attempt = 1; attempt <= MAX_COMMIT_ATTEMPTS; attempt++) {
+        const base = await this.latestState();
+        const { mt, storage } = openTree(store, 'revocation');
+        let added = 0;
+        for (const nonce of nonces) {
+          try {
+            await mt.add(nonce, 0n);
+            added++;
+          } catch (err) {
+            if (err !== ErrEntryIndexAlreadyExists) throw err;
+          }
+        }
+        if (added === 0) {
+          storage.discard();
+          return 0;
+        }
+        const revocationTreeRoot = await mt.root();
+        const state = identityStateHash(base.claimsTreeRoot, revocationTreeRoot, base.rootOfRoots);
+        const { committed } = await store.commitIden3State({
+          ...storage.writes(),
+          baseSeq: base.seq,
+          state: newState(
+            state,
+            base.claimsTreeRoot,
+            revocationTreeRoot,
+            base.rootOfRoots,
+            'revocation',
+            null,
+          ),
+          statusChanges,
+        });
+        storage.discard();
+        if (committed) return added;
+      }
+      throw new Error('iden3_states: the state kept changing under this revocation; giving up');
+    });
+  }
+
   /** Membership (revoked) or non-membership proof of `nonce` in the latest revocation tree. */
   async revocationProof(nonce: bigint): Promise<{ state: Iden3State; proof: Proof }> {
     const state = await this.latestState();

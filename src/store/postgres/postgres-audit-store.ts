@@ -7,8 +7,8 @@ import { type PgPool, type Queryable, withTransaction } from './database.js';
 export async function insertAudit(q: Queryable, entry: AuditEntry): Promise<void> {
   await q.query({
     name: 'pg-audit-insert',
-    text: 'INSERT INTO audit_log (at, actor, action, target, reason) VALUES ($1, $2, $3, $4, $5)',
-    values: [entry.at, entry.actor, entry.action, entry.target, entry.reason ?? null],
+    text: 'INSERT INTO audit_log (at, actor, action, target, reason, job_id) VALUES ($1, $2, $3, $4, $5, $6)',
+    values: [entry.at, entry.actor, entry.action, entry.target, entry.reason ?? null, entry.jobId ?? null],
   });
 }
 
@@ -54,6 +54,7 @@ export interface AuditRow {
   action: AuditAction;
   target: string;
   reason: string | null;
+  job_id: string | null;
 }
 
 export const toEntry = (r: AuditRow): AuditEntry => ({
@@ -62,6 +63,7 @@ export const toEntry = (r: AuditRow): AuditEntry => ({
   action: r.action,
   target: r.target,
   ...(r.reason === null ? {} : { reason: r.reason }),
+  ...(r.job_id === null ? {} : { jobId: r.job_id }),
 });
 
 /**
@@ -99,7 +101,7 @@ export function auditStatements(q: AuditQuery): {
   const count = build(
     (_, where) => `SELECT count(*)::int AS n FROM audit_log ${where(terms.map((t) => t.sql))}`,
   );
-  const columns = 'id, at, actor, action, target, reason';
+  const columns = 'id, at, actor, action, target, reason, job_id';
   if (q.page !== undefined) {
     const page = build(
       (param, where) => `SELECT ${columns} FROM audit_log ${where(terms.map((t) => t.sql))} ORDER BY id DESC

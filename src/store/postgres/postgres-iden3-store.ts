@@ -89,7 +89,12 @@ export class PostgresIden3Store implements Iden3Store {
   }
 
   async commitIden3State(
-    commit: Iden3TreeWrites & { baseSeq: number; state: NewIden3State; statusChange?: StatusChangeRequest },
+    commit: Iden3TreeWrites & {
+      baseSeq: number;
+      state: NewIden3State;
+      statusChange?: StatusChangeRequest;
+      statusChanges?: StatusChangeRequest[];
+    },
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }> {
     return this.#locked(async (client) => {
       if ((await latest(client))?.seq !== commit.baseSeq) return { committed: false };
@@ -97,8 +102,10 @@ export class PostgresIden3Store implements Iden3Store {
       await insertState(client, commit.state);
       const change = commit.statusChange;
       const record = change
-        ? await changeStatusOn(client, change.nonce, change.change, change.at)
+        ? await changeStatusOn(client, change.nonce, change.change, change.at, change.audit)
         : undefined;
+      for (const c of commit.statusChanges ?? [])
+        await changeStatusOn(client, c.nonce, c.change, c.at, c.audit);
       return { committed: true, record };
     });
   }

@@ -10,6 +10,7 @@ export interface AuditRow {
   action: AuditAction;
   target: string;
   reason: string | null;
+  job_id: string | null;
 }
 
 /**
@@ -21,7 +22,7 @@ export class SqliteAuditStore implements AuditStore {
 
   constructor(private readonly db: SqliteDatabase) {
     this.insert = db.prepare(
-      'INSERT INTO audit_log (at, actor, action, target, reason) VALUES (@at, @actor, @action, @target, @reason)',
+      'INSERT INTO audit_log (at, actor, action, target, reason, job_id) VALUES (@at, @actor, @action, @target, @reason, @jobId)',
     );
   }
 
@@ -32,6 +33,7 @@ export class SqliteAuditStore implements AuditStore {
       action: entry.action,
       target: entry.target,
       reason: entry.reason ?? null,
+      jobId: entry.jobId ?? null,
     });
   }
 
@@ -66,6 +68,7 @@ export const toEntry = (r: AuditRow): AuditEntry => ({
   action: r.action,
   target: r.target,
   ...(r.reason === null ? {} : { reason: r.reason }),
+  ...(r.job_id === null ? {} : { jobId: r.job_id }),
 });
 
 type Params = Record<string, string | number>;
@@ -102,7 +105,7 @@ export function auditStatements(q: AuditQuery): {
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
   const all = terms.map((t) => t.sql);
   const count = { sql: `SELECT COUNT(*) AS n FROM audit_log ${where(all)}`, params };
-  const columns = 'id, at, actor, action, target, reason';
+  const columns = 'id, at, actor, action, target, reason, job_id';
   if (q.page !== undefined) {
     params.offset = (q.page - 1) * q.limit;
     const sql = `SELECT ${columns} FROM audit_log ${where(all)} ORDER BY id DESC LIMIT @limit OFFSET @offset`;

@@ -111,7 +111,12 @@ export class SqliteIden3Store implements Iden3Store {
   }
 
   async commitIden3State(
-    commit: Iden3TreeWrites & { baseSeq: number; state: NewIden3State; statusChange?: StatusChangeRequest },
+    commit: Iden3TreeWrites & {
+      baseSeq: number;
+      state: NewIden3State;
+      statusChange?: StatusChangeRequest;
+      statusChanges?: StatusChangeRequest[];
+    },
   ): Promise<{ committed: boolean; record?: IssuanceRecord | undefined }> {
     return this.#db
       .transaction(() => {
@@ -122,6 +127,8 @@ export class SqliteIden3Store implements Iden3Store {
         const record = change
           ? this.#status.applyStatusChange(change.nonce, change.change, change.at, change.audit)
           : undefined;
+        for (const c of commit.statusChanges ?? [])
+          this.#status.applyStatusChange(c.nonce, c.change, c.at, c.audit);
         return { committed: true, record };
       })
       .immediate();

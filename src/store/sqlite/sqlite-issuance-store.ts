@@ -101,11 +101,11 @@ export class SqliteIssuanceStore implements IssuanceStore {
       insert: db.prepare(
         `INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
            status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
-           lease_until, email_hash)
+           lease_until, email_hash, batch_id, renewed_from)
          VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
            @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope,
            CASE WHEN @channel = 'oid4vci' THEN 'none' ELSE 'pending' END, @nextAttemptAt,
-           @leaseUntil, @emailHash)`,
+           @leaseUntil, @emailHash, @batchId, @renewedFrom)`,
       ),
       get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
       getByNonce: db.prepare<[number], IssuanceRow>('SELECT * FROM issuances WHERE revocation_nonce = ?'),
@@ -263,6 +263,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
       // The inserting request's lease on its own upload (store.ts: uploadDueAt).
       leaseUntil: (n.envelope && n.uploadDueAt?.getTime()) ?? null,
       emailHash: n.emailHash ?? null,
+      batchId: n.batchId ?? null,
+      renewedFrom: n.renewedFrom ?? null,
     });
     if (options.audit)
       this.audit.insertAudit({

@@ -45,6 +45,11 @@ const oneClaimsSource = (
   });
 };
 
+/** A batch-issue run's id (`batch-` and hex; docs/admin-cli.md "CSV batches"), recorded with the credential. */
+export const BatchIdField = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits, _ . : - only, at most 128');
+
 /** The claims provider's user id (the hosted flow's `userId`), whose claims are issued. */
 const ClaimsUserIdField = boundedText(MAX_ID_BYTES);
 
@@ -60,6 +65,7 @@ export const AdminIssueVcBodySchema = z
     disclosureFrame: DisclosureFrameSchema.optional(),
     onDuplicate: OnDuplicateSchema.default('allow'),
     reason: ReasonField,
+    batchId: BatchIdField.optional(),
   })
   .superRefine(oneClaimsSource)
   .superRefine(frameFits);
@@ -120,6 +126,7 @@ export function adminIssueVc(direct: DirectIssuanceService, status: StatusServic
       onDuplicate: body.onDuplicate,
       idempotencyKey: req.get('idempotency-key'),
       audit: auditActor(res, body.reason),
+      batchId: body.batchId,
     });
     const answer = issueAnswer(status, result);
     res.status(answer.httpStatus).json(answer.body);

@@ -31,12 +31,14 @@ CREATE TABLE issuances_new (
   storage_path      TEXT,
   uploaded_at       TEXT,
   email_hash        TEXT,
+  batch_id          TEXT,
+  renewed_from      TEXT,
   UNIQUE (status_partition, status_index)
 );
 INSERT INTO issuances_new SELECT credential_id, channel, user_id, holder_did, schema_id, proof_type,
   revocation_nonce, status_partition, status_index, subject_hash, kid, created_at, expires_at, status,
   revoked_at, suspended_at, envelope, upload_state, upload_attempts, next_attempt_at, lease_until,
-  last_error, storage_path, uploaded_at, email_hash FROM issuances;
+  last_error, storage_path, uploaded_at, email_hash, batch_id, renewed_from FROM issuances;
 DROP TABLE issuances;
 ALTER TABLE issuances_new RENAME TO issuances;
 CREATE INDEX issuances_created ON issuances (created_at);
@@ -50,6 +52,8 @@ CREATE INDEX issuances_upload_failed ON issuances (created_at) WHERE upload_stat
 CREATE INDEX issuances_revoked_created ON issuances (created_at) WHERE status = 1;
 CREATE INDEX issuances_suspended_created ON issuances (created_at) WHERE status = 2;
 CREATE INDEX issuances_bjj_created ON issuances (created_at) WHERE proof_type = 'BJJ_SIG_2021';
+CREATE INDEX issuances_batch ON issuances (batch_id) WHERE batch_id IS NOT NULL;
+CREATE INDEX issuances_renewed_from ON issuances (renewed_from) WHERE renewed_from IS NOT NULL;
 
 -- One row per credential offer: the offer, its pre-authorized code, its transaction code, the
 -- access token the code was exchanged for, and the credential it gave. Nothing secret is kept in

@@ -3,7 +3,7 @@
 --
 -- Its credentials are recorded like any other, with channel 'oid4vci'. They go to the wallet in
 -- the credential response, so nothing is uploaded: their upload_state is 'none' (never pending,
--- never in the outbox). record_issuance is the same function but for that state.
+-- never in the outbox). record_issuance is 016-status-jobs.sql's but for that state.
 ALTER TABLE issuances DROP CONSTRAINT issuances_channel_check;
 ALTER TABLE issuances ADD CONSTRAINT issuances_channel_check
   CHECK (channel IN ('hosted', 'direct', 'oid4vci'));
@@ -21,6 +21,8 @@ CREATE OR REPLACE FUNCTION record_issuance(
   p_lock_space INTEGER, p_lock_key INTEGER,
   -- The `issue` audit row's actor and reason; NULL actor: no audit row.
   p_audit_actor TEXT, p_audit_reason TEXT,
+  -- The batch-issue run (the bulk selector's batchId) and the credential this one renews.
+  p_batch_id TEXT DEFAULT NULL, p_renewed_from TEXT DEFAULT NULL,
   OUT outcome TEXT, OUT existing TEXT
 ) LANGUAGE plpgsql AS $$
 BEGIN
@@ -33,11 +35,11 @@ BEGIN
   -- between racing instances.
   INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
       status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state,
-      next_attempt_at, lease_until, email_hash)
+      next_attempt_at, lease_until, email_hash, batch_id, renewed_from)
     SELECT p_credential_id, p_channel, p_user_id, p_holder_did, p_schema_id, p_proof_type, p_nonce,
       p_partition, p_index, p_subject_hash, p_kid, p_created_at, p_expires_at, p_envelope,
       CASE WHEN p_channel = 'oid4vci' THEN 'none' ELSE 'pending' END,
-      p_next_attempt_at, p_lease_until, p_email_hash
+      p_next_attempt_at, p_lease_until, p_email_hash, p_batch_id, p_renewed_from
     WHERE (p_partition IS NULL
         OR EXISTS (SELECT 1 FROM status_list_partitions p WHERE p.partition = p_partition AND p_index < p.size))
       AND (p_lock_key IS NULL OR NOT EXISTS (SELECT 1 FROM issuances d

@@ -1,0 +1,156 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { AppError, notFound } from '../../../errors.js';
+import type { EmailHasher } from '../../../issuance/email-hash.js';
+import { HolderDidSchema } from '../../../model.js';
+import type { StatusJobs } from '../../../status/status-jobs.js';
+import type { StatusJobRecord, StatusJobSelector } from '../../../store/status-job-store.js';
+import { parseInput } from '../../middleware/validate.js';
+import { json200, type RouteFactory, TAGS } from '../route.js';
+import { auditActor, SchemaIdField } from './fields.js';
+
+/** The most credential ids one request may name (docs/admin-cli.md "Bulk status changes"). */
+export const MAX_SELECTOR_IDS = 10_000;
+
+const IsoDateTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with an offset' });
+
+/** Which credentials: every given field must match. Unknown fields are refused, not ignored. */
+export const SelectorSchema = z
+  .strictObject({
+    schemaId: SchemaIdField.optional(),
+    holderDid: HolderDidSchema.optional(),
+    // Any well-formed address, hashed as the history's `email` filter is; never stored as given.
+    email: z
+      .string({ error: 'must be an email address' })
+      .trim()
+      .max(254, 'at most 254 characters')
+      .pipe(z.email('not a valid email address'))
+      .optional(),
+    batchId: z.string().min(1).max(255).optional(),
+    kid: z.string().min(1).max(255).optional(),
+    issuedAfter: IsoDateTime.optional(),
+    issuedBefore: IsoDateTime.optional(),
+    credentialIds: z
+      .array(z.string().min(1).max(255))
+      .min(1, 'must name at least one credential id')
+      .max(MAX_SELECTOR_IDS, `at most ${MAX_SELECTOR_IDS.toLocaleString('en')} ids; split the list`)
+      .optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (Object.values(s).every((v) => v === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message:
+          'must name at least one of schemaId, holderDid, email, batchId, kid, issuedAfter, issuedBefore, credentialIds',
+      });
+    if (s.issuedAfter && s.issuedBefore && Date.parse(s.issuedAfter) >= Date.parse(s.issuedBefore))
+      ctx.addIssue({ code: 'custom', path: ['issuedBefore'], message: 'must be after issuedAfter' });
+  });
+
+export const StatusChangesBodySchema = z.strictObject({
+  change: z.enum(['revoke', 'suspend', 'unsuspend'], { error: 'must be one of revoke, suspend, unsuspend' }),
+  selector: SelectorSchema,
+  reason: z
+    .string({ error: 'required: say why (kept in the audit log)' })
+    .trim()
+    .min(1, 'must not be empty')
+    .max(1000),
+  dryRun: z.boolean().optional(),
+});
+export type StatusChangesBody = z.infer<typeof StatusChangesBodySchema>;
+
+/** The answer of `GET /admin/status-changes/:jobId`. */
+export function jobAnswer(job: StatusJobRecord) {
+  return {
+    jobId: job.id,
+    change: job.change,
+    state: job.state,
+    total: job.total,
+    done: job.done,
+    failed: job.failed,
+    reason: job.reason,
+    actor: job.actor,
+    createdAt: job.createdAt.toISOString(),
+    finishedAt: job.finishedAt?.toISOString() ?? null,
+    ...(job.state === 'failed' && job.error ? { error: job.error } : {}),
+  };
+}
+
+/** `POST /admin/status-changes`: revoke, suspend or unsuspend every credential a selector matches. */
+export const statusChangesRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/status-changes',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-status-changes',
+    summary: 'Bulk status change: a job over every credential the selector matches (dryRun: the count only)',
+    tags: TAGS.admin,
+    body: StatusChangesBodySchema,
+    responses: {
+      200: { description: 'dryRun: `{ count }`, nothing changed', contentType: 'application/json' },
+      202: {
+        description: 'The job is recorded and running: `{ jobId, count }`',
+        contentType: 'application/json',
+      },
+    },
+  },
+  handler: startStatusChanges(ctx.statusJobs, ctx.hashEmail, ctx.config.statusList.bits),
+});
+
+export function startStatusChanges(jobs: StatusJobs, hashEmail: EmailHasher, bits: 1 | 2) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(StatusChangesBodySchema, req.body);
+    if (body.change !== 'revoke' && bits !== 2)
+      throw new AppError(
+        'INVALID_PARAMETER',
+        'change: suspension needs a 2-bit status list (STATUS_LIST_BITS=2)',
+        {
+          field: 'change',
+        },
+      );
+    const { email, issuedAfter, issuedBefore, ...rest } = body.selector;
+    const selector: StatusJobSelector = {
+      ...rest,
+      ...(email === undefined ? {} : { emailHash: await hashEmail(email) }),
+      ...(issuedAfter === undefined ? {} : { issuedAfter: new Date(issuedAfter) }),
+      ...(issuedBefore === undefined ? {} : { issuedBefore: new Date(issuedBefore) }),
+    };
+    if (body.dryRun) {
+      res.json({ count: await jobs.count(selector) });
+      return;
+    }
+    const job = await jobs.create(body.change, selector, {
+      ...auditActor(res, body.reason),
+      reason: body.reason,
+    });
+    res.status(202).json({ jobId: job.id, count: job.total });
+  };
+}
+
+const JobIdSchema = z.string().regex(/^sj_[0-9a-f-]{36}$/, 'not a status change job id');
+
+/** `GET /admin/status-changes/:jobId` → `{ state, total, done, failed, ... }`. */
+export const statusChangeJobRoute: RouteFactory = (ctx) => ({
+  method: 'get',
+  path: '/admin/status-changes/:jobId',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-status-change-job',
+    summary: 'A bulk status change job: `{ state: running | done | failed, total, done, failed }`',
+    tags: TAGS.admin,
+    params: { jobId: JobIdSchema },
+    responses: json200(
+      '`{ jobId, change, state, total, done, failed, reason, actor, createdAt, finishedAt }`',
+    ),
+    errors: ['NOT_FOUND'],
+  },
+  handler: async (req: Request, res: Response) => {
+    const { jobId } = parseInput(z.object({ jobId: JobIdSchema }), req.params, 'query');
+    const job = await ctx.statusJobs.get(jobId);
+    if (!job) throw notFound(`jobId: no status change job ${jobId}`);
+    res.json(jobAnswer(job));
+  },
+});
