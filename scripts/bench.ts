@@ -11,6 +11,7 @@ import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
+import { benchKeySigning } from './bench/key-signing.js';
 import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchScale } from './bench/scale.js';
@@ -61,7 +62,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   // Hosted issue-vc with the keys in software and in a PKCS#11 token (SoftHSM2), alternated twice
   // so that a drift of the shared machine falls on both (docs/benchmarks.md "Key backends").
   keys: async () => {
-    const rows: Row[] = [];
+    // One signature alone first (software and token, 32 in flight), then whole issuances.
+    const rows: Row[] = await benchKeySigning();
     for (let round = 1; round <= KEY_ROUNDS; round++)
       for (const keyBackend of ['software', 'pkcs11'] as const) {
         for (const r of await benchHostedIssueVc({ workers: 1, keyBackend }))
@@ -280,7 +282,16 @@ if (goals.length > 0) {
 // throughput at 32 in flight against the software key, per round (goal: ≤ +0.15 ms, within 10%).
 const keyRow = (backend: string, round: number, what: string) =>
   rows.find((r) => r.name === `hosted issue-vc WORKERS=1 keys ${backend} #${round}: ${what}`)?.value;
+const signRow = (backend: string, round: number) =>
+  rows.find((r) => r.name === `ES256 signature, ${backend} key #${round}: CPU per signature`)?.value;
 if (keyRow('software', 1, 'server CPU per issuance') !== undefined) {
+  for (const round of [1, 2]) {
+    const [soft, token] = [signRow('software', round), signRow('pkcs11', round)];
+    if (soft !== undefined && token !== undefined)
+      console.log(
+        `\n  one ES256 signature, round ${round}: software ${soft.toFixed(3)} ms, pkcs11 ${token.toFixed(3)} ms CPU (+${(token - soft).toFixed(3)} ms)`,
+      );
+  }
   console.log('\nkey backends, hosted issue-vc (same run; goal ≤ +0.15 ms CPU, throughput ≥ 0.90×)');
   for (let round = 1; round <= KEY_ROUNDS; round++) {
     const cpu = [

@@ -3,16 +3,19 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runDoctor } from '../../src/cli/doctor.js';
 import { loadConfig } from '../../src/config/config.js';
+import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { type ManagedKey, parseKeyFile, readKeys } from '../../src/keys/key-ring.js';
 import { openPkcs11Backend, type Pkcs11Backend } from '../../src/keys/pkcs11-backend.js';
+import { openSealedKey } from '../../src/keys/sealed-key.js';
 import { SOFTWARE_KEYS_ASIDE } from '../../src/keys/token-migration.js';
 import { x509 } from '../../src/keys/x509.js';
 import { issueOverHttp, seedMembers } from '../fixtures/status.js';
 import { runCli } from '../helpers/cli.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, TEST_ADMIN_API_KEY, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
 
 const available = softHsmAvailable('the key migration tests') && TEST_STORE === 'sqlite';
@@ -177,3 +180,58 @@ describe.skipIf(!available)('moving software keys into a PKCS#11 token (SoftHSM2
     expect(existsSync(file)).toBe(true);
   });
 });
+
+// The same import on PostgreSQL: the rows rewritten in one transaction, their sealed text set aside.
+describe.skipIf(!available || !(await postgresAvailable('the key import on PostgreSQL')))(
+  'moving software keys into the token on PostgreSQL',
+  () => {
+    it('import keeps the kids; the rows hold no private key; the sealed copies are set aside', async () => {
+      const db = await createTempDatabase();
+      const dir = tempDir();
+      const keysDir = join(dir, 'keys');
+      const env = { DATABASE_URL: db.url };
+      try {
+        const software = await startIssuer({ dir, env });
+        const port = Number(new URL(software.url).port);
+        const before = await issueOverHttp(software, (await seedMembers(software, 'pg-import', 1))[0]!);
+        const kid = software.ctx.keys.current().signing.kid;
+        await software.close();
+
+        const token = processToken();
+        const run = await runCli(
+          ['keys', 'migrate-to-token', 'import'],
+          { KEYS_DIR: keysDir, ...env, ...token.env },
+          dir,
+        );
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        expect(
+          readdirSync(join(keysDir, SOFTWARE_KEYS_ASIDE)).filter((f) => f.startsWith('database-')),
+        ).toHaveLength(2);
+
+        const migrated = await startIssuer({ dir, port, env: { ...env, ...token.env } });
+        try {
+          expect(migrated.ctx.keys.current().signing.kid).toBe(kid);
+          expect(migrated.ctx.keys.current().signing.custody).toBe('pkcs11');
+          for (const row of await migrated.ctx.store.keys!.list()) {
+            const data = openSealedKey(
+              DEVELOPMENT_KEY_ENCRYPTION_KEY,
+              row.kid,
+              row.purpose,
+              row.sealed,
+            ) as Record<string, unknown>;
+            expect(data.privateJwk).toBeUndefined();
+            expect(data.token).toMatchObject({ backend: 'pkcs11' });
+          }
+          expect((await verifySdJwtVc(migrated.url, before.compact)).header.kid).toBe(kid);
+          const after = await issueOverHttp(migrated, (await seedMembers(migrated, 'pg-after', 1))[0]!);
+          expect((await verifySdJwtVc(migrated.url, after.compact)).header.kid).toBe(kid);
+        } finally {
+          await migrated.close();
+        }
+      } finally {
+        await db.drop();
+      }
+    });
+  },
+);

@@ -176,3 +176,31 @@ describe.skipIf(!available)('KEY_BACKEND=pkcs11: the token taken away mid-burst 
     expect((await direct('after@example.org')).status).toBe(201);
   });
 });
+
+describe.skipIf(!available)('KEY_BACKEND=pkcs11: a start the token refuses', () => {
+  it('a wrong PIN is one start-up line naming PKCS11_PIN, without the PIN', async () => {
+    const token = newSoftHsmToken('issuer-kit-pin');
+    const dir = tempDir();
+    const wrong = '97531864';
+    try {
+      const failed = await startInstanceProcess({
+        databaseUrl: `sqlite:${join(dir, 'issuer.db')}`,
+        serviceUrl: 'http://127.0.0.1:9',
+        dir,
+        env: { ...token.env, PKCS11_PIN: wrong },
+      }).then(
+        async (started) => {
+          await stopInstanceProcesses([started]);
+          return 'started';
+        },
+        (err: Error) => err.message,
+      );
+      expect(failed).toMatch(
+        /PKCS11_PIN: the token "issuer-kit-pin" refused the login \(CKR_PIN_INCORRECT\)/,
+      );
+      expect(failed).not.toContain(wrong);
+    } finally {
+      removeDir(dir);
+    }
+  });
+});
