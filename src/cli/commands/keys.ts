@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { json, table } from '../output.js';
 import { type RegisterCommand, UsageError } from './command.js';
+import { addKeysCompromisedCommand } from './keys-compromised.js';
 
 export const keysCommand: RegisterCommand = (program, act) => {
   const keys = program.command('keys').description('credential-signing and partner-JWT keys');
@@ -154,4 +155,5 @@ export const keysCommand: RegisterCommand = (program, act) => {
         return 0;
       }),
     );
+  addKeysCompromisedCommand(keys, act);
 };

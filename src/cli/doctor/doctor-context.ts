@@ -2,7 +2,7 @@ import type { JWK } from 'jose';
 import type { Config, Secrets } from '../../config/config.js';
 import { databaseKeyHolder } from '../../keys/key-holder.js';
 import { type KeyRing, loadKeyRing } from '../../keys/key-ring.js';
-import { publishedSigningKeys } from '../../keys/published-keys.js';
+import { compromisedKids, publishedSigningKeys } from '../../keys/published-keys.js';
 import { silentLogger } from '../../observability/logger.js';
 import type { StoreInspection } from '../../store/engine.js';
 import { inspectStore } from '../../store/engines.js';
@@ -78,7 +78,10 @@ export function doctorContext(
   const ring = once(async () => loadLocalRing(config, secrets, await store()).catch((err: Error) => err));
   const localSigning = once(async () => {
     const [r, s] = [await ring(), await store()];
-    return r instanceof Error || !s ? undefined : publishedSigningKeys(r, s.issuances, now);
+    if (r instanceof Error || !s) return undefined;
+    // A database of an older version has no such table yet: nothing was declared compromised.
+    const compromised = await compromisedKids(s.compromisedKeys).catch(() => new Set<string>());
+    return publishedSigningKeys(r, s.issuances, now, compromised);
   });
   const documents = new Map<string, Promise<Fetched>>();
   return {
