@@ -174,7 +174,11 @@ describe('key-compromise playbook', () => {
     const unconfirmed = await runCli(['keys', 'compromised', '--reason', 'drill', '--', kid], env, dir);
     expect(unconfirmed.code).toBe(1);
     expect(issuer.ctx.keys.current().signing.kid).toBe(kid);
-    const run = await runCli(['--json', 'keys', 'compromised', '--reason', 'drill', '--yes', '--', kid], env, dir);
+    const run = await runCli(
+      ['--json', 'keys', 'compromised', '--reason', 'drill', '--yes', '--', kid],
+      env,
+      dir,
+    );
     expect(run.code).toBe(0);
     const out = JSON.parse(run.stdout) as { rotatedTo: string; job: Job };
     expect(out.job).toMatchObject({ state: 'done', total: 2, done: 2, failed: 0 });
