@@ -11,6 +11,7 @@ import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
+import { benchKeySigning } from './bench/key-signing.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
@@ -19,6 +20,7 @@ import { benchWebhookParts } from './bench/webhooks.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
 const WEBHOOK_ROUNDS = 4;
+const KEY_ROUNDS = 2;
 
 const rows: Row[] = [];
 const FLOOR = 'hosted floor, parts alone';
@@ -53,6 +55,18 @@ const sections: Record<string, () => Promise<Row[]>> = {
       for (const webhooks of ['off', 'on'] as const) {
         for (const r of await benchHostedIssueVc({ workers: 1, webhooks }))
           rows.push({ ...r, name: r.name.replace(`webhooks ${webhooks}`, `webhooks ${webhooks} #${round}`) });
+      }
+    return rows;
+  },
+  // Hosted issue-vc with the keys in software and in a PKCS#11 token (SoftHSM2), alternated twice
+  // so that a drift of the shared machine falls on both (docs/benchmarks.md "Key backends").
+  keys: async () => {
+    // One signature alone first (software and token, 32 in flight), then whole issuances.
+    const rows: Row[] = await benchKeySigning();
+    for (let round = 1; round <= KEY_ROUNDS; round++)
+      for (const keyBackend of ['software', 'pkcs11'] as const) {
+        for (const r of await benchHostedIssueVc({ workers: 1, keyBackend }))
+          rows.push({ ...r, name: r.name.replace(`keys ${keyBackend}`, `keys ${keyBackend} #${round}`) });
       }
     return rows;
   },
@@ -259,4 +273,36 @@ if (goals.length > 0) {
     console.log(
       `  ${name.padEnd(62)} ${v!.toFixed(unit === 'ms' && v! >= 10 ? 0 : 2).padStart(8)} ${unit.padEnd(3)} goal ${goal.padEnd(8)} ${met(v!) ? 'met' : 'NOT met'}`,
     );
+}
+
+// docs/benchmarks.md "Key backends": what signing in the token adds per hosted issuance, and the
+// throughput at 32 in flight against the software key, per round (goal: ≤ +0.15 ms, within 10%).
+const keyRow = (backend: string, round: number, what: string) =>
+  rows.find((r) => r.name === `hosted issue-vc WORKERS=1 keys ${backend} #${round}: ${what}`)?.value;
+const signRow = (backend: string, round: number) =>
+  rows.find((r) => r.name === `ES256 signature, ${backend} key #${round}: CPU per signature`)?.value;
+if (keyRow('software', 1, 'server CPU per issuance') !== undefined) {
+  for (const round of [1, 2]) {
+    const [soft, token] = [signRow('software', round), signRow('pkcs11', round)];
+    if (soft !== undefined && token !== undefined)
+      console.log(
+        `\n  one ES256 signature, round ${round}: software ${soft.toFixed(3)} ms, pkcs11 ${token.toFixed(3)} ms CPU (+${(token - soft).toFixed(3)} ms)`,
+      );
+  }
+  console.log('\nkey backends, hosted issue-vc (same run; goal ≤ +0.15 ms CPU, throughput ≥ 0.90×)');
+  for (let round = 1; round <= KEY_ROUNDS; round++) {
+    const cpu = [
+      keyRow('software', round, 'server CPU per issuance'),
+      keyRow('pkcs11', round, 'server CPU per issuance'),
+    ];
+    const rate = [
+      keyRow('software', round, 'issuances/s at 32 in flight'),
+      keyRow('pkcs11', round, 'issuances/s at 32 in flight'),
+    ];
+    if (cpu[0] === undefined || cpu[1] === undefined || rate[0] === undefined || rate[1] === undefined)
+      continue;
+    console.log(
+      `  round ${round}: pkcs11 − software server CPU per issuance ${(cpu[1] - cpu[0]).toFixed(3)} ms; issuances/s pkcs11 ÷ software ${(rate[1] / rate[0]).toFixed(2)}×`,
+    );
+  }
 }

@@ -10,18 +10,31 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describeGenerated, generateMissingKeys } from '../src/cli/keys.js';
+import { ConfigError } from '../src/config/env.js';
+import { keyBackendFromEnv } from '../src/keys/open-key-backend.js';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const keysDir = resolve(process.env.KEYS_DIR ?? './keys');
 const production = process.env.NODE_ENV === 'production';
-for (const line of describeGenerated(await generateMissingKeys(keysDir, { production }))) console.log(line);
+// KEY_BACKEND=pkcs11: the ES256 keys are generated in the token
+// (docs/security.md "Keys in a hardware security module").
+let backend: Awaited<ReturnType<typeof keyBackendFromEnv>>;
+try {
+  backend = await keyBackendFromEnv(process.env);
+} catch (err) {
+  console.error(err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`);
+  process.exit(1);
+}
+for (const line of describeGenerated(await generateMissingKeys(keysDir, { production, backend })))
+  console.log(line);
 if (process.argv.includes('--x5c')) {
   const { generateDevChain } = await import('../src/cli/key-certificates.js');
   try {
-    const out = await generateDevChain(keysDir, process.env);
+    const out = await generateDevChain(keysDir, process.env, new Date(), backend);
     console.log(`x5c: ${out.kid} certified for ${out.host} by the development CA (trust ${out.caPem})`);
   } catch (err) {
     console.error(`error: ${(err as Error).message}`);
     process.exitCode = 1;
   }
 }
+await backend.close();

@@ -16,6 +16,8 @@ import type { Issuer } from './issuers/issuer.js';
 import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js';
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
+import { openKeyBackend } from './keys/open-key-backend.js';
+import { assertSignsInBackend } from './keys/token-migration.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
@@ -181,12 +183,18 @@ export async function createContext(
       throw err;
     }
   };
+  // KEY_BACKEND: where the ES256 private keys live and sign; the file or row keeps each key's
+  // state either way (docs/security.md "Keys in a hardware security module").
+  const keyBackend = await orClose(openKeyBackend(config.keyBackend, secrets.pkcs11Pin));
   const keys: KeyHolder = await orClose(
     !store.keys
       ? fileKeyHolder(
           config.keysDir,
           !config.production,
-          (ring) => identification.assertUsable(ring),
+          (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           config.production ? 'production' : 'development',
           {
             // WORKERS=N: a rotation through one worker reaches its siblings within a poll.
@@ -202,16 +210,22 @@ export async function createContext(
                 'keys: KEYS_DIR changed but does not load; keeping the current keys',
               ),
           },
+          keyBackend,
         )
       : databaseKeyHolder(store.keys, {
-          check: (ring) => identification.assertUsable(ring),
+          check: (ring) => {
+            identification.assertUsable(ring);
+            assertSignsInBackend(ring, keyBackend);
+          },
           keysDir: config.keysDir,
           generateIfMissing: !config.production,
           kek: secrets.keyEncryption.current,
           pollMs: overrides.keysPollMs ?? 2000,
           environment: config.production ? 'production' : 'development',
           log,
+          backend: keyBackend,
         }),
+    () => void keyBackend.close(),
   );
 
   const serviceClient =
@@ -427,6 +441,7 @@ export async function createContext(
       await webhooks.stop();
       await closeHttpPools();
       keys.close();
+      await keys.backend.close();
       await shared?.close();
       await iden3?.close();
       await store.close();

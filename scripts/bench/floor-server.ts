@@ -24,7 +24,7 @@ import { loadOrCreateDevSecrets } from '../../src/development/dev-secrets.js';
 import { type HolderPublicKey, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
 import { issuanceSubjectHash, randomRevocationNonce } from '../../src/issuance/issuance-core.js';
-import { issueSdJwtVcSync } from '../../src/issuers/sd-jwt/assemble.js';
+import { issueSdJwtVc } from '../../src/issuers/sd-jwt/assemble.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
@@ -60,7 +60,7 @@ const markUploaded = db.prepare('UPDATE floor SET uploaded = 1 WHERE id = ?');
 const record = db.transaction((id: string, holder: string, envelope: string) =>
   insert.run(id, holder, envelope),
 );
-const signingKey = ring.signing.privateKey;
+const signingKey = ring.signing.privateKey!;
 
 const b64url = (s: string) => Buffer.from(s).toString('base64url');
 
@@ -84,12 +84,12 @@ async function issue(body: { holderDID: string; pubKey: string; userId: string }
   const fields = { iss: 'http://127.0.0.1', sub: body.holderDID, iat: now, jti: id, ...subject };
   let credential: string;
   if (layers.has('sdjwt')) {
-    credential = issueSdJwtVcSync(
+    credential = await issueSdJwtVc(
       fields,
       { _sd: Object.keys(subject) },
       {
         header: { kid: ring.signing.kid },
-        privateKey: signingKey,
+        sign: ring.signing.sign,
       },
     );
   } else {

@@ -8,6 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
+import { openKeyBackend } from '../../src/keys/open-key-backend.js';
+import { processToken } from '../../test/helpers/softhsm.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import type { Row } from './issuance.js';
 import { type BenchServer, backendCpuMs, processTreeCpuMs, startBenchServer } from './server.js';
@@ -88,6 +90,11 @@ export async function benchHostedIssueVc(
      * so the window holds the deliveries of the issuances in it.
      */
     webhooks?: 'on' | 'off';
+    /**
+     * `pkcs11`: the issuer's keys made in a SoftHSM2 token and every signature made there
+     * (KEY_BACKEND=pkcs11); `software` the default key files. Unset: no key tag.
+     */
+    keyBackend?: 'software' | 'pkcs11';
     /** The rows' name prefix (default: `hosted issue-vc …` from the options). */
     tag?: string;
     /** More environment for the issuer. */
@@ -103,12 +110,22 @@ export async function benchHostedIssueVc(
     options.tag ??
     (options.floor !== undefined
       ? `hosted floor, parts alone${options.floor ? ` + ${options.floor}` : ''}`
-      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}`);
+      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}${options.keyBackend ? ` keys ${options.keyBackend}` : ''}`);
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   try {
     // The issuer's keys exist before it starts, so that the emulator can be told its partner keys.
-    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
+    // One token per bench process: SoftHSM reads SOFTHSM2_CONF when this process first loads it
+    // (to make the keys), and the issuer process is handed the same.
+    const token = options.keyBackend === 'pkcs11' ? processToken('issuer-kit-bench') : undefined;
+    const backend = token
+      ? await openKeyBackend(
+          { kind: 'pkcs11', module: token.module, token: { label: token.label } },
+          token.pin,
+        )
+      : undefined;
+    if (backend) closers.push(() => backend.close());
+    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true, backend });
     const jwks = JSON.stringify({ keys: ring.partnerKeys.map((k) => k.publicJwk) });
     const jwksServer = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(jwks);
@@ -143,6 +160,7 @@ export async function benchHostedIssueVc(
         WORKERS: String(workers),
         ...(options.floor ? { FLOOR_WITH: options.floor } : {}),
         ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+        ...(token?.env ?? {}),
         ...options.env,
       },
       {

@@ -5,6 +5,7 @@ import { developmentState } from './doctor/checks/development-state.js';
 import { didJson, jwksJson, jwtVcIssuer } from './doctor/checks/documents.js';
 import { exampleSchema } from './doctor/checks/example-schema.js';
 import { iden3Key } from './doctor/checks/iden3-key.js';
+import { keyBackend } from './doctor/checks/key-backend.js';
 import { keyFiles } from './doctor/checks/key-files.js';
 import { keys } from './doctor/checks/keys.js';
 import { origin } from './doctor/checks/origin.js';
@@ -32,6 +33,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   production,
   origin,
   keys,
+  keyBackend,
   keyFiles,
   developmentState,
   database,

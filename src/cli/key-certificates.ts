@@ -1,13 +1,14 @@
-import { createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/config.js';
 import { DEVELOPMENT_KEY_ENCRYPTION_KEY, parseKeyEncryptionKey } from '../config/key-encryption-key.js';
 import { attachChain, chainProblems, originHost, pemToX5c } from '../keys/certificates.js';
 import { certifyWithDevCa, DEV_CA_PEM } from '../keys/dev-ca.js';
+import type { KeyBackend } from '../keys/key-backend.js';
 import { keyOfRow, storedKey } from '../keys/key-holder.js';
 import { generateKey, KeyError, loadKeyRing, newKeyData, readKeys } from '../keys/key-ring.js';
-import { type LibKeyPair, sanFor, x509 } from '../keys/x509.js';
+import { certificateRequest } from '../keys/x509.js';
 import { redactDatabaseUrl } from '../store/database-url.js';
 import { parseDatabaseUrl } from '../store/engines.js';
 import type { KeyMaterialStore } from '../store/store.js';
@@ -25,33 +26,29 @@ export interface PreparedKey {
   csr: string | undefined;
 }
 
-const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-
 /**
  * `npm run admin -- keys prepare [--csr <file>]`: a standby credential-signing key for
  * the next rotation, published at once but not signing. With `--csr`, a PKCS#10 request for the
  * origin's host, to be certified and attached with `keys certificate` before rotating in x5c mode.
  */
-export async function prepareKey(keysDir: string, origin: string, csrFile?: string): Promise<PreparedKey> {
-  const key = await generateKey(keysDir, 'credential-signing', new Date(), { standby: true });
-  if (csrFile !== undefined) await writeCsr(key.privateKey, origin, csrFile);
+export async function prepareKey(
+  keysDir: string,
+  origin: string,
+  csrFile?: string,
+  backend?: KeyBackend,
+): Promise<PreparedKey> {
+  const key = await generateKey(keysDir, 'credential-signing', new Date(), { standby: true, backend });
+  if (csrFile !== undefined) await writeCsr(key, origin, csrFile);
   return { kid: key.kid, file: key.file, csr: csrFile };
 }
 
-/** A PKCS#10 request for `privateKey` naming the origin's host (CN and subjectAltName). */
-async function writeCsr(privateKey: KeyObject, origin: string, csrFile: string): Promise<void> {
-  const privateJwk = privateKey.export({ format: 'jwk' }) as webcrypto.JsonWebKey;
-  const publicJwk = createPublicKey(privateKey).export({ format: 'jwk' }) as webcrypto.JsonWebKey;
-  const keys = {
-    privateKey: await webcrypto.subtle.importKey('jwk', privateJwk, EC, false, ['sign']),
-    publicKey: await webcrypto.subtle.importKey('jwk', publicJwk, EC, true, ['verify']),
-  };
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: `CN=${originHost(origin)}`,
-    keys: keys as unknown as LibKeyPair,
-    signingAlgorithm: EC,
-    extensions: [sanFor(origin)],
-  });
+/** A PKCS#10 request signed by the key's backend (the token, with KEY_BACKEND=pkcs11). */
+async function writeCsr(
+  key: Parameters<typeof certificateRequest>[0],
+  origin: string,
+  csrFile: string,
+): Promise<void> {
+  const csr = await certificateRequest(key, origin);
   writeFileSync(csrFile, `${csr.toString('pem')}\n`);
 }
 
@@ -73,11 +70,14 @@ export async function attachCertificate(
   pemFile: string,
   origin: string,
   now = new Date(),
+  backend?: KeyBackend,
 ): Promise<AttachedCertificate> {
-  const key = (await readKeys(keysDir)).find((k) => k.kid === kid && k.purpose === 'credential-signing');
+  const key = (await readKeys(keysDir, backend)).find(
+    (k) => k.kid === kid && k.purpose === 'credential-signing',
+  );
   if (!key) throw new KeyError(`${keysDir}: no credential-signing key with kid ${kid}`);
   const x5c = readChain(pemFile);
-  checkChain(x5c, key.privateKey, kid, pemFile, origin, now);
+  checkChain(x5c, key.publicKey, kid, pemFile, origin, now);
   attachChain(key.file, x5c);
   return { kid, file: key.file, certificates: x5c.length };
 }
@@ -100,10 +100,12 @@ function checkChain(x5c: string[], key: KeyObject, kid: string, pemFile: string,
 
 /** The shared key rows of a PostgreSQL DATABASE_URL, and the key that seals them. */
 export interface DatabaseKeys {
-  keys: Pick<KeyMaterialStore, 'addStandby' | 'attachChain'>;
+  keys: KeyMaterialStore;
   kek: Buffer;
   /** DATABASE_URL without its password, for messages. */
   where: string;
+  /** KEY_BACKEND: where a new key is made and an existing one signs. */
+  backend?: KeyBackend | undefined;
 }
 
 /**
@@ -147,9 +149,9 @@ export async function prepareDatabaseKey(
   csrFile?: string,
   now = new Date(),
 ): Promise<PreparedKey> {
-  const { kid, data } = await newKeyData('credential-signing', now);
+  const { kid, data } = await newKeyData('credential-signing', now, 'production', db.backend);
   const row = storedKey(db.kek, kid, data, { standby: true });
-  if (csrFile !== undefined) await writeCsr((await keyOfRow(db.kek, row)).privateKey, origin, csrFile);
+  if (csrFile !== undefined) await writeCsr(await keyOfRow(db.kek, row, db.backend), origin, csrFile);
   await db.keys.addStandby(row);
   return { kid, file: db.where, csr: csrFile };
 }
@@ -167,7 +169,7 @@ export async function attachDatabaseCertificate(
 ): Promise<AttachedCertificate> {
   const x5c = readChain(pemFile);
   const found = await db.keys.attachChain(kid, x5c, async (row) => {
-    checkChain(x5c, (await keyOfRow(db.kek, row)).privateKey, kid, pemFile, origin, now);
+    checkChain(x5c, (await keyOfRow(db.kek, row, db.backend)).publicKey, kid, pemFile, origin, now);
   });
   if (!found) throw new KeyError(`${db.where}: no credential-signing key with kid ${kid}`);
   return { kid, file: db.where, certificates: x5c.length };
@@ -182,6 +184,7 @@ export async function generateDevChain(
   keysDir: string,
   env: NodeJS.ProcessEnv,
   now = new Date(),
+  backend?: KeyBackend,
 ): Promise<{ kid: string; host: string; caPem: string; created: boolean }> {
   if (env.NODE_ENV === 'production') {
     throw new KeyError(
@@ -190,9 +193,9 @@ export async function generateDevChain(
   }
   // The same ISSUER_ORIGIN (and default) the server will use.
   const origin = loadConfig({ ...env, KEYS_DIR: keysDir }).config.issuerOrigin;
-  const ring = await loadKeyRing(keysDir, { generateIfMissing: false });
+  const ring = await loadKeyRing(keysDir, { generateIfMissing: false, backend });
   const key = ring.signing;
-  const valid = key.x5c !== undefined && chainProblems(key.x5c, key.privateKey, origin, now).length === 0;
+  const valid = key.x5c !== undefined && chainProblems(key.x5c, key.publicKey, origin, now).length === 0;
   if (!valid) await certifyWithDevCa(keysDir, key, origin, now);
   return { kid: key.kid, host: originHost(origin), caPem: join(keysDir, DEV_CA_PEM), created: !valid };
 }

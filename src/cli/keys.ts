@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { DEVELOPMENT_KEYS_SUBDIR, DEVELOPMENT_ONLY_FILES } from '../development/development-files.js';
 import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../issuers/iden3/bjj-key.js';
+import type { KeyBackend } from '../keys/key-backend.js';
 import { generateKey, isActive, type KeyPurpose, readKeys } from '../keys/key-ring.js';
 
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
@@ -34,8 +35,9 @@ export interface GeneratedKeys {
  */
 export async function generateMissingKeys(
   dir: string,
-  options: { production: boolean } = { production: false },
+  options: { production: boolean; backend?: KeyBackend } = { production: false },
 ): Promise<GeneratedKeys> {
+  const backend = options.backend;
   const moved = new Map<string, string[]>();
   const moveAside = (purpose: string, file: string) => {
     const aside = join(dir, DEVELOPMENT_KEYS_SUBDIR);
@@ -45,7 +47,7 @@ export async function generateMissingKeys(
     moved.set(purpose, [...(moved.get(purpose) ?? []), to]);
   };
   if (options.production) {
-    for (const key of await readKeys(dir))
+    for (const key of await readKeys(dir, backend))
       if (key.environment === 'development') moveAside(key.purpose, key.file);
     if (existsSync(join(dir, BJJ_KEY_FILE))) {
       const bjj = await loadOrCreateBjjKey(dir, { generateIfMissing: false });
@@ -54,11 +56,11 @@ export async function generateMissingKeys(
     for (const name of DEVELOPMENT_ONLY_FILES)
       if (existsSync(join(dir, name))) moveAside('other', join(dir, name));
   }
-  const keys = await readKeys(dir);
+  const keys = await readKeys(dir, backend);
   const out: GeneratedKey[] = [];
   for (const purpose of PURPOSES) {
     const active = keys.find((k) => k.purpose === purpose && isActive(k));
-    const key = active ?? (await generateKey(dir, purpose));
+    const key = active ?? (await generateKey(dir, purpose, new Date(), { backend }));
     out.push({
       purpose,
       kid: key.kid,

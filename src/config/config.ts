@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
@@ -30,6 +31,11 @@ export interface Config {
     | { kind: 'sqlite'; path: string }
     | { kind: 'postgres'; url: string; poolMax: number; timeouts: DatabaseTimeouts };
   keysDir: string;
+  /**
+   * KEY_BACKEND: where the ES256 private keys live and sign; the PIN is in `Secrets`
+   * (docs/security.md "Keys in a hardware security module").
+   */
+  keyBackend: KeyBackendConfig;
   schemasDir: string;
   /** Unset in dev: generated and kept in the keys folder. */
   partnerId: string | undefined;
@@ -85,6 +91,10 @@ export interface Config {
   console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
 }
 
+export type KeyBackendConfig =
+  | { kind: 'software' }
+  | { kind: 'pkcs11'; module: string; token: { label: string } | { slot: number } };
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export type SdJwtIssuerMode = 'url' | 'did:web' | 'x5c';
@@ -107,6 +117,8 @@ export interface Secrets {
   keyEncryption: KeyEncryption;
   /** REDIS_URL as given: shared rate-limit counters. */
   redisUrl: string | undefined;
+  /** PKCS11_PIN, or the first line of PKCS11_PIN_FILE (KEY_BACKEND=pkcs11). */
+  pkcs11Pin: string | undefined;
 }
 
 export interface NamedKey {
@@ -190,6 +202,8 @@ export function loadConfig(
       `KEY_ENCRYPTION_KEY: required in production with ${engineName(target)} (it seals the signing keys kept in the database)`,
     );
   }
+  const pkcs11 = checkPkcs11(env, source, cwd, problems);
+
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
     problems.push('REDIS_URL: must be redis://[user:password@]host[:port][/db] or rediss://…');
 
@@ -266,6 +280,7 @@ export function loadConfig(
       issuerOrigin,
       database,
       keysDir: resolve(cwd, env.KEYS_DIR ?? './keys'),
+      keyBackend: pkcs11.backend,
       schemasDir: resolve(cwd, env.SCHEMAS_DIR ?? './schemas'),
       partnerId: env.PARTNER_ID,
       serviceBaseUrl,
@@ -325,8 +340,83 @@ export function loadConfig(
         source.KEY_ENCRYPTION_KEY_PREVIOUS,
       ),
       redisUrl: env.REDIS_URL,
+      pkcs11Pin: pkcs11.pin,
     },
   };
+}
+
+/**
+ * KEY_BACKEND and its PKCS11_* variables alone, for the key commands that run without a server
+ * (`keys:generate`, `keys prepare`, `keys certificate`, `keys import-to-token`): the same lines as
+ * a start, as a ConfigError.
+ */
+export function loadKeyBackendConfig(
+  source: NodeJS.ProcessEnv,
+  cwd = process.cwd(),
+): { backend: KeyBackendConfig; pin: string | undefined } {
+  const names = ['KEY_BACKEND', ...PKCS11_VARIABLES] as const;
+  const parsed = parseEnv(Object.fromEntries(names.map((n) => [n, source[n]])));
+  const problems = [...parsed.problems];
+  const out = checkPkcs11(parsed.env, source, cwd, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}
+
+const PKCS11_VARIABLES = [
+  'PKCS11_MODULE',
+  'PKCS11_TOKEN_LABEL',
+  'PKCS11_SLOT',
+  'PKCS11_PIN',
+  'PKCS11_PIN_FILE',
+] as const;
+
+/**
+ * KEY_BACKEND and its PKCS11_* variables, one problem line each; the PIN (a secret) is returned
+ * apart and never put in a message.
+ */
+function checkPkcs11(
+  env: Env,
+  source: NodeJS.ProcessEnv,
+  cwd: string,
+  problems: string[],
+): { backend: KeyBackendConfig; pin: string | undefined } {
+  if (env.KEY_BACKEND !== 'pkcs11') {
+    for (const name of PKCS11_VARIABLES)
+      if (source[name] !== undefined) problems.push(`${name}: only read with KEY_BACKEND=pkcs11`);
+    return { backend: { kind: 'software' }, pin: undefined };
+  }
+  let module = '';
+  if (env.PKCS11_MODULE === undefined) {
+    if (source.PKCS11_MODULE === undefined)
+      problems.push('PKCS11_MODULE: required with KEY_BACKEND=pkcs11 (the path of the PKCS#11 library)');
+  } else {
+    module = resolve(cwd, env.PKCS11_MODULE);
+    if (!existsSync(module)) problems.push(`PKCS11_MODULE: no file at ${module}`);
+  }
+  let token: { label: string } | { slot: number } = { label: '' };
+  if (env.PKCS11_TOKEN_LABEL !== undefined && env.PKCS11_SLOT !== undefined)
+    problems.push('PKCS11_SLOT: give PKCS11_TOKEN_LABEL or PKCS11_SLOT, not both');
+  else if (env.PKCS11_TOKEN_LABEL !== undefined) token = { label: env.PKCS11_TOKEN_LABEL };
+  else if (env.PKCS11_SLOT !== undefined) token = { slot: env.PKCS11_SLOT };
+  else if (source.PKCS11_TOKEN_LABEL === undefined && source.PKCS11_SLOT === undefined)
+    problems.push('PKCS11_TOKEN_LABEL: required with KEY_BACKEND=pkcs11 (or PKCS11_SLOT)');
+  let pin: string | undefined;
+  if (env.PKCS11_PIN !== undefined && env.PKCS11_PIN_FILE !== undefined)
+    problems.push('PKCS11_PIN_FILE: give PKCS11_PIN or PKCS11_PIN_FILE, not both');
+  else if (env.PKCS11_PIN !== undefined) pin = env.PKCS11_PIN;
+  else if (env.PKCS11_PIN_FILE !== undefined) {
+    const file = resolve(cwd, env.PKCS11_PIN_FILE);
+    try {
+      pin = readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim();
+      if (!pin) problems.push(`PKCS11_PIN_FILE: ${file} is empty`);
+    } catch (err) {
+      problems.push(
+        `PKCS11_PIN_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+  } else if (source.PKCS11_PIN === undefined && source.PKCS11_PIN_FILE === undefined)
+    problems.push('PKCS11_PIN: required with KEY_BACKEND=pkcs11 (or PKCS11_PIN_FILE)');
+  return { backend: { kind: 'pkcs11', module, token }, pin };
 }
 
 /** `name:key,…` (names of letters, digits, `-`, `_`); problems name the entry, never the key. */

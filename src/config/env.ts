@@ -106,6 +106,37 @@ export const EnvSchema = z.object({
     default: 'a fixed, public development key (PostgreSQL only)',
     production: 'required on PostgreSQL',
   }),
+  KEY_BACKEND: z.enum(['software', 'pkcs11'], 'KEY_BACKEND must be software or pkcs11').optional().meta({
+    description:
+      'Where the ES256 private keys (credential signing, status lists, partner JWT) live and sign. `software`: in the key files on SQLite, in rows sealed with `KEY_ENCRYPTION_KEY` on PostgreSQL. `pkcs11`: generated and used inside a PKCS#11 token (an HSM), never readable by this process ([security.md](security.md#keys-in-a-hardware-security-module)).',
+    default: '`software`',
+  }),
+  PKCS11_MODULE: z.string().min(1).optional().meta({
+    description:
+      'KEY_BACKEND=pkcs11: path of the PKCS#11 library (SoftHSM2: `/usr/lib/softhsm/libsofthsm2.so`).',
+    default: 'unset',
+    production: 'required with KEY_BACKEND=pkcs11',
+  }),
+  PKCS11_TOKEN_LABEL: z.string().min(1).max(32).optional().meta({
+    description: 'KEY_BACKEND=pkcs11: the label of the token holding the keys (or `PKCS11_SLOT`).',
+    default: 'unset',
+  }),
+  PKCS11_SLOT: int('PKCS11_SLOT', 0, 2 ** 32 - 1)
+    .optional()
+    .meta({
+      description: 'KEY_BACKEND=pkcs11: the slot id of the token, instead of `PKCS11_TOKEN_LABEL`.',
+      default: 'unset',
+    }),
+  PKCS11_PIN: z.string().min(1).optional().meta({
+    description:
+      'KEY_BACKEND=pkcs11: the user PIN of the token (or `PKCS11_PIN_FILE`). Secret: never logged, never shown by doctor.',
+    default: 'unset',
+  }),
+  PKCS11_PIN_FILE: z.string().min(1).optional().meta({
+    description:
+      'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts).',
+    default: 'unset',
+  }),
   REDIS_URL: z.string().optional().meta({
     description:
       "`redis://…` or `rediss://…`: every route group's rate-limit counters in Redis, shared by all instances; when Redis is unreachable requests pass uncounted.",

@@ -79,7 +79,13 @@ export function x5cToPem(x5c: readonly string[]): string {
 
 /** Writes the chain into a key file as its JWK `x5c` member, keeping everything else. */
 export function attachChain(file: string, x5c: readonly string[]): void {
-  const data = JSON.parse(readFileSync(file, 'utf8')) as { privateJwk: Record<string, unknown> };
-  data.privateJwk.x5c = [...x5c];
+  const data = JSON.parse(readFileSync(file, 'utf8')) as {
+    privateJwk?: Record<string, unknown>;
+    publicJwk?: Record<string, unknown>;
+  };
+  // A software key keeps its chain on its private JWK; a key held by a token, on its public JWK.
+  const jwk = data.privateJwk ?? data.publicJwk;
+  if (!jwk) throw new Error(`${file}: neither privateJwk nor publicJwk`);
+  jwk.x5c = [...x5c];
   writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
 }

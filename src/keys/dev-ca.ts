@@ -109,12 +109,12 @@ const serial = () => `01${randomBytes(15).toString('hex')}`;
 /** Development: gives `key` a leaf from KEYS_DIR's development CA (created if missing). */
 export async function certifyWithDevCa(
   dir: string,
-  key: { file: string; privateKey: KeyObject },
+  key: { file: string; publicKey: KeyObject },
   origin: string,
   now = new Date(),
 ): Promise<string[]> {
   const ca = await loadOrCreateDevCa(dir, now);
-  const x5c = await issueDevLeaf(ca, key.privateKey, origin, now);
+  const x5c = await issueDevLeaf(ca, key.publicKey, origin, now);
   attachChain(key.file, x5c);
   return x5c;
 }

@@ -1,10 +1,9 @@
-import { createPrivateKey, type JsonWebKey } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { JWK } from 'jose';
 import type { Logger } from '../model.js';
 import type { KeyMaterialStore, StoredKey } from '../store/store.js';
 import { attachChain } from './certificates.js';
+import type { KeyBackend } from './key-backend.js';
 import {
   assembleRing,
   type KeyData,
@@ -20,6 +19,7 @@ import {
 } from './key-ring.js';
 import type { X5cRotation } from './rotation-certificate.js';
 import { openSealedKey, sealKey } from './sealed-key.js';
+import { softwareBackend } from './software-backend.js';
 
 /** The key ring the server signs with, and how a rotation reaches it. */
 export interface KeyHolder {
@@ -43,6 +43,10 @@ export interface KeyHolder {
      */
     eventRecorded?: boolean;
   }>;
+  /** Where the private keys live and sign (KEY_BACKEND). */
+  readonly backend: KeyBackend;
+  /** Resolves when the active signing key signs now (`/readyz`); rejects `UNAVAILABLE` otherwise. */
+  probe(): Promise<void>;
   close(): void;
 }
 
@@ -82,13 +86,14 @@ export async function fileKeyHolder(
   check: (ring: KeyRing) => void = () => {},
   environment: KeyEnvironment = 'production',
   watch?: FileKeyWatch,
+  backend: KeyBackend = softwareBackend,
 ): Promise<KeyHolder> {
-  let ring = await loadKeyRing(dir, { generateIfMissing });
+  let ring = await loadKeyRing(dir, { generateIfMissing, backend });
   check(ring);
   let stamp = keysDirStamp(dir);
   const reload = async () => {
     const seen = keysDirStamp(dir);
-    const next = await loadKeyRing(dir, { generateIfMissing: false });
+    const next = await loadKeyRing(dir, { generateIfMissing: false, backend });
     check(next);
     ring = next;
     stamp = seen;
@@ -115,19 +120,23 @@ export async function fileKeyHolder(
   return {
     current: () => ring,
     reload,
+    backend,
+    probe: () => backend.probe(ring.signing),
     async rotate(purpose, now, x5c) {
       let certify: ((created: ManagedKey) => Promise<unknown>) | undefined;
       if (x5c) {
-        const standby = (await readKeys(dir)).find((k) => k.purpose === purpose && k.standby && !k.retiredAt);
+        const standby = (await readKeys(dir, backend)).find(
+          (k) => k.purpose === purpose && k.standby && !k.retiredAt,
+        );
         if (standby) {
           const problems = x5c.standbyProblems(standby);
           if (problems.length > 0) throw x5c.refused(`standby key ${standby.kid}: ${problems.join('; ')}`);
         } else {
           const chainFor = await x5c.certifierForNew();
-          certify = async (created) => attachChain(created.file, await chainFor(created.privateKey));
+          certify = async (created) => attachChain(created.file, await chainFor(created.publicKey));
         }
       }
-      const rotated = await rotateKey(dir, purpose, now, certify, environment);
+      const rotated = await rotateKey(dir, purpose, now, certify, environment, backend);
       await reload();
       return rotated;
     },
@@ -150,6 +159,8 @@ export interface DatabaseKeyOptions {
   environment: KeyEnvironment;
   /** Refuses a ring the configuration cannot sign with (SD_JWT_ISSUER). */
   check?: (ring: KeyRing) => void;
+  /** Where the private keys live and sign (KEY_BACKEND); software by default. */
+  backend?: KeyBackend;
 }
 
 /**
@@ -162,8 +173,12 @@ export async function databaseKeyHolder(
   options: DatabaseKeyOptions,
 ): Promise<KeyHolder> {
   const { kek } = options;
+  const backend = options.backend ?? softwareBackend;
   if ((await store.list()).length === 0) {
-    const files = await loadKeyRing(options.keysDir, { generateIfMissing: options.generateIfMissing });
+    const files = await loadKeyRing(options.keysDir, {
+      generateIfMissing: options.generateIfMissing,
+      backend,
+    });
     const imported = await store.importIfEmpty(
       [...files.signingKeys, ...files.partnerKeys].map((k) =>
         storedKey(kek, k.kid, keyDataOf(k), { retiredAt: k.retiredAt, standby: k.standby, x5c: k.x5c }),
@@ -180,7 +195,7 @@ export async function databaseKeyHolder(
   let ring: KeyRing | undefined;
   const load = async (): Promise<KeyRing> => {
     const seen = await store.version();
-    const keys = await Promise.all((await store.list()).map((row) => keyOfRow(kek, row)));
+    const keys = await Promise.all((await store.list()).map((row) => keyOfRow(kek, row, backend)));
     const next = assembleRing(keys, 'database keys');
     options.check?.(next);
     ring = next;
@@ -208,6 +223,8 @@ export async function databaseKeyHolder(
   return {
     current: () => ring!,
     reload: load,
+    backend,
+    probe: () => backend.probe(ring!.signing),
     async rotate(purpose, now, x5c) {
       const before = ring!;
       // A standby key is chosen under the key store's lock, so an x5c chain is checked on the
@@ -216,7 +233,7 @@ export async function databaseKeyHolder(
         if (!x5c) return standby[0]!.kid;
         const problems: string[] = [];
         for (const row of standby) {
-          const found = x5c.standbyProblems(await keyOfRow(kek, row));
+          const found = x5c.standbyProblems(await keyOfRow(kek, row, backend));
           if (found.length === 0) return row.kid;
           problems.push(`standby key ${row.kid}: ${found.join('; ')}`);
         }
@@ -224,9 +241,9 @@ export async function databaseKeyHolder(
       });
       if (!rotated) {
         const chainFor = x5c ? await x5c.certifierForNew() : undefined;
-        const { kid, data } = await newKeyData(purpose, now, options.environment);
+        const { kid, data } = await newKeyData(purpose, now, options.environment, backend);
         const x5cChain = chainFor
-          ? await chainFor(createPrivateKey({ key: data.privateJwk as JsonWebKey, format: 'jwk' }))
+          ? await chainFor((await parseKeyData(data, `database:${kid}`, backend)).publicKey)
           : undefined;
         const { retired } = await store.rotate(storedKey(kek, kid, data, { x5c: x5cChain }), now);
         rotated = { promoted: kid, retired };
@@ -243,19 +260,27 @@ export async function databaseKeyHolder(
   };
 }
 
+/** A key file's content as a row keeps it (the row holds the state: retired, standby, chain). */
 function keyDataOf(k: ManagedKey): KeyData {
-  const jwk = k.privateKey.export({ format: 'jwk' }) as JWK;
+  const {
+    retiredAt: _retired,
+    standby: _standby,
+    ...data
+  } = JSON.parse(readFileSync(k.file, 'utf8')) as KeyData;
+  const jwk = data.privateJwk ?? data.publicJwk;
   return {
-    purpose: k.purpose,
-    createdAt: k.createdAt.toISOString(),
-    ...(k.environment ? { environment: k.environment } : {}),
-    privateJwk: { ...jwk, kty: String(jwk.kty), kid: k.kid, alg: k.alg },
+    ...data,
+    ...(jwk ? { [data.privateJwk ? 'privateJwk' : 'publicJwk']: { ...jwk, kid: k.kid, alg: k.alg } } : {}),
   };
 }
 
 /** A database row as a key: its sealed content opened, its state and chain from the row. */
-export async function keyOfRow(kek: Buffer, row: StoredKey): Promise<ManagedKey> {
-  const key = await parseKeyData(openSealedKey(kek, row.kid, row.purpose, row.sealed), `database:${row.kid}`);
+export async function keyOfRow(kek: Buffer, row: StoredKey, backend?: KeyBackend): Promise<ManagedKey> {
+  const key = await parseKeyData(
+    openSealedKey(kek, row.kid, row.purpose, row.sealed),
+    `database:${row.kid}`,
+    backend,
+  );
   const x5c = row.x5c ?? key.x5c;
   return {
     ...key,

@@ -1,23 +1,34 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { z } from 'zod';
+import type { KeyBackend, KeyBackendName, Sign } from './key-backend.js';
+import { type KeyData, type KeyEnvironment, KeyFileSchema, type KeyPurpose } from './key-data.js';
+import { KeyError } from './key-error.js';
 import { DEVELOPMENT_KEYS_SUBDIR } from './key-files.js';
+import { softwareBackend } from './software-backend.js';
+
+export type { KeyData, KeyEnvironment, KeyPurpose };
+export { KeyError };
 
 /**
  * Credential-signing and partner-JWT keys (docs/security.md). One JSON file per key in KEYS_DIR,
  * `<purpose>-<kid>.json`, mode 0600. Exactly one key per purpose is active (no `retiredAt`);
  * retired signing keys stay published until the credentials they signed expire.
  */
-export type KeyPurpose = 'credential-signing' | 'partner-jwt';
 const PURPOSES: readonly KeyPurpose[] = ['credential-signing', 'partner-jwt'];
 
 export interface ManagedKey {
   purpose: KeyPurpose;
   kid: string;
   alg: 'ES256' | 'RS256';
-  privateKey: KeyObject;
+  /** Signs with the key wherever its backend keeps it; the JWS signature of `alg`. */
+  sign: Sign;
+  publicKey: KeyObject;
+  /** Software keys only (KEY_BACKEND=software): a token's keys never reach this process. */
+  privateKey: KeyObject | undefined;
+  /** The backend holding the private half. */
+  custody: KeyBackendName;
   /** Public JWK with `kid`, `alg`, `use`. */
   publicJwk: JWK;
   createdAt: Date;
@@ -34,12 +45,6 @@ export interface ManagedKey {
 /** The key of its purpose that signs now: neither retired nor waiting on standby. */
 export const isActive = (k: ManagedKey): boolean => !k.retiredAt && !k.standby;
 
-/**
- * Where a key file was made: a development start generates `development` keys when KEYS_DIR has
- * none; `keys:generate` writes `production` ones. Files from before the marker existed have none.
- */
-export type KeyEnvironment = 'development' | 'production';
-
 export { DEVELOPMENT_KEYS_SUBDIR };
 
 export interface KeyRing {
@@ -52,38 +57,25 @@ export interface KeyRing {
   partnerKeys: ManagedKey[];
 }
 
-export class KeyError extends Error {
-  override name = 'KeyError';
-}
-
-const KeyFileSchema = z.object({
-  purpose: z.enum(['credential-signing', 'partner-jwt']),
-  createdAt: z.iso.datetime(),
-  retiredAt: z.iso.datetime().optional(),
-  environment: z.enum(['development', 'production']).optional(),
-  standby: z.boolean().optional(),
-  privateJwk: z.looseObject({
-    kty: z.string(),
-    kid: z.string().min(1).optional(),
-    x5c: z.array(z.base64('not standard base64 (DER certificates, RFC 7517 §4.7)')).min(1).optional(),
-  }),
-});
-type KeyFile = z.infer<typeof KeyFileSchema>;
+type KeyFile = KeyData;
 
 const KEY_FILE = /^(credential-signing|partner-jwt)-[A-Za-z0-9_-]+\.json$/;
 
-/** Loads and validates every key file; in dev, generates the missing ones. */
-export async function loadKeyRing(dir: string, options: { generateIfMissing: boolean }): Promise<KeyRing> {
-  const keys = await readKeys(dir);
+/** Loads and validates every key file; in dev, generates the missing ones (with `backend`). */
+export async function loadKeyRing(
+  dir: string,
+  options: { generateIfMissing: boolean; backend?: KeyBackend },
+): Promise<KeyRing> {
+  const keys = await readKeys(dir, options.backend);
   for (const purpose of PURPOSES) {
     if (!keys.some((k) => k.purpose === purpose && isActive(k))) {
       if (!options.generateIfMissing) {
         throw new KeyError(`${dir}: no active ${purpose} key; create one with \`npm run keys:generate\``);
       }
-      await generateKey(dir, purpose, new Date(), { environment: 'development' });
+      await generateKey(dir, purpose, new Date(), { environment: 'development', backend: options.backend });
     }
   }
-  return assembleRing(await readKeys(dir), dir);
+  return assembleRing(await readKeys(dir, options.backend), dir);
 }
 
 /** The ring of a set of keys: exactly one active key per purpose; `where` names their source. */
@@ -114,14 +106,14 @@ export function assembleRing(keys: ManagedKey[], where: string): KeyRing {
 
 const byNewest = (a: ManagedKey, b: ManagedKey) => b.createdAt.getTime() - a.createdAt.getTime();
 
-export async function readKeys(dir: string): Promise<ManagedKey[]> {
+export async function readKeys(dir: string, backend?: KeyBackend): Promise<ManagedKey[]> {
   if (!existsSync(dir)) return [];
   const keys: ManagedKey[] = [];
   const seen = new Map<string, string>();
   for (const name of readdirSync(dir).sort()) {
     if (!KEY_FILE.test(name)) continue;
     const file = join(dir, name);
-    const key = await parseKeyFile(file);
+    const key = await parseKeyFile(file, backend);
     const other = seen.get(key.kid);
     if (other) throw new KeyError(`${file}: duplicate kid ${key.kid} (also in ${other})`);
     seen.set(key.kid, file);
@@ -131,63 +123,73 @@ export async function readKeys(dir: string): Promise<ManagedKey[]> {
 }
 
 /** Validates one key file: JSON shape, curve, private part, kid; messages name the file and field. */
-export async function parseKeyFile(file: string): Promise<ManagedKey> {
+export async function parseKeyFile(file: string, backend?: KeyBackend): Promise<ManagedKey> {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
     throw new KeyError(`${file}: not readable JSON (${(err as Error).message})`);
   }
-  return parseKeyData(raw, file);
+  return parseKeyData(raw, file, backend);
 }
-
-/** The body of a key file, as stored (a file, or a database row's decrypted content). */
-export type KeyData = KeyFile;
 
 /**
  * Validates a key's content wherever it came from; `file` names it in messages (a path, or
- * `database:<kid>` for a key kept in the database).
+ * `database:<kid>` for a key kept in the database). A software key (`privateJwk`) opens with any
+ * backend; a key another backend holds (`token`) opens only with that backend.
  */
-export async function parseKeyData(raw: unknown, file: string): Promise<ManagedKey> {
+export async function parseKeyData(
+  raw: unknown,
+  file: string,
+  backend: KeyBackend = softwareBackend,
+): Promise<ManagedKey> {
   const parsed = KeyFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new KeyError(`${file}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
   }
   const data: KeyFile = parsed.data;
-  const jwk = data.privateJwk as JWK;
+  if (data.privateJwk && data.token)
+    throw new KeyError(`${file}: privateJwk: a key held by ${data.token.backend} has no private part here`);
+  if (!data.privateJwk && !(data.token && data.publicJwk))
+    throw new KeyError(`${file}: privateJwk: the private part is missing`);
+  const jwk = (data.privateJwk ?? data.publicJwk) as JWK;
   let alg: 'ES256' | 'RS256';
   if (jwk.kty === 'EC') {
     if (jwk.crv !== 'P-256')
       throw new KeyError(`${file}: privateJwk.crv: must be P-256, found ${String(jwk.crv)}`);
     alg = 'ES256';
-  } else if (jwk.kty === 'RSA' && data.purpose === 'partner-jwt') {
+  } else if (jwk.kty === 'RSA' && data.purpose === 'partner-jwt' && data.privateJwk) {
     alg = 'RS256';
   } else {
     throw new KeyError(
       `${file}: privateJwk.kty: ${data.purpose} keys must be EC P-256${data.purpose === 'partner-jwt' ? ' or RSA' : ''}`,
     );
   }
-  if (typeof jwk.d !== 'string') throw new KeyError(`${file}: privateJwk.d: the private part is missing`);
-  let privateKey: KeyObject;
-  try {
-    privateKey = createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
-  } catch (err) {
-    throw new KeyError(`${file}: privateJwk: not a valid key (${(err as Error).message})`);
+  let holder: KeyBackend = softwareBackend;
+  if (data.token) {
+    if (data.token.backend !== backend.name)
+      throw new KeyError(
+        `${file}: token: held by KEY_BACKEND=${data.token.backend} (${data.token.label}); this start uses KEY_BACKEND=${backend.name}`,
+      );
+    holder = backend;
   }
-  if (alg === 'RS256' && (privateKey.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
+  const held = await holder.open(data, file);
+  if (alg === 'RS256' && (held.publicKey.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
     throw new KeyError(`${file}: privateJwk.n: RSA keys must be at least 2048 bits`);
   }
-  const exported = createPublicKey(privateKey).export({ format: 'jwk' }) as JWK;
-  const thumbprint = await calculateJwkThumbprint(exported, 'sha256');
+  const thumbprint = await calculateJwkThumbprint(held.publicJwk, 'sha256');
   const kid = jwk.kid ?? thumbprint;
-  const x5c = data.privateJwk.x5c;
+  const x5c = jwk.x5c as string[] | undefined;
   return {
     purpose: data.purpose,
     kid,
     alg,
-    privateKey,
-    publicJwk: { ...exported, kid, alg, use: 'sig', ...(x5c ? { x5c } : {}) },
+    sign: held.sign,
+    publicKey: held.publicKey,
+    privateKey: held.privateKey,
+    custody: held.custody,
+    publicJwk: { ...held.publicJwk, kid, alg, use: 'sig', ...(x5c ? { x5c } : {}) },
     createdAt: new Date(data.createdAt),
     retiredAt: data.retiredAt ? new Date(data.retiredAt) : undefined,
     file,
@@ -197,38 +199,15 @@ export async function parseKeyData(raw: unknown, file: string): Promise<ManagedK
   };
 }
 
-/**
- * A new P-256 private key as a JWK, encoded by the generation itself: exporting a key that
- * `generateKeyPairSync` has just returned can deadlock Node 20 (src/envelope/keys.ts
- * `generateEncodedKeyPair` says how).
- */
-function newP256Jwk(): JWK {
-  const { privateKey } = generateKeyPairSync('ec', {
-    namedCurve: 'P-256',
-    publicKeyEncoding: { type: 'spki', format: 'der' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
-  });
-  // A key object of our own (no key-generation job behind it) is safe to export.
-  return createPrivateKey({ key: privateKey, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' }) as JWK;
-}
-
-/** A new ES256 key's content (not written anywhere), its kid the RFC 7638 thumbprint. */
+/** A new ES256 key's content (not written anywhere), made by `backend`, its kid the RFC 7638 thumbprint. */
 export async function newKeyData(
   purpose: KeyPurpose,
   now = new Date(),
   environment: KeyEnvironment = 'production',
+  backend: KeyBackend = softwareBackend,
 ): Promise<{ kid: string; data: KeyData }> {
-  const jwk = newP256Jwk();
-  const kid = await calculateJwkThumbprint(jwk, 'sha256');
-  return {
-    kid,
-    data: {
-      purpose,
-      createdAt: now.toISOString(),
-      environment,
-      privateJwk: { ...jwk, kid, alg: 'ES256' } as KeyFile['privateJwk'],
-    },
-  };
+  const { kid, custody } = await backend.generate(purpose);
+  return { kid, data: { purpose, createdAt: now.toISOString(), environment, ...custody } };
 }
 
 /** Generates an ES256 key whose kid is its RFC 7638 thumbprint, written with mode 0600. */
@@ -236,22 +215,20 @@ export async function generateKey(
   dir: string,
   purpose: KeyPurpose,
   now = new Date(),
-  options: { standby?: boolean; environment?: KeyEnvironment } = {},
+  options: { standby?: boolean; environment?: KeyEnvironment; backend?: KeyBackend | undefined } = {},
 ): Promise<ManagedKey> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const jwk = newP256Jwk();
-  const kid = await calculateJwkThumbprint(jwk, 'sha256');
+  const { kid, data } = await newKeyData(purpose, now, options.environment ?? 'production', options.backend);
   const file = join(dir, `${purpose}-${kid}.json`);
-  const body: KeyFile = {
-    purpose,
-    createdAt: now.toISOString(),
-    ...(options.standby ? { standby: true } : {}),
-    environment: options.environment ?? 'production',
-    privateJwk: { ...jwk, kid, alg: 'ES256' } as KeyFile['privateJwk'],
-  };
-  writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  const body: KeyFile = { ...data, ...(options.standby ? { standby: true } : {}) };
+  writeKeyFile(file, body, 'wx');
+  return parseKeyFile(file, options.backend);
+}
+
+/** A key file's body, mode 0600 (`wx`: a new file only). */
+export function writeKeyFile(file: string, body: KeyData, flag: 'w' | 'wx' = 'w'): void {
+  writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600, flag });
   chmodSync(file, 0o600);
-  return parseKeyFile(file);
 }
 
 /**
@@ -265,25 +242,26 @@ export async function rotateKey(
   now = new Date(),
   certify?: (created: ManagedKey) => Promise<unknown>,
   environment: KeyEnvironment = 'production',
+  backend?: KeyBackend,
 ): Promise<{ retired: ManagedKey[]; created: ManagedKey }> {
-  const all = (await readKeys(dir)).filter((k) => k.purpose === purpose && !k.retiredAt);
+  const all = (await readKeys(dir, backend)).filter((k) => k.purpose === purpose && !k.retiredAt);
   const keys = all.filter(isActive);
   const standby = all.find((k) => k.standby);
   for (const key of keys) {
     const data = JSON.parse(readFileSync(key.file, 'utf8')) as KeyFile;
     data.retiredAt = now.toISOString();
-    writeFileSync(key.file, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
+    writeKeyFile(key.file, data);
   }
   if (standby) {
     const data = JSON.parse(readFileSync(standby.file, 'utf8')) as KeyFile;
     delete data.standby;
-    writeFileSync(standby.file, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
-    return { retired: keys, created: await parseKeyFile(standby.file) };
+    writeKeyFile(standby.file, data);
+    return { retired: keys, created: await parseKeyFile(standby.file, backend) };
   }
-  let created = await generateKey(dir, purpose, now, { environment });
+  let created = await generateKey(dir, purpose, now, { environment, backend });
   if (certify) {
     await certify(created);
-    created = await parseKeyFile(created.file);
+    created = await parseKeyFile(created.file, backend);
   }
   return { retired: keys, created };
 }

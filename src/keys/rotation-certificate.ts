@@ -23,7 +23,7 @@ export interface X5cRotation {
    * Answers how a newly generated key gets its chain (the development CA), or throws the 409
    * when there is no CA to ask; called before anything changes.
    */
-  certifierForNew(): Promise<(privateKey: KeyObject) => Promise<string[]>>;
+  certifierForNew(): Promise<(publicKey: KeyObject) => Promise<string[]>>;
 }
 
 /** The x5c rules of a credential-signing rotation; undefined outside `x5c` mode. */
@@ -32,7 +32,7 @@ export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotati
   return {
     standbyProblems: (key) =>
       key.x5c
-        ? chainProblems(key.x5c, key.privateKey, config.issuerOrigin, now)
+        ? chainProblems(key.x5c, key.publicKey, config.issuerOrigin, now)
         : ['no certificate chain; attach one with `npm run admin -- keys certificate`'],
     refused,
     async certifierForNew() {
@@ -43,8 +43,8 @@ export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotati
           'no standby key with a certificate; run `npm run admin -- keys prepare --csr <file>`, have the CSR certified, attach the chain with `npm run admin -- keys certificate <kid> <chain.pem>`, then rotate',
         );
       }
-      return async (privateKey) =>
-        issueDevLeaf(await loadOrCreateDevCa(config.keysDir, now), privateKey, config.issuerOrigin, now);
+      return async (publicKey) =>
+        issueDevLeaf(await loadOrCreateDevCa(config.keysDir, now), publicKey, config.issuerOrigin, now);
     },
   };
 }

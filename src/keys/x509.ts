@@ -1,8 +1,9 @@
 import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
+import { type KeyObject, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { originHost } from './certificates.js';
+import type { Sign } from './key-backend.js';
 
 /**
  * @peculiar/x509 over node:crypto's WebCrypto: certificate and CSR generation only;
@@ -28,4 +29,54 @@ export function sanFor(origin: string): x509.SubjectAlternativeNameExtension {
     { type: isIP(host) ? 'ip' : 'dns', value: host },
     { type: 'url', value: origin },
   ]);
+}
+
+const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+/**
+ * A PKCS#10 request (RFC 2986) for a P-256 key naming the origin's host (CN and subjectAltName),
+ * signed by the key's own backend: @peculiar/x509 asks its WebCrypto for the signature, and the
+ * WebCrypto it is given here answers `sign` with `sign` (node:crypto, or the PKCS#11 token) and
+ * everything else with node:crypto. WebCrypto's ECDSA signature is r||s, which `sign` returns.
+ */
+export async function certificateRequest(
+  key: { publicKey: KeyObject; sign: Sign },
+  origin: string,
+): Promise<x509.Pkcs10CertificateRequest> {
+  const subtle = webcrypto.subtle;
+  const signing = {
+    getRandomValues: webcrypto.getRandomValues.bind(webcrypto),
+    subtle: new Proxy(subtle, {
+      get(target, name) {
+        if (name === 'sign')
+          return async (_alg: unknown, _key: unknown, data: ArrayBuffer | ArrayBufferView) => {
+            const bytes = ArrayBuffer.isView(data)
+              ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+              : new Uint8Array(data);
+            const signature = await key.sign(bytes);
+            return signature.buffer.slice(signature.byteOffset, signature.byteOffset + signature.byteLength);
+          };
+        const value = Reflect.get(target, name) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }),
+  };
+  const publicKey = await subtle.importKey(
+    'jwk',
+    key.publicKey.export({ format: 'jwk' }) as webcrypto.JsonWebKey,
+    EC,
+    true,
+    ['verify'],
+  );
+  // Stands for the private key: only its algorithm is read; `sign` above does the signing.
+  const privateKey = { algorithm: EC, type: 'private', extractable: false, usages: ['sign'] };
+  return x509.Pkcs10CertificateRequestGenerator.create(
+    {
+      name: `CN=${originHost(origin)}`,
+      keys: { privateKey, publicKey } as unknown as LibKeyPair,
+      signingAlgorithm: EC,
+      extensions: [sanFor(origin)],
+    },
+    signing as unknown as LibCrypto,
+  );
 }

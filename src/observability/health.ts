@@ -32,7 +32,7 @@ export const READYZ_DATABASE_TIMEOUT_MS = 1000;
 /** docs/operations.md `/readyz`: the database answers, keys and schemas are loaded, recovery is done. */
 export async function readiness(parts: {
   store: Store;
-  keys: { current(): KeyRing };
+  keys: { current(): KeyRing; probe?(): Promise<void>; backend?: { name: string } };
   schemas: SchemaRegistry;
   lifecycle: Lifecycle;
   log?: Logger | undefined;
@@ -72,6 +72,20 @@ export async function readiness(parts: {
       keys = { ok: false, error: 'no signing or partner key' };
   } catch (err) {
     keys = failed(err);
+  }
+  if (keys.ok && parts.keys.probe) {
+    // A test signature through the key backend (a PKCS#11 token may be unreachable); the probe
+    // is public, so it names the backend and the cause goes to the log.
+    try {
+      await parts.keys.probe();
+    } catch (err) {
+      const backend = parts.keys.backend?.name ?? 'software';
+      parts.log?.warn(
+        { event: 'readiness_key_backend_failed', keyBackend: backend, err },
+        `readiness: the key backend (${backend}) cannot sign`,
+      );
+      keys = { ok: false, error: `key backend ${backend} cannot sign` };
+    }
   }
   const count = parts.schemas.all().length;
   const schemas = count > 0 ? { ok: true, count } : { ok: false, count, error: 'no schema loaded' };

@@ -1,5 +1,5 @@
-import { SignJWT } from 'jose';
 import type { ManagedKey } from '../keys/key-ring.js';
+import { signJwt } from '../keys/sign-jwt.js';
 
 /**
  * docs/interface.md "Authentication": the partner JWT for direct issuance. Header `{ alg, kid, typ: JWT }`;
@@ -25,12 +25,12 @@ export class PartnerJwtSigner {
     const cached = this.cached;
     if (cached && cached.kid === key.kid && cached.iat <= now && cached.exp - 30 > now) return cached.token;
     const exp = now + (this.options.lifetimeSeconds ?? 300);
-    const token = await new SignJWT({ partnerId: this.options.partnerId, scope: 'issue' })
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-      .setIssuer(this.options.issuerOrigin)
-      .setIssuedAt(now)
-      .setExpirationTime(exp)
-      .sign(key.privateKey);
+    // Signed by the key's backend (a PKCS#11 token with KEY_BACKEND=pkcs11).
+    const token = await signJwt(
+      { alg: key.alg, kid: key.kid, typ: 'JWT' },
+      { partnerId: this.options.partnerId, scope: 'issue', iss: this.options.issuerOrigin, iat: now, exp },
+      key.sign,
+    );
     this.cached = { token, iat: now, exp, kid: key.kid };
     return token;
   }

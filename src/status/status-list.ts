@@ -1,6 +1,6 @@
 import { deflateSync, inflateSync } from 'node:zlib';
-import type { CryptoKey, KeyObject } from 'jose';
-import { SignJWT } from 'jose';
+import type { Sign } from '../keys/key-backend.js';
+import { signJwt } from '../keys/sign-jwt.js';
 
 // Section numbers refer to draft-ietf-oauth-status-list-17 (Token Status List).
 
@@ -123,10 +123,10 @@ export interface StatusListTokenClaims {
   lst: string;
 }
 
-/** Signs a Status List Token (JWT) with jose. key.alg 'ES256'. */
+/** Signs a Status List Token (JWT) with the ES256 key's signer (its backend: software or a token). */
 export async function signStatusListToken(
   claims: StatusListTokenClaims,
-  key: { privateKey: CryptoKey | KeyObject; kid: string; x5c?: string[] },
+  key: { sign: Sign; kid: string; x5c?: string[] },
 ): Promise<string> {
   const { iss, sub, iat, exp, ttl, bits, lst } = claims;
   assertBits(bits);
@@ -139,12 +139,9 @@ export async function signStatusListToken(
   }
   // draft-ietf-oauth-status-list §5.1: header typ statuslist+jwt; claims sub, iat, exp, ttl,
   // status_list, and the optional iss.
-  return new SignJWT({ ...(iss ? { iss } : {}), sub, iat, exp, ttl, status_list: { bits, lst } })
-    .setProtectedHeader({
-      alg: 'ES256',
-      typ: STATUS_LIST_JWT_TYP,
-      kid: key.kid,
-      ...(key.x5c ? { x5c: key.x5c } : {}),
-    })
-    .sign(key.privateKey);
+  return signJwt(
+    { alg: 'ES256', typ: STATUS_LIST_JWT_TYP, kid: key.kid, ...(key.x5c ? { x5c: key.x5c } : {}) },
+    { ...(iss ? { iss } : {}), sub, iat, exp, ttl, status_list: { bits, lst } },
+    key.sign,
+  );
 }

@@ -126,7 +126,7 @@ export class StatusService {
         bits: record.bits,
         lst: list.encode(),
       },
-      { privateKey: key.privateKey, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
+      { sign: key.sign, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
     await this.deps.store.savePartitionToken(partition, token, etag, now, ticket, {

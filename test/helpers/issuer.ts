@@ -124,11 +124,18 @@ export async function startIssuer(options: StartOptions = {}): Promise<TestIssue
     process.cwd(),
   );
   const overrides = typeof options.context === 'function' ? options.context(config) : options.context;
-  ctx = await createContext(config, secrets, {
-    log: silentLogger(),
-    outbox: { baseBackoffMs: 5, maxBackoffMs: 50 },
-    ...overrides,
-  });
+  try {
+    ctx = await createContext(config, secrets, {
+      log: silentLogger(),
+      outbox: { baseBackoffMs: 5, maxBackoffMs: 50 },
+      ...overrides,
+    });
+  } catch (err) {
+    // A refused start (the test's subject) leaves neither the port nor the emulator open.
+    await new Promise((done) => bound.server.close(done));
+    await emulatorServer?.close();
+    throw err;
+  }
   const exampleClaimsFile = options.exampleClaimsFile ?? resolve('examples/claims.json');
   if (exampleClaimsFile) await seedExampleClaims(ctx.store.claims, exampleClaimsFile);
   options.beforeServe?.(ctx);

@@ -432,12 +432,12 @@ describe('admin CLI', () => {
     const chainFile = join(work, 'chain.pem');
     writeFileSync(
       chainFile,
-      x5cToPem(await issueDevLeaf(ca, standby.privateKey, 'https://elsewhere.example')),
+      x5cToPem(await issueDevLeaf(ca, standby.publicKey, 'https://elsewhere.example')),
     );
     const wrongHost = await cli(['keys', 'certificate', '--', prepared.json.kid, chainFile]);
     expect(wrongHost.code).toBe(1);
     expect(wrongHost.stderr).toMatch(/does not name IP address 127\.0\.0\.1/);
-    writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, standby.privateKey, issuer.url)));
+    writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, standby.publicKey, issuer.url)));
     const attached = await cliJson<{ kid: string; certificates: number }>([
       'keys',
       'certificate',

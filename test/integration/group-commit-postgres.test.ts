@@ -2,6 +2,10 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
+import {
+  DUPLICATES_AND_PROPOSALS_SQL,
+  PROPOSE_SQL,
+} from '../../src/store/postgres/postgres-issuance-store.js';
 import type { NewIssuance, StatusSlot } from '../../src/store/store.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
@@ -213,4 +217,63 @@ describe.skipIf(!available)('PostgreSQL group commit (record_issuances)', () => 
     expect((await written).kind).toBe('inserted');
     expect(await committed([id])).toEqual([id]);
   });
+});
+
+// A slot proposal probes the slot index once per random candidate, whatever the plan cache does:
+// a generic plan that turned the probes into an anti-join read every issuance of the partition
+// (docs/benchmarks.md "As the data grows").
+describe.skipIf(!available)('PostgreSQL slot proposals stay index probes', () => {
+  let db: TempDatabase;
+  let store: PostgresStore;
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    store = await openPostgresStore(db.url, { poolMax: 2 });
+    // 2,000 issuances in one partition, the table's statistics still those of an empty table.
+    const first = await store.issuances.proposeStatusSlot(4096, 1);
+    await Promise.all(
+      Array.from({ length: 2000 }, (_, i) =>
+        store.issuances.insertIssuance(
+          issuance(`plan-${i}-${randomUUID()}`, { statusSlot: { partition: first.partition, index: i } }),
+          { dedupe: false },
+        ),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  const plan = async (text: string, types: string, values: string) => {
+    const client = await store.pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE proposal(${types}) AS ${text}`);
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE proposal(${values})`);
+      return JSON.stringify(rows[0]['QUERY PLAN']);
+    } finally {
+      await client.query('DEALLOCATE ALL');
+      client.release();
+    }
+  };
+
+  it.each([
+    ['proposeStatusSlot', PROPOSE_SQL, 'int, smallint, int[]', "4096, 1, '{1,2,3}'"],
+    [
+      'findLiveDuplicate',
+      DUPLICATES_AND_PROPOSALS_SQL,
+      'text[], text[], text[], text[], timestamptz[], int, smallint, int[], int',
+      "'{a}', '{s}', '{SD_JWT_VC}', '{h}', ARRAY[now()], 4096, 1, '{1,2,3}', 1",
+    ],
+  ])(
+    '%s: one index probe per candidate slot, never a scan of the partition',
+    async (_, text, types, values) => {
+      const json = await plan(text, types, values);
+      expect(json).toContain('"Index Name":"issuances_status_slot"');
+      expect(json).toMatch(
+        /"Index Cond":"\(\(status_partition = [a-z_]+\.partition\) AND \(status_index = c\.i\)\)"/,
+      );
+      expect(json).not.toContain('Bitmap Heap Scan');
+    },
+  );
 });

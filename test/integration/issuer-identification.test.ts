@@ -170,7 +170,7 @@ describe('SD_JWT_ISSUER', () => {
         // A CA kept elsewhere, as a real one would be: KEYS_DIR holds no dev-ca.json.
         const ca = await loadOrCreateDevCa(caDir);
         const key = (await readKeys(keysDir)).find((k) => k.purpose === 'credential-signing')!;
-        attachChain(key.file, await issueDevLeaf(ca, key.privateKey, origin));
+        attachChain(key.file, await issueDevLeaf(ca, key.publicKey, origin));
       },
     });
     const before = issuer.ctx.keys.current().signing.kid;
@@ -186,7 +186,7 @@ describe('SD_JWT_ISSUER', () => {
 
     const ca = await loadOrCreateDevCa(caDir);
     const key = await parseKeyFile(standby.file);
-    writeFileSync(join(caDir, 'chain.pem'), x5cToPem(await issueDevLeaf(ca, key.privateKey, issuer.url)));
+    writeFileSync(join(caDir, 'chain.pem'), x5cToPem(await issueDevLeaf(ca, key.publicKey, issuer.url)));
     const { attachCertificate } = await import('../../src/cli/key-certificates.js');
     await attachCertificate(keysDir, standby.kid, join(caDir, 'chain.pem'), issuer.url);
     const ok = await rotate(issuer);

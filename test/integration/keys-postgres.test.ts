@@ -325,7 +325,7 @@ describe.skipIf(!available)('x5c rotation with keys in PostgreSQL, development C
       expect(key2.kid).not.toBe(key1.kid);
       expect(key2.x5c).toHaveLength(2);
       expect(key2.x5c?.[1]).toBe(key1.x5c?.[1]);
-      expect(chainProblems(key2.x5c!, key2.privateKey, issuer.url, new Date())).toEqual([]);
+      expect(chainProblems(key2.x5c!, key2.publicKey, issuer.url, new Date())).toEqual([]);
       const store = await openPostgresStore(db.url, { poolMax: 1 });
       try {
         const row = (await store.keys.list()).find((k) => k.kid === key2.kid);

@@ -247,7 +247,7 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
         const keysDir = join(dir, 'keys');
         await generateMissingKeys(keysDir);
         const key = (await readKeys(keysDir)).find((k) => k.purpose === 'credential-signing')!;
-        attachChain(key.file, await issueDevLeaf(await loadOrCreateDevCa(caDir), key.privateKey, origin));
+        attachChain(key.file, await issueDevLeaf(await loadOrCreateDevCa(caDir), key.publicKey, origin));
       },
     });
     mkdirSync(join(dirs[1]!, 'keys'));
@@ -297,13 +297,10 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
     const ca = await loadOrCreateDevCa(caDir);
     const chainFile = join(caDir, 'chain.pem');
     // A chain for another key is refused, and nothing is stored.
-    writeFileSync(
-      chainFile,
-      x5cToPem(await issueDevLeaf(ca, a.ctx.keys.current().signing.privateKey, a.url)),
-    );
+    writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, a.ctx.keys.current().signing.publicKey, a.url)));
     expect((await cli(['keys', 'certificate', '--', kid, chainFile])).code).toBe(1);
     expect(await rotate(b).then((r) => r.status)).toBe(409);
-    const chain = await issueDevLeaf(ca, standby.privateKey, a.url);
+    const chain = await issueDevLeaf(ca, standby.publicKey, a.url);
     writeFileSync(chainFile, x5cToPem(chain));
     const attached = await cli(['keys', 'certificate', '--', kid, chainFile]);
     expect(attached.code).toBe(0);

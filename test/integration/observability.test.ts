@@ -296,7 +296,7 @@ describe('secrets never reach a log line', () => {
         'alice.martin@example.com',
         ...Object.values(SUBJECT).map(String),
         ...stored.flatMap((e) => [e.data, e.iv, e.authTag, e.encryptedKey]),
-        String(issuer.ctx.keys.current().signing.privateKey.export({ format: 'jwk' }).d),
+        String(issuer.ctx.keys.current().signing.privateKey!.export({ format: 'jwk' }).d),
       ];
       expect(stored.length).toBeGreaterThanOrEqual(2);
       expect(capture.lines.length).toBeGreaterThan(5);

@@ -463,7 +463,7 @@ describe('webhooks', () => {
     const envelopes = [...issuer.emulator!.state.envelopes.values()].map((e) => JSON.stringify(e.envelope));
     const ring = issuer.ctx.keys.current();
     const privateParts = [...ring.signingKeys, ...ring.partnerKeys].map(
-      (k) => (k.privateKey.export({ format: 'jwk' }) as { d: string }).d,
+      (k) => (k.privateKey!.export({ format: 'jwk' }) as { d: string }).d,
     );
     const token = await (await fetch(`${issuer.url}/statuslist/0`)).text();
     const forbidden = [

@@ -231,6 +231,7 @@ describe.skipIf(!available)('the admin console in a browser', () => {
       audit: '/console/audit',
       keys: '/console/keys',
       schemas: '/console/schemas',
+      bulk: '/console/bulk',
     };
     const problems: string[] = [];
     for (const [name, path] of Object.entries(paths)) {
@@ -405,6 +406,40 @@ describe.skipIf(!available)('the admin console in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
     await page.screenshot({ path: join(SHOTS, 'audit.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('Bulk: counts the selection, starts only once the count is typed, and follows the job to its end', async () => {
+    const to = 'bulk.holder@example.org';
+    const issued = [await issue(to), await issue(to)];
+    const page = await newPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Bulk' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Bulk status change' }).waitFor();
+    await page.getByLabel('Recipient email').fill(to);
+    await page.getByLabel('Reason (required, kept in the audit log)').fill('the holder left the club');
+    await page.getByRole('button', { name: 'Count the matching credentials' }).click();
+    await expect.poll(() => page.locator('#b-matched').textContent()).toContain('2 credential(s) match');
+    const start = page.getByRole('button', { name: 'Start the change' });
+    const typed = page.getByLabel('Type the number of credentials to change, to confirm');
+    await typed.fill('1');
+    expect(await start.isDisabled()).toBe(true);
+    await typed.fill('2');
+    expect(await start.isEnabled()).toBe(true);
+    await page.screenshot({ path: join(SHOTS, 'bulk-confirm.png'), fullPage: true });
+    await start.click();
+    await expect.poll(() => page.locator('#b-state').textContent()).toMatch(/: done, 2 of 2 changed/);
+    await page.screenshot({ path: join(SHOTS, 'bulk.png'), fullPage: true });
+    for (const { revocationNonce } of issued) {
+      const status = await (await fetch(`${issuer.url}/revocation-status/${revocationNonce}`)).json();
+      expect(status).toEqual({ isRevoked: true, status: 'revoked' });
+      const rows = await queryStore<{ actor: string }>(
+        issuer.ctx.store,
+        'SELECT actor FROM audit_log WHERE action = ? AND target = ?',
+        ['revoke', revocationNonce],
+      );
+      expect(rows.map((r) => r.actor)).toEqual(['ops-alice']);
+    }
     await page.close();
   });
 

@@ -1,7 +1,35 @@
 import { Option } from 'commander';
 import { json, table } from '../output.js';
+import type { CliSettings } from '../settings.js';
 import { type RegisterCommand, UsageError } from './command.js';
 import { addKeysCompromisedCommand } from './keys-compromised.js';
+
+/**
+ * Runs a key command with the key backend the environment names (KEY_BACKEND, PKCS11_*: a
+ * PKCS#11 token's keys are made and used there), closing it after; a configuration problem is a
+ * usage error with the same lines a start would print.
+ */
+async function withKeyBackend<T>(
+  settings: CliSettings,
+  fn: (backend: import('../../keys/key-backend.js').KeyBackend) => Promise<T>,
+): Promise<T> {
+  // Loaded here: only the key commands need a backend (and pkcs11 a native addon).
+  const { keyBackendFromEnv } = await import('../../keys/open-key-backend.js');
+  const { ConfigError } = await import('../../config/env.js');
+  const { KeyError } = await import('../../keys/key-error.js');
+  let backend: import('../../keys/key-backend.js').KeyBackend;
+  try {
+    backend = await keyBackendFromEnv(settings.env, settings.cwd);
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof KeyError) throw new UsageError(err.message);
+    throw err;
+  }
+  try {
+    return await fn(backend);
+  } finally {
+    await backend.close();
+  }
+}
 
 export const keysCommand: RegisterCommand = (program, act) => {
   const keys = program.command('keys').description('credential-signing and partner-JWT keys');
@@ -12,7 +40,9 @@ export const keysCommand: RegisterCommand = (program, act) => {
       act(async (run) => {
         // Loaded here: the key code (jose) is only needed by this command.
         const { describeGenerated, generateMissingKeys } = await import('../keys.js');
-        const out = await generateMissingKeys(run.settings.keysDir, { production: run.settings.production });
+        const out = await withKeyBackend(run.settings, (backend) =>
+          generateMissingKeys(run.settings.keysDir, { production: run.settings.production, backend }),
+        );
         if (run.json) {
           // stdout stays the array of keys; the other development files moved aside are a note.
           run.io.out(json(out.keys));
@@ -34,9 +64,13 @@ export const keysCommand: RegisterCommand = (program, act) => {
         const { prepareDatabaseKey, prepareKey, withDatabaseKeys } = await import('../key-certificates.js');
         const { env, databaseUrl, cwd, keysDir } = run.settings;
         const origin = opts.origin ?? run.settings.url;
-        const out =
-          (await withDatabaseKeys(env, databaseUrl, cwd, (db) => prepareDatabaseKey(db, origin, opts.csr))) ??
-          (await prepareKey(keysDir, origin, opts.csr));
+        const out = await withKeyBackend(
+          run.settings,
+          async (backend) =>
+            (await withDatabaseKeys(env, databaseUrl, cwd, (db) =>
+              prepareDatabaseKey({ ...db, backend }, origin, opts.csr),
+            )) ?? (await prepareKey(keysDir, origin, opts.csr, backend)),
+        );
         if (run.json) run.io.out(json(out));
         else run.io.out(`standby ${out.kid} (${out.file})${out.csr ? `; request in ${out.csr}` : ''}`);
         return 0;
@@ -55,15 +89,85 @@ export const keysCommand: RegisterCommand = (program, act) => {
         );
         const { env, databaseUrl, cwd, keysDir } = run.settings;
         const origin = opts.origin ?? run.settings.url;
-        const inDatabase = await withDatabaseKeys(env, databaseUrl, cwd, (db) =>
-          attachDatabaseCertificate(db, kid, pemFile, origin),
-        );
-        const out = inDatabase ?? (await attachCertificate(keysDir, kid, pemFile, origin));
+        const { inDatabase, out } = await withKeyBackend(run.settings, async (backend) => {
+          const inDatabase = await withDatabaseKeys(env, databaseUrl, cwd, (db) =>
+            attachDatabaseCertificate({ ...db, backend }, kid, pemFile, origin),
+          );
+          return {
+            inDatabase,
+            out: inDatabase ?? (await attachCertificate(keysDir, kid, pemFile, origin, new Date(), backend)),
+          };
+        });
         if (run.json) run.io.out(json(out));
         else
           run.io.out(
             `${kid}: ${out.certificates} certificate(s) attached (${out.file}); ${inDatabase ? 'every instance uses it within its key poll' : 'restart to sign with it'}`,
           );
+        return 0;
+      }),
+    );
+  keys
+    .command('migrate-to-token <mode>')
+    .description(
+      'move the ES256 keys into the PKCS#11 token of KEY_BACKEND=pkcs11, instances stopped: `import` (same kids; software copies moved to KEYS_DIR/software-keys-aside) or `rotate` (new token keys; the old ones retired, still published)',
+    )
+    .action(
+      act(async (run, mode: string) => {
+        if (mode !== 'import' && mode !== 'rotate')
+          throw new UsageError('keys migrate-to-token: <mode> must be import or rotate');
+        const { env, databaseUrl, cwd, keysDir, production } = run.settings;
+        if (env.KEY_BACKEND !== 'pkcs11')
+          throw new UsageError(
+            'keys migrate-to-token: set KEY_BACKEND=pkcs11 and its PKCS11_* variables first',
+          );
+        const migration = await import('../../keys/token-migration.js');
+        const { withDatabaseKeys } = await import('../key-certificates.js');
+        const { databaseKeyHolder, fileKeyHolder } = await import('../../keys/key-holder.js');
+        const { silentLogger } = await import('../../observability/logger.js');
+        const environment = production ? 'production' : 'development';
+        const lines = await withKeyBackend(run.settings, async (backend) => {
+          if (mode === 'import') {
+            const importing = backend as import('../../keys/token-migration.js').ImportingBackend;
+            const out =
+              (await withDatabaseKeys(env, databaseUrl, cwd, (db) =>
+                migration.importDatabaseKeys(db.keys, db.kek, keysDir, importing),
+              )) ?? (await migration.importFileKeys(keysDir, importing));
+            return out.map(
+              (k) =>
+                `${k.purpose} ${k.kid}: ${k.outcome}${k.movedTo ? `; software copy moved to ${k.movedTo}` : ''}`,
+            );
+          }
+          const rotate = async (holder: import('../../keys/key-holder.js').KeyHolder) => {
+            try {
+              return await migration.rotateIntoToken(holder);
+            } finally {
+              holder.close();
+            }
+          };
+          const out =
+            (await withDatabaseKeys(env, databaseUrl, cwd, async (db) =>
+              rotate(
+                await databaseKeyHolder(db.keys, {
+                  keysDir,
+                  generateIfMissing: false,
+                  kek: db.kek,
+                  pollMs: 3_600_000,
+                  log: silentLogger(),
+                  environment,
+                  backend,
+                }),
+              ),
+            )) ??
+            (await rotate(await fileKeyHolder(keysDir, false, undefined, environment, undefined, backend)));
+          return out.length === 0
+            ? ['every active key already signs in the token']
+            : out.map(
+                (r) =>
+                  `${r.purpose}: new token key ${r.created} signs from now on; retired ${r.retired.join(', ')} (still published)`,
+              );
+        });
+        if (run.json) run.io.out(json(lines));
+        else for (const line of lines) run.io.out(line);
         return 0;
       }),
     );

@@ -1,7 +1,9 @@
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../../config/config.js';
+import type { KeyBackend } from '../../keys/key-backend.js';
 import { databaseKeyHolder } from '../../keys/key-holder.js';
 import { type KeyRing, loadKeyRing } from '../../keys/key-ring.js';
+import { openKeyBackend } from '../../keys/open-key-backend.js';
 import { compromisedKids, publishedSigningKeys } from '../../keys/published-keys.js';
 import { silentLogger } from '../../observability/logger.js';
 import type { StoreInspection } from '../../store/engine.js';
@@ -49,6 +51,8 @@ export interface DoctorContext {
   database(): Promise<StoreInspection>;
   /** The store over it, when the database can serve as it is. */
   store(): Promise<Store | undefined>;
+  /** KEY_BACKEND opened as the server opens it (the token found, logged in), or why it does not. */
+  keyBackend(): Promise<KeyBackend | Error>;
   /** The ring the server would sign with, or why it does not load. */
   ring(): Promise<KeyRing | Error>;
   /** The signing keys the server would publish, when the ring and the database both read. */
@@ -75,7 +79,14 @@ export function doctorContext(
   const origin = (options.origin ?? config.issuerOrigin).replace(/\/+$/, '');
   const database = once(() => inspectStore(secrets.database));
   const store = async () => (await database()).store;
-  const ring = once(async () => loadLocalRing(config, secrets, await store()).catch((err: Error) => err));
+  const keyBackend = once(async () =>
+    openKeyBackend(config.keyBackend, secrets.pkcs11Pin).catch((err: Error) => err),
+  );
+  const ring = once(async () => {
+    const backend = await keyBackend();
+    if (backend instanceof Error) return backend;
+    return loadLocalRing(config, secrets, await store(), backend).catch((err: Error) => err);
+  });
   const localSigning = once(async () => {
     const [r, s] = [await ring(), await store()];
     if (r instanceof Error || !s) return undefined;
@@ -95,6 +106,7 @@ export function doctorContext(
     maxUploadAgeMs: options.maxUploadAgeMs ?? HOUR_MS,
     database,
     store,
+    keyBackend,
     ring,
     localSigning,
     document(path) {
@@ -104,6 +116,8 @@ export function doctorContext(
     },
     async close() {
       await (await database()).close();
+      const backend = await keyBackend();
+      if (!(backend instanceof Error)) await backend.close();
     },
   };
 }
@@ -112,9 +126,14 @@ export function doctorContext(
  * The ring the server would sign with: KEYS_DIR's files, or where the engine keeps keys in the
  * database, its sealed rows once the first start imported them (read, never imported).
  */
-async function loadLocalRing(config: Config, secrets: Secrets, store: Store | undefined): Promise<KeyRing> {
+async function loadLocalRing(
+  config: Config,
+  secrets: Secrets,
+  store: Store | undefined,
+  backend: KeyBackend,
+): Promise<KeyRing> {
   if (!store?.keys || (await store.keys.list()).length === 0)
-    return loadKeyRing(config.keysDir, { generateIfMissing: false });
+    return loadKeyRing(config.keysDir, { generateIfMissing: false, backend });
   const holder = await databaseKeyHolder(store.keys, {
     keysDir: config.keysDir,
     generateIfMissing: false,
@@ -122,6 +141,7 @@ async function loadLocalRing(config: Config, secrets: Secrets, store: Store | un
     pollMs: HOUR_MS,
     log: silentLogger(),
     environment: config.production ? 'production' : 'development',
+    backend,
   });
   holder.close();
   return holder.current();

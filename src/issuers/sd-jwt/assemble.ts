@@ -1,4 +1,4 @@
-import { createHash, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Jwt, SDJwt } from '@sd-jwt/core';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { SD_DECOY, SD_DIGEST, SD_LIST_KEY } from '@sd-jwt/types';
@@ -110,23 +110,21 @@ function packSync(
 
 /**
  * The compact SD-JWT VC `SDJwtVcInstance.issue()` would make with signAlg ES256, hashAlg sha-256
- * and a node:crypto signer: header `{ typ: 'dc+sd-jwt', ...header, alg }`, payload the packed
- * claims with `_sd_alg`, the disclosures, and a trailing `~`.
+ * and the key's signer (node:crypto, or the token of KEY_BACKEND=pkcs11): header
+ * `{ typ: 'dc+sd-jwt', ...header, alg }`, payload the packed claims with `_sd_alg`, the
+ * disclosures, and a trailing `~`. Packing is synchronous; only the signature is awaited.
  */
-export function issueSdJwtVcSync(
+export async function issueSdJwtVc(
   payload: Record<string, unknown>,
   frame: Record<string, unknown> | undefined,
-  options: { header: Record<string, unknown>; privateKey: KeyObject },
-): string {
+  options: { header: Record<string, unknown>; sign: (data: Uint8Array) => Promise<Uint8Array> },
+): Promise<string> {
   vcRules.check(frame);
   const { packedClaims, disclosures } = packSync(payload, frame as Frame | undefined, new Salts());
   const header = { typ: 'dc+sd-jwt', ...options.header, alg: 'ES256' };
   const body = { ...(packedClaims as Record<string, unknown>), _sd_alg: frame ? 'sha-256' : undefined };
   const unsigned = new UnsignedJwt({ header, payload: body }).unsigned();
-  const signature = cryptoSign('sha256', Buffer.from(unsigned), {
-    key: options.privateKey,
-    dsaEncoding: 'ieee-p1363',
-  }).toString('base64url');
+  const signature = Buffer.from(await options.sign(Buffer.from(unsigned))).toString('base64url');
   const jwt = new Jwt({ header, payload: body, signature, encoded: `${unsigned}.${signature}` });
   return new SDJwt({ jwt, disclosures }).encodeSDJwt();
 }

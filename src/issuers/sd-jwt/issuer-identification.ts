@@ -61,7 +61,7 @@ export class IssuerIdentification {
     if (this.mode !== 'x5c') return;
     const key = ring.signing;
     const problems = key.x5c
-      ? chainProblems(key.x5c, key.privateKey, this.origin, now)
+      ? chainProblems(key.x5c, key.publicKey, this.origin, now)
       : [
           'privateJwk.x5c: no certificate chain; attach one with `npm run admin -- keys certificate <kid> <chain.pem>` (development: `npm run keys:generate -- --x5c`)',
         ];

@@ -2,7 +2,7 @@ import type { SdJwtVcPayload } from '@sd-jwt/sd-jwt-vc';
 import type { ManagedKey } from '../../keys/key-ring.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
-import { issueSdJwtVcSync } from './assemble.js';
+import { issueSdJwtVc } from './assemble.js';
 import type { IssuerIdentification } from './issuer-identification.js';
 
 /** The `vct#integrity` of a type served as SD-JWT VC type metadata, if this issuer serves it. */
@@ -10,7 +10,7 @@ export type VctIntegrity = (vct: string) => string | undefined;
 
 /**
  * SD-JWT VC draft: (`typ: dc+sd-jwt`) with ES256, assembled synchronously from the library's
- * own pieces (assemble.ts) and signed with node:crypto over the loaded KeyObject.
+ * own pieces (assemble.ts) and signed by the key's backend (node:crypto, or the PKCS#11 token).
  */
 export class SdJwtVcIssuer implements Issuer {
   readonly proofType = 'SD_JWT_VC' as const;
@@ -48,9 +48,9 @@ export class SdJwtVcIssuer implements Issuer {
       input.schema.sdJwt?.disclosureFrame ?? {
         _sd: Object.keys(input.claims),
       };
-    const credential = issueSdJwtVcSync(payload, frame, {
+    const credential = await issueSdJwtVc(payload, frame, {
       header: { ...this.identification.header(key) },
-      privateKey: key.privateKey,
+      sign: key.sign,
     });
     return { credential, kid: key.kid };
   }

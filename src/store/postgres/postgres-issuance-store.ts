@@ -21,20 +21,25 @@ const RANDOM_PROBES = 16;
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
 
+// Whether candidate slot c.i of partition p is taken: one probe of the slot's unique index per
+// candidate. The LIMIT keeps the planner from turning the probes into an anti-join, which a cached
+// generic plan reads as the whole partition's issuances (7.9 ms instead of 0.13 ms at 2,200 rows).
+const SLOT_TAKEN = `LEFT JOIN LATERAL (SELECT 1 AS taken FROM issuances
+      WHERE status_partition = p.partition AND status_index = c.i LIMIT 1) t ON true`;
+
 // The first open partition of today's size and bits (after a change of STATUS_LIST_BITS or
 // STATUS_LIST_PARTITION_SIZE new credentials go to a new partition) and the first of the random
 // candidates that no issuance holds there.
-const PROPOSE_SQL = `SELECT p.partition, p.size,
-    (SELECT c.i FROM unnest($3::int[]) WITH ORDINALITY AS c(i, o)
-      WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
-      ORDER BY c.o LIMIT 1) AS free
+export const PROPOSE_SQL = `SELECT p.partition, p.size,
+    (SELECT c.i FROM unnest($3::int[]) WITH ORDINALITY AS c(i, o) ${SLOT_TAKEN}
+      WHERE t.taken IS NULL ORDER BY c.o LIMIT 1) AS free
   FROM status_list_partitions p WHERE p.size = $1 AND p.bits = $2 AND NOT p.is_full
   ORDER BY p.partition LIMIT 1`;
 
 // The live duplicates of a batch of hosted issuances (row `o` of the batch, its duplicate's id)
 // and, in the same round trip, up to $9 free slots among random candidates of the first open
 // partition of size $6 and bits $7 (see findLiveDuplicate).
-const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
+export const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
       WITH ORDINALITY AS q(holder, schema, proof, subject, now, o)),
   p AS (SELECT partition FROM status_list_partitions WHERE size = $6::int AND bits = $7::smallint AND NOT is_full
@@ -44,9 +49,8 @@ const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
       AND proof_type = q.proof AND subject_hash = q.subject AND channel = 'hosted' AND status = 0 AND expires_at > q.now
       ORDER BY created_at DESC, seq DESC LIMIT 1) d
   UNION ALL
-  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o)
-    WHERE NOT EXISTS (SELECT 1 FROM issuances WHERE status_partition = p.partition AND status_index = c.i)
-    ORDER BY c.o LIMIT $9)`;
+  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o) ${SLOT_TAKEN}
+    WHERE t.taken IS NULL ORDER BY c.o LIMIT $9)`;
 
 interface DuplicateLookup {
   q: DuplicateQuery;

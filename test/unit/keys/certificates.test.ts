@@ -1,4 +1,4 @@
-import { createPublicKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ describe('x5c certificate chains', () => {
       ),
     );
     await expect(attachCertificate(dir, key.kid, pem, ORIGIN, NOW)).rejects.toThrow(/different key/);
-    writeFileSync(pem, x5cToPem(await issueDevLeaf(ca, key.privateKey, ORIGIN, NOW)));
+    writeFileSync(pem, x5cToPem(await issueDevLeaf(ca, key.publicKey, ORIGIN, NOW)));
     await expect(attachCertificate(dir, key.kid, pem, 'https://other.example', NOW)).rejects.toThrow(
       /does not name DNS name other\.example/,
     );
@@ -90,7 +90,7 @@ describe('x5c certificate chains', () => {
     const csr = readFileSync(join(dir, 'next.csr'), 'utf8');
     const request = new x509.Pkcs10CertificateRequest(csr);
     expect(await request.verify()).toBe(true);
-    const spki = createPublicKey(key.privateKey).export({ format: 'der', type: 'spki' });
+    const spki = key.publicKey.export({ format: 'der', type: 'spki' });
     expect(Buffer.from(request.publicKey.rawData).equals(spki)).toBe(true);
     expect(request.subject).toBe('CN=issuer.example.org');
   });

@@ -146,9 +146,20 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
   router.get('/audit', session, wrap(pages.audit, p));
   router.get('/keys', session, wrap(pages.keys, p));
   router.get('/schemas', session, wrap(pages.schemas, p));
+  if (available.includes('bulk')) router.get('/bulk', session, wrap(pages.bulk, p));
 
   // The admin API under the console's session: same handler, same validation, same audit row.
   const apiSession = requireSession(ctx, 'api');
+  // The bulk job's progress, read by the Bulk page while the job runs.
+  const job = options.routes.find((r) => r.method === 'get' && r.path === '/admin/status-changes/:jobId');
+  if (job)
+    router.get(
+      '/api/admin/status-changes/:jobId',
+      options.adminLimit,
+      apiSession,
+      ...options.scope,
+      job.handler,
+    );
   for (const [path, action] of Object.entries(ACTIONS)) {
     const route = byPath.get(path);
     if (!route) continue;

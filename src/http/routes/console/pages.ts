@@ -30,6 +30,8 @@ export interface ConsolePages {
   pages: readonly PageId[];
   /** Runs `admin doctor` in this process, when the server was given it. */
   doctor: (() => Promise<DoctorItem[]>) | undefined;
+  /** The latest doctor run of this console, kept for 30 s. */
+  doctorRun?: { at: number; items: Promise<DoctorItem[]> } | undefined;
 }
 
 /** The set fields of a filter form (empty inputs dropped), known names only. */
@@ -114,20 +116,20 @@ export async function overview(p: ConsolePages, _req: Request, res: Response): P
   });
 }
 
-let doctorCache: { at: number; items: Promise<DoctorItem[]> } | undefined;
-
 /** `admin doctor`'s items with their verdicts, as a fragment the Overview loads after its first paint. */
 export async function doctorFragment(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   if (!p.doctor) throw new AppError('NOT_FOUND', 'doctor: not available in this process');
   // One run at a time, kept for 30 s: reloading the Overview does not fetch every document again.
-  if (!doctorCache || Date.now() - doctorCache.at > 30_000) {
-    doctorCache = { at: Date.now(), items: p.doctor() };
-    doctorCache.items.catch(() => {
-      doctorCache = undefined;
+  if (!p.doctorRun || Date.now() - p.doctorRun.at > 30_000) {
+    const run = { at: Date.now(), items: p.doctor() };
+    p.doctorRun = run;
+    run.items.catch(() => {
+      if (p.doctorRun === run) p.doctorRun = undefined;
     });
   }
-  const items = await doctorCache.items;
-  const body = html`<table><caption>admin doctor, ${when(new Date(doctorCache?.at ?? Date.now()))}</caption>
+  const { at, items: running } = p.doctorRun;
+  const items = await running;
+  const body = html`<table><caption>admin doctor, ${when(new Date(at))}</caption>
 <thead><tr><th scope="col">Item</th><th scope="col">Verdict</th><th scope="col">Detail</th></tr></thead><tbody>${items.map(
     (i) =>
       html`<tr><td>${i.item}</td><td><span class="verdict ${i.verdict.toLowerCase()}">${i.verdict}</span></td><td>${i.detail}</td></tr>`,
@@ -391,15 +393,20 @@ ${results}`,
 export async function keys(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   const { ctx } = p;
   const all = await keyInventory(ctx);
-  const backend = ctx.store.keys
+  const records = ctx.store.keys
     ? `the database, sealed under KEY_ENCRYPTION_KEY (${ctx.store.kind})`
     : `key files in KEYS_DIR (${ctx.config.keysDir})`;
+  const kb = ctx.config.keyBackend;
+  const backend =
+    kb.kind === 'pkcs11'
+      ? `KEY_BACKEND=pkcs11: the private keys stay on the token (${'label' in kb.token ? `label ${kb.token.label}` : `slot ${kb.token.slot}`}, module ${kb.module}); their records are kept in ${records}`
+      : `KEY_BACKEND=software: private keys are kept in ${records}`;
   const purposes = ['credential-signing', 'partner-jwt'] as const;
   page(res, {
     title: 'Keys',
     current: 'keys',
     pages: p.pages,
-    body: html`<p>Private keys are kept in ${backend}. Verifiers are sent to <code>SD_JWT_ISSUER=${ctx.config.sdJwtIssuer}</code>.</p>
+    body: html`<p>${backend}. Verifiers find the signing key through <code>SD_JWT_ISSUER=${ctx.config.sdJwtIssuer}</code>.</p>
 ${purposes.map((purpose) => {
   const rows = all.filter((k) => k.purpose === purpose && (k.active || k.published || k.standby));
   return html`<section aria-labelledby="h-${purpose}"><h2 id="h-${purpose}">${purpose}</h2>
@@ -449,5 +456,50 @@ export async function schemas(p: ConsolePages, _req: Request, res: Response): Pr
 <label for="reload-reason">Reason (optional, kept in the audit log)</label>
 <textarea id="reload-reason" name="reason" maxlength="1000" rows="2"></textarea>
 <button type="submit">Reload…</button></fieldset></form>`,
+  });
+}
+
+/**
+ * Bulk: a status change over every credential a selector matches, through `POST
+ * /admin/status-changes` (shown only where that route exists): the count first (a dry run), then
+ * the change once the operator has typed that count, then the job's progress.
+ */
+export async function bulk(p: ConsolePages, _req: Request, res: Response): Promise<void> {
+  const { ctx } = p;
+  const schemas = ctx.schemas.all().map((s) => s.schemaId);
+  const twoBits = ctx.config.statusList.bits === 2;
+  page(res, {
+    title: 'Bulk status change',
+    current: 'bulk',
+    pages: p.pages,
+    body: html`<p>Select credentials by any of these fields (every field given must match), see how many match, then confirm by typing that number. The job runs on the server and survives a restart; its progress shows below.</p>
+<form id="bulk" class="action bulk" data-api="/console/api/admin/status-changes" data-bulk>
+<fieldset><legend>Which credentials</legend>
+<div class="filters">
+<div><label for="b-schema">Schema</label><select id="b-schema" name="selector.schemaId"><option value="">Any</option>${schemas.map((s) => html`<option value="${s}">${s}</option>`)}</select></div>
+<div><label for="b-email">Recipient email</label><input id="b-email" name="selector.email" type="email" autocomplete="off"></div>
+<div><label for="b-holder">Holder DID</label><input id="b-holder" name="selector.holderDid"></div>
+<div><label for="b-batch">Batch id</label><input id="b-batch" name="selector.batchId"></div>
+<div><label for="b-kid">Signing key (kid)</label><input id="b-kid" name="selector.kid"></div>
+<div><label for="b-after">Issued from (UTC)</label><input id="b-after" name="selector.issuedAfter" type="date" data-date></div>
+<div><label for="b-before">Issued before (UTC)</label><input id="b-before" name="selector.issuedBefore" type="date" data-date></div>
+</div></fieldset>
+<fieldset><legend>What to do</legend>
+<label for="b-change">Change</label>
+<select id="b-change" name="change"><option value="revoke">revoke</option>${twoBits ? html`<option value="suspend">suspend</option><option value="unsuspend">unsuspend</option>` : ''}</select>
+<label for="b-reason">Reason (required, kept in the audit log)</label>
+<textarea id="b-reason" name="reason" required maxlength="1000" rows="2"></textarea>
+<button type="button" id="b-count">Count the matching credentials</button>
+</fieldset>
+<div id="b-confirm" hidden>
+<p id="b-matched" role="status"></p>
+<label for="b-typed">Type the number of credentials to change, to confirm</label>
+<input id="b-typed" inputmode="numeric" autocomplete="off">
+<button type="submit" class="danger" id="b-start" disabled>Start the change</button>
+</div>
+</form>
+<section aria-labelledby="h-job" id="b-job" hidden><h2 id="h-job">Progress</h2>
+<progress id="b-progress" max="1" value="0" aria-labelledby="h-job"></progress>
+<p id="b-state" role="status" aria-live="polite"></p></section>`,
   });
 }
