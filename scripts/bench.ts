@@ -12,6 +12,7 @@ import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
 import { benchKeySigning } from './bench/key-signing.js';
+import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
@@ -71,6 +72,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
     return rows;
   },
   http: () => benchHttpIssueVc(),
+  // The OpenID4VCI credential endpoint's CPU per credential beside hosted issue-vc's, one server.
+  oid4vci: () => benchOid4vci(),
   status: benchStatusList,
   iden3: benchIden3,
   batch: () => benchBatch(),

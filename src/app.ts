@@ -73,10 +73,12 @@ export function createApp(
     none: [],
   } satisfies Record<RouteAuth, RequestHandler[]>;
   const json = jsonBody();
+  // RFC 6749 §4.1.3: a token request is a form; plain keys only (no nested `a[b]` syntax).
+  const form = express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 50 });
 
   // Preflight for the public routes only; admin and holder routes send no CORS headers.
   app.options(
-    /^\/(\.well-known|statuslist|revocation-status|credential-status)(\/.*)?$/,
+    /^\/(\.well-known|statuslist|revocation-status|credential-status|oid4vci)(\/.*)?$/,
     openCors,
     (_req, res) => {
       res.status(204).end();
@@ -90,7 +92,7 @@ export function createApp(
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
     if (route.mountedByPath) continue;
     const chain: RequestHandler[] = [...groups[route.group], ...auth[route.auth]];
-    if (route.method === 'post') chain.push(json);
+    if (route.method === 'post') chain.push(route.form ? form : json);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)
       : route.handler;

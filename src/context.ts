@@ -9,6 +9,7 @@ import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
 import { IssuanceCore } from './issuance/issuance-core.js';
+import { Oid4vciDoor } from './issuance/oid4vci-door.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
@@ -70,6 +71,8 @@ export interface AppContext {
   hosted: HostedIssuanceService;
   /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
+  /** The OpenID4VCI door (docs/interface.md "OpenID4VCI: the wallet door"), when OID4VCI=on. */
+  oid4vci: Oid4vciDoor | undefined;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
   status: StatusService;
@@ -406,6 +409,17 @@ export async function createContext(
     deadlineMs: config.adminIssueDeadlineMs,
   });
 
+  const oid4vci = config.oid4vci.enabled
+    ? new Oid4vciDoor({
+        issuerOrigin: config.issuerOrigin,
+        schemas,
+        core: issuance,
+        store: store.oid4vci,
+        hashEmail,
+        requireDpop: config.oid4vci.requireDpop,
+      })
+    : undefined;
+
   return {
     config,
     secrets: { apiKey, adminApiKeys, metricsToken },
@@ -421,6 +435,7 @@ export async function createContext(
     issuance,
     hosted,
     direct,
+    oid4vci,
     hashEmail,
     status,
     statusJobs,

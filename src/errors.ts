@@ -68,3 +68,22 @@ export const notFound = (message: string): AppError => new AppError('NOT_FOUND',
 
 export const upstreamUnavailable = (message: string, details?: unknown, cause?: unknown): AppError =>
   new AppError('UPSTREAM_UNAVAILABLE', message, details, { cause });
+
+/**
+ * An OAuth 2.0 or OpenID4VCI protocol error, answered in the shape those specifications give it
+ * (`{ error, error_description }`: RFC 6749 §5.2, RFC 6750 §3.1, OpenID4VCI 1.0 §8.3.1.2) rather
+ * than as `{ code, message }`, because the wallets that call the OpenID4VCI door read that shape.
+ */
+export class ProtocolError extends Error {
+  constructor(
+    /** 400, or 401 for a missing or bad access token (RFC 6750 §3.1). */
+    readonly status: 400 | 401,
+    readonly error: string,
+    readonly description: string,
+    /** RFC 6750 §3 / RFC 9449 §7.1: the challenge a 401 carries. */
+    readonly wwwAuthenticate?: string,
+  ) {
+    super(description);
+    this.name = 'ProtocolError';
+  }
+}

@@ -54,12 +54,16 @@ export type StatusName = (typeof STATUS_NAMES)[CredentialStatus];
 /** What an admin may do to a credential's status. */
 export type StatusChange = 'revoke' | 'suspend' | 'unsuspend';
 
-/** Hosted (docs/interface.md "issue-vc", the holder asks) or direct (admin issue-vc, the issuer sends). */
-export const CHANNELS = ['hosted', 'direct'] as const;
+/**
+ * Hosted (docs/interface.md "issue-vc", the holder asks), direct (admin issue-vc, the issuer sends)
+ * or oid4vci (a standards wallet takes an admin's credential offer, docs/interface.md "OpenID4VCI").
+ */
+export const CHANNELS = ['hosted', 'direct', 'oid4vci'] as const;
 export type Channel = (typeof CHANNELS)[number];
 
+/** `none`: nothing to upload (an oid4vci credential goes to the wallet in the credential response). */
 /** `failed`: the outbox gave up (a refusal for good, or too many attempts); `uploads retry` resumes it. */
-export type UploadState = 'pending' | 'uploaded' | 'failed';
+export type UploadState = 'pending' | 'uploaded' | 'failed' | 'none';
 
 /** A credential's place in the token status lists. */
 export interface StatusSlot {

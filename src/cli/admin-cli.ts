@@ -15,6 +15,7 @@ import { doctorCommand } from './commands/doctor.js';
 import { historyCommand } from './commands/history.js';
 import { issueCommand } from './commands/issue.js';
 import { keysCommand } from './commands/keys.js';
+import { offerCommand } from './commands/offer.js';
 import { publishStatusListsCommand } from './commands/publish-status-lists.js';
 import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
@@ -30,6 +31,7 @@ import { loadCliSettings } from './settings.js';
 const COMMANDS: RegisterCommand[] = [
   issueCommand,
   batchIssueCommand,
+  offerCommand,
   statusChangeCommands,
   statusCommand,
   historyCommand,

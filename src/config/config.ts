@@ -87,6 +87,8 @@ export interface Config {
   statusJobLeaseMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
+  /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
+  oid4vci: { enabled: boolean; requireDpop: boolean };
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
   console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
 }
@@ -320,6 +322,10 @@ export function loadConfig(
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
+      oid4vci: {
+        enabled: (env.OID4VCI ?? (production ? 'off' : 'on')) === 'on',
+        requireDpop: env.OID4VCI_REQUIRE_DPOP === '1',
+      },
       console: {
         enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
         idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,

@@ -317,6 +317,16 @@ export const EnvSchema = z.object({
       '`1` lets production webhooks reach loopback, private and link-local addresses (a receiver inside the same network); a warning is printed at every start.',
     default: 'unset',
   }),
+  OID4VCI: z.enum(['on', 'off'], 'OID4VCI must be on or off').optional().meta({
+    description:
+      'The OpenID4VCI door beside the hosted one: credential issuer and authorization server metadata, `POST /admin/credential-offers`, the token, nonce and credential endpoints ([interface.md](interface.md#openid4vci-the-wallet-door)).',
+    default: '`on` in development, `off` in production',
+  }),
+  OID4VCI_REQUIRE_DPOP: z.enum(['0', '1'], 'OID4VCI_REQUIRE_DPOP must be 0 or 1').optional().meta({
+    description:
+      '`1`: the OpenID4VCI token and credential endpoints refuse a wallet that sends no DPoP proof (RFC 9449); without it DPoP is accepted when sent.',
+    default: '`0`',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

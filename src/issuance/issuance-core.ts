@@ -54,7 +54,11 @@ export interface SignRequest {
   proofType: ProofType;
   claims: Record<string, unknown>;
   expiresAt: Date;
-  encryptTo: HolderPublicKey;
+  /**
+   * The holder's key the credential is sealed to for the upload. Absent (the oid4vci channel):
+   * nothing is sealed or uploaded; the credential goes back to the caller (`signForResponse`).
+   */
+  encryptTo?: HolderPublicKey | undefined;
   holderJwk?: JWK | undefined;
   vct?: string | undefined;
   disclosureFrame?: Record<string, unknown> | undefined;
@@ -90,15 +94,22 @@ export function randomRevocationNonce(): number {
 export async function issuanceSubjectHash(
   claims: Record<string, unknown>,
   holderJwk: JWK | undefined,
-  encryptTo: HolderPublicKey,
+  encryptTo: HolderPublicKey | undefined,
 ): Promise<string> {
   return sha256Hex(
     canonicalJson({
       claims,
       cnf: holderJwk ? await calculateJwkThumbprint(holderJwk) : null,
-      encryptTo: holderKeyFingerprint(encryptTo),
+      encryptTo: encryptTo ? holderKeyFingerprint(encryptTo) : null,
     }),
   );
+}
+
+/** What `signForResponse` gives: the record, and the signed credential when this call signed it. */
+export interface SignedForResponse {
+  record: IssuanceRecord;
+  /** Undefined when the credential id was recorded before (nothing was signed this time). */
+  credential: string | Record<string, unknown> | undefined;
 }
 
 /**
@@ -191,6 +202,21 @@ export class IssuanceCore {
    * commit together, before any upload. A hosted repeat (`issuanceSubjectHash`) returns the live original.
    */
   async signAndRecord(req: SignRequest): Promise<IssuanceRecord> {
+    return (await this.signRecord(req)).record;
+  }
+
+  /**
+   * Signs and commits one issuance that is not sealed or uploaded (no `encryptTo`): the oid4vci
+   * channel, whose credential goes to the wallet in the credential response. The record commits
+   * before the credential is handed back, so a credential given out is always one revocable.
+   */
+  async signForResponse(
+    req: SignRequest & { encryptTo?: undefined; dedupe: false },
+  ): Promise<SignedForResponse> {
+    return this.signRecord(req);
+  }
+
+  private async signRecord(req: SignRequest): Promise<SignedForResponse> {
     const issuer = req.issuer;
     this.deps.schemas.assertClaims(req.schema, req.claims);
     // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
@@ -212,7 +238,7 @@ export class IssuanceCore {
       });
       if (existing) {
         this.report(req.proofType, req.channel, 'existing');
-        return existing;
+        return { record: existing, credential: undefined };
       }
     }
     const credentialId = req.credentialId ?? randomUUID();
@@ -240,8 +266,10 @@ export class IssuanceCore {
       });
       this.mark('sign', signStart);
       const sealStart = performance.now();
-      const sealed: Envelope = sealEnvelope(req.encryptTo, signed.credential);
-      this.mark('envelope', sealStart);
+      const sealed: Envelope | undefined = req.encryptTo
+        ? sealEnvelope(req.encryptTo, signed.credential)
+        : undefined;
+      if (sealed) this.mark('envelope', sealStart);
       const issuance: NewIssuance = {
         credentialId,
         channel: req.channel,
@@ -255,7 +283,7 @@ export class IssuanceCore {
         kid: signed.kid,
         createdAt: now,
         expiresAt,
-        uploadDueAt: new Date(Date.now() + this.deps.uploadTimeoutMs + 1000),
+        uploadDueAt: sealed ? new Date(Date.now() + this.deps.uploadTimeoutMs + 1000) : undefined,
         emailHash: req.emailHash,
         batchId: req.batchId,
         renewedFrom: req.renewedFrom,
@@ -274,13 +302,15 @@ export class IssuanceCore {
             expiresAt: expiresAt.toISOString(),
           }),
         },
-        envelope: {
-          holderDid: req.holderDid,
-          schemaId: req.schema.schemaId,
-          expiresAt: expiresAt.toISOString(),
-          ...sealed,
-          externalId: credentialId,
-        },
+        envelope: sealed
+          ? {
+              holderDid: req.holderDid,
+              schemaId: req.schema.schemaId,
+              expiresAt: expiresAt.toISOString(),
+              ...sealed,
+              externalId: credentialId,
+            }
+          : null,
       };
       const recordStart = performance.now();
       const outcome = await this.deps.store.insertIssuance(issuance, {
@@ -291,7 +321,10 @@ export class IssuanceCore {
       if (outcome.kind === 'inserted') this.leasedByInsert.add(outcome.record);
       if (outcome.kind === 'inserted' || outcome.kind === 'duplicate') {
         this.report(req.proofType, req.channel, outcome.kind === 'inserted' ? 'issued' : 'existing');
-        return outcome.record;
+        return {
+          record: outcome.record,
+          credential: outcome.kind === 'inserted' ? signed.credential : undefined,
+        };
       }
       // A concurrent issuance took the slot or nonce between proposal and commit: sign again.
     }

@@ -156,10 +156,13 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
 
   private async attempt(record: IssuanceRecord): Promise<string | null> {
+    // Only pending records are attempted, and a record without an envelope (oid4vci) never is.
+    if (!record.envelope) throw new Error(`credential ${record.credentialId} has nothing to upload`);
+    const envelope = record.envelope;
     try {
       const res =
-        'data' in record.envelope
-          ? await this.client.storeEnvelope(record.envelope, record.proofType, record.uploadAttempts + 1)
+        'data' in envelope
+          ? await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1)
           : // Delivered once (its ciphertext dropped then, store.ts DeliveredEnvelope) and put back
             // in the queue since: the hosting service has it, and the mark is made again.
             { storagePath: record.storagePath ?? undefined };

@@ -42,7 +42,7 @@ export class IssuerMetrics {
   });
   readonly issuances = new Counter({
     name: 'issuer_issuances_total',
-    help: 'Issuances by proof type, channel (hosted/direct) and outcome (issued/existing/failed)',
+    help: 'Issuances by proof type, channel (hosted/direct/oid4vci) and outcome (issued/existing/failed)',
     labelNames: ['proof_type', 'channel', 'outcome'] as const,
     registers: [this.registry],
   });

@@ -212,6 +212,23 @@ export const COPIED_TABLES: TableSpec[] = [
       ...time('delivered_at', 'created_at'),
     ],
   },
+  {
+    // Live OpenID4VCI offers: a wallet may take one on the copy. Times are epoch ms on both engines.
+    table: 'oid4vci_offers',
+    key: ['offer_hash'],
+    columns: [
+      ...text('offer_hash', 'code_hash', 'schema_id', 'configuration_id', 'user_id', 'email_hash', 'claims'),
+      ...text('tx_code_hash'),
+      ...int('tx_code_attempts'),
+      ...text('state'),
+      ...int('expires_at'),
+      ...text('token_hash'),
+      ...int('token_expires_at'),
+      ...text('dpop_jkt', 'credential_id', 'created_by'),
+      ...int('created_at'),
+    ],
+  },
+  { table: 'oid4vci_nonces', key: ['nonce'], columns: [...text('nonce'), ...int('expires_at')] },
 ];
 
 /** PostgreSQL tables SQLite has no counterpart of, and what fills them instead. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ProofType } from '../model.js';
 import type {
+  Channel,
   CredentialStatus,
   IssuanceRecord,
   IssuanceSummary,
@@ -17,7 +18,7 @@ import type {
  */
 export interface IssuanceColumns<Time, Nonce, Epoch> {
   credential_id: string;
-  channel: 'hosted' | 'direct';
+  channel: Channel;
   user_id: string;
   holder_did: string;
   schema_id: string;
@@ -46,6 +47,7 @@ export interface IssuanceColumns<Time, Nonce, Epoch> {
 export type SummaryColumns<Time, Nonce> = Pick<
   IssuanceColumns<Time, Nonce, never>,
   | 'credential_id'
+  | 'channel'
   | 'holder_did'
   | 'schema_id'
   | 'proof_type'
@@ -77,6 +79,7 @@ export function summaryFromRow<Time, Nonce>(
 ): IssuanceSummary {
   return {
     credentialId: r.credential_id,
+    channel: r.channel,
     holderDid: r.holder_did,
     schemaId: r.schema_id,
     proofType: r.proof_type,
@@ -101,10 +104,9 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
 ): IssuanceRecord {
   return {
     ...summaryFromRow(r, read),
-    channel: r.channel,
     userId: r.user_id,
     subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as StoredEnvelope,
+    envelope: JSON.parse(r.envelope) as StoredEnvelope | null,
     suspendedAt: orNull(r.suspended_at, read.time),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
@@ -124,9 +126,9 @@ export function insertedRecord(n: NewIssuance): IssuanceRecord {
     status: 0,
     revokedAt: null,
     suspendedAt: null,
-    uploadState: 'pending',
+    uploadState: n.envelope ? 'pending' : 'none',
     uploadAttempts: 0,
-    nextAttemptAt: uploadDueAt ?? n.createdAt,
+    nextAttemptAt: n.envelope ? (uploadDueAt ?? n.createdAt) : null,
     lastError: null,
     storagePath: null,
     uploadedAt: null,

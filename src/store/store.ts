@@ -64,7 +64,11 @@ export interface NewIssuance {
   kid: string;
   createdAt: Date;
   expiresAt: Date;
-  envelope: UploadBody;
+  /**
+   * What the outbox uploads; null for an oid4vci credential, which goes to the wallet in the
+   * credential response (recorded with upload_state `none`, never pending).
+   */
+  envelope: UploadBody | null;
   /**
    * When the background worker may first take the upload (default: at once). The request that
    * records an issuance uploads it itself first, so it leaves the worker out until then: the
@@ -86,7 +90,8 @@ export interface NewIssuance {
 
 export interface IssuanceRecord
   extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope' | 'batchId' | 'renewedFrom'> {
-  envelope: StoredEnvelope;
+  /** Null for an oid4vci credential (nothing to upload). */
+  envelope: StoredEnvelope | null;
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -237,6 +242,7 @@ export interface ClaimsStore {
 export type IssuanceSummary = Pick<
   IssuanceRecord,
   | 'credentialId'
+  | 'channel'
   | 'holderDid'
   | 'schemaId'
   | 'proofType'
@@ -540,6 +546,79 @@ export interface NamedLockStore {
   release(name: string, owner: string): Promise<void>;
 }
 
+/**
+ * A credential offer of the OpenID4VCI door as stored (src/issuance/oid4vci-door.ts). Secrets are
+ * kept only as SHA-256 digests: the offer id, the pre-authorized code, the transaction code, the
+ * access token.
+ */
+export interface Oid4vciOffer {
+  offerHash: string;
+  codeHash: string;
+  schemaId: string;
+  configurationId: string;
+  /** The claims provider's user id (or, for an offer made by email, a keyed hash of the email). */
+  userId: string;
+  emailHash: string | null;
+  /** Inline claims given with the offer; null: the claims provider's for `userId`, at issuance. */
+  claims: Record<string, unknown> | null;
+  txCodeHash: string | null;
+  txCodeAttempts: number;
+  /** `offered` → `token` (the code exchanged) → `issued`; `locked` after too many wrong tx_codes. */
+  state: 'offered' | 'token' | 'issued' | 'locked';
+  expiresAt: Date;
+  tokenHash: string | null;
+  tokenExpiresAt: Date | null;
+  /** RFC 9449 §6: the JWK thumbprint the access token is bound to, when the wallet used DPoP. */
+  dpopJkt: string | null;
+  credentialId: string | null;
+  /** The admin (key name) who made the offer: the actor of the issuance in the audit log. */
+  createdBy: string;
+  createdAt: Date;
+}
+
+export type NewOid4vciOffer = Omit<
+  Oid4vciOffer,
+  'txCodeAttempts' | 'state' | 'tokenHash' | 'tokenExpiresAt' | 'dpopJkt' | 'credentialId'
+>;
+
+/**
+ * Offers, codes, tokens and nonces of the OpenID4VCI door, in the database so that any instance
+ * answers any step. Each change of state is one conditional write: of two instances racing on one
+ * code, token or nonce, exactly one wins.
+ */
+export interface Oid4vciStore {
+  createOffer(offer: NewOid4vciOffer): Promise<void>;
+  offerByHash(offerHash: string): Promise<Oid4vciOffer | undefined>;
+  offerByCode(codeHash: string): Promise<Oid4vciOffer | undefined>;
+  offerByToken(tokenHash: string): Promise<Oid4vciOffer | undefined>;
+  /**
+   * Counts one wrong transaction code, if the offer is still `offered` with `seenAttempts` wrong
+   * ones; at `maxAttempts` it becomes `locked`. Undefined: another request changed it first.
+   */
+  countWrongTxCode(
+    offerHash: string,
+    seenAttempts: number,
+    maxAttempts: number,
+  ): Promise<'offered' | 'locked' | undefined>;
+  /**
+   * `offered` → `token`: the pre-authorized code exchanged for an access token, if the offer is
+   * still `offered` with `seenAttempts` wrong transaction codes and not expired at `now`.
+   */
+  exchangeCode(
+    offerHash: string,
+    seenAttempts: number,
+    token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
+    now: Date,
+  ): Promise<boolean>;
+  /** `token` → `issued` with the credential it gave. */
+  markIssued(offerHash: string, credentialId: string): Promise<boolean>;
+  createNonce(nonce: string, expiresAt: Date): Promise<void>;
+  /** Removes a nonce and answers its expiry; undefined when there is none (unknown or taken). */
+  takeNonce(nonce: string): Promise<Date | undefined>;
+  /** Drops nonces expired before `before`, and offers whose offer and access token expired before it. */
+  prune(before: Date): Promise<number>;
+}
+
 /** A signed-in console session (the cookie's value is never stored, only its SHA-256). */
 export interface ConsoleSessionRecord {
   actor: string;
@@ -601,6 +680,7 @@ export interface Store {
   /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
   locks?: NamedLockStore | undefined;
   webhooks: WebhookStore;
+  oid4vci: Oid4vciStore;
   /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */
   statusJobs: StatusJobStore;
   /** Signing keys declared compromised, never published again. */

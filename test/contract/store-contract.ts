@@ -627,6 +627,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(total).toBe(1);
         expect(records[0]).toEqual({
           credentialId: s.revoked.credentialId,
+          channel: 'hosted',
           holderDid: 'did:example:other',
           schemaId: 'membership-v1',
           proofType: 'SD_JWT_VC',
@@ -1204,6 +1205,119 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           kind: 'mismatch',
         });
         expect(await store.idempotency.prune(at(1000))).toBe(0);
+      });
+    });
+
+    describe('oid4vci', () => {
+      const offer = (extra: Record<string, unknown> = {}) => ({
+        offerHash: randomUUID(),
+        codeHash: randomUUID(),
+        schemaId: 'membership-v1',
+        configurationId: 'membership-v1',
+        userId: 'u1',
+        emailHash: null,
+        claims: { givenName: 'Ada', nested: { a: [1, 2] } },
+        txCodeHash: 'tx',
+        expiresAt: at(60_000),
+        createdBy: 'admin',
+        createdAt: T0,
+        ...extra,
+      });
+
+      it('an oid4vci issuance has nothing to upload: upload state none, never in the outbox', async () => {
+        const store = await open();
+        const r = await insert(
+          store,
+          issuance({ channel: 'oid4vci', envelope: null, uploadDueAt: undefined }),
+        );
+        expect(r).toMatchObject({
+          channel: 'oid4vci',
+          uploadState: 'none',
+          nextAttemptAt: null,
+          envelope: null,
+        });
+        expect(await store.issuances.get(r.credentialId)).toMatchObject({
+          uploadState: 'none',
+          envelope: null,
+        });
+        expect(await store.issuances.leaseDueUploads(at(YEAR), 1000, 10)).toEqual([]);
+        expect(await store.issuances.leaseUpload(r.credentialId, at(YEAR), 1000)).toBe(false);
+        const { records } = await store.history.list({ limit: 10, order: 'createdAt_desc', now: T0 });
+        expect(records[0]).toMatchObject({ channel: 'oid4vci', uploadState: 'none' });
+      });
+
+      it('offers: code once, token, issued; wrong tx codes counted to a lock; lookups by digest', async () => {
+        const store = await open();
+        const o = offer();
+        await store.oid4vci.createOffer(o);
+        expect(await store.oid4vci.offerByHash(o.offerHash)).toMatchObject({
+          ...o,
+          state: 'offered',
+          txCodeAttempts: 0,
+          tokenHash: null,
+        });
+        expect((await store.oid4vci.offerByCode(o.codeHash))?.offerHash).toBe(o.offerHash);
+        expect(await store.oid4vci.countWrongTxCode(o.offerHash, 0, 2)).toBe('offered');
+        // A stale attempt count (another request counted meanwhile) changes nothing.
+        expect(await store.oid4vci.countWrongTxCode(o.offerHash, 0, 2)).toBeUndefined();
+        const token = { tokenHash: randomUUID(), expiresAt: at(90_000), dpopJkt: 'jkt' };
+        expect(await store.oid4vci.exchangeCode(o.offerHash, 0, token, at(1000))).toBe(false);
+        // Past the offer's expiry, no exchange.
+        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(60_000))).toBe(false);
+        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(1000))).toBe(true);
+        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(1000))).toBe(false);
+        expect(await store.oid4vci.offerByToken(token.tokenHash)).toMatchObject({
+          state: 'token',
+          dpopJkt: 'jkt',
+          tokenExpiresAt: at(90_000),
+        });
+        expect(await store.oid4vci.markIssued(o.offerHash, 'cred-1')).toBe(true);
+        expect(await store.oid4vci.markIssued(o.offerHash, 'cred-2')).toBe(false);
+        expect(await store.oid4vci.offerByHash(o.offerHash)).toMatchObject({
+          state: 'issued',
+          credentialId: 'cred-1',
+        });
+
+        const locked = offer();
+        await store.oid4vci.createOffer(locked);
+        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 0, 2)).toBe('offered');
+        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 1, 2)).toBe('locked');
+        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 2, 2)).toBeUndefined();
+        expect(await store.oid4vci.exchangeCode(locked.offerHash, 2, token, at(1000))).toBe(false);
+      });
+
+      it('racing exchanges of one code: exactly one wins', async () => {
+        const store = await open();
+        const o = offer();
+        await store.oid4vci.createOffer(o);
+        const wins = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.oid4vci.exchangeCode(
+              o.offerHash,
+              0,
+              { tokenHash: randomUUID(), expiresAt: at(9000), dpopJkt: null },
+              T0,
+            ),
+          ),
+        );
+        expect(wins.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('nonces are taken once; prune drops expired nonces and spent offers', async () => {
+        const store = await open();
+        await store.oid4vci.createNonce('n1', at(1000));
+        await store.oid4vci.createNonce('n2', at(1000));
+        const taken = await Promise.all([store.oid4vci.takeNonce('n1'), store.oid4vci.takeNonce('n1')]);
+        expect(taken.filter((t) => t !== undefined)).toEqual([at(1000)]);
+        expect(await store.oid4vci.takeNonce('nope')).toBeUndefined();
+        const old = offer({ expiresAt: at(500) });
+        const live = offer({ expiresAt: at(5000) });
+        await store.oid4vci.createOffer(old);
+        await store.oid4vci.createOffer(live);
+        expect(await store.oid4vci.prune(at(2000))).toBe(2);
+        expect(await store.oid4vci.offerByHash(old.offerHash)).toBeUndefined();
+        expect(await store.oid4vci.offerByHash(live.offerHash)).toBeDefined();
+        expect(await store.oid4vci.takeNonce('n2')).toBeUndefined();
       });
     });
   });

@@ -1,5 +1,12 @@
 import 'reflect-metadata';
-import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  sign as cryptoSign,
+  verify as cryptoVerify,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   Agent,
@@ -15,6 +22,8 @@ import {
   WebDidResolver,
   X509Module,
 } from '@credo-ts/core';
+import { OpenId4VcModule } from '@credo-ts/openid4vc';
+import { generateEncodedKeyPair } from '../../src/envelope/keys.js';
 
 /**
  * Credo (`@credo-ts/core` 0.6.3) as an independent verifier. `@credo-ts/node` 0.6.x is not in the
@@ -104,6 +113,103 @@ export interface CredoVerifierOptions {
   fetch?: typeof fetch;
   /** Our development origins are http on loopback. */
   allowInsecureHttpUrls?: boolean;
+}
+
+/**
+ * The key store Credo's holder asks its host for (`@credo-ts/askar` in an app; `@credo-ts/node`
+ * 0.6.x is not in the registry): P-256 keys in memory, ES256 signatures with node:crypto. Credo
+ * decides which keys to make and what to sign.
+ */
+class InMemoryHolderKms implements Kms.KeyManagementService {
+  readonly backend = 'node-in-memory-holder';
+  private readonly verifier = new VerifyOnlyKms();
+  private readonly keys = new Map<string, { privateKey: KeyObject; publicJwk: Kms.KmsJwkPublic }>();
+
+  isOperationSupported(ctx: AgentContext, operation: Kms.KmsOperation): boolean {
+    if (operation.operation === 'createKey')
+      return operation.type.kty === 'EC' && 'crv' in operation.type && operation.type.crv === 'P-256';
+    if (operation.operation === 'sign') return operation.algorithm === 'ES256';
+    if (operation.operation === 'randomBytes') return true;
+    return this.verifier.isOperationSupported(ctx, operation);
+  }
+  async createKey<Type extends Kms.KmsCreateKeyType>(
+    _ctx: AgentContext,
+    options: Kms.KmsCreateKeyOptions<Type>,
+  ): Promise<Kms.KmsCreateKeyReturn<Type>> {
+    if (options.type.kty !== 'EC') throw new Error('this wallet makes P-256 keys only');
+    // Encoded by the generation itself (docs/dependencies.md, the Node 20 export hang).
+    const { spki, pkcs8 } = generateEncodedKeyPair('p256');
+    const keyId = options.keyId ?? randomBytes(12).toString('base64url');
+    const { kty, crv, x, y } = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({
+      format: 'jwk',
+    });
+    const publicJwk = { kty, crv, x, y, kid: keyId } as Kms.KmsJwkPublic;
+    this.keys.set(keyId, {
+      privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }),
+      publicJwk,
+    });
+    return { keyId, publicJwk } as unknown as Kms.KmsCreateKeyReturn<Type>;
+  }
+  async getPublicKey(_ctx: AgentContext, keyId: string): Promise<Kms.KmsJwkPublic | null> {
+    return this.keys.get(keyId)?.publicJwk ?? null;
+  }
+  async sign(_ctx: AgentContext, options: Kms.KmsSignOptions): Promise<Kms.KmsSignReturn> {
+    const key = this.keys.get(options.keyId);
+    if (!key || options.algorithm !== 'ES256') throw new Error('no such ES256 key in this wallet');
+    const signature = cryptoSign('sha256', Buffer.from(options.data), {
+      key: key.privateKey,
+      dsaEncoding: 'ieee-p1363',
+    });
+    return { signature: new Uint8Array(signature) };
+  }
+  verify(ctx: AgentContext, options: Kms.KmsVerifyOptions): Promise<Kms.KmsVerifyReturn> {
+    return this.verifier.verify(ctx, options);
+  }
+  randomBytes(_ctx: AgentContext, options: Kms.KmsRandomBytesOptions): Kms.KmsRandomBytesReturn {
+    return new Uint8Array(randomBytes(options.length));
+  }
+  importKey(): never {
+    throw new Error('this wallet imports no keys');
+  }
+  deleteKey(): Promise<boolean> {
+    throw new Error('this wallet deletes no keys');
+  }
+  encrypt(): never {
+    throw new Error('this wallet does not encrypt');
+  }
+  decrypt(): never {
+    throw new Error('this wallet does not decrypt');
+  }
+}
+
+/**
+ * Credo's OpenID4VCI holder (`@credo-ts/openid4vc` 0.6.3, the holder module Credo-based wallets
+ * use) with the verifier's platform pieces and a key store. It checks every credential it receives
+ * (signature, issuer key by did:web or x5c, status when asked) before answering it.
+ */
+export function credoHolder(options: CredoVerifierOptions = {}) {
+  const dm = new DependencyManager();
+  dm.registerInstance(InjectionSymbols.StorageService, emptyStorage);
+  return new Agent(
+    {
+      config: { allowInsecureHttpUrls: options.allowInsecureHttpUrls ?? false },
+      dependencies: {
+        FileSystem: NoFileSystem as any,
+        EventEmitterClass: EventEmitter,
+        fetch: options.fetch ?? fetch,
+        WebSocketClass: class {} as any,
+      },
+      modules: {
+        cache: new CacheModule({ cache: new InMemoryLruCache({ limit: 50 }) }),
+        kms: new Kms.KeyManagementModule({ backends: [new InMemoryHolderKms()] }),
+        dids: new DidsModule({ resolvers: [new WebDidResolver()] }),
+        x509: new X509Module({ trustedCertificates: options.trustedCertificates as [string] | undefined }),
+        sdJwtVc: new SdJwtVcModule(),
+        openid4vc: new OpenId4VcModule(),
+      },
+    },
+    dm,
+  );
 }
 
 export function credoVerifier(options: CredoVerifierOptions = {}) {

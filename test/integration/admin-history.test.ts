@@ -7,6 +7,7 @@ import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/iss
 
 const RECORD_FIELDS = [
   'credentialId',
+  'channel',
   'holderDid',
   'schemaId',
   'proofType',
@@ -152,6 +153,7 @@ describe('admin issuance history', () => {
     const first = res.data.find((r) => r.credentialId === alice[1]!.credentialId)!;
     expect(first).toEqual({
       credentialId: alice[1]!.credentialId,
+      channel: 'direct',
       holderDid: alice[1]!.holderDid,
       schemaId: 'membership-v1',
       proofType: 'SD_JWT_VC',

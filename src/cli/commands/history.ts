@@ -44,7 +44,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
     .option('--holder-did <did>', 'only this holder')
     .option(
       '--email <address>',
-      'only direct issuances (admin issue-vc) to this address, any case; hosted ones carry no email',
+      'only direct issuances (admin issue-vc) and OpenID4VCI offers to this address, any case; hosted ones carry no email',
     )
     .option('--schema <schemaId>', 'only this schema')
     .option('--schema-id <schemaId>', 'the same as --schema')

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError } from '../../errors.js';
+import { AppError, ProtocolError } from '../../errors.js';
 import type { Logger } from '../../model.js';
 import { DatabaseUnavailableError, databaseUnavailable } from '../../store/database-unavailable.js';
 import { requestIdOf, routeLabel } from './observability.js';
@@ -15,6 +15,13 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
  */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
+    if (err instanceof ProtocolError && !res.headersSent) {
+      // OpenID4VCI and OAuth answers: the specifications' shape, never cached (RFC 6749 §5.2).
+      if (err.wwwAuthenticate) res.set('WWW-Authenticate', err.wwwAuthenticate);
+      res.set('Cache-Control', 'no-store');
+      res.status(err.status).json({ error: err.error, error_description: err.description });
+      return;
+    }
     const error = toAppError(err);
     if (error.cause instanceof DatabaseUnavailableError) {
       // The cause names the server's address: the log has it, the answer does not.

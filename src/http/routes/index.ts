@@ -18,6 +18,7 @@ import {
 } from './admin/webhooks.js';
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
+import { credentialOffersRoute, oid4vciMetadataRoutes, oid4vciWalletRoutes } from './oid4vci/oid4vci.js';
 import { landingRoute } from './ops/landing.js';
 import { metricsRoute } from './ops/metrics.js';
 import { buildOpenApi, openApiRoute } from './ops/openapi.js';
@@ -65,6 +66,7 @@ export const ROUTES: readonly RouteFactory[] = [
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   retryFailedWebhookDeliveriesRoute,
+  credentialOffersRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,
@@ -74,6 +76,9 @@ export const ROUTES: readonly RouteFactory[] = [
   statusListRoute,
   typeMetadataRoutes,
   credentialStatusRoute,
+  // The OpenID4VCI door (OID4VCI=on): read and called by standards wallets.
+  oid4vciMetadataRoutes,
+  oid4vciWalletRoutes,
   // Operations: probes, metrics, the contract itself and the landing page; no rate limit.
   healthzRoute,
   readyzRoute,

@@ -54,6 +54,8 @@ export interface Route {
    * schema reload changes these paths without a restart.
    */
   mountedByPath?: true;
+  /** The POST body is `application/x-www-form-urlencoded` (an OAuth token request), not JSON. */
+  form?: true;
   /** `Idempotency-Key` is honoured, its answers kept under this scope. */
   idempotency?: string;
   doc: RouteDoc;

@@ -13,6 +13,7 @@ import { PostgresIden3Store } from './postgres-iden3-store.js';
 import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
+import { PostgresOid4vciStore } from './postgres-oid4vci-store.js';
 import { PostgresStatusJobStore } from './postgres-status-job-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
 import { PostgresWebhookStore } from './postgres-webhook-store.js';
@@ -66,6 +67,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     meta: new PostgresMetaStore(pool),
     locks: new PostgresLockStore(pool),
     webhooks: new PostgresWebhookStore(pool),
+    oid4vci: new PostgresOid4vciStore(pool),
     statusJobs: new PostgresStatusJobStore(pool),
     compromisedKeys: new PostgresCompromisedKeyStore(pool),
     console: new PostgresConsoleStore(pool),

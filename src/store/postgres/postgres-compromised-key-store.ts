@@ -3,7 +3,7 @@ import type { AuditActor } from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 
-/** The `compromised_keys` table of migration 017. */
+/** The `compromised_keys` table of migration 018. */
 export class PostgresCompromisedKeyStore implements CompromisedKeyStore {
   constructor(private readonly pool: PgPool) {}
 

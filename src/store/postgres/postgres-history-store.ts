@@ -106,7 +106,7 @@ export function historyStatements(q: HistoryQuery): {
   }
   // The outer filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order.
   const page = build(
-    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash, channel FROM issuances
+    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances
       ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
       WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}`,
   );

@@ -330,8 +330,9 @@ export class PostgresIssuanceStore implements IssuanceStore {
         created_at: n.createdAt,
         expires_at: n.expiresAt,
         envelope: JSON.stringify(n.envelope),
-        next_attempt_at: n.uploadDueAt ?? n.createdAt,
-        lease_until: n.uploadDueAt ?? null,
+        // Nothing to upload (oid4vci, no envelope): never due; record_issuance stores state 'none'.
+        next_attempt_at: n.envelope ? (n.uploadDueAt ?? n.createdAt) : null,
+        lease_until: (n.envelope && n.uploadDueAt) ?? null,
         email_hash: n.emailHash ?? null,
         batch_id: n.batchId ?? null,
         renewed_from: n.renewedFrom ?? null,

@@ -15,7 +15,7 @@ export type IssuanceRow = IssuanceColumns<Date, string, Date>;
 export type SummaryRow = SummaryColumns<Date, string>;
 
 /** The columns admin history may read: metadata only, never the envelope. */
-export const SUMMARY_COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_nonce, status_partition,
+export const SUMMARY_COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revocation_nonce, status_partition,
   status_index, kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
 
 const read: ColumnReader<Date, string, Date> = { time: (d) => d, nonce: Number, epoch: (d) => d };

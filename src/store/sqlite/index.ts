@@ -8,6 +8,7 @@ import { SqliteHistoryStore } from './sqlite-history-store.js';
 import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
+import { SqliteOid4vciStore } from './sqlite-oid4vci-store.js';
 import { SqliteStatusJobStore } from './sqlite-status-job-store.js';
 import { SqliteStatusStore } from './sqlite-status-store.js';
 import { SqliteWebhookStore } from './sqlite-webhook-store.js';
@@ -44,6 +45,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     history: new SqliteHistoryStore(db),
     idempotency: new SqliteIdempotencyStore(db),
     webhooks,
+    oid4vci: new SqliteOid4vciStore(db),
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
     console: new SqliteConsoleStore(db),

@@ -10,7 +10,7 @@ interface Row {
   reason: string;
 }
 
-/** The `compromised_keys` table of migration 014. */
+/** The `compromised_keys` table of migration 015. */
 export class SqliteCompromisedKeyStore implements CompromisedKeyStore {
   private readonly stmts;
 

@@ -18,7 +18,7 @@ import type { SqliteDatabase } from './database.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.
-const COLUMNS = `credential_id, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
+const COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
   kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
 
 /**
@@ -99,9 +99,10 @@ export function historyStatements(q: HistoryQuery): {
     return { page: { sql, params }, count };
   }
   params.scan = SCAN_LIMIT;
+  // (COLUMNS has channel, which the outer channel filter reads.)
   // A subquery with LIMIT is never flattened: the outer filter sees at most SCAN_LIMIT rows. It is
   // read as a coroutine, in its own order, and stops once the outer LIMIT is reached.
-  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash, channel FROM issuances ${where(drive)}
+  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash FROM issuances ${where(drive)}
       ${order} LIMIT @scan) ${where(rest)} ORDER BY created_at ${dir}, row_key ${dir} LIMIT @limit`;
   const scanEnd = {
     sql: `SELECT created_at, rowid AS row_key FROM issuances ${where(drive)} ${order} LIMIT 1 OFFSET @scan - 1`,

@@ -103,7 +103,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
            status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
            lease_until, email_hash, batch_id, renewed_from)
          VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
-           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope, 'pending', @nextAttemptAt,
+           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope,
+           CASE WHEN @channel = 'oid4vci' THEN 'none' ELSE 'pending' END, @nextAttemptAt,
            @leaseUntil, @emailHash, @batchId, @renewedFrom)`,
       ),
       get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
@@ -258,9 +259,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
       createdAt: n.createdAt.toISOString(),
       expiresAt: n.expiresAt.toISOString(),
       envelope: JSON.stringify(n.envelope),
-      nextAttemptAt: (n.uploadDueAt ?? n.createdAt).getTime(),
+      nextAttemptAt: n.envelope ? (n.uploadDueAt ?? n.createdAt).getTime() : null,
       // The inserting request's lease on its own upload (store.ts: uploadDueAt).
-      leaseUntil: n.uploadDueAt?.getTime() ?? null,
+      leaseUntil: (n.envelope && n.uploadDueAt?.getTime()) ?? null,
       emailHash: n.emailHash ?? null,
       batchId: n.batchId ?? null,
       renewedFrom: n.renewedFrom ?? null,

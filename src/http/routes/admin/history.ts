@@ -87,6 +87,7 @@ export function issuanceHistory(
     res.json({
       data: records.map((r) => ({
         credentialId: r.credentialId,
+        channel: r.channel,
         holderDid: r.holderDid,
         schemaId: r.schemaId,
         proofType: r.proofType,

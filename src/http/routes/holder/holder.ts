@@ -2,10 +2,10 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../../../envelope/index.js';
 import type { HostedIssuanceService } from '../../../issuance/hosted-issuance.js';
+import { assertPublicKey, HolderBindingJwkSchema } from '../../../issuers/holder-binding-key.js';
 import { boundedText, HolderDidSchema, MAX_ID_BYTES, ProofTypeSchema } from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
 import { type RouteFactory, TAGS } from '../route.js';
-import { assertPublicKey, HolderBindingJwkSchema } from './holder-binding-key.js';
 
 // docs/interface.md "holder-facing routes": unknown fields are ignored (zod strips them); wrong
 // types are a 400 naming the field.

@@ -1,0 +1,181 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../../../context.js';
+import { CredentialSubjectSchema } from '../../../issuance/direct-input.js';
+import {
+  DEFAULT_OFFER_SECONDS,
+  MAX_OFFER_SECONDS,
+  type Oid4vciDoor,
+} from '../../../issuance/oid4vci-door.js';
+import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
+import { boundedText, MAX_ID_BYTES } from '../../../model.js';
+import { parseInput } from '../../middleware/validate.js';
+import { auditActor, SchemaIdField } from '../admin/fields.js';
+import { json200, type Route, type RouteFactory, TAGS } from '../route.js';
+
+/**
+ * The OpenID4VCI door's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
+ * OID4VCI=off. Each handler turns the Express request into the protocol library's request shape
+ * and hands it to `Oid4vciDoor`, which owns every rule.
+ */
+
+/** The request as `@openid4vc/oauth2` reads it: DPoP's `htu` is the public URL, so ISSUER_ORIGIN's. */
+function requestLike(origin: string, req: Request) {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) headers.set(name, value.join(', '));
+  }
+  return { method: req.method as 'POST', url: `${origin}${req.path}`, headers };
+}
+
+const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
+
+const door = (ctx: AppContext): Oid4vciDoor | undefined => ctx.oid4vci;
+
+const publicRoute = (
+  route: Omit<Route, 'group' | 'auth' | 'doc'> & { operationId: string; summary: string; status?: number },
+): Route => ({
+  method: route.method,
+  path: route.path,
+  group: 'public',
+  auth: 'none',
+  ...(route.form ? { form: true as const } : {}),
+  doc: {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: TAGS.public,
+    responses: json200(route.summary),
+  },
+  handler: route.handler,
+});
+
+/** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
+export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
+  const d = door(ctx);
+  if (!d) return [];
+  return [
+    publicRoute({
+      method: 'get',
+      path: '/.well-known/openid-credential-issuer',
+      operationId: 'openid-credential-issuer',
+      summary: 'OpenID4VCI 1.0 credential issuer metadata',
+      handler: (_req, res) => {
+        res.json(d.issuerMetadata().credentialIssuer);
+      },
+    }),
+    publicRoute({
+      method: 'get',
+      path: '/.well-known/oauth-authorization-server',
+      operationId: 'oauth-authorization-server',
+      summary: 'RFC 8414 authorization server metadata (pre-authorized code grant)',
+      handler: (_req, res) => {
+        res.json(d.authorizationServerMetadata());
+      },
+    }),
+  ];
+};
+
+/** The wallet's steps: the offer by reference, token, nonce, credential. */
+export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
+  const d = door(ctx);
+  if (!d) return [];
+  const origin = ctx.config.issuerOrigin;
+  return [
+    publicRoute({
+      method: 'get',
+      path: '/oid4vci/offers/:offerId',
+      operationId: 'oid4vci-offer',
+      summary: 'A credential offer by reference (OpenID4VCI 1.0 §4.1.3)',
+      handler: async (req, res) => {
+        noStore(res).json(await d.offerObject(String(req.params.offerId)));
+      },
+    }),
+    publicRoute({
+      method: 'post',
+      path: '/oid4vci/token',
+      form: true,
+      operationId: 'oid4vci-token',
+      summary: 'Token endpoint: pre-authorized code → access token (OpenID4VCI 1.0 §6)',
+      handler: async (req, res) => {
+        const body = (req.body ?? {}) as Record<string, unknown>;
+        noStore(res).json(await d.token(requestLike(origin, req), body));
+      },
+    }),
+    publicRoute({
+      method: 'post',
+      path: '/oid4vci/nonce',
+      operationId: 'oid4vci-nonce',
+      summary: 'Nonce endpoint: a fresh c_nonce (OpenID4VCI 1.0 §7)',
+      handler: async (_req, res) => {
+        noStore(res).json(await d.nonce());
+      },
+    }),
+    publicRoute({
+      method: 'post',
+      path: '/oid4vci/credential',
+      operationId: 'oid4vci-credential',
+      summary: 'Credential endpoint: one SD-JWT VC bound to the proof key (OpenID4VCI 1.0 §8)',
+      handler: async (req, res) => {
+        const body = (req.body ?? {}) as Record<string, unknown>;
+        noStore(res).json(await d.credential(requestLike(origin, req), body));
+      },
+    }),
+  ];
+};
+
+// docs/interface.md "OpenID4VCI: the wallet door": `userId` (the claims provider's) or `email`.
+export const CredentialOfferBodySchema = z
+  .object({
+    schemaId: SchemaIdField,
+    userId: boundedText(MAX_ID_BYTES).optional(),
+    email: RecipientEmailSchema.optional(),
+    claims: CredentialSubjectSchema.optional(),
+    txCode: z.boolean().default(false),
+    expiresInSeconds: z.number().int().min(30).max(MAX_OFFER_SECONDS).default(DEFAULT_OFFER_SECONDS),
+    reason: z.string().min(1).max(1000).optional(),
+  })
+  .strict()
+  .superRefine((value, c) => {
+    const given = (value.userId !== undefined ? 1 : 0) + (value.email !== undefined ? 1 : 0);
+    if (given !== 1)
+      c.addIssue({
+        code: 'custom',
+        path: [value.userId === undefined ? 'userId' : 'email'],
+        message: given === 0 ? 'give userId or email' : 'not with email: give one of them',
+      });
+    if (value.email !== undefined && value.claims === undefined)
+      c.addIssue({ code: 'custom', path: ['claims'], message: 'required with email' });
+  });
+
+/** `POST /admin/credential-offers`: an offer for a wallet to take (QR code or link). */
+export const credentialOffersRoute: RouteFactory = (ctx) => {
+  const d = door(ctx);
+  if (!d) return [];
+  return {
+    method: 'post',
+    path: '/admin/credential-offers',
+    group: 'admin',
+    auth: 'admin-api-key',
+    doc: {
+      operationId: 'admin-credential-offer',
+      summary: 'Create an OpenID4VCI credential offer (pre-authorized code)',
+      tags: TAGS.admin,
+      body: CredentialOfferBodySchema,
+      responses: {
+        201: {
+          description: '`{ offerId, credentialOffer, offerUri, txCode?, expiresAt }`',
+          contentType: 'application/json',
+        },
+      },
+      errors: ['NOT_FOUND', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
+    },
+    handler: async (req: Request, res: Response) => {
+      const body = parseInput(CredentialOfferBodySchema, req.body);
+      const offer = await d.createOffer({ ...body, audit: auditActor(res, body.reason) });
+      noStore(res)
+        .status(201)
+        .json({ ...offer, expiresAt: offer.expiresAt.toISOString() });
+    },
+  };
+};

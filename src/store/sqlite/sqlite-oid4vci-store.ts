@@ -1,0 +1,105 @@
+import { INSERT_OFFER_COLUMNS, newOfferValues, type Oid4vciOfferRow, offerFromRow } from '../oid4vci-row.js';
+import type { NewOid4vciOffer, Oid4vciOffer, Oid4vciStore } from '../store.js';
+import type { SqliteDatabase } from './database.js';
+
+/** Offers and nonces of migration 011 (docs/interface.md "OpenID4VCI: the wallet door"). */
+export class SqliteOid4vciStore implements Oid4vciStore {
+  private readonly stmts;
+
+  constructor(db: SqliteDatabase) {
+    type Row = Oid4vciOfferRow<number>;
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO oid4vci_offers (${INSERT_OFFER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      byHash: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE offer_hash = ?'),
+      byCode: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE code_hash = ?'),
+      byToken: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE token_hash = ?'),
+      wrongTxCode: db.prepare<[number, string, number], { state: Oid4vciOffer['state'] }>(
+        `UPDATE oid4vci_offers SET tx_code_attempts = tx_code_attempts + 1,
+           state = CASE WHEN tx_code_attempts + 1 >= ? THEN 'locked' ELSE state END
+         WHERE offer_hash = ? AND state = 'offered' AND tx_code_attempts = ? RETURNING state`,
+      ),
+      exchange: db.prepare(
+        `UPDATE oid4vci_offers SET state = 'token', token_hash = @tokenHash, token_expires_at = @tokenExpiresAt,
+           dpop_jkt = @dpopJkt
+         WHERE offer_hash = @offerHash AND state = 'offered' AND tx_code_attempts = @seen AND expires_at > @now`,
+      ),
+      issued: db.prepare(
+        `UPDATE oid4vci_offers SET state = 'issued', credential_id = ? WHERE offer_hash = ? AND state = 'token'`,
+      ),
+      insertNonce: db.prepare('INSERT INTO oid4vci_nonces (nonce, expires_at) VALUES (?, ?)'),
+      takeNonce: db.prepare<[string], { expires_at: number }>(
+        'DELETE FROM oid4vci_nonces WHERE nonce = ? RETURNING expires_at',
+      ),
+      pruneNonces: db.prepare('DELETE FROM oid4vci_nonces WHERE expires_at < ?'),
+      pruneOffers: db.prepare(
+        'DELETE FROM oid4vci_offers WHERE expires_at < ? AND (token_expires_at IS NULL OR token_expires_at < ?)',
+      ),
+    };
+  }
+
+  async createOffer(offer: NewOid4vciOffer): Promise<void> {
+    this.stmts.insert.run(...newOfferValues(offer));
+  }
+
+  async offerByHash(offerHash: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.byHash.get(offerHash);
+    return row && offerFromRow(row);
+  }
+
+  async offerByCode(codeHash: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.byCode.get(codeHash);
+    return row && offerFromRow(row);
+  }
+
+  async offerByToken(tokenHash: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.byToken.get(tokenHash);
+    return row && offerFromRow(row);
+  }
+
+  async countWrongTxCode(
+    offerHash: string,
+    seenAttempts: number,
+    maxAttempts: number,
+  ): Promise<'offered' | 'locked' | undefined> {
+    const row = this.stmts.wrongTxCode.get(maxAttempts, offerHash, seenAttempts);
+    return row?.state as 'offered' | 'locked' | undefined;
+  }
+
+  async exchangeCode(
+    offerHash: string,
+    seenAttempts: number,
+    token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
+    now: Date,
+  ): Promise<boolean> {
+    return (
+      this.stmts.exchange.run({
+        offerHash,
+        seen: seenAttempts,
+        tokenHash: token.tokenHash,
+        tokenExpiresAt: token.expiresAt.getTime(),
+        dpopJkt: token.dpopJkt,
+        now: now.getTime(),
+      }).changes === 1
+    );
+  }
+
+  async markIssued(offerHash: string, credentialId: string): Promise<boolean> {
+    return this.stmts.issued.run(credentialId, offerHash).changes === 1;
+  }
+
+  async createNonce(nonce: string, expiresAt: Date): Promise<void> {
+    this.stmts.insertNonce.run(nonce, expiresAt.getTime());
+  }
+
+  async takeNonce(nonce: string): Promise<Date | undefined> {
+    const row = this.stmts.takeNonce.get(nonce);
+    return row ? new Date(row.expires_at) : undefined;
+  }
+
+  async prune(before: Date): Promise<number> {
+    const at = before.getTime();
+    return this.stmts.pruneNonces.run(at).changes + this.stmts.pruneOffers.run(at, at).changes;
+  }
+}

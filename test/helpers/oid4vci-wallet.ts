@@ -1,0 +1,107 @@
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from 'node:crypto';
+import {
+  type CallbackContext,
+  clientAuthenticationAnonymous,
+  HashAlgorithm,
+  type Jwk,
+  type JwtSignerJwk,
+} from '@openid4vc/oauth2';
+import { Openid4vciClient, setGlobalConfig } from '@openid4vc/openid4vci';
+import { generateEncodedKeyPair } from '../../src/envelope/keys.js';
+
+// Our test issuers are http on loopback; a wallet refuses http unless told otherwise.
+setGlobalConfig({ allowInsecureUrls: true });
+
+/** A P-256 key a wallet holds: its public JWK and a signer for the library's JWTs. */
+export interface HolderKey {
+  publicJwk: Jwk;
+  privateKey: KeyObject;
+  signer: JwtSignerJwk;
+}
+
+export function holderKey(): HolderKey {
+  // Encoded by the generation itself: never export() a key generateKeyPairSync has just returned
+  // (docs/dependencies.md, the Node 20 hang).
+  const { spki, pkcs8 } = generateEncodedKeyPair('p256');
+  const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+  const { kty, crv, x, y } = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({
+    format: 'jwk',
+  });
+  const publicJwk = { kty: kty!, crv, x, y } as Jwk;
+  return { publicJwk, privateKey, signer: { method: 'jwk', alg: 'ES256', publicJwk } };
+}
+
+/**
+ * The wallet side of `@openid4vc/openid4vci` (the Openid4vciClient of the OpenWallet Foundation's
+ * oid4vc-ts): the only code here is the crypto it asks its host for (ES256 with node:crypto).
+ */
+export function openid4vciWallet(keys: HolderKey[], fetchImpl?: typeof fetch): Openid4vciClient {
+  const signJwt: CallbackContext['signJwt'] = (signer, { header, payload }) => {
+    if (signer.method !== 'jwk') throw new Error(`signer ${signer.method} not held by this wallet`);
+    const key = keys.find((k) => k.publicJwk.x === signer.publicJwk.x);
+    if (!key) throw new Error('unknown key');
+    const input = `${b64(header)}.${b64(payload)}`;
+    const signature = sign('sha256', Buffer.from(input), { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
+    return { jwt: `${input}.${signature.toString('base64url')}`, signerJwk: signer.publicJwk };
+  };
+  return new Openid4vciClient({
+    callbacks: {
+      hash: (data, alg) => {
+        if (alg !== HashAlgorithm.Sha256) throw new Error(`hash ${alg}`);
+        return createHash('sha256').update(data).digest();
+      },
+      generateRandom: (n) => randomBytes(n),
+      signJwt,
+      clientAuthentication: clientAuthenticationAnonymous(),
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    },
+  });
+}
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/** Every step of the pre-authorized code flow, as a wallet runs it; the credential it received. */
+export async function receiveWithOpenid4vci(
+  offerUri: string,
+  options: { txCode?: string; dpop?: HolderKey; holder?: HolderKey; fetch?: typeof fetch } = {},
+): Promise<{ credential: string; holder: HolderKey; configurationId: string }> {
+  const holder = options.holder ?? holderKey();
+  const keys = [holder, ...(options.dpop ? [options.dpop] : [])];
+  const wallet = openid4vciWallet(keys, options.fetch);
+  const credentialOffer = await wallet.resolveCredentialOffer(offerUri);
+  const issuerMetadata = await wallet.resolveIssuerMetadata(credentialOffer.credential_issuer);
+  const { accessTokenResponse, dpop } = await wallet.retrievePreAuthorizedCodeAccessTokenFromOffer({
+    credentialOffer,
+    issuerMetadata,
+    txCode: options.txCode,
+    ...(options.dpop ? { dpop: { signer: options.dpop.signer } } : {}),
+  });
+  const { c_nonce } = await wallet.requestNonce({ issuerMetadata });
+  const configurationId = credentialOffer.credential_configuration_ids[0]!;
+  const { jwt } = await wallet.createCredentialRequestJwtProof({
+    issuerMetadata,
+    signer: holder.signer,
+    nonce: c_nonce,
+    credentialConfigurationId: configurationId,
+  });
+  const { credentialResponse } = await wallet.retrieveCredentials({
+    issuerMetadata,
+    accessToken: accessTokenResponse.access_token,
+    credentialConfigurationId: configurationId,
+    proofs: { jwt: [jwt] },
+    ...(dpop ? { dpop } : {}),
+  });
+  const first = credentialResponse.credentials?.[0];
+  const credential =
+    typeof first === 'object' && first !== null && 'credential' in first ? first.credential : undefined;
+  if (typeof credential !== 'string')
+    throw new Error(`no credential in ${JSON.stringify(credentialResponse)}`);
+  return { credential, holder, configurationId };
+}

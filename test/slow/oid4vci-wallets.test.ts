@@ -1,0 +1,159 @@
+import { globalAgent } from 'node:https';
+import { Kms } from '@credo-ts/core';
+import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { credoHolder, credoVerifier } from '../helpers/credo.js';
+import {
+  issuerKeyOf,
+  type Mode,
+  meecoVerify,
+  type Running,
+  start,
+  stop,
+  trustingFetch,
+} from '../helpers/issuer-modes.js';
+import { holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
+
+/**
+ * The OpenID4VCI door (docs/interface.md "OpenID4VCI: the wallet door") driven over HTTP on
+ * loopback by two holder implementations nobody here wrote, in each SD_JWT_ISSUER mode:
+ * - the `@openid4vc/openid4vci` client (oid4vc-ts), with and without a transaction code, and with
+ *   DPoP;
+ * - Credo's holder (`@credo-ts/openid4vc` 0.6.3), which uses DPoP whenever the authorization server
+ *   offers it and verifies what it receives before keeping it (did:web and x5c: Credo supports no
+ *   other way to find an issuer key).
+ * Every credential is checked by Meeco's `@meeco/sd-jwt` (and Credo's verifier where it applies)
+ * with the issuer key found the mode's way, and after `/admin/revoke` its status list bit reads
+ * revoked.
+ */
+
+interface Offer {
+  offerUri: string;
+  txCode?: string;
+}
+
+describe.each(['url', 'did:web', 'x5c'] as const)('SD_JWT_ISSUER=%s', (mode: Mode) => {
+  let r: Running;
+  let savedCa: typeof globalAgent.options.ca;
+  // did:web: the issuer is https on loopback with a development CA that node's https agent trusts
+  // (node-fetch uses that agent; the global fetch does not).
+  let walletFetch: typeof fetch;
+  beforeAll(async () => {
+    r = await start(mode, { OID4VCI: 'on' });
+    savedCa = globalAgent.options.ca;
+    if (mode === 'did:web') globalAgent.options.ca = r.caPem;
+    walletFetch = mode === 'did:web' ? await trustingFetch() : fetch;
+  }, 300_000);
+  afterAll(async () => {
+    globalAgent.options.ca = savedCa;
+    await stop(r);
+  });
+
+  async function offer(body: Record<string, unknown> = {}): Promise<Offer> {
+    const res = await r.issuer.admin('/admin/credential-offers', {
+      schemaId: 'membership-v1',
+      userId: 'demo-user-1',
+      ...body,
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    return (await res.json()) as Offer;
+  }
+
+  /** Meeco's verification with the key found the mode's way; the payload. */
+  async function verified(credential: string): Promise<Record<string, any>> {
+    const payload = (await meecoVerify(credential, (h) => issuerKeyOf(r, mode, h))) as Record<string, any>;
+    expect(payload).toMatchObject({ givenName: 'Alice', tier: 'gold', memberNumber: 1042 });
+    return payload;
+  }
+
+  /** Revoked through the admin route: the status list bit the credential points to reads 1. */
+  async function expectRevocable(payload: Record<string, any>) {
+    const history = (await (
+      await r.issuer.admin(`/admin/issuance-history?holderDid=${encodeURIComponent(payload.sub)}`)
+    ).json()) as { data: Array<{ revocationNonce: string; channel: string }> };
+    expect(history.data).toHaveLength(1);
+    expect(history.data[0]!.channel).toBe('oid4vci');
+    const revoke = await r.issuer.admin('/admin/revoke', {
+      revocationNonce: history.data[0]!.revocationNonce,
+    });
+    expect(revoke.status).toBe(200);
+    const { idx, uri } = payload.status.status_list as { idx: number; uri: string };
+    expect(uri.startsWith(`${r.origin}/statuslist/`)).toBe(true);
+    const list = await (await walletFetch(uri)).text();
+    expect(getListFromStatusListJWT(list).getStatus(idx)).toBe(1);
+  }
+
+  it('@openid4vc/openid4vci: receives a verifiable credential bound to its key, then sees it revoked', async () => {
+    const { credential, holder } = await receiveWithOpenid4vci((await offer()).offerUri, {
+      fetch: walletFetch,
+    });
+    const payload = await verified(credential);
+    expect(payload.cnf.jwk).toEqual(holder.publicJwk);
+    expect(payload.iss).toBe(
+      mode === 'did:web' ? `did:web:${new URL(r.origin).host.replace(':', '%3A')}` : r.origin,
+    );
+    if (mode !== 'url') {
+      const agent = credoVerifier({
+        trustedCertificates: mode === 'x5c' ? [r.caPem] : undefined,
+        fetch: walletFetch,
+        allowInsecureHttpUrls: mode === 'x5c',
+      });
+      const result = await agent.sdJwtVc.verify({ compactSdJwtVc: credential });
+      if (!result.isValid) throw result.error;
+    }
+    await expectRevocable(payload);
+  });
+
+  it('@openid4vc/openid4vci: with a transaction code, and with DPoP', async () => {
+    const withCode = await offer({ txCode: true });
+    const a = await receiveWithOpenid4vci(withCode.offerUri, { txCode: withCode.txCode, fetch: walletFetch });
+    await verified(a.credential);
+    const b = await receiveWithOpenid4vci((await offer()).offerUri, {
+      dpop: holderKey(),
+      fetch: walletFetch,
+    });
+    await expectRevocable(await verified(b.credential));
+  });
+
+  if (mode !== 'url') {
+    it('Credo holder (@credo-ts/openid4vc): offer, token (DPoP), nonce, proof, credential it verified itself', async () => {
+      const agent = credoHolder({
+        trustedCertificates: mode === 'x5c' ? [r.caPem] : undefined,
+        fetch: walletFetch,
+        allowInsecureHttpUrls: mode === 'x5c',
+      });
+      try {
+        for (const txCode of [false, true]) {
+          const o = await offer({ txCode });
+          const holder = agent.modules.openid4vc.holder;
+          const resolved = await holder.resolveCredentialOffer(o.offerUri);
+          expect(Object.keys(resolved.offeredCredentialConfigurations)).toEqual(['membership-v1']);
+          const token = await holder.requestToken({ resolvedCredentialOffer: resolved, txCode: o.txCode });
+          // Our authorization server offers DPoP, so Credo binds the token to a key of its own.
+          expect(token.dpop).toBeDefined();
+          expect(token.accessTokenResponse.token_type).toBe('DPoP');
+          let bound: Kms.PublicJwk | undefined;
+          const { credentials } = await holder.requestCredentials({
+            resolvedCredentialOffer: resolved,
+            ...token,
+            credentialBindingResolver: async ({ agentContext }) => {
+              const kms = agentContext.resolve(Kms.KeyManagementApi);
+              const key = await kms.createKey({ type: { kty: 'EC', crv: 'P-256' } });
+              bound = Kms.PublicJwk.fromPublicJwk(key.publicJwk);
+              return { method: 'jwk', keys: [bound] };
+            },
+          });
+          expect(credentials).toHaveLength(1);
+          const record = credentials[0]!.record as { credentialInstances: Array<{ compactSdJwtVc: string }> };
+          const compact = record.credentialInstances[0]!.compactSdJwtVc;
+          const payload = await verified(compact);
+          const { kid: _kid, ...boundJwk } = bound!.toJson() as Record<string, unknown>;
+          expect(payload.cnf.jwk).toEqual(boundJwk);
+          if (txCode) await expectRevocable(payload);
+        }
+      } finally {
+        await agent.shutdown().catch(() => undefined);
+      }
+    });
+  }
+});
