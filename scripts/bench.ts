@@ -90,7 +90,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   // (WORKERS=2 on PostgreSQL: two instances on one database); BENCH_DATABASE_URL names the server.
   postgres: async () => {
     const rows: Row[] = [...(await floorOnce())];
-    for (const workers of [1, 2]) rows.push(...(await benchHostedIssueVc({ workers })));
+    for (const workers of [1, 2])
+      rows.push(...(await benchHostedIssueVc({ workers, tag: `hosted issue-vc SQLite WORKERS=${workers}` })));
     for (const workers of [1, 2]) {
       const db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
       try {
@@ -259,10 +260,12 @@ const pgBackend = get('hosted issue-vc PostgreSQL WORKERS=1: PostgreSQL backend 
 if (pgBackend !== undefined)
   goals.push(['PostgreSQL backend CPU per hosted issuance', pgBackend, 'ms', (v) => v <= 0.5, '≤ 0.5 ms']);
 const pgTotal = get('hosted issue-vc PostgreSQL WORKERS=1: server + backend CPU per issuance');
-if (pgTotal !== undefined && kit1 !== undefined)
+// The SQLite run of the same section when there is one (measured next to the PostgreSQL run).
+const sqlite1 = get('hosted issue-vc SQLite WORKERS=1: server CPU per issuance') ?? kit1;
+if (pgTotal !== undefined && sqlite1 !== undefined)
   goals.push([
     'PostgreSQL ÷ SQLite, issuer + backend CPU, WORKERS=1',
-    pgTotal / kit1,
+    pgTotal / sqlite1,
     '×',
     (v) => v <= 1.25,
     '≤ 1.25×',

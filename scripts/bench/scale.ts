@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
+import type pg from 'pg';
 import { copyDatabase } from '../../src/store/copy-database.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { backupSqlite } from '../../src/store/sqlite/backup.js';
@@ -111,7 +112,15 @@ async function postgresTarget(db: TempDatabase): Promise<Target> {
     store,
     exec: async (sql) => void (await store.pool.query(sql)),
     async bytes() {
-      await store.pool.query('VACUUM issuances');
+      // VACUUM may rightly take longer than the store's statement bound: a connection without it.
+      const client = await store.pool.connect();
+      try {
+        await client.query('SET statement_timeout = 0');
+        await client.query({ text: 'VACUUM issuances', query_timeout: 0 } as pg.QueryConfig);
+        await client.query('RESET statement_timeout');
+      } finally {
+        client.release();
+      }
       const { rows } = await store.pool.query<{ n: string }>(
         "SELECT pg_total_relation_size('issuances') AS n",
       );
@@ -374,9 +383,16 @@ async function envelopeLengths(t: Target): Promise<{ rows: Array<{ state: string
   return { rows: rows.map((r) => ({ state: r.state, mean: Number(r.mean) })) };
 }
 
+/** Each size's figures are printed as soon as they are taken (a long run keeps what it measured). */
 export async function benchScale(): Promise<Row[]> {
-  const rows: Row[] = [];
-  for (const size of SQLITE_SIZES) rows.push(...(await oneSize('SQLite', size)));
-  for (const size of POSTGRES_SIZES) rows.push(...(await oneSize('PostgreSQL', size)));
-  return rows;
+  const sizesToRun = [
+    ...SQLITE_SIZES.map((n) => ['SQLite', n] as const),
+    ...POSTGRES_SIZES.map((n) => ['PostgreSQL', n] as const),
+  ];
+  for (const [engine, size] of sizesToRun)
+    for (const r of await oneSize(engine, size))
+      console.log(
+        `  ${r.name.padEnd(58)} ${(r.value >= 100 ? Math.round(r.value).toLocaleString('en-US') : r.value.toFixed(2)).padStart(12)} ${r.unit}`,
+      );
+  return [];
 }
