@@ -17,5 +17,6 @@ export const AUDIT_ACTIONS = [
   'webhooks.rotate-secret',
   'webhooks.retry',
   'status-change.job',
+  'keys.compromised',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

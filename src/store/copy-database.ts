@@ -172,6 +172,11 @@ export const COPIED_TABLES: TableSpec[] = [
   },
   { table: 'status_job_items', key: ['job_id', 'credential_id'], columns: text('job_id', 'credential_id') },
   {
+    table: 'compromised_keys',
+    key: ['kid'],
+    columns: [...text('kid'), ...time('at'), ...text('actor', 'reason')],
+  },
+  {
     table: 'webhook_endpoints',
     key: ['id'],
     // Secrets in clear on SQLite stay so on the copy; an endpoint added on PostgreSQL gets a sealed one.

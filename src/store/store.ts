@@ -9,6 +9,7 @@ import type {
   StatusSlot,
   UploadState,
 } from '../model.js';
+import type { CompromisedKeyStore } from './compromised-key-store.js';
 import type { StatusJobStore } from './status-job-store.js';
 import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
@@ -682,6 +683,8 @@ export interface Store {
   oid4vci: Oid4vciStore;
   /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */
   statusJobs: StatusJobStore;
+  /** Signing keys declared compromised, never published again. */
+  compromisedKeys: CompromisedKeyStore;
   /** The admin console's sessions and the reads only its pages make. */
   console: ConsoleStore;
   /**

@@ -47,10 +47,11 @@ export const WEBHOOK_EVENTS = {
   ],
   'credential.delivered': ['credentialId', 'storagePath', 'attempts'],
   'credential.delivery_failed': ['credentialId', 'attempts', 'lastError'],
-  'credential.revoked': ['credentialId', 'revocationNonce', 'actor', 'reason'],
-  'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason'],
-  'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason'],
+  'credential.revoked': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
+  'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
+  'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
   'key.rotated': ['purpose', 'kid', 'retiredKid'],
+  'key.compromised': ['kid', 'actor', 'reason'],
   'status_list.published': ['partition', 'uri'],
 } as const satisfies Record<string, readonly string[]>;
 

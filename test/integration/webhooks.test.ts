@@ -447,7 +447,12 @@ describe('webhooks', () => {
       expect(
         (await issuer.admin(`/admin/${change}`, { revocationNonce: nonce, reason: 'checked' })).status,
       ).toBe(200);
+    const firstKid = issuer.ctx.keys.current().signing.kid;
     expect((await issuer.admin('/admin/keys/rotate', { purpose: 'credential-signing' })).status).toBe(200);
+    // key.compromised, and the revocations of its bulk job (with their jobId).
+    expect((await issuer.admin('/admin/keys/compromised', { kid: firstKid, reason: 'checked' })).status).toBe(
+      200,
+    );
 
     const typeOf = (r: Received) => (JSON.parse(r.body) as { type: string }).type;
     await hook.until((r) => WEBHOOK_EVENT_TYPES.every((t) => r.some((x) => typeOf(x) === t)));

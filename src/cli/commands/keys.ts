@@ -2,6 +2,7 @@ import { Option } from 'commander';
 import { json, table } from '../output.js';
 import type { CliSettings } from '../settings.js';
 import { type RegisterCommand, UsageError } from './command.js';
+import { addKeysCompromisedCommand } from './keys-compromised.js';
 
 /**
  * Runs a key command with the key backend the environment names (KEY_BACKEND, PKCS11_*: a
@@ -258,4 +259,5 @@ export const keysCommand: RegisterCommand = (program, act) => {
         return 0;
       }),
     );
+  addKeysCompromisedCommand(keys, act);
 };

@@ -4,7 +4,7 @@ import type { KeyBackend } from '../../keys/key-backend.js';
 import { databaseKeyHolder } from '../../keys/key-holder.js';
 import { type KeyRing, loadKeyRing } from '../../keys/key-ring.js';
 import { openKeyBackend } from '../../keys/open-key-backend.js';
-import { publishedSigningKeys } from '../../keys/published-keys.js';
+import { compromisedKids, publishedSigningKeys } from '../../keys/published-keys.js';
 import { silentLogger } from '../../observability/logger.js';
 import type { StoreInspection } from '../../store/engine.js';
 import { inspectStore } from '../../store/engines.js';
@@ -89,7 +89,10 @@ export function doctorContext(
   });
   const localSigning = once(async () => {
     const [r, s] = [await ring(), await store()];
-    return r instanceof Error || !s ? undefined : publishedSigningKeys(r, s.issuances, now);
+    if (r instanceof Error || !s) return undefined;
+    // A database of an older version has no such table yet: nothing was declared compromised.
+    const compromised = await compromisedKids(s.compromisedKeys).catch(() => new Set<string>());
+    return publishedSigningKeys(r, s.issuances, now, compromised);
   });
   const documents = new Map<string, Promise<Fetched>>();
   return {

@@ -3,7 +3,7 @@ import { auditRoute } from './admin/audit.js';
 import { claimsRoute } from './admin/claims.js';
 import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
-import { listKeysRoute, rotateKeysRoute } from './admin/keys.js';
+import { compromisedKeyRoute, listKeysRoute, rotateKeysRoute } from './admin/keys.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
 import { statusChangeJobRoute, statusChangesRoute } from './admin/status-changes.js';
 import { retryUploadsRoute } from './admin/uploads.js';
@@ -56,6 +56,7 @@ export const ROUTES: readonly RouteFactory[] = [
   reloadSchemasRoute,
   listKeysRoute,
   rotateKeysRoute,
+  compromisedKeyRoute,
   auditRoute,
   retryUploadsRoute,
   addWebhookRoute,

@@ -5,6 +5,7 @@ import type { Store } from '../store.js';
 import { createPool, migrate, type PgPool } from './database.js';
 import { PostgresAuditStore, PostgresMetaStore } from './postgres-audit-store.js';
 import { PostgresClaimsStore } from './postgres-claims-store.js';
+import { PostgresCompromisedKeyStore } from './postgres-compromised-key-store.js';
 import { PostgresConsoleStore } from './postgres-console-store.js';
 import { PostgresHistoryStore } from './postgres-history-store.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency-store.js';
@@ -68,6 +69,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     webhooks: new PostgresWebhookStore(pool),
     oid4vci: new PostgresOid4vciStore(pool),
     statusJobs: new PostgresStatusJobStore(pool),
+    compromisedKeys: new PostgresCompromisedKeyStore(pool),
     console: new PostgresConsoleStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.

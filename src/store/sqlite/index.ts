@@ -2,6 +2,7 @@ import type { Store } from '../store.js';
 import { openSqlite, type SqliteDatabase } from './database.js';
 import { SqliteAuditStore, SqliteMetaStore } from './sqlite-audit-store.js';
 import { SqliteClaimsStore } from './sqlite-claims-store.js';
+import { SqliteCompromisedKeyStore } from './sqlite-compromised-key-store.js';
 import { SqliteConsoleStore } from './sqlite-console-store.js';
 import { SqliteHistoryStore } from './sqlite-history-store.js';
 import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
@@ -46,6 +47,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     webhooks,
     oid4vci: new SqliteOid4vciStore(db),
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
+    compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
     console: new SqliteConsoleStore(db),
     async ping() {
       db.prepare('SELECT 1').get();

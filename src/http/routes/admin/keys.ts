@@ -2,12 +2,13 @@ import { X509Certificate } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
+import { AppError, notFound } from '../../../errors.js';
 import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
-import { publishedSigningKeys } from '../../../keys/published-keys.js';
+import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { x5cRotation } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
-import { keyRotatedEvent } from '../../../store/webhook-store.js';
+import { keyRotatedEvent, newWebhookEventId } from '../../../store/webhook-store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField } from './fields.js';
@@ -59,7 +60,9 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
  * `GET /admin/keys` (kit extension): every key on disk. Credential-signing keys also say whether
  * they are published (retired keys stay published until the last credential they signed expires).
  */
-export function listKeys(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances'> }) {
+export function listKeys(
+  ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
+) {
   return async (_req: Request, res: Response) => {
     res.json({ keys: await keyInventory(ctx) });
   };
@@ -70,15 +73,21 @@ export function listKeys(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'i
  * they are published and when the last credential they signed expires; a key with a certificate
  * chain (`SD_JWT_ISSUER=x5c`) says when its leaf certificate expires.
  */
-export async function keyInventory(ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances'> }) {
+export async function keyInventory(
+  ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
+) {
   const ring = ctx.keys.current();
-  const published = new Set((await publishedSigningKeys(ring, ctx.store.issuances)).map((j) => j.kid));
+  const compromised = await compromisedKids(ctx.store.compromisedKeys);
+  const published = new Set(
+    (await publishedSigningKeys(ring, ctx.store.issuances, new Date(), compromised)).map((j) => j.kid),
+  );
   const signing = await Promise.all(
     ring.signingKeys.map(async (k) => {
       const last = await ctx.store.issuances.latestExpiryForKid(k.kid);
       return {
         ...describeKey(k),
         published: published.has(k.kid),
+        compromised: compromised.has(k.kid),
         lastCredentialExpiresAt: last?.toISOString() ?? null,
         ...certificateExpiry(k),
       };
@@ -118,7 +127,7 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
     const body = parseInput(RotateKeyBodySchema, req.body ?? {});
     // One rotation at a time in this process; across instances the key store serializes them
     // (a PostgreSQL advisory lock), so two at once never each retire the other's new key.
-    const run = queue.then(() => rotate(body.purpose, auditActor(res, body.reason)));
+    const run = queue.then(() => rotateKey(ctx, body.purpose, auditActor(res, body.reason)));
     queue = run.catch(() => {});
     const answer = await run;
     ctx.log.info(
@@ -127,29 +136,124 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
     );
     res.json(answer);
   };
+}
 
-  async function rotate(purpose: KeyPurpose, actor: AuditActor) {
+/** A rotation: the key change, its audit row and `key.rotated` event, the lists re-signed. */
+export async function rotateKey(
+  ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 'store'>,
+  purpose: KeyPurpose,
+  actor: AuditActor,
+) {
+  const now = new Date();
+  const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.config, now) : undefined;
+  const { retired, created, eventRecorded } = await ctx.keys.rotate(purpose, now, x5c);
+  // Key files (SQLite) are not in a database transaction: their event is written once the new
+  // key is in place. Key rows (PostgreSQL) wrote it in the rotation's transaction.
+  await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
+  if (!eventRecorded)
+    await ctx.store.webhooks.recordEvent(
+      keyRotatedEvent(
+        purpose,
+        created.kid,
+        retired.map((k) => k.kid),
+      ),
+      now,
+    );
+  const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];
+  return {
+    purpose,
+    created: describeKey(created),
+    retired: retired.map((k) => ({ ...describeKey(k), retiredAt: now.toISOString(), active: false })),
+    statusListsRepublished: lists.length,
+  };
+}
+
+export const CompromisedKeyBodySchema = z.strictObject({
+  kid: z.string().min(1).max(255),
+  reason: z
+    .string({ error: 'required: say why (kept in the audit log)' })
+    .trim()
+    .min(1, 'must not be empty')
+    .max(1000),
+  dryRun: z.boolean().optional(),
+});
+
+/** `POST /admin/keys/compromised`: the key-compromise playbook (docs/operations.md "A signing key is compromised"). */
+export const compromisedKeyRoute: RouteFactory = (ctx) => ({
+  method: 'post',
+  path: '/admin/keys/compromised',
+  group: 'admin',
+  auth: 'admin-api-key',
+  doc: {
+    operationId: 'admin-keys-compromised',
+    summary:
+      'A credential-signing key is compromised: rotate away from it, stop publishing it, revoke what it signed (one bulk job)',
+    tags: TAGS.admin,
+    body: CompromisedKeyBodySchema,
+    responses: json200(
+      '`{ kid, active, compromised, credentials, rotatedTo, jobId, statusListsRepublished }` (dryRun: the plan only)',
+    ),
+    errors: ['NOT_FOUND', 'CONFLICT'],
+  },
+  handler: compromisedKey(ctx),
+});
+
+export function compromisedKey(ctx: AppContext) {
+  return async (req: Request, res: Response) => {
+    const body = parseInput(CompromisedKeyBodySchema, req.body);
+    const ring = ctx.keys.current();
+    const key = ring.signingKeys.find((k) => k.kid === body.kid);
+    if (!key) throw notFound(`kid: no credential-signing key ${body.kid}`);
+    if (key.standby)
+      throw new AppError(
+        'CONFLICT',
+        `kid: ${body.kid} is a standby key that has signed nothing; remove it instead (and prepare another)`,
+        { field: 'kid' },
+      );
+    const active = ring.signing.kid === key.kid;
+    const alreadyCompromised = (await compromisedKids(ctx.store.compromisedKeys)).has(key.kid);
+    const credentials = await ctx.statusJobs.count({ kid: key.kid });
+    const plan = { kid: key.kid, active, alreadyCompromised, credentials };
+    if (body.dryRun) {
+      res.json({ ...plan, dryRun: true });
+      return;
+    }
+    const actor = { ...auditActor(res, body.reason), reason: body.reason };
+    // 1. No new credential is signed with it: rotate away first (in x5c mode a standby key with a
+    //    chain must exist, else 409 and nothing else is done).
+    const rotated = active ? await rotateKey(ctx, 'credential-signing', actor) : undefined;
+    // 2. Never published again, by any instance, from its next read of the metadata.
     const now = new Date();
-    const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.config, now) : undefined;
-    const { retired, created, eventRecorded } = await ctx.keys.rotate(purpose, now, x5c);
-    // Key files (SQLite) are not in a database transaction: their event is written once the new
-    // key is in place. Key rows (PostgreSQL) wrote it in the rotation's transaction.
-    await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
-    if (!eventRecorded)
+    if (await ctx.store.compromisedKeys.mark(key.kid, now, actor))
       await ctx.store.webhooks.recordEvent(
-        keyRotatedEvent(
-          purpose,
-          created.kid,
-          retired.map((k) => k.kid),
-        ),
+        {
+          id: newWebhookEventId(),
+          type: 'key.compromised',
+          data: JSON.stringify({ kid: key.kid, actor: actor.actor, reason: actor.reason }),
+        },
         now,
       );
-    const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];
-    return {
-      purpose,
-      created: describeKey(created),
-      retired: retired.map((k) => ({ ...describeKey(k), retiredAt: now.toISOString(), active: false })),
-      statusListsRepublished: lists.length,
-    };
-  }
+    // 3. The lists re-signed by a key still trusted (a rotation did it already).
+    const lists = rotated ? rotated.statusListsRepublished : (await ctx.status.publishAll()).length;
+    // 4. Everything it signed revoked, as one bulk job.
+    const job = await ctx.statusJobs.create('revoke', { kid: key.kid }, actor);
+    ctx.log.warn(
+      {
+        event: 'key_compromised',
+        kid: key.kid,
+        rotatedTo: rotated?.created.kid ?? null,
+        jobId: job.id,
+        credentials: job.total,
+      },
+      `signing key ${key.kid} declared compromised: unpublished; revoking ${job.total} credential(s) in job ${job.id}`,
+    );
+    res.json({
+      ...plan,
+      compromised: true,
+      rotatedTo: rotated?.created.kid ?? null,
+      jobId: job.id,
+      credentials: job.total,
+      statusListsRepublished: lists,
+    });
+  };
 }

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../../../context.js';
 import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
-import { publishedSigningKeys } from '../../../keys/published-keys.js';
+import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { publicDoc, type RouteFactory } from '../route.js';
 
 /** `GET /.well-known/did.json`. */
@@ -48,7 +48,12 @@ export const partnerInfoRoute: RouteFactory = (ctx) => ({
 export function didDocument(ctx: AppContext) {
   return async (_req: Request, res: Response) => {
     const did = didWebFromOrigin(ctx.config.issuerOrigin);
-    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    const keys = await publishedSigningKeys(
+      ctx.keys.current(),
+      ctx.store.issuances,
+      new Date(),
+      await compromisedKids(ctx.store.compromisedKeys),
+    );
     const doc: Record<string, unknown> = {
       '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
       id: did,
@@ -76,7 +81,12 @@ export function didDocument(ctx: AppContext) {
 /** SD-JWT VC issuer metadata (draft-ietf-oauth-sd-jwt-vc §5): `{ issuer, jwks }`. */
 export function jwtVcIssuer(ctx: AppContext) {
   return async (_req: Request, res: Response) => {
-    const keys = await publishedSigningKeys(ctx.keys.current(), ctx.store.issuances);
+    const keys = await publishedSigningKeys(
+      ctx.keys.current(),
+      ctx.store.issuances,
+      new Date(),
+      await compromisedKids(ctx.store.compromisedKeys),
+    );
     res.json({ issuer: ctx.config.issuerOrigin, jwks: { keys: keys.map(publicOnly) } });
   };
 }

@@ -1,0 +1,8 @@
+-- Signing keys declared compromised (docs/operations.md "A signing key is compromised"): never
+-- published again, whatever holds the key itself.
+CREATE TABLE compromised_keys (
+  kid     TEXT PRIMARY KEY,
+  at      TIMESTAMPTZ NOT NULL,
+  actor   TEXT NOT NULL,
+  reason  TEXT NOT NULL
+);
