@@ -4,8 +4,9 @@ import type { NewWebhookEvent } from './webhook-store.js';
 /**
  * What renewing a direct credential needs and what came of it (docs/operations.md "Renewal"): one
  * row per direct credential, written before it is signed. The recipient's email is kept only
- * sealed under KEY_ENCRYPTION_KEY, bound to the credential id (docs/security.md "What renewal
- * keeps"); a credential issued before renewal existed has a row without it.
+ * sealed under KEY_ENCRYPTION_KEY, bound to the credential id
+ * (docs/security.md "What renewal keeps"); a credential issued before renewal existed has a row
+ * without it.
  */
 export interface RenewalSource {
   credentialId: string;

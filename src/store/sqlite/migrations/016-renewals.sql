@@ -1,7 +1,7 @@
 -- Renewal (docs/operations.md "Renewal"): one row per direct credential, written before it is
 -- signed, with what renewing it needs and what came of it. The recipient's email is kept only
--- sealed under KEY_ENCRYPTION_KEY and bound to the credential id (docs/security.md "What renewal
--- keeps"); the claims provider's user id when the claims came from it.
+-- sealed under KEY_ENCRYPTION_KEY and bound to the credential id
+-- (docs/security.md "What renewal keeps"); the claims provider's user id when the claims came from it.
 -- outcome: NULL (not renewed yet), 'renewed' (renewed_by names the new credential), 'ineligible'
 -- (the claims provider no longer has the holder), 'not_renewable' (no sealed recipient). The
 -- sweep reads the rows with no outcome by schema and expiry (renewals_due).
