@@ -150,9 +150,13 @@ describe('renewal on one instance', () => {
 
     const verified = await openedAndVerified(issuer, email, renewedBy);
     expect(verified.claims).toMatchObject({ name: 'Ada', tier: 'platinum' });
-    expect(new Date((verified.claims.exp as number) * 1000).getTime()).toBeGreaterThan(Date.now() + 300 * DAY);
+    expect(new Date((verified.claims.exp as number) * 1000).getTime()).toBeGreaterThan(
+      Date.now() + 300 * DAY,
+    );
 
-    expect(await auditRows(issuer, 'renew', due)).toEqual([{ actor: 'renewal-sweep', reason: 'renewal sweep' }]);
+    expect(await auditRows(issuer, 'renew', due)).toEqual([
+      { actor: 'renewal-sweep', reason: 'renewal sweep' },
+    ]);
     const events = await queryStore<{ data: string }>(
       issuer.ctx.store,
       "SELECT data FROM webhook_events WHERE type = 'credential.renewed'",
@@ -165,9 +169,11 @@ describe('renewal on one instance', () => {
 
     // Not again: the next sweep finds nothing to do, and one credential renews `due`.
     expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0, failed: 0 });
-    const renewing = await queryStore(issuer.ctx.store, 'SELECT credential_id FROM issuances WHERE renewed_from = ?', [
-      due,
-    ]);
+    const renewing = await queryStore(
+      issuer.ctx.store,
+      'SELECT credential_id FROM issuances WHERE renewed_from = ?',
+      [due],
+    );
     expect(renewing).toHaveLength(1);
   });
 
@@ -203,9 +209,11 @@ describe('renewal on one instance', () => {
     expect(sealed?.recipientSealed).toMatch(/^v1\./);
     expect(sealed?.recipientSealed).not.toContain('example.org');
     // What the migration leaves for a direct credential issued before it.
-    await queryStore(issuer.ctx.store, 'UPDATE renewals SET recipient_sealed = NULL WHERE credential_id = ?', [
-      due,
-    ]);
+    await queryStore(
+      issuer.ctx.store,
+      'UPDATE renewals SET recipient_sealed = NULL WHERE credential_id = ?',
+      [due],
+    );
     expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 1 });
     expect(await issuer.ctx.store.renewals.get(due)).toMatchObject({ outcome: 'not_renewable' });
     expect(await issuer.ctx.renewal.sweep()).toMatchObject({ skipped: 0 });
@@ -223,7 +231,13 @@ describe('renewal on one instance', () => {
       userId: email,
       schemaId: 'membership-v1',
       expiration: inDays(200),
-      credentialSubject: { givenName: 'Old', familyName: 'Name', memberSince: '2020-01-01', tier: 'basic', memberNumber: 1 },
+      credentialSubject: {
+        givenName: 'Old',
+        familyName: 'Name',
+        memberSince: '2020-01-01',
+        tier: 'basic',
+        memberNumber: 1,
+      },
     });
     const { userId } = (await issuer.ctx.store.issuances.get(given))!;
     await setClaims(issuer, userId, 'membership-v1', {
@@ -235,7 +249,11 @@ describe('renewal on one instance', () => {
     });
     const res = await issuer.admin('/admin/renew', { credentialId: given, reason: 'name change' });
     expect(res.status).toBe(201);
-    const body = (await res.json()) as { credentialId: string; renewedFrom: string; previousRevoked: boolean };
+    const body = (await res.json()) as {
+      credentialId: string;
+      renewedFrom: string;
+      previousRevoked: boolean;
+    };
     expect(body).toMatchObject({ renewedFrom: given, previousRevoked: false });
     const verified = await openedAndVerified(issuer, email, body.credentialId);
     expect(verified.claims).toMatchObject({ givenName: 'New', tier: 'gold' });
@@ -294,8 +312,18 @@ describe('renewal on one instance', () => {
   });
 
   it('bad input is a 400 naming the field; an unknown credential 404; a hosted one 409', async () => {
-    await expectError(await issuer.admin('/admin/renew', { reason: 'x' }), 400, 'INVALID_PARAMETER', 'credentialId');
-    await expectError(await issuer.admin('/admin/renew', { credentialId: 'abc' }), 400, 'INVALID_PARAMETER', 'reason');
+    await expectError(
+      await issuer.admin('/admin/renew', { reason: 'x' }),
+      400,
+      'INVALID_PARAMETER',
+      'credentialId',
+    );
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: 'abc' }),
+      400,
+      'INVALID_PARAMETER',
+      'reason',
+    );
     await expectError(
       await issuer.admin('/admin/renew', { credentialId: 'abc', reason: ' ' }),
       400,
@@ -382,7 +410,8 @@ describe.skipIf(!available)('renewal sweep on two instances on one PostgreSQL da
       .not.toBeNull()
       .then(async () => (await historyRow(b, due))!.renewedBy!);
     // Both instances sweep several more times after it.
-    for (let i = 0; i < 3; i++) await Promise.all([once(a.ctx.renewal, 'swept'), once(b.ctx.renewal, 'swept')]);
+    for (let i = 0; i < 3; i++)
+      await Promise.all([once(a.ctx.renewal, 'swept'), once(b.ctx.renewal, 'swept')]);
     const renewing = await queryStore<{ credential_id: string }>(
       a.ctx.store,
       'SELECT credential_id FROM issuances WHERE renewed_from = ?',
