@@ -124,6 +124,14 @@ export class Pkcs11Backend implements KeyBackend {
     this.pin = options.pin;
   }
 
+  /**
+   * Sessions open on the token now, idle or signing: the pool opens one only when every other is
+   * busy, so this is the most signatures that were in flight at once (the bench reads it).
+   */
+  get sessionsOpen(): number {
+    return this.sessions;
+  }
+
   /** What to call the token in messages (never the PIN). */
   get where(): string {
     const t = this.options.token;
