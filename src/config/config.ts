@@ -101,7 +101,7 @@ export type KeyBackendConfig =
       token: { label: string } | { slot: number };
       /**
        * PKCS11_PIN_FILE, when the PIN comes from a file: read again whenever the backend logs in
-       * (docs/security.md "A PIN changed on the token"). Its path only; the PIN is in `Secrets`.
+       * (docs/security.md "Keys in a hardware security module"). Its path only; the PIN is in `Secrets`.
        */
       pinFile?: string;
     };

@@ -37,7 +37,7 @@ interface HistoryRow {
   storagePath: string | null;
 }
 
-// docs/security.md "A PIN changed on the token": a real server process on SQLite signing in a
+// docs/security.md "Keys in a hardware security module": a real server process on SQLite signing in a
 // SoftHSM2 token, PKCS11_PIN_FILE naming its PIN. In the middle of a burst of hosted and direct
 // issuances the user PIN is changed on the token by another application; the login the server
 // holds keeps signing (PKCS#11 logins outlive a PIN change), while a new login with the old PIN
