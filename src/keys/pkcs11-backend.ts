@@ -22,9 +22,9 @@ import { KeyError } from './key-error.js';
  * login); when that fails too, the caller gets 503 `UNAVAILABLE` naming the backend, and the next
  * signature or `/readyz` probe tries again, so the kit recovers without a restart.
  *
- * A login outlives a PIN changed on the token (PKCS#11 v2.40 §5.8: C_SetPIN changes the PIN, not
- * the logins made with it), so a PIN change bites at the next login: after the token was away,
- * or at a restart. Each login reads PKCS11_PIN_FILE again, so writing the token's new PIN there
+ * A login outlives a PIN changed on the token (C_SetPIN by another application ends no login in
+ * PKCS#11 v2.40, and SoftHSM2 keeps it), so a PIN change bites at the next login: after the token
+ * was away, or at a restart. Each login reads PKCS11_PIN_FILE again, so writing the token's new PIN there
  * is how an operator follows a PIN change without a restart; a PIN the token refused is not
  * presented again until the file is written again, since tokens lock a PIN after a few wrong tries.
  */
@@ -35,7 +35,7 @@ type Pkcs11Module = typeof Pkcs11Js;
 
 const MAX_SESSIONS = 32;
 
-// PKCS#11 v2.40 §3.2 CK_STATE: a session of a logged-in user (pkcs11js exports no CKS_* names).
+// PKCS#11 v2.40 CK_STATE values of a logged-in user's session (pkcs11js exports no CKS_* names).
 const CKS_RO_USER_FUNCTIONS = 1;
 const CKS_RW_USER_FUNCTIONS = 3;
 
