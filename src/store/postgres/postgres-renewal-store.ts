@@ -21,7 +21,7 @@ interface Row {
   detail: string | null;
 }
 
-/** The `renewals` table of migration 019. */
+/** The `renewals` table of migration 020. */
 export class PostgresRenewalStore implements RenewalStore {
   constructor(private readonly pool: PgPool) {}
 

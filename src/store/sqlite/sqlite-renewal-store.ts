@@ -21,7 +21,7 @@ interface Row {
   detail: string | null;
 }
 
-/** The `renewals` table of migration 016. Dates are toISOString() text, as in `issuances`. */
+/** The `renewals` table of migration 017. Dates are toISOString() text, as in `issuances`. */
 export class SqliteRenewalStore implements RenewalStore {
   private readonly stmts;
 

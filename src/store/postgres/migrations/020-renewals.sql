@@ -1,4 +1,4 @@
--- Renewal (docs/operations.md "Renewal"), as sqlite/migrations/016-renewals.sql: one row per
+-- Renewal (docs/operations.md "Renewal"), as sqlite/migrations/017-renewals.sql: one row per
 -- direct credential, written before it is signed, with what renewing it needs (the recipient's
 -- email sealed under KEY_ENCRYPTION_KEY and bound to the credential id; the claims provider's
 -- user id) and what came of it. outcome: NULL (not renewed yet), 'renewed' (renewed_by names the
