@@ -436,6 +436,12 @@ export async function createContext(
     log,
   });
 
+  if (!sealing && renewal.renewedSchemas().length > 0)
+    log.warn(
+      { event: 'renewal_without_key' },
+      'KEY_ENCRYPTION_KEY is unset: direct credentials keep no sealed recipient and the renewal sweep records them not renewable (docs/security.md "What renewal keeps")',
+    );
+
   const oid4vci = config.oid4vci.enabled
     ? new Oid4vciDoor({
         issuerOrigin: config.issuerOrigin,
