@@ -134,7 +134,7 @@ export const EnvSchema = z.object({
   }),
   PKCS11_PIN_FILE: z.string().min(1).optional().meta({
     description:
-      'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts).',
+      'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts). Read again at every login, so a PIN changed on the token is followed by writing the file, without a restart.',
     default: 'unset',
   }),
   REDIS_URL: z.string().optional().meta({
