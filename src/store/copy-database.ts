@@ -63,7 +63,8 @@ export const COPIED_TABLES: TableSpec[] = [
       ...time('created_at', 'expires_at'),
       ...int('status'),
       ...time('revoked_at', 'suspended_at'),
-      ...text('envelope', 'upload_state'),
+      // `envelope` is retired (migrations 016 and 019): copied as it is, '' on rows since.
+      ...text('envelope', 'envelope_sha256', 'upload_state'),
       ...int('upload_attempts'),
       { name: 'next_attempt_at', kind: 'epoch-ms' },
       { name: 'lease_until', kind: 'epoch-ms' },
@@ -75,6 +76,8 @@ export const COPIED_TABLES: TableSpec[] = [
     ],
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },
   },
+  // The envelopes not yet delivered (pending and failed uploads): the copy's outbox sends them.
+  { table: 'issuance_envelopes', key: ['credential_id'], columns: text('credential_id', 'body') },
   {
     table: 'status_list_partitions',
     key: ['partition'],

@@ -32,20 +32,6 @@ export interface UploadBody extends Envelope {
   externalId: string;
 }
 
-/**
- * What an issuance keeps of its envelope once the hosting service has stored it
- * (docs/architecture.md "Envelopes once delivered"): everything but the ciphertext `data`, and
- * that ciphertext's SHA-256 (hex, of the decoded bytes) to match the stored copy against. Nothing
- * reads a delivered envelope's ciphertext: a repeat answers from the record, and only pending and
- * failed uploads are sent again.
- */
-export interface DeliveredEnvelope extends Omit<UploadBody, 'data'> {
-  dataSha256: string;
-}
-
-/** An issuance's envelope as stored: whole until delivered, then without its ciphertext. */
-export type StoredEnvelope = UploadBody | DeliveredEnvelope;
-
 export interface NewIssuance {
   credentialId: string;
   channel: Channel;
@@ -90,8 +76,19 @@ export interface NewIssuance {
 
 export interface IssuanceRecord
   extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope' | 'batchId' | 'renewedFrom'> {
-  /** Null for an oid4vci credential (nothing to upload). */
-  envelope: StoredEnvelope | null;
+  /**
+   * The envelope to upload, kept until the hosting service has stored it (docs/architecture.md
+   * "Envelopes until delivered"): set while the upload is pending or failed, null once uploaded,
+   * and null for an oid4vci credential (nothing to upload).
+   */
+  envelope: UploadBody | null;
+  /**
+   * SHA-256 (hex) of the envelope's ciphertext (the decoded `data`), recorded with the issuance and
+   * kept for good: what the hosting service's copy is matched against once the envelope is gone.
+   * Null for an oid4vci credential, and for a record made before the envelopes had a table of
+   * their own (its digest, if any, is in the retired `envelope` column).
+   */
+  envelopeSha256: string | null;
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
