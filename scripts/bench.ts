@@ -14,6 +14,7 @@ import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js
 import { benchKeySigning } from './bench/key-signing.js';
 import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
+import { benchRenewal } from './bench/renewal.js';
 import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
@@ -80,6 +81,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   batch: () => benchBatch(),
   // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
   bulk: benchBulk,
+  // The renewal sweep's server CPU per renewed credential beside a direct issuance's (BENCH_RENEWAL_COUNT).
+  renewal: benchRenewal,
   store: benchStoreEngines,
   // How long `npm run admin -- --version` takes to answer.
   cli: benchCliStart,

@@ -85,6 +85,8 @@ export interface Config {
   outboxSweepMs: number;
   /** STATUS_JOB_LEASE_MS: how long an instance owns a bulk status change job between chunks. */
   statusJobLeaseMs: number;
+  /** RENEWAL_SWEEP_INTERVAL_MS: how often the renewal sweep runs. */
+  renewalSweepMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
@@ -326,6 +328,7 @@ export function loadConfig(
       uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
+      renewalSweepMs: env.RENEWAL_SWEEP_INTERVAL_MS ?? 300_000,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,

@@ -297,6 +297,11 @@ export const EnvSchema = z.object({
       'How long an instance owns a bulk status change job between two of its chunks; a job left by an instance that died is taken over by another (whose sweep runs every `OUTBOX_SWEEP_MS`) once this has passed.',
     default: '`30000`',
   }),
+  RENEWAL_SWEEP_INTERVAL_MS: int('RENEWAL_SWEEP_INTERVAL_MS', 100, 86_400_000).optional().meta({
+    description:
+      'How often each instance runs the renewal sweep (docs/operations.md "Renewal"): one instance at a time re-issues the direct credentials of schemas that declare `renewal` once they are inside their window.',
+    default: '`300000` (5 minutes)',
+  }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:
       'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',

@@ -180,6 +180,18 @@ export const COPIED_TABLES: TableSpec[] = [
     columns: [...text('kid'), ...time('at'), ...text('actor', 'reason')],
   },
   {
+    table: 'renewals',
+    key: ['credential_id'],
+    // The recipient stays sealed under KEY_ENCRYPTION_KEY: the copy's server needs the same one to renew.
+    columns: [
+      ...text('credential_id', 'schema_id'),
+      ...time('expires_at'),
+      ...text('recipient_sealed', 'claims_user_id', 'outcome', 'renewed_by'),
+      ...time('outcome_at'),
+      ...text('detail'),
+    ],
+  },
+  {
     table: 'webhook_endpoints',
     key: ['id'],
     // Secrets in clear on SQLite stay so on the copy; an endpoint added on PostgreSQL gets a sealed one.

@@ -10,10 +10,20 @@ import type {
   UploadState,
 } from '../model.js';
 import type { CompromisedKeyStore } from './compromised-key-store.js';
+import type { RenewalLinks, RenewalStore } from './renewal-store.js';
 import type { StatusJobStore } from './status-job-store.js';
 import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
-export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
+export type {
+  AuditAction,
+  AuditActor,
+  Channel,
+  CredentialStatus,
+  RenewalLinks,
+  StatusChange,
+  StatusSlot,
+  UploadState,
+};
 
 /**
  * Storage interfaces. Async so that a networked engine (PostgreSQL) can implement them;
@@ -316,6 +326,11 @@ export interface IssuanceHistoryStore {
   list(q: HistoryQuery): Promise<HistoryPage>;
   /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
   activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]>;
+  /**
+   * The renewal links of these credentials, both ways (issuances.renewed_from): the credential each
+   * renews, and the one that renews it. Credentials with neither are absent.
+   */
+  renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>>;
 }
 
 export type IdempotencyBegin =
@@ -688,6 +703,8 @@ export interface Store {
   statusJobs: StatusJobStore;
   /** Signing keys declared compromised, never published again. */
   compromisedKeys: CompromisedKeyStore;
+  /** What renewing each direct credential needs, and what came of it (docs/operations.md "Renewal"). */
+  renewals: RenewalStore;
   /** The admin console's sessions and the reads only its pages make. */
   console: ConsoleStore;
   /**
