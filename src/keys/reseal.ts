@@ -1,7 +1,7 @@
 import { parseKeyEncryptionKey } from '../config/key-encryption-key.js';
-import { redactDatabaseUrl } from '../store/database-url.js';
-import { parseDatabaseUrl } from '../store/engines.js';
-import { openPostgresStore } from '../store/postgres/index.js';
+import { type RecipientSealing, recipientSealing } from '../issuance/renewal.js';
+import { describeTarget, openStore, parseDatabaseUrl } from '../store/engines.js';
+import type { RenewalStore, SealedRecipient } from '../store/renewal-store.js';
 import type { KeyMaterialStore, SealedRow } from '../store/store.js';
 import { KeyError } from './key-ring.js';
 import { openSealedKey, sealJson } from './sealed-key.js';
@@ -15,7 +15,7 @@ export interface ResealedRow {
 }
 
 /**
- * Replaces a leaked KEY_ENCRYPTION_KEY (docs/security.md "Keys shared by several instances"): every sealed row is
+ * Replaces a leaked KEY_ENCRYPTION_KEY (docs/security.md "Keys shared by several instances"): every sealed key row is
  * opened with `previous` and sealed again under `next`, in one transaction. A row that already
  * opens with `next` stays as it is, so the command can run again after instances still on the old
  * key wrote a row; a row that opens with neither stops it and no row changes.
@@ -43,22 +43,104 @@ export async function resealKeys(
   return rows.map((r) => ({ purpose: r.purpose, kid: r.kid, resealed: r.changed }));
 }
 
+/** What `keys reseal` did to the recipient emails renewal keeps (docs/security.md "What renewal keeps"). */
+export interface ResealedRecipients {
+  /** Opened with KEY_ENCRYPTION_KEY_PREVIOUS and sealed again under KEY_ENCRYPTION_KEY. */
+  resealed: number;
+  /** Already under KEY_ENCRYPTION_KEY (a re-run, or written since by an instance on the new key). */
+  already: number;
+  /** Opening with neither key (sealed under another one, or altered): left as they are. */
+  unopenable: number;
+}
+
+/** Pages of sealed recipient emails walked by `keys reseal` and `admin doctor`. */
+export const RECIPIENT_BATCH = 500;
+
+const opens = (sealing: RecipientSealing, row: SealedRecipient): string | undefined => {
+  try {
+    return sealing.open(row.credentialId, row.recipientSealed);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Every sealed recipient email of the `renewals` table opened with `previous` and sealed again
+ * under `next`, a batch (one transaction) at a time, so a reseal cut short is finished by running
+ * it again: a row that already opens with `next` is left as it is. A row that opens with neither
+ * is counted and left (renewal records its credential not renewable), never stopping the others.
+ */
+export async function resealRecipients(
+  store: Pick<RenewalStore, 'sealedRecipients' | 'replaceSealedRecipients'>,
+  previous: Buffer,
+  next: Buffer,
+  batchSize = RECIPIENT_BATCH,
+): Promise<ResealedRecipients> {
+  const [from, to] = [recipientSealing(previous), recipientSealing(next)];
+  const out: ResealedRecipients = { resealed: 0, already: 0, unopenable: 0 };
+  let after: string | null = null;
+  for (;;) {
+    const page = await store.sealedRecipients(after, batchSize);
+    if (page.length === 0) return out;
+    const replace: Array<SealedRecipient & { to: string }> = [];
+    for (const row of page) {
+      if (opens(to, row) !== undefined) {
+        out.already++;
+        continue;
+      }
+      const email = opens(from, row);
+      if (email === undefined) out.unopenable++;
+      else replace.push({ ...row, to: to.seal(row.credentialId, email) });
+    }
+    out.resealed += await store.replaceSealedRecipients(replace);
+    after = page[page.length - 1]!.credentialId;
+  }
+}
+
+/**
+ * How many kept recipient emails open with `current`, with `previous` (a reseal still to run), or
+ * with neither; read-only (`admin doctor`).
+ */
+export async function countSealedRecipients(
+  store: Pick<RenewalStore, 'sealedRecipients'>,
+  current: Buffer,
+  previous: Buffer,
+  batchSize = RECIPIENT_BATCH,
+): Promise<{ current: number; previous: number; neither: number }> {
+  const [now, before] = [recipientSealing(current), recipientSealing(previous)];
+  const out = { current: 0, previous: 0, neither: 0 };
+  let after: string | null = null;
+  for (;;) {
+    const page = await store.sealedRecipients(after, batchSize);
+    if (page.length === 0) return out;
+    for (const row of page) {
+      if (opens(now, row) !== undefined) out.current++;
+      else if (opens(before, row) !== undefined) out.previous++;
+      else out.neither++;
+    }
+    after = page[page.length - 1]!.credentialId;
+  }
+}
+
 /**
  * `npm run admin -- keys reseal`: the two keys from the environment (KEY_ENCRYPTION_KEY_PREVIOUS,
- * the leaked one, and KEY_ENCRYPTION_KEY, its replacement), the database from DATABASE_URL.
- * Problems name the variable, never its value.
+ * the leaked one, and KEY_ENCRYPTION_KEY, its replacement), the database from DATABASE_URL. On
+ * PostgreSQL the sealed keys first (one transaction), then the recipient emails renewal keeps (in
+ * batches); on SQLite, whose keys are files, the recipient emails only. Problems name the
+ * variable, never its value.
  */
 export async function resealDatabaseKeys(
   env: Record<string, string | undefined>,
   databaseUrl: string,
   cwd: string,
-): Promise<{ database: string; rows: ResealedRow[] }> {
+): Promise<{
+  database: string;
+  keysInDatabase: boolean;
+  rows: ResealedRow[];
+  recipients: ResealedRecipients;
+}> {
   const target = parseDatabaseUrl(databaseUrl, cwd);
   if (typeof target === 'string') throw new KeyError(`DATABASE_URL: ${target}`);
-  if (target.kind !== 'postgres')
-    throw new KeyError(
-      'DATABASE_URL: keys reseal works on a PostgreSQL database (on SQLite the keys are files in KEYS_DIR, not sealed)',
-    );
   const kek = (name: 'KEY_ENCRYPTION_KEY' | 'KEY_ENCRYPTION_KEY_PREVIOUS') => {
     const value = env[name];
     if (value === undefined) throw new KeyError(`${name}: required by keys reseal`);
@@ -70,9 +152,16 @@ export async function resealDatabaseKeys(
   const next = kek('KEY_ENCRYPTION_KEY');
   if (previous.equals(next))
     throw new KeyError('KEY_ENCRYPTION_KEY: is the same key as KEY_ENCRYPTION_KEY_PREVIOUS');
-  const store = await openPostgresStore(target.url, { poolMax: 1 });
+  const store = await openStore(target, { poolMax: 1 });
   try {
-    return { database: redactDatabaseUrl(target.url), rows: await resealKeys(store.keys, previous, next) };
+    // The keys first: a row that opens with neither key stops the command before any email changes.
+    const rows = store.keys ? await resealKeys(store.keys, previous, next) : [];
+    return {
+      database: describeTarget(target),
+      keysInDatabase: store.keys !== undefined,
+      rows,
+      recipients: await resealRecipients(store.renewals, previous, next),
+    };
   } finally {
     await store.close();
   }

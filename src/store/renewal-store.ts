@@ -61,6 +61,22 @@ export interface RenewalStore {
     expiresAt: Date,
     write: RenewalOutcomeWrite,
   ): Promise<boolean>;
+  /**
+   * A page of the sealed recipient emails kept, in credential id order after `after` (`keys
+   * reseal`, `admin doctor`): rows without one are left out.
+   */
+  sealedRecipients(after: string | null, limit: number): Promise<SealedRecipient[]>;
+  /**
+   * Replaces sealed recipient emails, in one transaction, each only while its row still holds
+   * `from` (a row changed meanwhile is left as it is); answers how many changed.
+   */
+  replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number>;
+}
+
+/** One kept sealed recipient email (`recipientSealed`: its text as stored). */
+export interface SealedRecipient {
+  credentialId: string;
+  recipientSealed: string;
 }
 
 /** A credential's renewal links (docs/operations.md "Renewal"). */

@@ -174,11 +174,11 @@ export const keysCommand: RegisterCommand = (program, act) => {
   keys
     .command('reseal')
     .description(
-      'seal every key kept in PostgreSQL under a new KEY_ENCRYPTION_KEY (the old one in KEY_ENCRYPTION_KEY_PREVIOUS), in one transaction',
+      'seal again under a new KEY_ENCRYPTION_KEY (the old one in KEY_ENCRYPTION_KEY_PREVIOUS) every key kept in PostgreSQL (one transaction) and every recipient email renewal keeps (in batches)',
     )
     .action(
       act(async (run) => {
-        // Loaded here: only this command needs the PostgreSQL driver.
+        // Loaded here: only this command needs the database drivers.
         const { resealDatabaseKeys } = await import('../../keys/reseal.js');
         const { KeyError } = await import('../../keys/key-ring.js');
         let out: Awaited<ReturnType<typeof resealDatabaseKeys>>;
@@ -194,8 +194,17 @@ export const keysCommand: RegisterCommand = (program, act) => {
             run.io.out(
               `${r.purpose} ${r.kid}: ${r.resealed ? 'resealed' : 'already sealed under KEY_ENCRYPTION_KEY'}`,
             );
+          if (out.keysInDatabase)
+            run.io.out(
+              `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction).`,
+            );
+          else run.io.out(`${out.database}: the keys are files in KEYS_DIR, not sealed in the database.`);
+          const { resealed, already, unopenable } = out.recipients;
           run.io.out(
-            `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction). Restart every instance with the new KEY_ENCRYPTION_KEY; an instance still on the old one cannot open these rows, so run this again if one wrote a key meanwhile.`,
+            `${resealed} recipient email(s) kept for renewal resealed, ${already} already under KEY_ENCRYPTION_KEY${unopenable > 0 ? `, ${unopenable} opening with neither key (left as they are: their credentials are not renewable)` : ''}.`,
+          );
+          run.io.out(
+            'Restart every instance with the new KEY_ENCRYPTION_KEY; an instance still on the old one cannot open these rows and seals new ones under it, so run this again once every instance runs on the new key.',
           );
         }
         return 0;

@@ -4,6 +4,7 @@ import type {
   RenewalRecord,
   RenewalSource,
   RenewalStore,
+  SealedRecipient,
 } from '../renewal-store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
@@ -86,6 +87,28 @@ export class PostgresRenewalStore implements RenewalStore {
           w.at,
         ]);
       return true;
+    });
+  }
+
+  async sealedRecipients(after: string | null, limit: number): Promise<SealedRecipient[]> {
+    const { rows } = await this.pool.query<{ credential_id: string; recipient_sealed: string }>(
+      `SELECT credential_id, recipient_sealed FROM renewals
+       WHERE recipient_sealed IS NOT NULL AND credential_id > $1 ORDER BY credential_id LIMIT $2`,
+      [after ?? '', limit],
+    );
+    return rows.map((r) => ({ credentialId: r.credential_id, recipientSealed: r.recipient_sealed }));
+  }
+
+  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number> {
+    if (rows.length === 0) return 0;
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE renewals r SET recipient_sealed = v.next
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS v(id, prev, next)
+         WHERE r.credential_id = v.id AND r.recipient_sealed = v.prev`,
+        [rows.map((r) => r.credentialId), rows.map((r) => r.recipientSealed), rows.map((r) => r.to)],
+      );
+      return rowCount ?? 0;
     });
   }
 }

@@ -4,6 +4,7 @@ import type {
   RenewalRecord,
   RenewalSource,
   RenewalStore,
+  SealedRecipient,
 } from '../renewal-store.js';
 import type { SqliteDatabase } from './database.js';
 import type { SqliteAuditStore } from './sqlite-audit-store.js';
@@ -54,7 +55,35 @@ export class SqliteRenewalStore implements RenewalStore {
            outcome_at = excluded.outcome_at, detail = excluded.detail
          WHERE renewals.outcome IS NULL OR renewals.outcome != 'renewed'`,
       ),
+      sealed: db.prepare<[string, number], { credential_id: string; recipient_sealed: string }>(
+        `SELECT credential_id, recipient_sealed FROM renewals
+         WHERE recipient_sealed IS NOT NULL AND credential_id > ? ORDER BY credential_id LIMIT ?`,
+      ),
+      replaceSealed: db.prepare(
+        'UPDATE renewals SET recipient_sealed = @to WHERE credential_id = @id AND recipient_sealed = @from',
+      ),
     } as const;
+  }
+
+  async sealedRecipients(after: string | null, limit: number): Promise<SealedRecipient[]> {
+    return this.stmts.sealed
+      .all(after ?? '', limit)
+      .map((r) => ({ credentialId: r.credential_id, recipientSealed: r.recipient_sealed }));
+  }
+
+  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number> {
+    return this.db
+      .transaction(() => {
+        let changed = 0;
+        for (const r of rows)
+          changed += this.stmts.replaceSealed.run({
+            id: r.credentialId,
+            from: r.recipientSealed,
+            to: r.to,
+          }).changes;
+        return changed;
+      })
+      .immediate();
   }
 
   async addSource(s: RenewalSource): Promise<void> {
