@@ -13,6 +13,7 @@ import { outbox } from './doctor/checks/outbox.js';
 import { partnerJwt } from './doctor/checks/partner-jwt.js';
 import { production } from './doctor/checks/production.js';
 import { redis } from './doctor/checks/redis.js';
+import { renewal } from './doctor/checks/renewal.js';
 import { schemas } from './doctor/checks/schemas.js';
 import { statusLists } from './doctor/checks/status-lists.js';
 import { webhooks } from './doctor/checks/webhooks.js';
@@ -46,6 +47,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   outbox,
   webhooks,
   schemas,
+  renewal,
   exampleSchema,
   partnerJwt,
   consoleCheck,

@@ -422,6 +422,47 @@ describe('admin doctor', () => {
     }
   });
 
+  it('a schema declaring renewal without KEY_ENCRYPTION_KEY in production: WARN naming the schema and the fix', async () => {
+    const renewingDir = join(dir, 'schemas-renewing');
+    cpSync(resolve('schemas'), renewingDir, { recursive: true });
+    writeFileSync(
+      join(renewingDir, 'yearly-v1.json'),
+      JSON.stringify({
+        schemaId: 'yearly-v1',
+        proofTypes: ['SD_JWT_VC'],
+        expiresInSeconds: 31_536_000,
+        credentialSubject: { type: 'object', properties: { name: { type: 'string' } } },
+        claims: { provider: 'sqlite' },
+        sdJwt: { vct: 'urn:vct:yearly' },
+        renewal: { beforeExpirySeconds: 2_592_000 },
+      }),
+    );
+    const renewalLines = async (extra: Record<string, string>) => {
+      const run = await doctor(['--json', '--origin', issuer.url], { SCHEMAS_DIR: renewingDir, ...extra });
+      return (JSON.parse(run.stdout) as { items: Line[] }).items.filter((l) => l.item === 'renewal');
+    };
+    const unset = await renewalLines({});
+    expect(unset).toEqual([
+      {
+        item: 'renewal',
+        verdict: 'WARN',
+        detail: expect.stringMatching(/^yearly-v1 declare\(s\) renewal, but KEY_ENCRYPTION_KEY is unset: /),
+      },
+    ]);
+    expect(unset[0]!.detail).toContain('none of their credentials can be renewed');
+    expect(unset[0]!.detail).toContain('set KEY_ENCRYPTION_KEY (openssl rand -hex 32)');
+    const key = Buffer.from(Array.from({ length: 32 }, (_, n) => n * 5 + 1)).toString('hex');
+    expect(await renewalLines({ KEY_ENCRYPTION_KEY: key })).toEqual([
+      {
+        item: 'renewal',
+        verdict: 'PASS',
+        detail: 'yearly-v1 renew(s) direct credentials; recipient emails are sealed under KEY_ENCRYPTION_KEY',
+      },
+    ]);
+    // No schema declares renewal (the bundled ones): no renewal line at all.
+    expect(await renewalLines({ SCHEMAS_DIR: resolve('schemas') })).toEqual([]);
+  });
+
   it('a database file group or others may read fails the database item, naming the file and chmod', async () => {
     const file = join(dir, 'issuer.db');
     chmodSync(file, 0o644);

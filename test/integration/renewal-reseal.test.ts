@@ -125,6 +125,38 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
       });
       await a.close();
 
+      // doctor, on the new key with the previous one given: the emails still to reseal.
+      const doctorRenewal = async () => {
+        const run = await runCli(
+          ['doctor', '--json', '--allow-http'],
+          {
+            ...env,
+            ISSUER_ORIGIN: a.url,
+            KEYS_DIR: join(dir, 'keys'),
+            KEY_ENCRYPTION_KEY_PREVIOUS: A,
+            KEY_ENCRYPTION_KEY: B,
+          },
+          dir,
+        );
+        const { items } = JSON.parse(run.stdout) as {
+          items: Array<{ item: string; verdict: string; detail: string }>;
+        };
+        return items.filter((l) => l.item === 'renewal');
+      };
+      expect(await doctorRenewal()).toEqual([
+        {
+          item: 'renewal',
+          verdict: 'PASS',
+          detail: `${SCHEMA} renew(s) direct credentials; recipient emails are sealed under KEY_ENCRYPTION_KEY`,
+        },
+        {
+          item: 'renewal',
+          verdict: 'FAIL',
+          detail:
+            '2 of the 4 recipient email(s) kept for renewal are still sealed under KEY_ENCRYPTION_KEY_PREVIOUS, not KEY_ENCRYPTION_KEY: their credentials cannot be renewed until npm run admin -- keys reseal; 1 open(s) with neither key (not renewable)',
+        },
+      ]);
+
       // The admin CLI, as an operator runs it: the emails resealed, the re-run changes nothing.
       const reseal = () =>
         runCli(
@@ -144,6 +176,13 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
       expect(again.stdout).toContain(
         '0 recipient email(s) kept for renewal resealed, 3 already under KEY_ENCRYPTION_KEY',
       );
+
+      expect((await doctorRenewal())[1]).toEqual({
+        item: 'renewal',
+        verdict: 'PASS',
+        detail:
+          'none of the 4 recipient email(s) kept for renewal is left under KEY_ENCRYPTION_KEY_PREVIOUS; 1 open(s) with neither key (not renewable)',
+      });
 
       // Restarted on B: renewed on demand, the holder found again by the email that was resealed.
       const b = await start({ KEY_ENCRYPTION_KEY: B, KEY_ENCRYPTION_KEY_PREVIOUS: A }, port);
