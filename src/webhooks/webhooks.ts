@@ -4,7 +4,6 @@ import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import {
-  newWebhookDeliveryId,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -218,12 +217,11 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     await this.sender.close();
   }
 
-  /** Fans out new events, then attempts every due delivery; one sweep at a time per process. */
+  /** Fans out new events and attempts every due delivery, a leased batch at a time; one sweep at a time per process. */
   sweep(): Promise<void> {
     if (this.sweeping) return this.sweeping;
     this.sweeping = (async () => {
       try {
-        while (this.running && (await this.store.fanOut(new Date(), newWebhookDeliveryId, 100)) > 0);
         for (;;) {
           if (!this.running) return;
           const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
