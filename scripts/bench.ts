@@ -14,6 +14,7 @@ import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js
 import { benchKeySigning } from './bench/key-signing.js';
 import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
+import { benchRenewal } from './bench/renewal.js';
 import { benchScale } from './bench/scale.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
@@ -21,7 +22,8 @@ import { benchWebhookParts } from './bench/webhooks.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
 const WEBHOOK_ROUNDS = 4;
-const KEY_ROUNDS = 2;
+// Four rounds: on the shared machine one pair's throughput moves by more than the token costs.
+const KEY_ROUNDS = 4;
 
 const rows: Row[] = [];
 const FLOOR = 'hosted floor, parts alone';
@@ -79,6 +81,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   batch: () => benchBatch(),
   // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
   bulk: benchBulk,
+  // The renewal sweep's server CPU per renewed credential beside a direct issuance's (BENCH_RENEWAL_COUNT).
+  renewal: benchRenewal,
   store: benchStoreEngines,
   // How long `npm run admin -- --version` takes to answer.
   cli: benchCliStart,
@@ -295,7 +299,9 @@ if (keyRow('software', 1, 'server CPU per issuance') !== undefined) {
         `\n  one ES256 signature, round ${round}: software ${soft.toFixed(3)} ms, pkcs11 ${token.toFixed(3)} ms CPU (+${(token - soft).toFixed(3)} ms)`,
       );
   }
-  console.log('\nkey backends, hosted issue-vc (same run; goal ≤ +0.15 ms CPU, throughput ≥ 0.90×)');
+  console.log(
+    '\nkey backends, hosted issue-vc WORKERS=1 (same run; goals: ≤ +0.15 ms CPU, throughput ≥ 0.90×)',
+  );
   for (let round = 1; round <= KEY_ROUNDS; round++) {
     const cpu = [
       keyRow('software', round, 'server CPU per issuance'),
@@ -307,8 +313,41 @@ if (keyRow('software', 1, 'server CPU per issuance') !== undefined) {
     ];
     if (cpu[0] === undefined || cpu[1] === undefined || rate[0] === undefined || rate[1] === undefined)
       continue;
+    const [added, ratio] = [cpu[1] - cpu[0], rate[1] / rate[0]];
     console.log(
-      `  round ${round}: pkcs11 − software server CPU per issuance ${(cpu[1] - cpu[0]).toFixed(3)} ms; issuances/s pkcs11 ÷ software ${(rate[1] / rate[0]).toFixed(2)}×`,
+      `  round ${round}: issuances/s at 32 in flight software ${fmt(rate[0])}, pkcs11 ${fmt(rate[1])}: ${ratio.toFixed(2)}× (${ratio >= 0.9 ? 'met' : 'NOT met'})`,
+    );
+    console.log(
+      `           server CPU per issuance software ${cpu[0].toFixed(3)} ms, pkcs11 ${cpu[1].toFixed(3)} ms: ${added >= 0 ? '+' : ''}${added.toFixed(3)} ms (${added <= 0.15 ? 'met' : 'NOT met'})`,
     );
   }
+  const ratios: number[] = [];
+  const offMain: [number, number][] = [];
+  for (let round = 1; round <= KEY_ROUNDS; round++) {
+    const rate = [
+      keyRow('software', round, 'issuances/s at 32 in flight'),
+      keyRow('pkcs11', round, 'issuances/s at 32 in flight'),
+    ];
+    if (rate[0] !== undefined && rate[1] !== undefined) ratios.push(rate[1] / rate[0]);
+    const off = [
+      keyRow('software', round, 'server CPU off the main thread per issuance'),
+      keyRow('pkcs11', round, 'server CPU off the main thread per issuance'),
+    ];
+    if (off[0] !== undefined && off[1] !== undefined) offMain.push([off[0], off[1]]);
+  }
+  if (ratios.length > 0) {
+    ratios.sort((a, b) => a - b);
+    const median =
+      (ratios[Math.floor((ratios.length - 1) / 2)]! + ratios[Math.floor(ratios.length / 2)]!) / 2;
+    console.log(
+      `  median of ${ratios.length} rounds: issuances/s pkcs11 ÷ software ${median.toFixed(2)}× (${median >= 0.9 ? 'met' : 'NOT met'})`,
+    );
+  }
+  for (const [soft, token] of offMain)
+    console.log(
+      `  server CPU off the main thread per issuance: software ${soft.toFixed(3)} ms, pkcs11 ${token.toFixed(3)} ms`,
+    );
+  const sessions = get('ES256 signature, pkcs11: PKCS#11 sessions open');
+  if (sessions !== undefined)
+    console.log(`  PKCS#11 sessions the pool opened for 32 signatures in flight: ${sessions} (at most 32)`);
 }

@@ -18,5 +18,7 @@ export const AUDIT_ACTIONS = [
   'webhooks.retry',
   'status-change.job',
   'keys.compromised',
+  'renew',
+  'renewal.skipped',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

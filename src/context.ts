@@ -11,6 +11,7 @@ import { HostedIssuanceService } from './issuance/hosted-issuance.js';
 import { IssuanceCore } from './issuance/issuance-core.js';
 import { Oid4vciDoor } from './issuance/oid4vci-door.js';
 import { UploadOutbox } from './issuance/outbox.js';
+import { RenewalService, recipientSealing } from './issuance/renewal.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
@@ -78,6 +79,8 @@ export interface AppContext {
   status: StatusService;
   /** Bulk status changes (docs/operations.md "Bulk status changes"). */
   statusJobs: StatusJobs;
+  /** Renewal of direct credentials: the sweep and `POST /admin/renew` (docs/operations.md "Renewal"). */
+  renewal: RenewalService;
   outbox: UploadOutbox;
   webhooks: Webhooks;
   serviceClient: ServiceClient;
@@ -120,6 +123,8 @@ export interface ContextOverrides {
   keysPollMs?: number;
   /** Bulk status change timing and chunk size (tests use small ones). */
   statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
+  /** Renewal sweep timing (tests and the bench drive it). */
+  renewal?: { sweepMs?: number; batchSize?: number };
 }
 
 export async function createContext(
@@ -397,9 +402,17 @@ export async function createContext(
         });
 
   const hashEmail = emailHasher(store.meta);
+  // docs/security.md "What renewal keeps": a recipient is sealed only under a key that protects it
+  // (KEY_ENCRYPTION_KEY; development's public key outside production).
+  const sealing =
+    secrets.keyEncryption.given || !config.production
+      ? recipientSealing(secrets.keyEncryption.current)
+      : undefined;
   const direct = new DirectIssuanceService({
     core: issuance,
     hashEmail,
+    renewals: store.renewals,
+    sealRecipient: sealing?.seal,
     schemas,
     service: serviceClient,
     history: store.history,
@@ -408,6 +421,26 @@ export async function createContext(
     retry: overrides.direct,
     deadlineMs: config.adminIssueDeadlineMs,
   });
+
+  const renewal = new RenewalService({
+    core: issuance,
+    direct,
+    schemas,
+    issuances: store.issuances,
+    renewals: store.renewals,
+    status,
+    sealing,
+    locks: store.locks,
+    sweepMs: config.renewalSweepMs,
+    ...overrides.renewal,
+    log,
+  });
+
+  if (!sealing && renewal.renewedSchemas().length > 0)
+    log.warn(
+      { event: 'renewal_without_key' },
+      'KEY_ENCRYPTION_KEY is unset: direct credentials keep no sealed recipient and the renewal sweep records them not renewable (docs/security.md "What renewal keeps")',
+    );
 
   const oid4vci = config.oid4vci.enabled
     ? new Oid4vciDoor({
@@ -439,6 +472,7 @@ export async function createContext(
     hashEmail,
     status,
     statusJobs,
+    renewal,
     outbox,
     webhooks,
     serviceClient,
@@ -451,6 +485,7 @@ export async function createContext(
     metrics,
     lifecycle,
     async close() {
+      await renewal.stop();
       await statusJobs.stop();
       await outbox.stop();
       await webhooks.stop();

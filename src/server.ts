@@ -59,6 +59,7 @@ export async function serve(
   await ctx.outbox.start({ recover: options.recoverUploads ?? true });
   await ctx.webhooks.start();
   ctx.statusJobs.start();
+  ctx.renewal.start();
   ctx.lifecycle.recovered = true;
   return {
     server: bound.server,

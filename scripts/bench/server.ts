@@ -98,6 +98,20 @@ export function processCpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * CPU time (ms) of a process's main thread alone, from /proc/<pid>/task/<pid> (Linux): the rest of
+ * its CPU is its other threads (libuv's thread pool, where C_SignAsync signs, and V8's helpers).
+ */
+export function mainThreadCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU time of a process and its direct children (the workers of `WORKERS=N`), in ms. */
 export function processTreeCpuMs(pid: number): number | undefined {
   const own = processCpuMs(pid);

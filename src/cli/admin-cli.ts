@@ -17,6 +17,7 @@ import { issueCommand } from './commands/issue.js';
 import { keysCommand } from './commands/keys.js';
 import { offerCommand } from './commands/offer.js';
 import { publishStatusListsCommand } from './commands/publish-status-lists.js';
+import { renewCommand } from './commands/renew.js';
 import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
@@ -34,6 +35,7 @@ const COMMANDS: RegisterCommand[] = [
   offerCommand,
   statusChangeCommands,
   statusCommand,
+  renewCommand,
   historyCommand,
   uploadsCommand,
   webhooksCommand,

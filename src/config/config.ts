@@ -85,6 +85,8 @@ export interface Config {
   outboxSweepMs: number;
   /** STATUS_JOB_LEASE_MS: how long an instance owns a bulk status change job between chunks. */
   statusJobLeaseMs: number;
+  /** RENEWAL_SWEEP_INTERVAL_MS: how often the renewal sweep runs. */
+  renewalSweepMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
@@ -95,7 +97,16 @@ export interface Config {
 
 export type KeyBackendConfig =
   | { kind: 'software' }
-  | { kind: 'pkcs11'; module: string; token: { label: string } | { slot: number } };
+  | {
+      kind: 'pkcs11';
+      module: string;
+      token: { label: string } | { slot: number };
+      /**
+       * PKCS11_PIN_FILE, when the PIN comes from a file: read again whenever the backend logs in
+       * (docs/security.md "Keys in a hardware security module"). Its path only; the PIN is in `Secrets`.
+       */
+      pinFile?: string;
+    };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -317,6 +328,7 @@ export function loadConfig(
       uploadLeaseMs: env.UPLOAD_LEASE_MS ?? Math.max(60_000, (env.UPLOAD_TIMEOUT_MS ?? 10_000) + 1000),
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
+      renewalSweepMs: env.RENEWAL_SWEEP_INTERVAL_MS ?? 300_000,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
@@ -407,22 +419,28 @@ function checkPkcs11(
   else if (source.PKCS11_TOKEN_LABEL === undefined && source.PKCS11_SLOT === undefined)
     problems.push('PKCS11_TOKEN_LABEL: required with KEY_BACKEND=pkcs11 (or PKCS11_SLOT)');
   let pin: string | undefined;
+  let pinFile: string | undefined;
   if (env.PKCS11_PIN !== undefined && env.PKCS11_PIN_FILE !== undefined)
     problems.push('PKCS11_PIN_FILE: give PKCS11_PIN or PKCS11_PIN_FILE, not both');
   else if (env.PKCS11_PIN !== undefined) pin = env.PKCS11_PIN;
   else if (env.PKCS11_PIN_FILE !== undefined) {
-    const file = resolve(cwd, env.PKCS11_PIN_FILE);
+    pinFile = resolve(cwd, env.PKCS11_PIN_FILE);
     try {
-      pin = readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim();
-      if (!pin) problems.push(`PKCS11_PIN_FILE: ${file} is empty`);
+      pin = readPinFile(pinFile);
+      if (!pin) problems.push(`PKCS11_PIN_FILE: ${pinFile} is empty`);
     } catch (err) {
       problems.push(
-        `PKCS11_PIN_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        `PKCS11_PIN_FILE: cannot read ${pinFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
   } else if (source.PKCS11_PIN === undefined && source.PKCS11_PIN_FILE === undefined)
     problems.push('PKCS11_PIN: required with KEY_BACKEND=pkcs11 (or PKCS11_PIN_FILE)');
-  return { backend: { kind: 'pkcs11', module, token }, pin };
+  return { backend: { kind: 'pkcs11', module, token, ...(pinFile === undefined ? {} : { pinFile }) }, pin };
+}
+
+/** The PIN in a PKCS11_PIN_FILE: its first line, trimmed ('' when empty). */
+export function readPinFile(file: string): string {
+  return readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim() ?? '';
 }
 
 /** `name:key,…` (names of letters, digits, `-`, `_`); problems name the entry, never the key. */

@@ -134,7 +134,7 @@ export const EnvSchema = z.object({
   }),
   PKCS11_PIN_FILE: z.string().min(1).optional().meta({
     description:
-      'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts).',
+      'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts). Read again at every login, so a PIN changed on the token is followed by writing the file, without a restart.',
     default: 'unset',
   }),
   REDIS_URL: z.string().optional().meta({
@@ -296,6 +296,11 @@ export const EnvSchema = z.object({
     description:
       'How long an instance owns a bulk status change job between two of its chunks; a job left by an instance that died is taken over by another (whose sweep runs every `OUTBOX_SWEEP_MS`) once this has passed.',
     default: '`30000`',
+  }),
+  RENEWAL_SWEEP_INTERVAL_MS: int('RENEWAL_SWEEP_INTERVAL_MS', 100, 86_400_000).optional().meta({
+    description:
+      'How often each instance runs the renewal sweep (docs/operations.md "Renewal"): one instance at a time re-issues the direct credentials of schemas that declare `renewal` once they are inside their window.',
+    default: '`300000` (5 minutes)',
   }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:

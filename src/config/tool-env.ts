@@ -55,6 +55,11 @@ export const ToolEnvSchema = z.object({
     '`50000`',
     '`npm run bench -- bulk`',
   ),
+  BENCH_RENEWAL_COUNT: tool(
+    'Direct credentials the renewal section issues, then has the renewal sweep renew.',
+    '`300`',
+    '`npm run bench -- renewal`',
+  ),
   BENCH_SCALE_POSTGRES_ROWS: tool(
     'Table sizes the scale section seeds on PostgreSQL (`BENCH_DATABASE_URL`), comma-separated; empty for none.',
     '`300000`',

@@ -6,6 +6,7 @@ import type { AuditActor } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
 import type { StatusService } from '../status/status-service.js';
+import type { RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceHistoryStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
 import { backoffWithJitter } from './backoff.js';
 import { disclosureFrameProblems, type InputProblem, type OnDuplicate } from './direct-input.js';
@@ -33,6 +34,11 @@ export type DirectIssueRequest = DirectClaims & {
   batchId?: string | undefined;
   /** The credential this one renews. */
   renewedFrom?: string | undefined;
+  /**
+   * With caller-given claims: the claims provider's user id they came from (a renewal), kept so
+   * that the next renewal asks the provider for the same user.
+   */
+  claimsFrom?: string | undefined;
 };
 
 export interface DirectIssueResult {
@@ -53,6 +59,13 @@ export interface DirectIssuanceDeps {
   history: IssuanceHistoryStore;
   /** The recipient's email is recorded as this keyed hash, for `history --email`. */
   hashEmail: EmailHasher;
+  /**
+   * What renewal needs of each direct credential, kept before it is signed (docs/operations.md
+   * "Renewal"): the recipient sealed by `sealRecipient` (absent: no key to seal with, so the
+   * credential will not be renewable) and the claims provider's user id.
+   */
+  renewals?: Pick<RenewalStore, 'addSource' | 'dropSource'> | undefined;
+  sealRecipient?: ((credentialId: string, email: string) => string) | undefined;
   status: StatusService;
   /**
    * Shared by every instance on one database (PostgreSQL): the onDuplicate decision per holder and
@@ -171,7 +184,8 @@ export class DirectIssuanceService {
     const encryptTo = holderKey(user);
     const emailHash = await this.deps.hashEmail(req.email);
 
-    const credentialId = req.idempotencyKey === undefined ? undefined : credentialIdFor(req.idempotencyKey);
+    const credentialId =
+      req.idempotencyKey === undefined ? randomUUID() : credentialIdFor(req.idempotencyKey);
     return this.exclusive(`${user.did}\u0000${schema.schemaId}`, async () => {
       const active =
         req.onDuplicate === 'allow'
@@ -183,27 +197,42 @@ export class DirectIssuanceService {
         const valid = active.find((r) => r.status === 0);
         if (valid) return { outcome: 'existing' as const, record: valid };
       }
-      const record = await this.deps.core.signAndRecord({
-        issuer,
+      const renewals = this.deps.renewals;
+      // Kept before signing, so no credential is recorded without it (a failed signing drops it).
+      await renewals?.addSource({
         credentialId,
-        channel: 'direct',
-        userId: user.userId,
-        holderDid: user.did,
-        schema,
-        proofType: 'SD_JWT_VC',
-        claims,
+        schemaId: schema.schemaId,
         expiresAt: req.expiresAt,
-        encryptTo,
-        vct: req.vct,
-        // docs/interface.md "admin issue-vc": the default frame is every top-level claim, whatever
-        // the schema file says.
-        disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
-        dedupe: false,
-        emailHash,
-        batchId: req.batchId,
-        renewedFrom: req.renewedFrom,
-        audit: req.audit,
+        recipientSealed: this.deps.sealRecipient?.(credentialId, req.email) ?? null,
+        claimsUserId: 'claimsUserId' in req ? req.claimsUserId : (req.claimsFrom ?? null),
       });
+      const record = await this.deps.core
+        .signAndRecord({
+          issuer,
+          credentialId,
+          channel: 'direct',
+          userId: user.userId,
+          holderDid: user.did,
+          schema,
+          proofType: 'SD_JWT_VC',
+          claims,
+          expiresAt: req.expiresAt,
+          encryptTo,
+          vct: req.vct,
+          // docs/interface.md "admin issue-vc": the default frame is every top-level claim, whatever
+          // the schema file says.
+          disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
+          dedupe: false,
+          emailHash,
+          batchId: req.batchId,
+          renewedFrom: req.renewedFrom,
+          audit: req.audit,
+        })
+        .catch(async (err: unknown) => {
+          // Nothing was recorded under the id: no sealed recipient is kept for it.
+          await renewals?.dropSource(credentialId).catch(() => undefined);
+          throw err;
+        });
       // The new credential is committed first, so a failure here never leaves the holder with none.
       if (req.onDuplicate === 'revoke') {
         for (const old of active)

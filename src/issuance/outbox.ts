@@ -42,8 +42,9 @@ export interface OutboxEvents {
 }
 
 /**
- * The durable upload outbox. Every issuance is committed before its upload; an
- * upload that fails stays pending with its envelope and is retried with the same externalId,
+ * The durable upload outbox. Every issuance is committed before its upload, with its envelope,
+ * which the store keeps until the upload is marked done; an upload that fails stays pending with
+ * its envelope and is retried with the same externalId,
  * with exponential backoff capped at 30 s, also after a restart, for a bounded number of
  * attempts; then it is `failed` until an admin retries it (`npm run admin -- uploads retry`).
  */
@@ -156,16 +157,17 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
 
   private async attempt(record: IssuanceRecord): Promise<string | null> {
-    // Only pending records are attempted, and a record without an envelope (oid4vci) never is.
-    if (!record.envelope) throw new Error(`credential ${record.credentialId} has nothing to upload`);
-    const envelope = record.envelope;
     try {
-      const res =
-        'data' in envelope
-          ? await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1)
-          : // Delivered once (its ciphertext dropped then, store.ts DeliveredEnvelope) and put back
-            // in the queue since: the hosting service has it, and the mark is made again.
-            { storagePath: record.storagePath ?? undefined };
+      const envelope = record.envelope;
+      let res: { storagePath?: string | undefined };
+      if (envelope)
+        res = await this.client.storeEnvelope(envelope, record.proofType, record.uploadAttempts + 1);
+      // Delivered once (its envelope deleted then, docs/architecture.md "Envelopes until delivered")
+      // and put back in the queue since: the hosting service has it, and the mark is made again.
+      else if (record.uploadedAt) res = { storagePath: record.storagePath ?? undefined };
+      // Never delivered and no envelope (an oid4vci credential is never pending): recorded as a
+      // failure, so that it ends `failed` where doctor and the metrics show it, never marked uploaded.
+      else throw new Error(`credential ${record.credentialId} has no envelope to upload`);
       const storagePath = res.storagePath ?? null;
       await this.store.markUploaded(record.credentialId, storagePath, new Date());
       this.emit('uploaded', record, storagePath);

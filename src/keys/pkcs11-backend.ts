@@ -1,7 +1,8 @@
-import { createHash, createPublicKey, type JsonWebKey } from 'node:crypto';
+import { createHash, createPublicKey, type JsonWebKey, timingSafeEqual } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import type * as Pkcs11Js from 'pkcs11js';
-import type { KeyBackendConfig } from '../config/config.js';
+import { type KeyBackendConfig, readPinFile } from '../config/config.js';
 import { AppError } from '../errors.js';
 import type { HeldKey, KeyBackend, KeyCustody } from './key-backend.js';
 import type { KeyData, KeyPurpose } from './key-data.js';
@@ -20,6 +21,12 @@ import { KeyError } from './key-error.js';
  * fresh connection (the library finalized and initialized again, the slot found again, a new
  * login); when that fails too, the caller gets 503 `UNAVAILABLE` naming the backend, and the next
  * signature or `/readyz` probe tries again, so the kit recovers without a restart.
+ *
+ * A login outlives a PIN changed on the token (C_SetPIN by another application ends no login in
+ * PKCS#11 v2.40, and SoftHSM2 keeps it), so a PIN change bites at the next login: after the token
+ * was away, or at a restart. Each login reads PKCS11_PIN_FILE again, so writing the token's new PIN there
+ * is how an operator follows a PIN change without a restart; a PIN the token refused is not
+ * presented again until the file is written again, since tokens lock a PIN after a few wrong tries.
  */
 
 type Pkcs11 = Pkcs11Js.PKCS11;
@@ -27,6 +34,10 @@ type Handle = Buffer;
 type Pkcs11Module = typeof Pkcs11Js;
 
 const MAX_SESSIONS = 32;
+
+// PKCS#11 v2.40 CK_STATE values of a logged-in user's session (pkcs11js exports no CKS_* names).
+const CKS_RO_USER_FUNCTIONS = 1;
+const CKS_RW_USER_FUNCTIONS = 3;
 
 // X9.62 namedCurve prime256v1 (1.2.840.10045.3.1.7), DER: the CKA_EC_PARAMS of a P-256 key.
 const P256_PARAMS = Buffer.from('06082a8648ce3d030107', 'hex');
@@ -55,7 +66,17 @@ async function pkcs11js(): Promise<Pkcs11Module> {
 export interface Pkcs11Options {
   module: string;
   token: { label: string } | { slot: number };
+  /** The PIN read at start (PKCS11_PIN, or PKCS11_PIN_FILE's first line then). */
   pin: string;
+  /** PKCS11_PIN_FILE: read again at every login. */
+  pinFile?: string | undefined;
+}
+
+/** A PIN the token refused, as its SHA-256, and the version of PKCS11_PIN_FILE it came from. */
+interface RefusedPin {
+  digest: Buffer;
+  source: string;
+  reason: string;
 }
 
 /** Opens the token named by the configuration: the library loads, the token is found, the PIN logs in. */
@@ -63,7 +84,10 @@ export async function openPkcs11Backend(
   config: Extract<KeyBackendConfig, { kind: 'pkcs11' }>,
   pin: string,
 ): Promise<Pkcs11Backend> {
-  const backend = new Pkcs11Backend({ module: config.module, token: config.token, pin }, await pkcs11js());
+  const backend = new Pkcs11Backend(
+    { module: config.module, token: config.token, pin, pinFile: config.pinFile },
+    await pkcs11js(),
+  );
   await backend.connect();
   return backend;
 }
@@ -89,11 +113,24 @@ export class Pkcs11Backend implements KeyBackend {
   private waiting: (() => void)[] = [];
   private handles = new Map<string, Handle>();
   private closed = false;
+  /** The PIN last read that was not refused (PKCS11_PIN_FILE may be unreadable while it is replaced). */
+  private pin: string;
+  private refused: RefusedPin | undefined;
 
   constructor(
     private readonly options: Pkcs11Options,
     private readonly pk: Pkcs11Module,
-  ) {}
+  ) {
+    this.pin = options.pin;
+  }
+
+  /**
+   * Sessions open on the token now, idle or signing: the pool opens one only when every other is
+   * busy, so this is the most signatures that were in flight at once (the bench reads it).
+   */
+  get sessionsOpen(): number {
+    return this.sessions;
+  }
 
   /** What to call the token in messages (never the PIN). */
   get where(): string {
@@ -166,16 +203,61 @@ export class Pkcs11Backend implements KeyBackend {
     const session = lib.C_OpenSession(this.slot!, this.pk.CKF_SERIAL_SESSION | this.pk.CKF_RW_SESSION);
     this.sessions++;
     try {
-      lib.C_Login(session, this.pk.CKU_USER, this.options.pin);
+      const { state } = lib.C_GetSessionInfo(session);
+      if (state !== CKS_RO_USER_FUNCTIONS && state !== CKS_RW_USER_FUNCTIONS) this.login(session);
     } catch (err) {
-      if (!/CKR_USER_ALREADY_LOGGED_IN/.test((err as Error).message)) {
-        this.discard(session);
-        if (/CKR_PIN_(INCORRECT|INVALID|LEN_RANGE|LOCKED|EXPIRED)/.test((err as Error).message))
-          throw new KeyError(`PKCS11_PIN: the ${this.where} refused the login (${pkcs11Reason(err)})`);
-        throw err;
-      }
+      this.discard(session);
+      throw err;
     }
     return session;
+  }
+
+  /**
+   * Logs the application in with the PIN as it is now (PKCS11_PIN_FILE read again). A PIN the
+   * token refused is not presented again until the file changes: each wrong try counts towards
+   * the token locking its PIN, and `/readyz` probes would spend them in seconds.
+   */
+  private login(session: Handle): void {
+    const { pin, source } = this.currentPin();
+    const digest = createHash('sha256').update(pin).digest();
+    const refused = this.refused;
+    if (refused && refused.source === source && timingSafeEqual(refused.digest, digest))
+      throw new KeyError(
+        `PKCS11_PIN: the ${this.where} refused this PIN (${refused.reason}); it is not tried again until ${
+          this.options.pinFile === undefined ? 'a restart with the right PIN' : 'PKCS11_PIN_FILE is written'
+        }`,
+      );
+    try {
+      this.mod!.lib.C_Login(session, this.pk.CKU_USER, pin);
+    } catch (err) {
+      if (/CKR_USER_ALREADY_LOGGED_IN/.test((err as Error).message)) return;
+      if (/CKR_PIN_(INCORRECT|INVALID|LEN_RANGE|LOCKED|EXPIRED)/.test((err as Error).message)) {
+        this.refused = { digest, source, reason: pkcs11Reason(err) };
+        throw new KeyError(`PKCS11_PIN: the ${this.where} refused the login (${pkcs11Reason(err)})`);
+      }
+      throw err;
+    }
+    this.refused = undefined;
+    this.pin = pin;
+  }
+
+  /**
+   * The PIN to log in with: PKCS11_PIN_FILE's first line as the file is now (the last good PIN
+   * while it cannot be read, e.g. a secret mount being replaced), and which version of the file
+   * that is (inode and modification time: writing the file again, even the same PIN, is a new one).
+   */
+  private currentPin(): { pin: string; source: string } {
+    const file = this.options.pinFile;
+    if (file !== undefined) {
+      try {
+        const { ino, mtimeMs } = statSync(file);
+        const pin = readPinFile(file);
+        if (pin) return { pin, source: `${ino}:${mtimeMs}` };
+      } catch {
+        // Unreadable for now: the last good PIN below.
+      }
+    }
+    return { pin: this.pin, source: '' };
   }
 
   private discard(session: Handle): void {

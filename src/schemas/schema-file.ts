@@ -65,34 +65,61 @@ export const TypeDisplaySchema = z.object({
 });
 export type TypeDisplay = z.infer<typeof TypeDisplaySchema>;
 
-export const SchemaFileSchema = z.object({
-  schemaId: z.string().min(1).max(255),
-  // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
-  // a value that is present must still be right.
-  title: z.string().min(1).optional(),
-  description: z.string().default(''),
-  proofTypes: z.array(ProofTypeSchema).min(1),
-  expiresInSeconds: z.number().int().positive().default(31_536_000),
-  credentialSubject: z.object({ type: z.literal('object') }).loose(),
-  claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
-  sdJwt: z
-    .object({
-      // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
-      vct: z.string().min(1).optional(),
-      disclosureFrame: DisclosureFrameSchema.optional(),
-      /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
-      display: z.array(TypeDisplaySchema).min(1).optional(),
-    })
-    .optional(),
-  iden3: z
-    .object({
-      type: z.string().min(1),
-      contextUrl: z.url(),
-      contextFile: z.string().min(1),
-      jsonSchemaUrl: z.url(),
-    })
-    .optional(),
-});
+export const SchemaFileSchema = z
+  .object({
+    schemaId: z.string().min(1).max(255),
+    // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
+    // a value that is present must still be right.
+    title: z.string().min(1).optional(),
+    description: z.string().default(''),
+    proofTypes: z.array(ProofTypeSchema).min(1),
+    expiresInSeconds: z.number().int().positive().default(31_536_000),
+    credentialSubject: z.object({ type: z.literal('object') }).loose(),
+    claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
+    sdJwt: z
+      .object({
+        // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
+        vct: z.string().min(1).optional(),
+        disclosureFrame: DisclosureFrameSchema.optional(),
+        /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
+        display: z.array(TypeDisplaySchema).min(1).optional(),
+      })
+      .optional(),
+    iden3: z
+      .object({
+        type: z.string().min(1),
+        contextUrl: z.url(),
+        contextFile: z.string().min(1),
+        jsonSchemaUrl: z.url(),
+      })
+      .optional(),
+    /**
+     * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
+     * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.
+     */
+    renewal: z
+      .strictObject({
+        beforeExpirySeconds: z.number().int().positive(),
+        revokePrevious: z.boolean().default(false),
+      })
+      .optional(),
+  })
+  .superRefine((file, ctx) => {
+    if (!file.renewal) return;
+    // Renewal re-issues direct credentials, which are SD-JWT VCs only.
+    if (!file.proofTypes.includes('SD_JWT_VC'))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['renewal'],
+        message: 'needs SD_JWT_VC in proofTypes (renewal re-issues direct credentials)',
+      });
+    if (file.renewal.beforeExpirySeconds >= file.expiresInSeconds)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['renewal', 'beforeExpirySeconds'],
+        message: 'must be less than expiresInSeconds (a renewed credential would be due again at once)',
+      });
+  });
 export type SchemaFile = z.infer<typeof SchemaFileSchema>;
 
 /**

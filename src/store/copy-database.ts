@@ -63,7 +63,8 @@ export const COPIED_TABLES: TableSpec[] = [
       ...time('created_at', 'expires_at'),
       ...int('status'),
       ...time('revoked_at', 'suspended_at'),
-      ...text('envelope', 'upload_state'),
+      // `envelope` is retired (migrations 016 and 019): copied as it is, '' on rows since.
+      ...text('envelope', 'envelope_sha256', 'upload_state'),
       ...int('upload_attempts'),
       { name: 'next_attempt_at', kind: 'epoch-ms' },
       { name: 'lease_until', kind: 'epoch-ms' },
@@ -75,6 +76,8 @@ export const COPIED_TABLES: TableSpec[] = [
     ],
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },
   },
+  // The envelopes not yet delivered (pending and failed uploads): the copy's outbox sends them.
+  { table: 'issuance_envelopes', key: ['credential_id'], columns: text('credential_id', 'body') },
   {
     table: 'status_list_partitions',
     key: ['partition'],
@@ -175,6 +178,18 @@ export const COPIED_TABLES: TableSpec[] = [
     table: 'compromised_keys',
     key: ['kid'],
     columns: [...text('kid'), ...time('at'), ...text('actor', 'reason')],
+  },
+  {
+    table: 'renewals',
+    key: ['credential_id'],
+    // The recipient stays sealed under KEY_ENCRYPTION_KEY: the copy's server needs the same one to renew.
+    columns: [
+      ...text('credential_id', 'schema_id'),
+      ...time('expires_at'),
+      ...text('recipient_sealed', 'claims_user_id', 'outcome', 'renewed_by'),
+      ...time('outcome_at'),
+      ...text('detail'),
+    ],
   },
   {
     table: 'webhook_endpoints',

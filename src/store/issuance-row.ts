@@ -6,7 +6,7 @@ import type {
   IssuanceRecord,
   IssuanceSummary,
   NewIssuance,
-  StoredEnvelope,
+  UploadBody,
   UploadState,
 } from './store.js';
 
@@ -33,7 +33,10 @@ export interface IssuanceColumns<Time, Nonce, Epoch> {
   status: CredentialStatus;
   revoked_at: Time | null;
   suspended_at: Time | null;
-  envelope: string;
+  /** SHA-256 (hex) of the envelope's ciphertext; null for oid4vci and for rows from before it. */
+  envelope_sha256: string | null;
+  /** `issuance_envelopes.body` (RECORD_SELECT's join): the envelope JSON while not yet delivered. */
+  envelope_body: string | null;
   upload_state: UploadState;
   upload_attempts: number;
   next_attempt_at: Epoch | null;
@@ -42,6 +45,58 @@ export interface IssuanceColumns<Time, Nonce, Epoch> {
   storage_path: string | null;
   uploaded_at: Time | null;
 }
+
+/**
+ * The columns a record is read from, the same on both engines. Never the retired `envelope` column
+ * (docs/architecture.md "Envelopes until delivered"): the envelope comes from `issuance_envelopes`.
+ */
+const RECORD_COLUMNS = [
+  'credential_id',
+  'channel',
+  'user_id',
+  'holder_did',
+  'schema_id',
+  'proof_type',
+  'revocation_nonce',
+  'status_partition',
+  'status_index',
+  'subject_hash',
+  'kid',
+  'created_at',
+  'expires_at',
+  'status',
+  'revoked_at',
+  'suspended_at',
+  'envelope_sha256',
+  'upload_state',
+  'upload_attempts',
+  'next_attempt_at',
+  'lease_until',
+  'last_error',
+  'storage_path',
+  'uploaded_at',
+] as const satisfies ReadonlyArray<keyof IssuanceColumns<unknown, unknown, unknown>>;
+
+/** The columns of IssuanceColumns that RECORD_COLUMNS leaves out: none may be (a type error names it). */
+type Unread = Exclude<
+  keyof IssuanceColumns<unknown, unknown, unknown>,
+  (typeof RECORD_COLUMNS)[number] | 'envelope_body'
+>;
+
+/** The record columns of the issuance `alias`, for a SELECT or a RETURNING list. */
+export function recordColumns(
+  alias: string,
+  _everyColumnRead: [Unread] extends [never] ? true : Unread = true,
+) {
+  return RECORD_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+}
+
+/**
+ * `SELECT … FROM` the issuances as `i` with their envelopes while undelivered: every read of a
+ * whole record (IssuanceColumns) starts with this, then its `WHERE` on `i`.
+ */
+export const RECORD_SELECT = `SELECT ${recordColumns('i')}, e.body AS envelope_body
+  FROM issuances i LEFT JOIN issuance_envelopes e ON e.credential_id = i.credential_id`;
 
 /** The columns admin history may read: metadata only, never the envelope. */
 export type SummaryColumns<Time, Nonce> = Pick<
@@ -106,7 +161,8 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
     ...summaryFromRow(r, read),
     userId: r.user_id,
     subjectHash: r.subject_hash,
-    envelope: JSON.parse(r.envelope) as StoredEnvelope | null,
+    envelope: r.envelope_body === null ? null : (JSON.parse(r.envelope_body) as UploadBody),
+    envelopeSha256: r.envelope_sha256,
     suspendedAt: orNull(r.suspended_at, read.time),
     uploadAttempts: r.upload_attempts,
     nextAttemptAt: orNull(r.next_attempt_at, read.epoch),
@@ -119,10 +175,11 @@ export function issuanceFromRow<Time, Nonce, Epoch>(
  * The record an insert has just written, built from what was inserted rather than read back (and
  * its envelope parsed again): every engine's `insertIssuance` answers with this.
  */
-export function insertedRecord(n: NewIssuance): IssuanceRecord {
+export function insertedRecord(n: NewIssuance, digest: string | null): IssuanceRecord {
   const { uploadDueAt, emailHash: _, event: __, batchId: ___, renewedFrom: ____, ...issuance } = n;
   return {
     ...issuance,
+    envelopeSha256: digest,
     status: 0,
     revokedAt: null,
     suspendedAt: null,
@@ -135,16 +192,7 @@ export function insertedRecord(n: NewIssuance): IssuanceRecord {
   };
 }
 
-/**
- * The envelope text a delivered issuance keeps (store.ts DeliveredEnvelope): the same JSON without
- * `data`, with `dataSha256`. One already delivered comes back unchanged.
- */
-export function deliveredEnvelopeText(text: string): string {
-  const envelope = JSON.parse(text) as Record<string, unknown>;
-  if (typeof envelope.data !== 'string') return text;
-  const { data, ...rest } = envelope;
-  return JSON.stringify({
-    ...rest,
-    dataSha256: createHash('sha256').update(Buffer.from(data, 'base64')).digest('hex'),
-  });
+/** SHA-256 (hex) of an envelope's ciphertext, the decoded `data` (IssuanceRecord.envelopeSha256). */
+export function envelopeSha256(envelope: Pick<UploadBody, 'data'>): string {
+  return createHash('sha256').update(Buffer.from(envelope.data, 'base64')).digest('hex');
 }

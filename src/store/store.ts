@@ -10,10 +10,20 @@ import type {
   UploadState,
 } from '../model.js';
 import type { CompromisedKeyStore } from './compromised-key-store.js';
+import type { RenewalLinks, RenewalStore } from './renewal-store.js';
 import type { StatusJobStore } from './status-job-store.js';
 import type { NewWebhookEvent, WebhookStore } from './webhook-store.js';
 
-export type { AuditAction, AuditActor, Channel, CredentialStatus, StatusChange, StatusSlot, UploadState };
+export type {
+  AuditAction,
+  AuditActor,
+  Channel,
+  CredentialStatus,
+  RenewalLinks,
+  StatusChange,
+  StatusSlot,
+  UploadState,
+};
 
 /**
  * Storage interfaces. Async so that a networked engine (PostgreSQL) can implement them;
@@ -31,20 +41,6 @@ export interface UploadBody extends Envelope {
   expiresAt: string;
   externalId: string;
 }
-
-/**
- * What an issuance keeps of its envelope once the hosting service has stored it
- * (docs/architecture.md "Envelopes once delivered"): everything but the ciphertext `data`, and
- * that ciphertext's SHA-256 (hex, of the decoded bytes) to match the stored copy against. Nothing
- * reads a delivered envelope's ciphertext: a repeat answers from the record, and only pending and
- * failed uploads are sent again.
- */
-export interface DeliveredEnvelope extends Omit<UploadBody, 'data'> {
-  dataSha256: string;
-}
-
-/** An issuance's envelope as stored: whole until delivered, then without its ciphertext. */
-export type StoredEnvelope = UploadBody | DeliveredEnvelope;
 
 export interface NewIssuance {
   credentialId: string;
@@ -90,8 +86,19 @@ export interface NewIssuance {
 
 export interface IssuanceRecord
   extends Omit<NewIssuance, 'emailHash' | 'event' | 'envelope' | 'batchId' | 'renewedFrom'> {
-  /** Null for an oid4vci credential (nothing to upload). */
-  envelope: StoredEnvelope | null;
+  /**
+   * The envelope to upload, kept until the hosting service has stored it (docs/architecture.md
+   * "Envelopes until delivered"): set while the upload is pending or failed, null once uploaded,
+   * and null for an oid4vci credential (nothing to upload).
+   */
+  envelope: UploadBody | null;
+  /**
+   * SHA-256 (hex) of the envelope's ciphertext (the decoded `data`), recorded with the issuance and
+   * kept for good: what the hosting service's copy is matched against once the envelope is gone.
+   * Null for an oid4vci credential, and for a record made before the envelopes had a table of
+   * their own (its digest, if any, is in the retired `envelope` column).
+   */
+  envelopeSha256: string | null;
   status: CredentialStatus;
   revokedAt: Date | null;
   suspendedAt: Date | null;
@@ -313,6 +320,11 @@ export interface IssuanceHistoryStore {
   list(q: HistoryQuery): Promise<HistoryPage>;
   /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
   activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]>;
+  /**
+   * The renewal links of these credentials, both ways (issuances.renewed_from): the credential each
+   * renews, and the one that renews it. Credentials with neither are absent.
+   */
+  renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>>;
 }
 
 export type IdempotencyBegin =
@@ -685,6 +697,8 @@ export interface Store {
   statusJobs: StatusJobStore;
   /** Signing keys declared compromised, never published again. */
   compromisedKeys: CompromisedKeyStore;
+  /** What renewing each direct credential needs, and what came of it (docs/operations.md "Renewal"). */
+  renewals: RenewalStore;
   /** The admin console's sessions and the reads only its pages make. */
   console: ConsoleStore;
   /**

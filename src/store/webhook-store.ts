@@ -51,6 +51,7 @@ export const WEBHOOK_EVENTS = {
   'credential.revoked': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
   'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
   'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
+  'credential.renewed': ['credentialId', 'renewedFrom', 'schemaId'],
   'key.rotated': ['purpose', 'kid', 'retiredKid'],
   'key.compromised': ['kid', 'actor', 'reason'],
   'status_list.published': ['partition', 'uri'],

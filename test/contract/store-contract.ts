@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ID_BYTES } from '../../src/model.js';
 import { SCAN_LIMIT } from '../../src/store/keyset.js';
@@ -23,6 +23,8 @@ const at = (ms: number) => new Date(T0.getTime() + ms);
 const YEAR = 365 * 86_400_000;
 // The largest nonce allowed (below 2^53, docs/schemas-and-claims.md): kept exact by every engine.
 const MAX_NONCE = 2 ** 53 - 1;
+// The SHA-256 of issuance()'s ciphertext ('ZGF0YQ==', the bytes of "data").
+const DATA_SHA256 = createHash('sha256').update('data').digest('hex');
 
 let nonces = 1;
 export function issuance(extra: Partial<NewIssuance> = {}): NewIssuance {
@@ -86,6 +88,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         const { uploadDueAt: _, ...written } = n;
         const expected = {
           ...written,
+          envelopeSha256: DATA_SHA256,
           status: 0,
           revokedAt: null,
           suspendedAt: null,
@@ -360,6 +363,8 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         });
         // The failure dropped the lease: it is due again at its backoff.
         expect(await store.issuances.leaseUpload(a.credentialId, at(11), 1000)).toBe(true);
+        // Until the mark, the envelope is kept (to send again); from it, only its digest.
+        expect((await store.issuances.get(a.credentialId))?.envelope).toEqual(a.envelope);
         await store.issuances.markUploaded(a.credentialId, '/vcs/a', at(6000));
         expect(await store.issuances.get(a.credentialId)).toMatchObject({
           uploadState: 'uploaded',
@@ -368,6 +373,8 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           nextAttemptAt: null,
           storagePath: '/vcs/a',
           uploadedAt: at(6000),
+          envelope: null,
+          envelopeSha256: DATA_SHA256,
         });
         // A late failure report does not reopen an uploaded credential.
         await store.issuances.markUploadFailed(a.credentialId, 'late', at(9000), 10);
@@ -393,9 +400,11 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           attempts: 2,
           gaveUp: true,
         });
+        // A failed upload keeps its envelope: `uploads retry` sends it.
         expect(await store.issuances.get(r.credentialId)).toMatchObject({
           uploadState: 'failed',
           nextAttemptAt: null,
+          envelope: r.envelope,
         });
         expect(await store.issuances.countFailedUploads()).toBe(1);
         expect(await store.issuances.countPendingUploads()).toBe(0);
@@ -405,6 +414,8 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           uploadAttempts: 0,
           nextAttemptAt: at(30),
         });
+        const [due] = await store.issuances.leaseDueUploads(at(30), 1000, 10);
+        expect(due).toMatchObject({ credentialId: r.credentialId, envelope: r.envelope });
         expect(await store.issuances.retryFailedUploads('all', at(40))).toEqual([]);
       });
 
@@ -1268,10 +1279,12 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           uploadState: 'none',
           nextAttemptAt: null,
           envelope: null,
+          envelopeSha256: null,
         });
         expect(await store.issuances.get(r.credentialId)).toMatchObject({
           uploadState: 'none',
           envelope: null,
+          envelopeSha256: null,
         });
         expect(await store.issuances.leaseDueUploads(at(YEAR), 1000, 10)).toEqual([]);
         expect(await store.issuances.leaseUpload(r.credentialId, at(YEAR), 1000)).toBe(false);

@@ -4,7 +4,7 @@ import type { UploadOutbox } from '../../src/issuance/outbox.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import type { ProofType } from '../../src/model.js';
 import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
-import { insertedRecord } from '../../src/store/issuance-row.js';
+import { envelopeSha256, insertedRecord } from '../../src/store/issuance-row.js';
 import type {
   InsertOutcome,
   IssuanceRecord,
@@ -132,7 +132,7 @@ export class MemoryIssuanceStore implements IssuanceStore {
     )
       return { kind: 'slot-taken' };
     if (await this.nonceInUse(issuance.revocationNonce)) return { kind: 'nonce-taken' };
-    const record = insertedRecord(issuance);
+    const record = insertedRecord(issuance, issuance.envelope ? envelopeSha256(issuance.envelope) : null);
     this.records.set(record.credentialId, record);
     return { kind: 'inserted', record };
   }
@@ -151,7 +151,14 @@ export class MemoryIssuanceStore implements IssuanceStore {
   }
 
   async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
-    this.update(credentialId, { uploadState: 'uploaded', storagePath, uploadedAt: at, nextAttemptAt: null });
+    // Delivered: the envelope goes, its digest stays (docs/architecture.md "Envelopes until delivered").
+    this.update(credentialId, {
+      uploadState: 'uploaded',
+      storagePath,
+      uploadedAt: at,
+      nextAttemptAt: null,
+      envelope: null,
+    });
   }
 
   async markUploadFailed(

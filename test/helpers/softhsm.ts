@@ -1,6 +1,7 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { REQUIRE_SERVICES } from './services.js';
 import { tempDir } from './tmp.js';
 
@@ -90,4 +91,47 @@ export function processToken(label?: string): SoftHsmToken {
     holder[PROCESS_TOKEN] = token;
   }
   return holder[PROCESS_TOKEN];
+}
+
+// Run in its own process, as another PKCS#11 application (an operator's tool): argv is the
+// token's label, then `set <old> <new>` (C_SetPIN as the user) or `login <pin>` (prints `ok` or
+// the CKR_* the token answered).
+const USER_PIN_SCRIPT = `
+const pkcs11js = require('pkcs11js');
+const [label, action, pin, newPin] = process.argv.slice(1);
+const lib = new pkcs11js.PKCS11();
+lib.load(${JSON.stringify(SOFTHSM_MODULE)});
+lib.C_Initialize();
+try {
+  const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === label);
+  const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
+  try {
+    lib.C_Login(session, pkcs11js.CKU_USER, pin);
+  } catch (err) {
+    console.log(/CKR_[A-Z_]+/.exec(err.message)[0]);
+    process.exit(0);
+  }
+  if (action === 'set') lib.C_SetPIN(session, pin, newPin);
+  lib.C_Logout(session);
+  console.log('ok');
+} finally {
+  lib.C_Finalize();
+}
+`;
+
+/**
+ * Logs in to the token as a new PKCS#11 application (another process, so nothing of this
+ * process's library state counts) with `pin`, then changes the user PIN to `newPin` when given.
+ * Resolves with `ok`, or the CKR_* code the login was refused with.
+ */
+export async function userPinLogin(token: SoftHsmToken, pin: string, newPin?: string): Promise<string> {
+  const args = newPin === undefined ? ['login', pin] : ['set', pin, newPin];
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['-e', USER_PIN_SCRIPT, token.label, ...args],
+    {
+      env: { ...process.env, SOFTHSM2_CONF: token.conf },
+    },
+  );
+  return stdout.trim();
 }

@@ -20,6 +20,8 @@ const RECORD_FIELDS = [
   'revokedAt',
   'uploadState',
   'storagePath',
+  'renewedFrom',
+  'renewedBy',
 ].sort();
 
 interface HistoryRecord {
@@ -166,6 +168,8 @@ describe('admin issuance history', () => {
       revokedAt: null,
       uploadState: 'uploaded',
       storagePath: expect.any(String),
+      renewedFrom: null,
+      renewedBy: null,
     });
     const revoked = res.data.find((r) => r.credentialId === alice[0]!.credentialId)!;
     expect(revoked.status).toBe('revoked');

@@ -43,6 +43,10 @@ describe('backup and restore', () => {
       ADMIN_API_KEY: TEST_ADMIN_API_KEY,
       DATABASE_URL: `sqlite:${join(issuer.dir, 'issuer.db')}`,
     };
+    // One issued before the backup starts: its sealed recipient (renewals) must travel with it.
+    const first = await issuer.admin('/admin/issue-vc', issueBody(100));
+    expect(first.status).toBe(201);
+    const firstId = ((await first.json()) as { credentialId: string }).credentialId;
     const issuing = Array.from({ length: 20 }, (_, i) => issuer.admin('/admin/issue-vc', issueBody(i)));
     const backup = await cli(['backup', join(work, 'backup.db')], env, work);
     const answers = await Promise.all(issuing);
@@ -61,8 +65,16 @@ describe('backup and restore', () => {
     const history = (await (await restored.admin('/admin/issuance-history?limit=100&total=true')).json()) as {
       pagination: { total: number };
     };
-    expect(history.pagination.total).toBeLessThanOrEqual(20);
+    expect(history.pagination.total).toBeLessThanOrEqual(21);
     expect((await restored.admin('/admin/issue-vc', issueBody(99))).status).toBe(201);
+    // docs/operations.md "Renewal": the restored server renews a credential of the backup.
+    const { userId } = (await restored.ctx.store.issuances.get(firstId))!;
+    await restored.ctx.store.claims.upsertClaims([
+      { userId, schemaId: 'membership-v1', claims: subject, expiresAt: null },
+    ]);
+    expect((await restored.admin('/admin/renew', { credentialId: firstId, reason: 'restored' })).status).toBe(
+      201,
+    );
   });
 
   it('refuses PostgreSQL, pointing at pg_dump', async () => {

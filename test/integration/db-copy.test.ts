@@ -56,7 +56,8 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
 
   beforeAll(async () => {
     pg = await createTempDatabase();
-    onSqlite = await startIssuer({ dir, env: { DATABASE_URL: sqliteUrl } });
+    // The same KEY_ENCRYPTION_KEY as the copy's server: the recipient sealed for renewal opens there.
+    onSqlite = await startIssuer({ dir, env: { DATABASE_URL: sqliteUrl, KEY_ENCRYPTION_KEY: KEK } });
     const imported = await onSqlite.admin('/admin/claims', {
       records: [0, 1, 2].map((n) => ({
         userId: `copy-${n}`,
@@ -104,6 +105,7 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
       );
     const count = (table: string) => Number(lines.find((l) => l.startsWith(`${table}:`))!.split(' ')[1]);
     expect(count('issuances')).toBe(6);
+    expect(count('renewals')).toBe(1); // the direct issuance's sealed recipient
     expect(count('claims')).toBeGreaterThanOrEqual(3);
     expect(count('iden3_tree_nodes')).toBeGreaterThan(0);
     expect(count('iden3_states')).toBe(2); // genesis and the one revocation
@@ -144,6 +146,14 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
     expect(((await byEmail.json()) as { data: Array<{ credentialId: string }> }).data).toEqual([
       expect.objectContaining({ credentialId: directId }),
     ]);
+    // docs/operations.md "Renewal": the sealed recipient travelled, and opens under the same key.
+    const { userId } = (await onPostgres.ctx.store.issuances.get(directId))!;
+    await onPostgres.ctx.store.claims.upsertClaims([
+      { userId, schemaId: 'membership-v1', claims: { ...CLAIMS, memberNumber: 10 }, expiresAt: null },
+    ]);
+    const renewed = await onPostgres.admin('/admin/renew', { credentialId: directId, reason: 'copied' });
+    expect(renewed.status).toBe(201);
+    expect(((await renewed.json()) as { renewedFrom: string }).renewedFrom).toBe(directId);
     const list = await fetchList(sdJwt[1]!.uri);
     expect(list.list.getStatus(sdJwt[1]!.idx)).toBe(1);
     expect(list.list.getStatus(sdJwt[0]!.idx)).toBe(0);

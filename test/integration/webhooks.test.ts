@@ -434,6 +434,12 @@ describe('webhooks', () => {
       schemaId: 'membership-v1',
     });
     expect(hosted.status).toBe(201);
+    // credential.renewed: the direct credential renewed, the provider answering the same claims.
+    const { userId } = (await issuer.ctx.store.issuances.get(credentialId))!;
+    await issuer.ctx.store.claims.upsertClaims([
+      { userId, schemaId: 'membership-v1', claims, expiresAt: null },
+    ]);
+    expect((await issuer.admin('/admin/renew', { credentialId, reason: 'checked' })).status).toBe(201);
     // One upload refused for good: credential.delivery_failed.
     issuer.emulator!.faults.failNext('dstorage', 3, 400);
     await issuer.post('/issue-vc', {

@@ -4,6 +4,7 @@ import { claimsRoute } from './admin/claims.js';
 import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { compromisedKeyRoute, listKeysRoute, rotateKeysRoute } from './admin/keys.js';
+import { renewRoute } from './admin/renew.js';
 import { reloadSchemasRoute } from './admin/schemas.js';
 import { statusChangeJobRoute, statusChangesRoute } from './admin/status-changes.js';
 import { retryUploadsRoute } from './admin/uploads.js';
@@ -57,6 +58,7 @@ export const ROUTES: readonly RouteFactory[] = [
   listKeysRoute,
   rotateKeysRoute,
   compromisedKeyRoute,
+  renewRoute,
   auditRoute,
   retryUploadsRoute,
   addWebhookRoute,

@@ -14,6 +14,7 @@ import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
 import { PostgresOid4vciStore } from './postgres-oid4vci-store.js';
+import { PostgresRenewalStore } from './postgres-renewal-store.js';
 import { PostgresStatusJobStore } from './postgres-status-job-store.js';
 import { PostgresStatusStore } from './postgres-status-store.js';
 import { PostgresWebhookStore } from './postgres-webhook-store.js';
@@ -70,6 +71,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     oid4vci: new PostgresOid4vciStore(pool),
     statusJobs: new PostgresStatusJobStore(pool),
     compromisedKeys: new PostgresCompromisedKeyStore(pool),
+    renewals: new PostgresRenewalStore(pool),
     console: new PostgresConsoleStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.

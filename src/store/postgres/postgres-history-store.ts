@@ -7,12 +7,14 @@ import {
   splitFilters,
   statusFilterSql,
 } from '../keyset.js';
+import { mergeLinks } from '../renewal-store.js';
 import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
   IssuanceHistoryStore,
   IssuanceSummary,
+  RenewalLinks,
 } from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
@@ -161,5 +163,23 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
       values: [holderDid, schemaId, now],
     });
     return rows.map(rowToSummary);
+  }
+
+  async renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>> {
+    if (credentialIds.length === 0) return new Map();
+    // Both directions through indexes: the primary key, and issuances_renewed_from.
+    const { rows } = await this.pool.query<{
+      id: string;
+      renewed_from: string | null;
+      renewed_by: string | null;
+    }>({
+      name: 'pg-renewal-links',
+      text: `SELECT credential_id AS id, renewed_from, NULL::text AS renewed_by FROM issuances
+               WHERE credential_id = ANY($1::text[]) AND renewed_from IS NOT NULL
+             UNION ALL
+             SELECT renewed_from AS id, NULL::text, credential_id FROM issuances WHERE renewed_from = ANY($1::text[])`,
+      values: [credentialIds],
+    });
+    return mergeLinks(rows);
   }
 }

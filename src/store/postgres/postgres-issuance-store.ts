@@ -1,5 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
-import { insertedRecord } from '../issuance-row.js';
+import { envelopeSha256, insertedRecord, RECORD_SELECT, recordColumns } from '../issuance-row.js';
 import { pickFreeSlot } from '../slot-allocation.js';
 import type {
   AuditActor,
@@ -73,6 +73,8 @@ interface UploadedMark {
 
 interface PendingRecord {
   n: NewIssuance;
+  /** SHA-256 of its envelope's ciphertext (null: no envelope). */
+  digest: string | null;
   options: { dedupe: boolean; audit?: AuditActor | undefined };
   /** Times it met a deadlock with another instance's group (it is then written again). */
   deadlocks: number;
@@ -246,14 +248,15 @@ export class PostgresIssuanceStore implements IssuanceStore {
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome> {
+    const digest = n.envelope ? envelopeSha256(n.envelope) : null;
     const { outcome, existing } = await new Promise<{
       outcome: InsertOutcome['kind'];
       existing: string | null;
     }>((resolve, reject) => {
-      this.records.push({ n, options, deadlocks: 0, resolve, reject });
+      this.records.push({ n, digest, options, deadlocks: 0, resolve, reject });
       this.scheduleWrites();
     });
-    if (outcome === 'inserted') return { kind: 'inserted', record: insertedRecord(n) };
+    if (outcome === 'inserted') return { kind: 'inserted', record: insertedRecord(n, digest) };
     if (outcome === 'duplicate') {
       // Issuances are never deleted: the row found a moment ago is still there.
       const record = await this.get(existing!);
@@ -314,7 +317,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
     // wait on each other.
     const shard = randomInt(ALLOCATION_SHARDS);
     const json = JSON.stringify(
-      ordered.map(({ r: { n, options }, key }, i) => ({
+      ordered.map(({ r: { n, digest, options }, key }, i) => ({
         o: i + 1,
         credential_id: n.credentialId,
         channel: n.channel,
@@ -329,7 +332,9 @@ export class PostgresIssuanceStore implements IssuanceStore {
         kid: n.kid,
         created_at: n.createdAt,
         expires_at: n.expiresAt,
-        envelope: JSON.stringify(n.envelope),
+        // Kept in issuance_envelopes until the "uploaded" mark deletes it; null: nothing to upload.
+        envelope: n.envelope ? JSON.stringify(n.envelope) : null,
+        envelope_sha256: digest,
         // Nothing to upload (oid4vci, no envelope): never due; record_issuance stores state 'none'.
         next_attempt_at: n.envelope ? (n.uploadDueAt ?? n.createdAt) : null,
         lease_until: (n.envelope && n.uploadDueAt) ?? null,
@@ -395,7 +400,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
   async get(credentialId: string): Promise<IssuanceRecord | undefined> {
     const { rows } = await this.pool.query<IssuanceRow>({
       name: 'pg-get-issuance',
-      text: 'SELECT * FROM issuances WHERE credential_id = $1',
+      text: `${RECORD_SELECT} WHERE i.credential_id = $1`,
       values: [credentialId],
     });
     return rows[0] ? rowToIssuance(rows[0]) : undefined;
@@ -404,7 +409,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
   async getByNonce(nonce: number): Promise<IssuanceRecord | undefined> {
     const { rows } = await this.pool.query<IssuanceRow>({
       name: 'pg-get-by-nonce',
-      text: 'SELECT * FROM issuances WHERE revocation_nonce = $1',
+      text: `${RECORD_SELECT} WHERE i.revocation_nonce = $1`,
       values: [nonce],
     });
     return rows[0] ? rowToIssuance(rows[0]) : undefined;
@@ -426,8 +431,9 @@ export class PostgresIssuanceStore implements IssuanceStore {
         FROM (SELECT credential_id FROM issuances
               WHERE upload_state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due
+          LEFT JOIN issuance_envelopes e ON e.credential_id = due.credential_id
         WHERE i.credential_id = due.credential_id
-        RETURNING i.*`,
+        RETURNING ${recordColumns('i')}, e.body AS envelope_body`,
       values: [now, new Date(now.getTime() + leaseMs), limit],
     });
     return rows

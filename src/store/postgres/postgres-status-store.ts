@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { recordColumns } from '../issuance-row.js';
 import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
   AuditActor,
@@ -136,7 +137,7 @@ export async function changeStatusOn(
   const p = (k: number) => `$${base.length + k}`;
   const { rows } = await q.query<IssuanceRow & { changed: boolean }>({
     name: `pg-status-${change}`,
-    text: `WITH changed AS (UPDATE issuances SET ${CHANGE_SQL[change]} RETURNING *),
+    text: `WITH changed AS (UPDATE issuances i SET ${CHANGE_SQL[change]} RETURNING ${recordColumns('i')}),
         invalidated AS (
           UPDATE status_list_partitions SET token = NULL, etag = NULL, build_ticket = NULL, version = version + 1
           WHERE partition = (SELECT status_partition FROM changed)),
@@ -147,9 +148,12 @@ export async function changeStatusOn(
           `${p(5)}::timestamptz`,
           'FROM changed WHERE true',
         )})
-        SELECT *, true AS changed FROM changed
+        SELECT c.*, e.body AS envelope_body, true AS changed
+          FROM changed c LEFT JOIN issuance_envelopes e ON e.credential_id = c.credential_id
         UNION ALL
-        SELECT *, false AS changed FROM issuances WHERE revocation_nonce = $1 AND NOT EXISTS (SELECT 1 FROM changed)`,
+        SELECT ${recordColumns('i')}, e.body AS envelope_body, false AS changed
+          FROM issuances i LEFT JOIN issuance_envelopes e ON e.credential_id = i.credential_id
+          WHERE i.revocation_nonce = $1 AND NOT EXISTS (SELECT 1 FROM changed)`,
     values: [
       ...base,
       newWebhookEventId(),

@@ -9,6 +9,7 @@ import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
 import { SqliteOid4vciStore } from './sqlite-oid4vci-store.js';
+import { SqliteRenewalStore } from './sqlite-renewal-store.js';
 import { SqliteStatusJobStore } from './sqlite-status-job-store.js';
 import { SqliteStatusStore } from './sqlite-status-store.js';
 import { SqliteWebhookStore } from './sqlite-webhook-store.js';
@@ -48,6 +49,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     oid4vci: new SqliteOid4vciStore(db),
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
+    renewals: new SqliteRenewalStore(db, audit, webhooks),
     console: new SqliteConsoleStore(db),
     async ping() {
       db.prepare('SELECT 1').get();

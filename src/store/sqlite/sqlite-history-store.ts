@@ -7,12 +7,14 @@ import {
   splitFilters,
   statusFilterSql,
 } from '../keyset.js';
+import { mergeLinks } from '../renewal-store.js';
 import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
   IssuanceHistoryStore,
   IssuanceSummary,
+  RenewalLinks,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
@@ -147,6 +149,22 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     });
     // One read transaction: the page, where it ends and the total describe the same snapshot.
     return read.deferred();
+  }
+
+  async renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>> {
+    if (credentialIds.length === 0) return new Map();
+    const ids = JSON.stringify(credentialIds);
+    // Both directions through indexes: the primary key, and issuances_renewed_from.
+    const rows = this.db
+      .prepare<[string, string], { id: string; renewed_from: string | null; renewed_by: string | null }>(
+        `SELECT credential_id AS id, renewed_from, NULL AS renewed_by FROM issuances
+           WHERE credential_id IN (SELECT value FROM json_each(?)) AND renewed_from IS NOT NULL
+         UNION ALL
+         SELECT renewed_from AS id, NULL, credential_id FROM issuances
+           WHERE renewed_from IN (SELECT value FROM json_each(?))`,
+      )
+      .all(ids, ids);
+    return mergeLinks(rows);
   }
 
   async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {

@@ -2,10 +2,11 @@ import { randomInt } from 'node:crypto';
 import Database from 'better-sqlite3';
 import {
   type ColumnReader,
-  deliveredEnvelopeText,
+  envelopeSha256,
   type IssuanceColumns,
   insertedRecord,
   issuanceFromRow,
+  RECORD_SELECT,
   type SummaryColumns,
   summaryFromRow,
 } from '../issuance-row.js';
@@ -69,8 +70,6 @@ export class SqliteIssuanceStore implements IssuanceStore {
     private readonly webhooks = new SqliteWebhookStore(db),
   ) {
     this.writes = new GroupCommit(db);
-    // What the "uploaded" mark keeps of the envelope (store.ts DeliveredEnvelope).
-    db.function('delivered_envelope', { deterministic: true }, (text) => deliveredEnvelopeText(String(text)));
     this.stmts = {
       // Only a partition with today's size and bits is open: after a change of
       // STATUS_LIST_BITS or STATUS_LIST_PARTITION_SIZE new credentials go to a new partition.
@@ -95,23 +94,28 @@ export class SqliteIssuanceStore implements IssuanceStore {
       ),
       nonce: db.prepare<[number], { x: number }>('SELECT 1 AS x FROM issuances WHERE revocation_nonce = ?'),
       duplicate: db.prepare<[string, string, string, string, string], IssuanceRow>(
-        `SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = ? AND subject_hash = ?
-         AND channel = 'hosted' AND status = 0 AND expires_at > ? ORDER BY created_at DESC LIMIT 1`,
+        `${RECORD_SELECT} WHERE i.holder_did = ? AND i.schema_id = ? AND i.proof_type = ? AND i.subject_hash = ?
+         AND i.channel = 'hosted' AND i.status = 0 AND i.expires_at > ? ORDER BY i.created_at DESC LIMIT 1`,
       ),
+      // The retired `envelope` column gets '' (migration 016): the envelope has its own table.
       insert: db.prepare(
         `INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
-           status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, upload_state, next_attempt_at,
-           lease_until, email_hash, batch_id, renewed_from)
+           status_partition, status_index, subject_hash, kid, created_at, expires_at, envelope, envelope_sha256,
+           upload_state, next_attempt_at, lease_until, email_hash, batch_id, renewed_from)
          VALUES (@credentialId, @channel, @userId, @holderDid, @schemaId, @proofType, @revocationNonce,
-           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, @envelope,
+           @partition, @index, @subjectHash, @kid, @createdAt, @expiresAt, '', @envelopeSha256,
            CASE WHEN @channel = 'oid4vci' THEN 'none' ELSE 'pending' END, @nextAttemptAt,
            @leaseUntil, @emailHash, @batchId, @renewedFrom)`,
       ),
-      get: db.prepare<[string], IssuanceRow>('SELECT * FROM issuances WHERE credential_id = ?'),
-      getByNonce: db.prepare<[number], IssuanceRow>('SELECT * FROM issuances WHERE revocation_nonce = ?'),
+      insertEnvelope: db.prepare<[string, string]>(
+        'INSERT INTO issuance_envelopes (credential_id, body) VALUES (?, ?)',
+      ),
+      deleteEnvelope: db.prepare<[string]>('DELETE FROM issuance_envelopes WHERE credential_id = ?'),
+      get: db.prepare<[string], IssuanceRow>(`${RECORD_SELECT} WHERE i.credential_id = ?`),
+      getByNonce: db.prepare<[number], IssuanceRow>(`${RECORD_SELECT} WHERE i.revocation_nonce = ?`),
       due: db.prepare<[number, number, number], IssuanceRow>(
-        `SELECT * FROM issuances WHERE upload_state = 'pending' AND next_attempt_at <= ?
-         AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at LIMIT ?`,
+        `${RECORD_SELECT} WHERE i.upload_state = 'pending' AND i.next_attempt_at <= ?
+         AND (i.lease_until IS NULL OR i.lease_until < ?) ORDER BY i.next_attempt_at LIMIT ?`,
       ),
       lease: db.prepare(
         `UPDATE issuances SET lease_until = ? WHERE credential_id = ? AND upload_state = 'pending'
@@ -119,8 +123,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
       ),
       uploaded: db.prepare<[string | null, string, string], { attempts: number }>(
         `UPDATE issuances SET upload_state = 'uploaded', storage_path = ?, uploaded_at = ?, next_attempt_at = NULL,
-           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1,
-           envelope = delivered_envelope(envelope) WHERE credential_id = ?
+           lease_until = NULL, last_error = NULL, upload_attempts = upload_attempts + 1 WHERE credential_id = ?
          RETURNING upload_attempts AS attempts`,
       ),
       failed: db.prepare<
@@ -244,6 +247,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
       this.stmts.bumpPartition.run(n.statusSlot.partition, n.statusSlot.index).changes === 0
     )
       return { kind: 'slot-taken' };
+    const digest = n.envelope ? envelopeSha256(n.envelope) : null;
     this.runInsert({
       credentialId: n.credentialId,
       channel: n.channel,
@@ -258,7 +262,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
       kid: n.kid,
       createdAt: n.createdAt.toISOString(),
       expiresAt: n.expiresAt.toISOString(),
-      envelope: JSON.stringify(n.envelope),
+      envelopeSha256: digest,
       nextAttemptAt: n.envelope ? (n.uploadDueAt ?? n.createdAt).getTime() : null,
       // The inserting request's lease on its own upload (store.ts: uploadDueAt).
       leaseUntil: (n.envelope && n.uploadDueAt?.getTime()) ?? null,
@@ -266,6 +270,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
       batchId: n.batchId ?? null,
       renewedFrom: n.renewedFrom ?? null,
     });
+    // Kept until the "uploaded" mark deletes it (docs/architecture.md "Envelopes until delivered").
+    if (n.envelope) this.stmts.insertEnvelope.run(n.credentialId, JSON.stringify(n.envelope));
     if (options.audit)
       this.audit.insertAudit({
         ...options.audit,
@@ -274,7 +280,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
         target: n.credentialId,
       });
     if (n.event) this.webhooks.insertEvent(n.event, n.createdAt);
-    return { kind: 'inserted', record: insertedRecord(n) };
+    return { kind: 'inserted', record: insertedRecord(n, digest) };
   }
 
   private runInsert(row: Record<string, string | number | null>): void {
@@ -323,6 +329,8 @@ export class SqliteIssuanceStore implements IssuanceStore {
   async markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void> {
     await this.writes.run(() => {
       const row = this.stmts.uploaded.get(storagePath, at.toISOString(), credentialId);
+      // Delivered: the envelope goes (the issuance keeps its digest).
+      this.stmts.deleteEnvelope.run(credentialId);
       if (row)
         this.webhooks.insertEvent(
           {

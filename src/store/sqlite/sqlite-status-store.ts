@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { RECORD_SELECT } from '../issuance-row.js';
 import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
   AuditActor,
@@ -52,7 +53,7 @@ export class SqliteStatusStore implements StatusStore {
         'UPDATE status_list_partitions SET token = NULL, etag = NULL WHERE partition = ?',
       ),
       byNonce: db.prepare<[number], Parameters<typeof rowToIssuance>[0]>(
-        'SELECT * FROM issuances WHERE revocation_nonce = ?',
+        `${RECORD_SELECT} WHERE i.revocation_nonce = ?`,
       ),
       // Revoked is final; revoking twice keeps the first revokedAt.
       revoke: db.prepare(

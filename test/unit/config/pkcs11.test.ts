@@ -59,7 +59,9 @@ describe('KEY_BACKEND and PKCS11_* configuration', () => {
       },
       dir,
     );
-    expect(config.keyBackend).toEqual({ kind: 'pkcs11', module, token: { slot: 3 } });
+    // The file's path (not its PIN) stays in the config: the backend reads it again at each login.
+    expect(config.keyBackend).toEqual({ kind: 'pkcs11', module, token: { slot: 3 }, pinFile });
+    expect(JSON.stringify(config)).not.toContain(PIN);
     expect(secrets.pkcs11Pin).toBe(PIN);
   });
 

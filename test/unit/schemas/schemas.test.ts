@@ -71,6 +71,37 @@ describe('schemas', () => {
       { ...base, credentialSubject: { type: 'object', properties: { a: { type: 'nope' } } } },
       /credentialSubject: not a valid JSON Schema/,
     ],
+    // docs/schemas-and-claims.md "Renewal"
+    [
+      'a renewal window without a positive whole number',
+      { ...base, renewal: { beforeExpirySeconds: 0 } },
+      /bad\.json: renewal\.beforeExpirySeconds/,
+    ],
+    [
+      'a renewal window as long as the credential lives',
+      { ...base, renewal: { beforeExpirySeconds: 3600 } },
+      /bad\.json: renewal\.beforeExpirySeconds: must be less than expiresInSeconds/,
+    ],
+    [
+      'an unknown field in renewal',
+      { ...base, renewal: { beforeExpirySeconds: 60, revokePrevous: true } },
+      /bad\.json: renewal.*revokePrevous/,
+    ],
+    [
+      'renewal of a schema not issued as SD_JWT_VC',
+      {
+        ...base,
+        proofTypes: ['BJJ_SIG_2021'],
+        iden3: {
+          type: 'T',
+          contextUrl: 'https://x.example/c',
+          contextFile: 'c.jsonld',
+          jsonSchemaUrl: 'https://x.example/s',
+        },
+        renewal: { beforeExpirySeconds: 60 },
+      },
+      /bad\.json: renewal: needs SD_JWT_VC/,
+    ],
   ])('rejects %s', (_name, body, message) => {
     expect(() => loadSchemas(dirWith({ 'bad.json': body }), ORIGIN)).toThrow(message);
   });
@@ -81,6 +112,15 @@ describe('schemas', () => {
   ])('accepts an SD-JWT schema %s: vct defaults to ISSUER_ORIGIN/vct/<schemaId>', (_name, sdJwt) => {
     const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt } }), `${ORIGIN}/`);
     expect(registry.require('test-v1').sdJwt?.vct).toBe(`${ORIGIN}/vct/test-v1`);
+  });
+
+  it('reads renewal, revokePrevious defaulting to false', () => {
+    const registry = loadSchemas(
+      dirWith({ 'a.json': { ...base, renewal: { beforeExpirySeconds: 600 } } }),
+      ORIGIN,
+    );
+    expect(registry.require('test-v1').renewal).toEqual({ beforeExpirySeconds: 600, revokePrevious: false });
+    expect(loadSchemas(dirWith({ 'a.json': base }), ORIGIN).require('test-v1').renewal).toBeUndefined();
   });
 
   it('keeps the vct a schema file names', () => {

@@ -84,6 +84,8 @@ export function issuanceHistory(
     const total = q.total ?? q.page !== undefined;
     const result = await history.list({ ...q, after, total, emailHash, now });
     const { records, next } = result;
+    // docs/operations.md "Renewal": the link both ways, one indexed read for the page.
+    const links = await history.renewalLinks(records.map((r) => r.credentialId));
     res.json({
       data: records.map((r) => ({
         credentialId: r.credentialId,
@@ -102,6 +104,8 @@ export function issuanceHistory(
         revokedAt: r.revokedAt?.toISOString() ?? null,
         uploadState: r.uploadState,
         storagePath: r.storagePath,
+        renewedFrom: links.get(r.credentialId)?.renewedFrom ?? null,
+        renewedBy: links.get(r.credentialId)?.renewedBy ?? null,
       })),
       pagination: {
         ...(q.page === undefined ? {} : { page: q.page }),

@@ -1,0 +1,319 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { AppError, notFound } from '../errors.js';
+import { openSealedKey, sealJson } from '../keys/sealed-key.js';
+import type { AuditActor, Logger } from '../model.js';
+import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { StatusService } from '../status/status-service.js';
+import type { RenewalOutcome, RenewalStore } from '../store/renewal-store.js';
+import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
+import { newWebhookEventId } from '../store/webhook-store.js';
+import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
+import type { IssuanceCore } from './issuance-core.js';
+
+/** The `purpose` a sealed recipient email is bound to (src/keys/sealed-key.ts), the credential id its kid. */
+export const RECIPIENT_SEAL_PURPOSE = 'recipient-email';
+
+/**
+ * Seals and opens a direct credential's recipient email under KEY_ENCRYPTION_KEY, bound to the
+ * credential id (docs/security.md "What renewal keeps"): a sealed email copied onto another row
+ * does not open.
+ */
+export function recipientSealing(kek: Buffer) {
+  return {
+    seal: (credentialId: string, email: string): string =>
+      sealJson(kek, credentialId, RECIPIENT_SEAL_PURPOSE, email),
+    open: (credentialId: string, sealed: string): string => {
+      const email = openSealedKey(kek, credentialId, RECIPIENT_SEAL_PURPOSE, sealed);
+      if (typeof email !== 'string') throw new Error('the sealed recipient is not an email');
+      return email;
+    },
+  };
+}
+export type RecipientSealing = ReturnType<typeof recipientSealing>;
+
+/**
+ * The Idempotency-Key a renewal issues under: the renewing credential's id is derived from it, so
+ * a renewal repeated (a crash, a second instance, the next sweep) finds the credential the first
+ * made instead of signing another. Starts with NUL, which no HTTP header can carry.
+ */
+export const renewalKey = (credentialId: string): string => `\u0000renewal\u0000${credentialId}`;
+
+/** The actor of the sweep's audit rows. */
+export const RENEWAL_SWEEP_ACTOR = 'renewal-sweep';
+
+const SWEEP_LOCK = 'renewal-sweep';
+
+export interface RenewalDeps {
+  core: IssuanceCore;
+  direct: DirectIssuanceService;
+  schemas: SchemaRegistry;
+  issuances: Pick<IssuanceStore, 'get'>;
+  renewals: RenewalStore;
+  status: StatusService;
+  /** Undefined: no key to open sealed recipients with (nothing is renewable). */
+  sealing: RecipientSealing | undefined;
+  /** Shared by every instance on one database: one sweeps at a time. Absent: this process only. */
+  locks?: NamedLockStore | undefined;
+  /** RENEWAL_SWEEP_INTERVAL_MS. */
+  sweepMs: number;
+  /** Credentials one sweep takes per schema (the rest wait for the next sweep). */
+  batchSize?: number;
+  /** How long a sweep holds the lock; it takes no new credential past half of it. */
+  leaseMs?: number;
+  log?: Logger | undefined;
+  now?: () => Date;
+}
+
+/** What one renewal did. */
+export interface RenewResult {
+  outcome: 'renewed';
+  previous: IssuanceRecord;
+  record: IssuanceSummary;
+  previousRevoked: boolean;
+}
+
+/** What one sweep did, by outcome (failures are retried by the next sweep). */
+export interface SweepReport {
+  /** False when another instance held the sweep. */
+  ran: boolean;
+  renewed: number;
+  skipped: number;
+  failed: number;
+}
+
+export interface RenewalEvents {
+  swept: [report: SweepReport];
+}
+
+/** A credential renewal refuses (409), with what the sweep records for it, if anything. */
+class NotRenewed extends AppError {
+  constructor(
+    message: string,
+    readonly outcome?: Exclude<RenewalOutcome, 'renewed'>,
+  ) {
+    super('CONFLICT', message, { field: 'credentialId' });
+  }
+}
+
+/**
+ * Renewal (docs/operations.md "Renewal"): a direct credential re-issued to the same holder with
+ * claims looked up again, by the sweep for schemas that declare `renewal`, or on demand
+ * (`POST /admin/renew`). The holder is found again by the recipient email kept sealed at issuance
+ * (initialize-user is the hosting service's only key to its user); the claims come from the
+ * schema's claims provider for the user id kept at issuance, else the holder's user id.
+ */
+export class RenewalService extends EventEmitter<RenewalEvents> {
+  readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly batchSize: number;
+  private readonly leaseMs: number;
+  private readonly now: () => Date;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<SweepReport> | undefined;
+  private stopped = true;
+
+  constructor(private readonly deps: RenewalDeps) {
+    super();
+    this.batchSize = Math.max(1, deps.batchSize ?? 100);
+    this.leaseMs = deps.leaseMs ?? 300_000;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** Schemas whose direct credentials the sweep renews. */
+  renewedSchemas(): LoadedSchema[] {
+    return this.deps.schemas
+      .all()
+      .filter((s) => s.renewal !== undefined && this.deps.core.issues(s, 'SD_JWT_VC'));
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.timer ??= setInterval(() => void this.sweep(), Math.max(1, this.deps.sweepMs));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.sweeping?.catch(() => undefined);
+  }
+
+  /** One sweep (a sweep already running in this process is joined, not doubled). */
+  sweep(): Promise<SweepReport> {
+    this.sweeping ??= this.sweepOnce().finally(() => {
+      this.sweeping = undefined;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<SweepReport> {
+    const report: SweepReport = { ran: false, renewed: 0, skipped: 0, failed: 0 };
+    const schemas = this.renewedSchemas();
+    if (schemas.length === 0 || this.stopped) return this.swept(report);
+    const locks = this.deps.locks;
+    try {
+      if (locks && !(await locks.tryAcquire(SWEEP_LOCK, this.owner, this.leaseMs))) return this.swept(report);
+    } catch (err) {
+      this.deps.log?.warn(
+        { event: 'renewal_sweep_failed', error: (err as Error).message },
+        'renewal sweep failed',
+      );
+      return this.swept(report);
+    }
+    report.ran = true;
+    const until = Date.now() + this.leaseMs / 2;
+    try {
+      for (const schema of schemas) {
+        const now = this.now();
+        const window = schema.renewal!.beforeExpirySeconds * 1000;
+        const due = await this.deps.renewals.due(
+          schema.schemaId,
+          now,
+          new Date(now.getTime() + window),
+          this.batchSize,
+        );
+        for (const credentialId of due) {
+          if (this.stopped || Date.now() > until) break;
+          try {
+            await this.renew(credentialId, { actor: RENEWAL_SWEEP_ACTOR, reason: 'renewal sweep' });
+            report.renewed++;
+          } catch (err) {
+            if (err instanceof NotRenewed && err.outcome) report.skipped++;
+            else {
+              report.failed++;
+              this.deps.log?.warn(
+                { event: 'renewal_failed', credentialId, error: (err as Error).message },
+                `renewal of ${credentialId} failed; the next sweep tries again`,
+              );
+            }
+          }
+        }
+      }
+    } catch (err) {
+      this.deps.log?.warn(
+        { event: 'renewal_sweep_failed', error: (err as Error).message },
+        'renewal sweep failed',
+      );
+    } finally {
+      await locks?.release(SWEEP_LOCK, this.owner).catch(() => undefined);
+    }
+    if (report.renewed + report.skipped + report.failed > 0)
+      this.deps.log?.info({ event: 'renewal_sweep', ...report }, 'renewal sweep');
+    return this.swept(report);
+  }
+
+  private swept(report: SweepReport): SweepReport {
+    this.emit('swept', report);
+    return report;
+  }
+
+  /**
+   * Renews one credential: 404 unknown; 409 (`CONFLICT`, naming `credentialId`) when it cannot be
+   * renewed: not direct, revoked or suspended, renewed already, no sealed recipient, or a holder
+   * the claims provider no longer finds eligible (the last two are recorded, with an audit row).
+   */
+  async renew(credentialId: string, audit: AuditActor): Promise<RenewResult> {
+    const previous = await this.deps.issuances.get(credentialId);
+    if (!previous) throw notFound(`credentialId: no credential ${credentialId}`);
+    if (previous.channel !== 'direct')
+      throw new NotRenewed(
+        `credentialId: a ${previous.channel} credential is issued again only with its holder present (only direct credentials are renewed)`,
+      );
+    if (previous.status !== 0)
+      throw new NotRenewed(
+        `credentialId: the credential is ${previous.status === 1 ? 'revoked' : 'suspended'}`,
+      );
+    const schema = this.deps.schemas.get(previous.schemaId);
+    if (!schema || !this.deps.core.issues(schema, 'SD_JWT_VC'))
+      throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as SD_JWT_VC any more`);
+    const source = await this.deps.renewals.get(credentialId);
+    if (source?.outcome === 'renewed')
+      throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);
+
+    const skip = async (outcome: 'ineligible' | 'not_renewable', detail: string): Promise<never> => {
+      await this.deps.renewals.recordOutcome(credentialId, previous.schemaId, previous.expiresAt, {
+        outcome,
+        detail,
+        at: this.now(),
+        audit: { ...audit, reason: detail, action: 'renewal.skipped' },
+      });
+      this.deps.log?.info(
+        { event: 'renewal_skipped', credentialId, outcome, actor: audit.actor },
+        `renewal of ${credentialId} skipped: ${detail}`,
+      );
+      throw new NotRenewed(`credentialId: ${detail}`, outcome);
+    };
+    if (!source?.recipientSealed)
+      return skip(
+        'not_renewable',
+        'no sealed recipient email is kept for it (issued before renewal existed, or without KEY_ENCRYPTION_KEY in production)',
+      );
+    let email: string;
+    try {
+      if (!this.deps.sealing) throw new Error('no key');
+      email = this.deps.sealing.open(credentialId, source.recipientSealed);
+    } catch {
+      return skip('not_renewable', 'its sealed recipient email does not open with this KEY_ENCRYPTION_KEY');
+    }
+
+    // docs/operations.md "Renewal": the user id the claims came from, else the holder's (as hosted issuance asks).
+    const userId = source.claimsUserId ?? previous.userId;
+    const answer = await this.deps.core.lookupClaims(schema, userId, 'SD_JWT_VC');
+    if (!answer.eligible)
+      return skip('ineligible', 'the claims provider no longer finds the holder eligible');
+    const { id: _id, ...claims } = answer.credentialSubject;
+    const expiresAt = answer.expiresAt ?? new Date(this.now().getTime() + schema.expiresInSeconds * 1000);
+
+    const renewing = credentialIdFor(renewalKey(credentialId));
+    const issued = await this.deps.direct
+      .issue({
+        credentialSubject: claims,
+        claimsFrom: userId,
+        email,
+        schemaId: schema.schemaId,
+        vct: schema.sdJwt.vct,
+        expiresAt,
+        onDuplicate: 'allow',
+        idempotencyKey: renewalKey(credentialId),
+        audit,
+        renewedFrom: credentialId,
+      })
+      .catch((err: unknown) => {
+        // Recorded, and the hosting service refused the upload for now: the outbox keeps it.
+        const recorded = (err as AppError).details as { credentialId?: unknown } | undefined;
+        if (!(err instanceof AppError && recorded?.credentialId === renewing)) throw err;
+        return undefined;
+      });
+    const record = issued?.record ?? (await this.deps.issuances.get(renewing));
+    if (!record) throw new AppError('INTERNAL', 'the renewing credential is not recorded');
+    await this.deps.renewals.recordOutcome(credentialId, previous.schemaId, previous.expiresAt, {
+      outcome: 'renewed',
+      renewedBy: record.credentialId,
+      detail: audit.reason ?? 'renewed',
+      at: this.now(),
+      audit: { ...audit, action: 'renew' },
+      // docs/operations.md "Webhooks": no claim values.
+      event: {
+        id: newWebhookEventId(),
+        type: 'credential.renewed',
+        data: JSON.stringify({
+          credentialId: record.credentialId,
+          renewedFrom: credentialId,
+          schemaId: schema.schemaId,
+        }),
+      },
+    });
+    let previousRevoked = false;
+    if (schema.renewal?.revokePrevious) {
+      await this.deps.status.change(previous.revocationNonce, 'revoke', previous.proofType, audit);
+      previousRevoked = true;
+    }
+    this.deps.log?.info(
+      { event: 'renewed', credentialId: record.credentialId, renewedFrom: credentialId, actor: audit.actor },
+      `${credentialId} renewed by ${record.credentialId}`,
+    );
+    return { outcome: 'renewed', previous, record, previousRevoked };
+  }
+}

@@ -1,0 +1,102 @@
+import type {
+  RenewalOutcome,
+  RenewalOutcomeWrite,
+  RenewalRecord,
+  RenewalSource,
+  RenewalStore,
+} from '../renewal-store.js';
+import { type PgPool, withTransaction } from './database.js';
+import { insertAudit } from './postgres-audit-store.js';
+import { insertEventSql } from './postgres-webhook-store.js';
+
+interface Row {
+  credential_id: string;
+  schema_id: string;
+  expires_at: Date;
+  recipient_sealed: string | null;
+  claims_user_id: string | null;
+  outcome: RenewalOutcome | null;
+  renewed_by: string | null;
+  outcome_at: Date | null;
+  detail: string | null;
+}
+
+/** The `renewals` table of migration 020. */
+export class PostgresRenewalStore implements RenewalStore {
+  constructor(private readonly pool: PgPool) {}
+
+  async addSource(s: RenewalSource): Promise<void> {
+    await this.pool.query({
+      name: 'pg-renewal-add',
+      text: `INSERT INTO renewals (credential_id, schema_id, expires_at, recipient_sealed, claims_user_id)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING`,
+      values: [s.credentialId, s.schemaId, s.expiresAt, s.recipientSealed, s.claimsUserId],
+    });
+  }
+
+  async dropSource(credentialId: string): Promise<void> {
+    await this.pool.query('DELETE FROM renewals WHERE credential_id = $1 AND outcome IS NULL', [
+      credentialId,
+    ]);
+  }
+
+  async get(credentialId: string): Promise<RenewalRecord | undefined> {
+    const { rows } = await this.pool.query<Row>('SELECT * FROM renewals WHERE credential_id = $1', [
+      credentialId,
+    ]);
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ credential_id: string }>(
+      `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
+       WHERE r.schema_id = $1 AND r.outcome IS NULL AND r.expires_at > $2 AND r.expires_at <= $3
+         AND i.channel = 'direct' AND i.status = 0
+       ORDER BY r.expires_at LIMIT $4`,
+      [schemaId, from, until, limit],
+    );
+    return rows.map((r) => r.credential_id);
+  }
+
+  async recordOutcome(
+    credentialId: string,
+    schemaId: string,
+    expiresAt: Date,
+    w: RenewalOutcomeWrite,
+  ): Promise<boolean> {
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `INSERT INTO renewals (credential_id, schema_id, expires_at, outcome, renewed_by, outcome_at, detail)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (credential_id) DO UPDATE SET outcome = excluded.outcome, renewed_by = excluded.renewed_by,
+           outcome_at = excluded.outcome_at, detail = excluded.detail
+         WHERE renewals.outcome IS NULL OR renewals.outcome <> 'renewed'`,
+        [credentialId, schemaId, expiresAt, w.outcome, w.renewedBy ?? null, w.at, w.detail],
+      );
+      if (rowCount !== 1) return false;
+      await insertAudit(client, { ...w.audit, at: w.at, target: credentialId });
+      if (w.event)
+        await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+          w.event.id,
+          w.event.type,
+          w.event.data,
+          w.at,
+        ]);
+      return true;
+    });
+  }
+}
+
+function toRecord(r: Row): RenewalRecord {
+  return {
+    credentialId: r.credential_id,
+    schemaId: r.schema_id,
+    expiresAt: r.expires_at,
+    recipientSealed: r.recipient_sealed,
+    claimsUserId: r.claims_user_id,
+    outcome: r.outcome,
+    renewedBy: r.renewed_by,
+    outcomeAt: r.outcome_at,
+    detail: r.detail,
+  };
+}

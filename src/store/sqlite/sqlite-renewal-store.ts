@@ -1,0 +1,119 @@
+import type {
+  RenewalOutcome,
+  RenewalOutcomeWrite,
+  RenewalRecord,
+  RenewalSource,
+  RenewalStore,
+} from '../renewal-store.js';
+import type { SqliteDatabase } from './database.js';
+import type { SqliteAuditStore } from './sqlite-audit-store.js';
+import type { SqliteWebhookStore } from './sqlite-webhook-store.js';
+
+interface Row {
+  credential_id: string;
+  schema_id: string;
+  expires_at: string;
+  recipient_sealed: string | null;
+  claims_user_id: string | null;
+  outcome: RenewalOutcome | null;
+  renewed_by: string | null;
+  outcome_at: string | null;
+  detail: string | null;
+}
+
+/** The `renewals` table of migration 017. Dates are toISOString() text, as in `issuances`. */
+export class SqliteRenewalStore implements RenewalStore {
+  private readonly stmts;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audit: SqliteAuditStore,
+    private readonly webhooks: SqliteWebhookStore,
+  ) {
+    this.stmts = {
+      add: db.prepare(
+        `INSERT INTO renewals (credential_id, schema_id, expires_at, recipient_sealed, claims_user_id)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT (credential_id) DO NOTHING`,
+      ),
+      drop: db.prepare('DELETE FROM renewals WHERE credential_id = ? AND outcome IS NULL'),
+      get: db.prepare<[string], Row>('SELECT * FROM renewals WHERE credential_id = ?'),
+      due: db.prepare<[string, string, string, number], { credential_id: string }>(
+        `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
+         WHERE r.schema_id = ? AND r.outcome IS NULL AND r.expires_at > ? AND r.expires_at <= ?
+           AND i.channel = 'direct' AND i.status = 0
+         ORDER BY r.expires_at LIMIT ?`,
+      ),
+      outcome: db.prepare(
+        `INSERT INTO renewals (credential_id, schema_id, expires_at, outcome, renewed_by, outcome_at, detail)
+         VALUES (@id, @schemaId, @expiresAt, @outcome, @renewedBy, @at, @detail)
+         ON CONFLICT (credential_id) DO UPDATE SET outcome = excluded.outcome, renewed_by = excluded.renewed_by,
+           outcome_at = excluded.outcome_at, detail = excluded.detail
+         WHERE renewals.outcome IS NULL OR renewals.outcome != 'renewed'`,
+      ),
+    } as const;
+  }
+
+  async addSource(s: RenewalSource): Promise<void> {
+    this.stmts.add.run(
+      s.credentialId,
+      s.schemaId,
+      s.expiresAt.toISOString(),
+      s.recipientSealed,
+      s.claimsUserId,
+    );
+  }
+
+  async dropSource(credentialId: string): Promise<void> {
+    this.stmts.drop.run(credentialId);
+  }
+
+  async get(credentialId: string): Promise<RenewalRecord | undefined> {
+    const r = this.stmts.get.get(credentialId);
+    return r ? toRecord(r) : undefined;
+  }
+
+  async due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]> {
+    return this.stmts.due
+      .all(schemaId, from.toISOString(), until.toISOString(), limit)
+      .map((r) => r.credential_id);
+  }
+
+  async recordOutcome(
+    credentialId: string,
+    schemaId: string,
+    expiresAt: Date,
+    w: RenewalOutcomeWrite,
+  ): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const changed = this.stmts.outcome.run({
+          id: credentialId,
+          schemaId,
+          expiresAt: expiresAt.toISOString(),
+          outcome: w.outcome,
+          renewedBy: w.renewedBy ?? null,
+          at: w.at.toISOString(),
+          detail: w.detail,
+        }).changes;
+        if (changed === 0) return false;
+        this.audit.insertAudit({ ...w.audit, at: w.at, target: credentialId });
+        if (w.event) this.webhooks.insertEvent(w.event, w.at);
+        return true;
+      })
+      .immediate();
+  }
+}
+
+function toRecord(r: Row): RenewalRecord {
+  return {
+    credentialId: r.credential_id,
+    schemaId: r.schema_id,
+    expiresAt: new Date(r.expires_at),
+    recipientSealed: r.recipient_sealed,
+    claimsUserId: r.claims_user_id,
+    outcome: r.outcome,
+    renewedBy: r.renewed_by,
+    outcomeAt: r.outcome_at === null ? null : new Date(r.outcome_at),
+    detail: r.detail,
+  };
+}

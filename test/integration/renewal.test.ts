@@ -1,0 +1,425 @@
+import { once } from 'node:events';
+import { cpSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { holderKey } from '../fixtures/status.js';
+import { runCli } from '../helpers/cli.js';
+import { expectError } from '../helpers/errors.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
+import {
+  queryStore,
+  removeDir,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  type TestIssuer,
+  tempDir,
+} from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+
+// docs/operations.md "Renewal": the sweep and POST /admin/renew, through the real app, the
+// emulator (which keeps the envelopes it stores) and an independent SD-JWT VC verifier.
+
+const DAY = 86_400_000;
+const inDays = (days: number) => new Date(Date.now() + days * DAY).toISOString().replace(/\.\d{3}Z$/, 'Z');
+let counter = 0;
+const nextEmail = () => `renewal.${Date.now()}.${counter++}@example.org`;
+
+/** Two schemas that declare renewal within 30 days; the second revokes the previous credential. */
+function renewalSchemas(work: string): string {
+  const schemas = join(work, 'schemas');
+  cpSync(resolve('schemas'), schemas, { recursive: true });
+  const schema = (schemaId: string, revokePrevious: boolean) => ({
+    schemaId,
+    proofTypes: ['SD_JWT_VC'],
+    expiresInSeconds: 31_536_000,
+    credentialSubject: {
+      type: 'object',
+      properties: { name: { type: 'string' }, tier: { type: 'string' } },
+      required: ['name'],
+    },
+    claims: { provider: 'sqlite' },
+    sdJwt: { vct: `urn:vct:${schemaId}` },
+    renewal: { beforeExpirySeconds: 30 * 86_400, revokePrevious },
+  });
+  writeFileSync(join(schemas, 'renewing.json'), JSON.stringify(schema('renewing-v1', false)));
+  writeFileSync(join(schemas, 'renewing-revoke.json'), JSON.stringify(schema('renewing-revoke-v1', true)));
+  return schemas;
+}
+
+interface HistoryRow {
+  credentialId: string;
+  status: string;
+  renewedFrom: string | null;
+  renewedBy: string | null;
+}
+
+async function historyRow(issuer: TestIssuer, credentialId: string): Promise<HistoryRow | undefined> {
+  const rows: HistoryRow[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await issuer.admin(
+      `/admin/issuance-history?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    const page = (await res.json()) as { data: HistoryRow[]; pagination: { nextCursor: string | null } };
+    rows.push(...page.data);
+    cursor = page.pagination.nextCursor;
+  } while (cursor);
+  return rows.find((r) => r.credentialId === credentialId);
+}
+
+async function setClaims(
+  issuer: TestIssuer,
+  userId: string,
+  schemaId: string,
+  claims: Record<string, unknown>,
+  expiresAt: Date | null = null,
+) {
+  await issuer.ctx.store.claims.upsertClaims([{ userId, schemaId, claims, expiresAt }]);
+}
+
+async function issueDirect(issuer: TestIssuer, body: Record<string, unknown>): Promise<string> {
+  const res = await issuer.admin('/admin/issue-vc', { vct: 'urn:vct:x', ...body });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { credentialId: string }).credentialId;
+}
+
+/** The credential the emulator stored, opened with the key of the holder `email` resolves to, and verified. */
+async function openedAndVerified(issuer: TestIssuer, email: string, credentialId: string) {
+  const holder = issuer.emulator!.state.holderByEmail(email)!;
+  const stored = issuer.emulator!.state.envelopes.get(credentialId)!;
+  const compact = openEnvelope(privateKeyFromPkcs8Hex(holder.privateKeyPkcs8Hex), stored.envelope) as string;
+  return verifySdJwtVc(issuer.url, compact);
+}
+
+const auditRows = (issuer: TestIssuer, action: string, target: string) =>
+  queryStore<{ actor: string; reason: string | null }>(
+    issuer.ctx.store,
+    'SELECT actor, reason FROM audit_log WHERE action = ? AND target = ?',
+    [action, target],
+  );
+
+describe('renewal on one instance', () => {
+  let issuer: TestIssuer;
+  let work: string;
+
+  beforeAll(async () => {
+    work = tempDir();
+    issuer = await startIssuer({
+      env: { SCHEMAS_DIR: renewalSchemas(work) },
+      exampleClaimsFile: '',
+      // The sweep runs when the test calls it, not on a timer.
+      context: { renewal: { sweepMs: 3_600_000 } },
+    });
+    // Events are recorded while an endpoint exists (nothing listens: only the event table is read).
+    await issuer.ctx.webhooks.add({ url: 'http://127.0.0.1:9/hook', events: ['credential.renewed'] });
+  });
+  afterAll(async () => {
+    await issuer?.close();
+    removeDir(work);
+  });
+
+  it('the sweep renews a credential inside the window once, with the claims the provider has now', async () => {
+    await setClaims(issuer, 'sweep-u1', 'renewing-v1', { name: 'Ada', tier: 'gold' });
+    const email = nextEmail();
+    const due = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'renewing-v1',
+      expiration: inDays(10),
+      claimsUserId: 'sweep-u1',
+    });
+    const later = await issueDirect(issuer, {
+      userId: nextEmail(),
+      schemaId: 'renewing-v1',
+      expiration: inDays(60),
+      claimsUserId: 'sweep-u1',
+    });
+    await setClaims(issuer, 'sweep-u1', 'renewing-v1', { name: 'Ada', tier: 'platinum' });
+
+    const report = await issuer.ctx.renewal.sweep();
+    expect(report).toMatchObject({ ran: true, renewed: 1, failed: 0 });
+    const old = await historyRow(issuer, due);
+    expect(old).toMatchObject({ status: 'valid', renewedFrom: null });
+    const renewedBy = old!.renewedBy!;
+    expect(await historyRow(issuer, renewedBy)).toMatchObject({
+      status: 'valid',
+      renewedFrom: due,
+      renewedBy: null,
+    });
+    expect(await historyRow(issuer, later)).toMatchObject({ renewedBy: null });
+
+    const verified = await openedAndVerified(issuer, email, renewedBy);
+    expect(verified.claims).toMatchObject({ name: 'Ada', tier: 'platinum' });
+    expect(new Date((verified.claims.exp as number) * 1000).getTime()).toBeGreaterThan(
+      Date.now() + 300 * DAY,
+    );
+
+    expect(await auditRows(issuer, 'renew', due)).toEqual([
+      { actor: 'renewal-sweep', reason: 'renewal sweep' },
+    ]);
+    const events = await queryStore<{ data: string }>(
+      issuer.ctx.store,
+      "SELECT data FROM webhook_events WHERE type = 'credential.renewed'",
+    );
+    expect(events.map((e) => JSON.parse(e.data))).toContainEqual({
+      credentialId: renewedBy,
+      renewedFrom: due,
+      schemaId: 'renewing-v1',
+    });
+
+    // Not again: the next sweep finds nothing to do, and one credential renews `due`.
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0, failed: 0 });
+    const renewing = await queryStore(
+      issuer.ctx.store,
+      'SELECT credential_id FROM issuances WHERE renewed_from = ?',
+      [due],
+    );
+    expect(renewing).toHaveLength(1);
+  });
+
+  it('a holder the provider no longer finds eligible is skipped and recorded, once', async () => {
+    await setClaims(issuer, 'sweep-gone', 'renewing-v1', { name: 'Bo' });
+    const due = await issueDirect(issuer, {
+      userId: nextEmail(),
+      schemaId: 'renewing-v1',
+      expiration: inDays(5),
+      claimsUserId: 'sweep-gone',
+    });
+    // The claims source's expiry in the past: no longer eligible.
+    await setClaims(issuer, 'sweep-gone', 'renewing-v1', { name: 'Bo' }, new Date(Date.now() - DAY));
+
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 1, failed: 0 });
+    expect(await historyRow(issuer, due)).toMatchObject({ status: 'valid', renewedBy: null });
+    expect(await issuer.ctx.store.renewals.get(due)).toMatchObject({ outcome: 'ineligible' });
+    const audit = await auditRows(issuer, 'renewal.skipped', due);
+    expect(audit).toHaveLength(1);
+    expect(audit[0]!.actor).toBe('renewal-sweep');
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0 });
+  });
+
+  it('a credential with no sealed recipient (issued before renewal) is recorded not renewable once', async () => {
+    await setClaims(issuer, 'sweep-old', 'renewing-v1', { name: 'Cy' });
+    const due = await issueDirect(issuer, {
+      userId: nextEmail(),
+      schemaId: 'renewing-v1',
+      expiration: inDays(3),
+      claimsUserId: 'sweep-old',
+    });
+    const sealed = await issuer.ctx.store.renewals.get(due);
+    expect(sealed?.recipientSealed).toMatch(/^v1\./);
+    expect(sealed?.recipientSealed).not.toContain('example.org');
+    // What the migration leaves for a direct credential issued before it.
+    await queryStore(
+      issuer.ctx.store,
+      'UPDATE renewals SET recipient_sealed = NULL WHERE credential_id = ?',
+      [due],
+    );
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 1 });
+    expect(await issuer.ctx.store.renewals.get(due)).toMatchObject({ outcome: 'not_renewable' });
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ skipped: 0 });
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: due, reason: 'try' }),
+      409,
+      'CONFLICT',
+      'credentialId',
+    );
+  });
+
+  it('POST /admin/renew: caller-given claims are renewed from the provider for the holder’s user id', async () => {
+    const email = nextEmail();
+    const given = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'membership-v1',
+      expiration: inDays(200),
+      credentialSubject: {
+        givenName: 'Old',
+        familyName: 'Name',
+        memberSince: '2020-01-01',
+        tier: 'basic',
+        memberNumber: 1,
+      },
+    });
+    const { userId } = (await issuer.ctx.store.issuances.get(given))!;
+    await setClaims(issuer, userId, 'membership-v1', {
+      givenName: 'New',
+      familyName: 'Name',
+      memberSince: '2020-01-01',
+      tier: 'gold',
+      memberNumber: 1,
+    });
+    const res = await issuer.admin('/admin/renew', { credentialId: given, reason: 'name change' });
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as {
+      credentialId: string;
+      renewedFrom: string;
+      previousRevoked: boolean;
+    };
+    expect(body).toMatchObject({ renewedFrom: given, previousRevoked: false });
+    const verified = await openedAndVerified(issuer, email, body.credentialId);
+    expect(verified.claims).toMatchObject({ givenName: 'New', tier: 'gold' });
+    expect(await auditRows(issuer, 'renew', given)).toEqual([{ actor: 'admin', reason: 'name change' }]);
+    // Renewed once: asking again is a conflict (renew the newer one).
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: given, reason: 'again' }),
+      409,
+      'CONFLICT',
+      'credentialId',
+    );
+  });
+
+  it('revokePrevious: the previous credential is revoked once the new one is recorded', async () => {
+    await setClaims(issuer, 'rev-u', 'renewing-revoke-v1', { name: 'Di' });
+    const email = nextEmail();
+    const old = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'renewing-revoke-v1',
+      expiration: inDays(100),
+      claimsUserId: 'rev-u',
+    });
+    const res = await issuer.admin('/admin/renew', { credentialId: old, reason: 'rotate' });
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as { credentialId: string; previousRevoked: boolean };
+    expect(body.previousRevoked).toBe(true);
+    expect(await historyRow(issuer, old)).toMatchObject({ status: 'revoked', renewedBy: body.credentialId });
+    expect(await historyRow(issuer, body.credentialId)).toMatchObject({ status: 'valid', renewedFrom: old });
+    expect((await openedAndVerified(issuer, email, body.credentialId)).claims).toMatchObject({ name: 'Di' });
+  });
+
+  it('the admin CLI renews one credential', async () => {
+    await setClaims(issuer, 'cli-u', 'renewing-v1', { name: 'Ed' });
+    const old = await issueDirect(issuer, {
+      userId: nextEmail(),
+      schemaId: 'renewing-v1',
+      expiration: inDays(100),
+      claimsUserId: 'cli-u',
+    });
+    const cli = await runCli(
+      ['renew', old, '--reason', 'from the CLI', '--json'],
+      { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY, KEYS_DIR: join(work, 'cli-keys') },
+      work,
+    );
+    expect(cli.code).toBe(0);
+    const printed = JSON.parse(cli.stdout) as { credentialId: string; renewedFrom: string };
+    expect(printed.renewedFrom).toBe(old);
+    expect(await historyRow(issuer, old)).toMatchObject({ renewedBy: printed.credentialId });
+    const missing = await runCli(
+      ['renew', old],
+      { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY, KEYS_DIR: join(work, 'cli-keys') },
+      work,
+    );
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('--reason');
+  });
+
+  it('bad input is a 400 naming the field; an unknown credential 404; a hosted one 409', async () => {
+    await expectError(
+      await issuer.admin('/admin/renew', { reason: 'x' }),
+      400,
+      'INVALID_PARAMETER',
+      'credentialId',
+    );
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: 'abc' }),
+      400,
+      'INVALID_PARAMETER',
+      'reason',
+    );
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: 'abc', reason: ' ' }),
+      400,
+      'INVALID_PARAMETER',
+      'reason',
+    );
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: 'abc', reason: 'x', extra: 1 }),
+      400,
+      'INVALID_PARAMETER',
+      'extra',
+    );
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: 'no-such-credential', reason: 'x' }),
+      404,
+      'NOT_FOUND',
+    );
+    await setClaims(issuer, 'hosted-u', 'membership-v1', {
+      givenName: 'Hu',
+      familyName: 'Sted',
+      memberSince: '2021-01-01',
+      tier: 'basic',
+      memberNumber: 3,
+    });
+    const hosted = await issuer.ctx.hosted.issueHosted({
+      holderDid: 'did:example:hosted-u',
+      userId: 'hosted-u',
+      schemaId: 'membership-v1',
+      proofType: 'SD_JWT_VC',
+      encryptTo: holderKey,
+    });
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: hosted.credentialId, reason: 'x' }),
+      409,
+      'CONFLICT',
+      'credentialId',
+    );
+  });
+});
+
+const available = await postgresAvailable('the renewal sweep on two instances');
+
+describe.skipIf(!available)('renewal sweep on two instances on one PostgreSQL database', () => {
+  let db: TempDatabase;
+  let a: TestIssuer;
+  let b: TestIssuer;
+  const dirs = [tempDir(), tempDir()];
+  let work: string;
+
+  beforeAll(async () => {
+    work = tempDir();
+    db = await createTempDatabase();
+    const env = {
+      DATABASE_URL: db.url,
+      KEY_ENCRYPTION_KEY: 'b2'.repeat(32),
+      SCHEMAS_DIR: renewalSchemas(work),
+      RENEWAL_SWEEP_INTERVAL_MS: '100',
+    };
+    a = await startIssuer({ dir: dirs[0], env, exampleClaimsFile: '' });
+    b = await startIssuer({
+      dir: dirs[1],
+      env: { ...env, SERVICE_V1_BASE_URL: a.ctx.config.serviceBaseUrl! },
+      exampleClaimsFile: '',
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await db?.drop();
+    for (const d of [...dirs, work]) removeDir(d);
+  });
+
+  it('a credential inside the window is renewed once, whichever instance sweeps', async () => {
+    await setClaims(a, 'two-u', 'renewing-v1', { name: 'Two', tier: 'one' });
+    const email = nextEmail();
+    const due = await issueDirect(a, {
+      userId: email,
+      schemaId: 'renewing-v1',
+      expiration: inDays(7),
+      claimsUserId: 'two-u',
+    });
+    const renewedBy = await expect
+      .poll(async () => (await historyRow(b, due))?.renewedBy ?? null, { interval: 100 })
+      .not.toBeNull()
+      .then(async () => (await historyRow(b, due))!.renewedBy!);
+    // Both instances sweep several more times after it.
+    for (let i = 0; i < 3; i++)
+      await Promise.all([once(a.ctx.renewal, 'swept'), once(b.ctx.renewal, 'swept')]);
+    const renewing = await queryStore<{ credential_id: string }>(
+      a.ctx.store,
+      'SELECT credential_id FROM issuances WHERE renewed_from = ?',
+      [due],
+    );
+    expect(renewing.map((r) => r.credential_id)).toEqual([renewedBy]);
+    expect(await auditRows(a, 'renew', due)).toHaveLength(1);
+    expect(await historyRow(a, renewedBy)).toMatchObject({ renewedFrom: due, status: 'valid' });
+    expect((await openedAndVerified(a, email, renewedBy)).claims).toMatchObject({ name: 'Two' });
+  });
+});
