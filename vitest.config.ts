@@ -5,9 +5,12 @@ import { defineConfig } from 'vitest/config';
 // (test/slow) holds what starts other processes (src/main.ts, the CLI, cluster workers, a
 // browser), runs several processes on one database, loops at volume or checks the Iden3 fast
 // paths against the libraries; `npm test` runs all three.
-// `isolate: false` in unit and integration: their files share one module graph per worker instead
-// of each importing the app and the Iden3 libraries again (~2.5 s a file here). So a test file
-// leaves no global state behind: it closes what it starts and restores real timers.
+// `isolate: false` in every project: a worker's files share one module graph instead of each
+// importing the app and the Iden3 libraries again (~2.5 s a file here). So a test file leaves no
+// global state behind: it closes what it starts (servers, processes, browsers) and restores real
+// timers.
+// Two workers, also on two cores (vitest's default there is one): much of a slow file's time is
+// spent waiting on the processes it started, a browser or a database, and the other worker uses it.
 // No test depends on the machine being idle: a test waits for the event it needs (a log line, a
 // process exit, `expect.poll` on a state), never for a fixed time, and asserts no durations. The
 // timeouts below only end a test that hangs, so they are generous: a loaded 2-core machine runs
@@ -20,6 +23,7 @@ export default defineConfig({
     // is too short on a busy machine.
     expect: { poll: { timeout: 60_000, interval: 20 } },
     pool: 'forks',
+    maxWorkers: 2,
     // The run's temporary PostgreSQL databases are dropped together when it ends.
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
@@ -38,6 +42,7 @@ export default defineConfig({
         test: {
           name: 'slow',
           include: ['test/slow/**/*.test.ts'],
+          isolate: false,
           setupFiles: ['test/helpers/setup.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,

@@ -6,7 +6,7 @@ import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { AuditActor, Logger } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { StatusService } from '../status/status-service.js';
-import type { RenewalOutcome, RenewalStore } from '../store/renewal-store.js';
+import type { RenewalOutcome, RenewalRecord, RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
 import { newWebhookEventId } from '../store/webhook-store.js';
 import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
@@ -221,17 +221,33 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
       throw new NotRenewed(
         `credentialId: a ${previous.channel} credential is issued again only with its holder present (only direct credentials are renewed)`,
       );
+    const source = await this.deps.renewals.get(credentialId);
+    if (source?.outcome === 'renewed')
+      throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);
+    const schema = this.deps.schemas.get(previous.schemaId);
+    if (!schema || !this.deps.core.issues(schema, 'SD_JWT_VC'))
+      throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as SD_JWT_VC any more`);
+    // A renewal cut short (a crash after its credential was recorded) is finished, not started again.
+    const renewing = credentialIdFor(renewalKey(credentialId));
+    const record =
+      (await this.deps.issuances.get(renewing)) ??
+      (await this.issueRenewal(previous, schema, source, renewing, audit));
+    return this.finish(previous, schema, record, audit);
+  }
+
+  /** Checks that `previous` may be renewed now, and issues the credential that renews it. */
+  private async issueRenewal(
+    previous: IssuanceRecord,
+    schema: LoadedSchema,
+    source: RenewalRecord | undefined,
+    renewing: string,
+    audit: AuditActor,
+  ): Promise<IssuanceSummary> {
+    const credentialId = previous.credentialId;
     if (previous.status !== 0)
       throw new NotRenewed(
         `credentialId: the credential is ${previous.status === 1 ? 'revoked' : 'suspended'}`,
       );
-    const schema = this.deps.schemas.get(previous.schemaId);
-    if (!schema || !this.deps.core.issues(schema, 'SD_JWT_VC'))
-      throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as SD_JWT_VC any more`);
-    const source = await this.deps.renewals.get(credentialId);
-    if (source?.outcome === 'renewed')
-      throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);
-
     const skip = async (outcome: 'ineligible' | 'not_renewable', detail: string): Promise<never> => {
       await this.deps.renewals.recordOutcome(credentialId, previous.schemaId, previous.expiresAt, {
         outcome,
@@ -266,7 +282,6 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
     const { id: _id, ...claims } = answer.credentialSubject;
     const expiresAt = answer.expiresAt ?? new Date(this.now().getTime() + schema.expiresInSeconds * 1000);
 
-    const renewing = credentialIdFor(renewalKey(credentialId));
     const issued = await this.deps.direct
       .issue({
         credentialSubject: claims,
@@ -288,6 +303,26 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
       });
     const record = issued?.record ?? (await this.deps.issuances.get(renewing));
     if (!record) throw new AppError('INTERNAL', 'the renewing credential is not recorded');
+    return record;
+  }
+
+  /**
+   * After the renewing credential is recorded: the previous one revoked (`revokePrevious`), then
+   * the outcome with its audit row and event, last, so that a crash between is finished by the
+   * next attempt (the sweep takes a credential with a renewing one and no outcome).
+   */
+  private async finish(
+    previous: IssuanceRecord,
+    schema: LoadedSchema,
+    record: IssuanceSummary,
+    audit: AuditActor,
+  ): Promise<RenewResult> {
+    const credentialId = previous.credentialId;
+    let previousRevoked = false;
+    if (schema.renewal?.revokePrevious && previous.status !== 1) {
+      await this.deps.status.change(previous.revocationNonce, 'revoke', previous.proofType, audit);
+      previousRevoked = true;
+    }
     await this.deps.renewals.recordOutcome(credentialId, previous.schemaId, previous.expiresAt, {
       outcome: 'renewed',
       renewedBy: record.credentialId,
@@ -305,11 +340,6 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
         }),
       },
     });
-    let previousRevoked = false;
-    if (schema.renewal?.revokePrevious) {
-      await this.deps.status.change(previous.revocationNonce, 'revoke', previous.proofType, audit);
-      previousRevoked = true;
-    }
     this.deps.log?.info(
       { event: 'renewed', credentialId: record.credentialId, renewedFrom: credentialId, actor: audit.actor },
       `${credentialId} renewed by ${record.credentialId}`,

@@ -46,8 +46,9 @@ export interface RenewalStore {
   dropSource(credentialId: string): Promise<void>;
   get(credentialId: string): Promise<RenewalRecord | undefined>;
   /**
-   * Credentials of `schemaId` a sweep should renew: direct, valid (status 0), expiring after `from`
-   * and at or before `until`, with no outcome yet; soonest expiry first.
+   * Credentials of `schemaId` a sweep should renew: direct, expiring after `from` and at or before
+   * `until`, with no outcome yet, and valid (status 0) or with a renewing credential recorded (a
+   * renewal cut short, to finish); soonest expiry first.
    */
   due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]>;
   /**

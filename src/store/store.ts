@@ -130,8 +130,10 @@ export interface IssuanceStore {
     subjectHash: string;
     now: Date;
   }): Promise<IssuanceRecord | undefined>;
-  /** One transaction: duplicate check, slot check, insert. */
-  /** With `audit`, an `issue` audit row (target: the credential id) commits with the insert. */
+  /**
+   * One transaction: duplicate check, slot check, insert (with its envelope, kept until
+   * `markUploaded`). With `audit`, an `issue` audit row (target: the credential id) commits with it.
+   */
   insertIssuance(
     issuance: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
@@ -146,6 +148,10 @@ export interface IssuanceStore {
   leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]>;
   /** Outbox: takes the lease on one pending upload; false when another worker holds it or it is done. */
   leaseUpload(credentialId: string, now: Date, leaseMs: number): Promise<boolean>;
+  /**
+   * The hosting service stored it: uploaded, and its envelope deleted in the same transaction (the
+   * record keeps `envelopeSha256`). A failed upload's envelope is kept until then.
+   */
   markUploaded(credentialId: string, storagePath: string | null, at: Date): Promise<void>;
   /**
    * Records a failed attempt. When it is the `giveUpAfter`-th attempt, the upload becomes `failed`

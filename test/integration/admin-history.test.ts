@@ -135,7 +135,16 @@ describe('admin issuance history', () => {
     });
     expect(bjj.status).toBe(201);
     bjjCredentialId = (await page('?proofType=BJJ_SIG_2021')).data[0]!.credentialId;
-    // Last: an upload that keeps failing stays pending while the assertions run.
+    // Last: an upload that fails and stays pending while the assertions run. The outbox worker
+    // would retry it (5-50 ms apart in tests) and give up after UPLOAD_MAX_ATTEMPTS, turning it
+    // `failed` within a second whatever the fault count: so every earlier upload is first seen
+    // delivered, then the worker stops (waiting for any attempt in flight) and only the request's
+    // own attempt is made, and refused.
+    await vi.waitFor(async () => expect((await page('?status=upload_pending')).data).toEqual([]), {
+      timeout: 60_000,
+      interval: 20,
+    });
+    await issuer.ctx.outbox.stop();
     issuer.emulator!.faults.failNext('dstorage', 1000, 503);
     pending = await issue('erin.history@example.org', 'membership-v1', member);
   });

@@ -151,6 +151,48 @@ describe('admin console', () => {
     }
   });
 
+  it('renews a direct credential from its page; both pages link the other, the signed-in name audited', async () => {
+    const res = await issuer.admin('/admin/issue-vc', {
+      userId: 'console.renew@example.org',
+      schemaId: 'membership-v1',
+      vct: 'https://issuer.example/vct/membership-v1',
+      expiration: new Date(Date.now() + 86_400_000).toISOString(),
+      credentialSubject: {
+        givenName: 'R',
+        familyName: 'N',
+        memberSince: '2020-01-01',
+        tier: 'gold',
+        memberNumber: 2,
+      },
+    });
+    const { credentialId } = (await res.json()) as { credentialId: string };
+    const { userId } = (await issuer.ctx.store.issuances.get(credentialId))!;
+    await issuer.ctx.store.claims.upsertClaims([
+      {
+        userId,
+        schemaId: 'membership-v1',
+        claims: { givenName: 'R', familyName: 'N', memberSince: '2020-01-01', tier: 'gold', memberNumber: 2 },
+        expiresAt: null,
+      },
+    ]);
+    expect(await (await get(`/console/credentials/${credentialId}`)).text()).toContain(
+      'data-api="/console/api/admin/renew"',
+    );
+    expect((await act('/admin/renew', { credentialId })).status).toBe(400);
+    const renewed = await act('/admin/renew', { credentialId, reason: 'from the console' });
+    expect(renewed.status).toBe(201);
+    const renewedBy = ((await renewed.json()) as { credentialId: string }).credentialId;
+    const oldPage = await (await get(`/console/credentials/${credentialId}`)).text();
+    expect(oldPage).toContain(`href="/console/credentials/${renewedBy}"`);
+    expect(oldPage).not.toContain('data-api="/console/api/admin/renew"');
+    expect(await (await get(`/console/credentials/${renewedBy}`)).text()).toContain(
+      `href="/console/credentials/${credentialId}"`,
+    );
+    expect((await audit('renew')).filter((e) => e.target === credentialId)).toEqual([
+      { actor: 'ops-bob', target: credentialId, reason: 'from the console' },
+    ]);
+  });
+
   it('the admin routes themselves still refuse a browser, and the console API refuses the admin key alone', async () => {
     const viaKey = await fetch(`${issuer.url}/console/api/admin/keys/rotate`, {
       method: 'POST',

@@ -3,6 +3,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { renewalKey } from '../../src/issuance/renewal.js';
 import { holderKey } from '../fixtures/status.js';
 import { runCli } from '../helpers/cli.js';
 import { expectError } from '../helpers/errors.js';
@@ -283,6 +284,48 @@ describe('renewal on one instance', () => {
     expect(await historyRow(issuer, old)).toMatchObject({ status: 'revoked', renewedBy: body.credentialId });
     expect(await historyRow(issuer, body.credentialId)).toMatchObject({ status: 'valid', renewedFrom: old });
     expect((await openedAndVerified(issuer, email, body.credentialId)).claims).toMatchObject({ name: 'Di' });
+  });
+
+  it('a renewal cut short after its credential was recorded is finished by the next sweep, not signed again', async () => {
+    await setClaims(issuer, 'cut-u', 'renewing-revoke-v1', { name: 'Fay' });
+    const email = nextEmail();
+    const old = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'renewing-revoke-v1',
+      expiration: inDays(9),
+      claimsUserId: 'cut-u',
+    });
+    // What a crash right after step 3 leaves: the renewing credential recorded under the renewal's
+    // key, the previous one still valid, no outcome, no `renew` audit row, no event.
+    const cut = await issuer.ctx.direct.issue({
+      claimsUserId: 'cut-u',
+      email,
+      schemaId: 'renewing-revoke-v1',
+      vct: 'urn:vct:renewing-revoke-v1',
+      expiresAt: new Date(Date.now() + 300 * DAY),
+      onDuplicate: 'allow',
+      idempotencyKey: renewalKey(old),
+      renewedFrom: old,
+    });
+    expect(await issuer.ctx.store.renewals.get(old)).toMatchObject({ outcome: null });
+
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 1, failed: 0 });
+    expect(await historyRow(issuer, old)).toMatchObject({
+      status: 'revoked',
+      renewedBy: cut.record.credentialId,
+    });
+    expect(await issuer.ctx.store.renewals.get(old)).toMatchObject({
+      outcome: 'renewed',
+      renewedBy: cut.record.credentialId,
+    });
+    expect(await auditRows(issuer, 'renew', old)).toHaveLength(1);
+    const renewing = await queryStore(
+      issuer.ctx.store,
+      'SELECT credential_id FROM issuances WHERE renewed_from = ?',
+      [old],
+    );
+    expect(renewing).toHaveLength(1);
+    expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0, failed: 0 });
   });
 
   it('the admin CLI renews one credential', async () => {

@@ -33,7 +33,11 @@ describe.skipIf(!available)('three server processes on one PostgreSQL database',
   const instances: InstanceProcess[] = [];
   const dirs = [tempDir(), tempDir(), tempDir()];
 
-  const start = (dir: string) => startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir });
+  // A short upload lease and sweep: the dead instance's leases run out in seconds rather than the
+  // default minute, which the test would otherwise spend waiting.
+  const env = { UPLOAD_LEASE_MS: '3000', OUTBOX_SWEEP_MS: '200' };
+  const start = (dir: string) =>
+    startInstanceProcess({ databaseUrl: db.url, serviceUrl: emulator.url, dir, env });
 
   beforeAll(async () => {
     db = await createTempDatabase();

@@ -51,7 +51,8 @@ export class PostgresRenewalStore implements RenewalStore {
     const { rows } = await this.pool.query<{ credential_id: string }>(
       `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
        WHERE r.schema_id = $1 AND r.outcome IS NULL AND r.expires_at > $2 AND r.expires_at <= $3
-         AND i.channel = 'direct' AND i.status = 0
+         AND i.channel = 'direct'
+           AND (i.status = 0 OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id))
        ORDER BY r.expires_at LIMIT $4`,
       [schemaId, from, until, limit],
     );

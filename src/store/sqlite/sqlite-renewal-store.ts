@@ -40,7 +40,8 @@ export class SqliteRenewalStore implements RenewalStore {
       due: db.prepare<[string, string, string, number], { credential_id: string }>(
         `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
          WHERE r.schema_id = ? AND r.outcome IS NULL AND r.expires_at > ? AND r.expires_at <= ?
-           AND i.channel = 'direct' AND i.status = 0
+           AND i.channel = 'direct'
+           AND (i.status = 0 OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id))
          ORDER BY r.expires_at LIMIT ?`,
       ),
       outcome: db.prepare(

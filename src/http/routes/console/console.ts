@@ -31,6 +31,7 @@ const ACTIONS: Record<string, { reasonRequired: boolean }> = {
   '/admin/unsuspend': { reasonRequired: true },
   '/admin/keys/rotate': { reasonRequired: true },
   '/admin/status-changes': { reasonRequired: true },
+  '/admin/renew': { reasonRequired: true },
   '/admin/uploads/retry': { reasonRequired: false },
   '/admin/schemas/reload': { reasonRequired: false },
 };

@@ -278,10 +278,14 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
   }
   const now = new Date();
   const nonce = String(record.revocationNonce);
-  const [trail, deliveries] = await Promise.all([
+  const [trail, deliveries, links] = await Promise.all([
     ctx.store.console.auditTrail([id, nonce], 100),
     ctx.store.webhooks.listCredentialDeliveries(id, 50),
+    ctx.store.history.renewalLinks([id]),
   ]);
+  const link = links.get(id);
+  const credentialLink = (other: string | null | undefined) =>
+    other ? html`<a href="/console/credentials/${encodeURIComponent(other)}"><code>${other}</code></a>` : '—';
   const derived = derivedStatus(record, now);
   const uri = record.statusSlot ? ctx.status.uri(record.statusSlot.partition) : undefined;
   const twoBits = ctx.config.statusList.bits === 2;
@@ -299,6 +303,14 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
     actions.push(action('suspend', 'Suspend', 'It can be unsuspended later.'));
   if (twoBits && record.status === 2)
     actions.push(action('unsuspend', 'Unsuspend', 'It becomes valid again.'));
+  // docs/operations.md "Renewal": a valid direct credential not renewed yet.
+  if (record.channel === 'direct' && record.status === 0 && !link?.renewedBy)
+    actions.push(html`<form class="action" data-api="/console/api/admin/renew" data-confirm="Renew credential ${id}? A new credential is issued to the same holder with the claims looked up again.">
+<input type="hidden" name="credentialId" value="${id}">
+<fieldset><legend>Renew</legend>
+<label for="renew-reason">Reason (required, kept in the audit log)</label>
+<textarea id="renew-reason" name="reason" required maxlength="1000" rows="2"></textarea>
+<button type="submit">Renew…</button></fieldset></form>`);
   if (record.uploadState === 'failed')
     actions.push(html`<form class="action" data-api="/console/api/admin/uploads/retry" data-confirm="Queue the upload of credential ${id} again?">
 <input type="hidden" name="credentialId" value="${id}">
@@ -323,6 +335,8 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
 <dt>Revocation nonce</dt><dd><code>${nonce}</code> (<a href="/revocation-status/${nonce}">public revocation status</a>)</dd>
 <dt>Status list</dt><dd>${uri ? html`<a href="${uri}">${uri}</a>, index <code>${record.statusSlot!.index}</code>` : 'none (Iden3 revocation tree)'}</dd>
 <dt>Signing key</dt><dd><code>${record.kid}</code></dd>
+<dt>Renews</dt><dd>${credentialLink(link?.renewedFrom)}</dd>
+<dt>Renewed by</dt><dd>${credentialLink(link?.renewedBy)}</dd>
 <dt>Upload</dt><dd>${record.uploadState}, ${record.uploadAttempts} attempt(s)${record.uploadedAt ? html`, stored ${when(record.uploadedAt)}` : ''}${record.nextAttemptAt && record.uploadState === 'pending' ? html`, next attempt ${when(record.nextAttemptAt)}` : ''}</dd>
 <dt>Last upload error</dt><dd>${record.lastError ?? '—'}</dd>
 </dl></section>
