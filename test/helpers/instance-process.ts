@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { entryArgs } from './entry.js';
 import { TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID } from './issuer.js';
 import { TEST_REDIS_URL } from './services.js';
 
@@ -24,7 +25,7 @@ export interface InstanceOptions {
 
 /** Starts one instance and resolves with its URL once it listens; rejects if it exits first. */
 export async function startInstanceProcess(options: InstanceOptions): Promise<InstanceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, entryArgs('src/main.ts'), {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'test',

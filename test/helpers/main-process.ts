@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { entryArgs } from './entry.js';
 
 /** `src/main.ts` as a real process, its JSON log lines read as they come. */
 export interface MainProcess {
@@ -21,7 +22,7 @@ export interface MainProcess {
  * it is listening. Tests wait on its log lines (events), never on time.
  */
 export async function startMainProcess(env: Record<string, string>): Promise<MainProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const proc = spawn(process.execPath, entryArgs('src/main.ts'), {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',

@@ -10,6 +10,7 @@ import { chainProblems } from '../../src/keys/certificates.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { runCli } from '../helpers/cli.js';
+import { entryArgs } from '../helpers/entry.js';
 import {
   removeDir,
   startIssuer,
@@ -122,7 +123,7 @@ const cli = runCli;
 
 /** `src/main.ts` as a process, until it exits (a refused start) or listens (killed then). */
 async function startProcess(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, entryArgs('src/main.ts'), {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -2,7 +2,9 @@ import { once } from 'node:events';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { x25519DidKey } from '../../src/development/emulator/did-key.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
+import { generateEncodedKeyPair } from '../../src/envelope/keys.js';
 import { renewalKey } from '../../src/issuance/renewal.js';
 import { holderKey } from '../fixtures/status.js';
 import { runCli } from '../helpers/cli.js';
@@ -266,6 +268,33 @@ describe('renewal on one instance', () => {
       'CONFLICT',
       'credentialId',
     );
+  });
+
+  it('a holder whose wallet key changed gets the renewed credential sealed to the new key', async () => {
+    await setClaims(issuer, 'wallet-u', 'renewing-v1', { name: 'Gil' });
+    const email = nextEmail();
+    const old = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'renewing-v1',
+      expiration: inDays(100),
+      claimsUserId: 'wallet-u',
+    });
+    // The hosting service now answers initialize-user with another key and DID for the same account.
+    const state = issuer.emulator!.state;
+    const before = state.holderByEmail(email)!;
+    const { spki, pkcs8 } = generateEncodedKeyPair('x25519');
+    state.holders.set(before.email, {
+      ...before,
+      did: x25519DidKey(spki.subarray(12)),
+      publicKey: spki.toString('hex'),
+      privateKeyPkcs8Hex: pkcs8.toString('hex'),
+    });
+    const res = await issuer.admin('/admin/renew', { credentialId: old, reason: 'new wallet' });
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as { credentialId: string; holderDid: string };
+    expect(body.holderDid).toBe(state.holderByEmail(email)!.did);
+    expect(body.holderDid).not.toBe(before.did);
+    expect((await openedAndVerified(issuer, email, body.credentialId)).claims).toMatchObject({ name: 'Gil' });
   });
 
   it('revokePrevious: the previous credential is revoked once the new one is recorded', async () => {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { entryArgs } from '../helpers/entry.js';
 import { expectError } from '../helpers/errors.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
@@ -24,7 +25,7 @@ async function run(
   untilListening = false,
   args: string[] = [],
 ): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, entryArgs(script, ...args), {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -189,7 +190,7 @@ describe('production refuses development state', () => {
 // docs/operations.md "Webhooks": production takes only https endpoints on public addresses.
 describe('webhook endpoints in production', () => {
   it('refuses http, loopback, private and link-local endpoint URLs with 400 naming url, and takes a public https one', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, entryArgs('src/main.ts'), {
       env: {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '',

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { entryArgs } from '../helpers/entry.js';
 import { tempDir } from '../helpers/tmp.js';
 
 // src/main.ts as a process; the landing page itself is tested in test/integration/landing.test.ts.
@@ -10,7 +11,7 @@ describe('start-up log', () => {
   // `npm run dev` as a newcomer runs it: development, every secret generated.
   it('the listening line names the API docs URL, and that URL serves the docs', async () => {
     const dir = tempDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, entryArgs('src/main.ts'), {
       env: {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '',

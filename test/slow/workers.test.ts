@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { entryArgs } from '../helpers/entry.js';
 import { issuerJwks } from '../helpers/jwks.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
@@ -50,7 +51,7 @@ describe('WORKERS=2', () => {
     let issuerUrl: string | undefined;
     const emulator = await startEmulatorServer({ jwks: issuerJwks(() => issuerUrl) });
     cleanup.push(() => emulator.close());
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, entryArgs('src/main.ts'), {
       env: {
         ...process.env,
         NODE_ENV: 'development',
