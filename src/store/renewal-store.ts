@@ -42,7 +42,7 @@ export interface RenewalOutcomeWrite {
 export interface RenewalStore {
   /** Keeps a direct credential's source (before it is signed); a row already there stays as it is. */
   addSource(source: RenewalSource): Promise<void>;
-  /** Drops the source of a credential whose signing failed (nothing was recorded under its id). */
+  /** Drops the source of a credential whose signing failed, unless a credential is recorded under its id. */
   dropSource(credentialId: string): Promise<void>;
   get(credentialId: string): Promise<RenewalRecord | undefined>;
   /**

@@ -1366,5 +1366,104 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(await store.oid4vci.takeNonce('n2')).toBeUndefined();
       });
     });
+
+    // docs/operations.md "Renewal"
+    describe('renewals', () => {
+      const DAY = 86_400_000;
+      const direct = async (store: Store, expiresAt: Date, schemaId = 'renewing-v1') => {
+        const n = issuance({ channel: 'direct', schemaId, expiresAt });
+        await store.renewals.addSource({
+          credentialId: n.credentialId,
+          schemaId,
+          expiresAt,
+          recipientSealed: `v1.sealed-${n.credentialId}`,
+          claimsUserId: 'u1',
+        });
+        return insert(store, n);
+      };
+
+      it('due: direct, valid, inside the window, no outcome; soonest expiry first', async () => {
+        const store = await open();
+        const later = await direct(store, at(20 * DAY));
+        const sooner = await direct(store, at(10 * DAY));
+        await direct(store, at(40 * DAY)); // outside the window
+        await direct(store, at(10 * DAY), 'other-v1'); // another schema
+        const revoked = await direct(store, at(5 * DAY));
+        await store.status.changeStatus(revoked.revocationNonce, 'revoke', T0);
+        const skipped = await direct(store, at(6 * DAY));
+        expect(
+          await store.renewals.recordOutcome(skipped.credentialId, 'renewing-v1', skipped.expiresAt, {
+            outcome: 'ineligible',
+            detail: 'gone',
+            at: T0,
+            audit: { actor: 'renewal-sweep', reason: 'gone', action: 'renewal.skipped' },
+          }),
+        ).toBe(true);
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([
+          sooner.credentialId,
+          later.credentialId,
+        ]);
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 1)).toEqual([sooner.credentialId]);
+        expect(await store.renewals.get(sooner.credentialId)).toMatchObject({
+          recipientSealed: `v1.sealed-${sooner.credentialId}`,
+          claimsUserId: 'u1',
+          outcome: null,
+          renewedBy: null,
+        });
+      });
+
+      it('a renewal cut short stays due until its outcome; a renewed outcome is final, with one audit row and event', async () => {
+        const store = await open();
+        const old = await direct(store, at(10 * DAY));
+        await store.status.changeStatus(old.revocationNonce, 'revoke', T0);
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+        const renewing = await insert(store, issuance({ channel: 'direct', renewedFrom: old.credentialId }));
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([old.credentialId]);
+        expect(await store.history.renewalLinks([old.credentialId, renewing.credentialId, 'x'])).toEqual(
+          new Map([
+            [old.credentialId, { renewedFrom: null, renewedBy: renewing.credentialId }],
+            [renewing.credentialId, { renewedFrom: old.credentialId, renewedBy: null }],
+          ]),
+        );
+        const write = {
+          outcome: 'renewed' as const,
+          renewedBy: renewing.credentialId,
+          detail: 'sweep',
+          at: T0,
+          audit: { actor: 'renewal-sweep', reason: 'sweep', action: 'renew' as const },
+        };
+        expect(
+          await store.renewals.recordOutcome(old.credentialId, 'renewing-v1', old.expiresAt, write),
+        ).toBe(true);
+        expect(
+          await store.renewals.recordOutcome(old.credentialId, 'renewing-v1', old.expiresAt, write),
+        ).toBe(false);
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+        expect(await store.renewals.get(old.credentialId)).toMatchObject({
+          outcome: 'renewed',
+          renewedBy: renewing.credentialId,
+        });
+        const audit = await store.audit.list({ limit: 10, action: 'renew' });
+        expect(audit.records.map((r) => r.target)).toEqual([old.credentialId]);
+      });
+
+      it('dropSource drops a source with no credential under its id, never one with', async () => {
+        const store = await open();
+        const kept = await direct(store, at(10 * DAY));
+        await store.renewals.addSource({
+          credentialId: 'never-signed',
+          schemaId: 'renewing-v1',
+          expiresAt: at(10 * DAY),
+          recipientSealed: 'v1.x',
+          claimsUserId: null,
+        });
+        await store.renewals.dropSource('never-signed');
+        await store.renewals.dropSource(kept.credentialId);
+        expect(await store.renewals.get('never-signed')).toBeUndefined();
+        expect(await store.renewals.get(kept.credentialId)).toMatchObject({
+          recipientSealed: expect.any(String),
+        });
+      });
+    });
   });
 }

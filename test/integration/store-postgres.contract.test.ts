@@ -142,7 +142,11 @@ describe.skipIf(!available)('PostgreSQL store', () => {
         await store.issuances.leaseUpload(dead.credentialId, new Date(now.getTime() - 120_000), 60_000);
         await store.issuances.makePendingDue(now);
         const taken = await store.issuances.leaseDueUploads(now, 60_000, 10);
-        expect(taken.map((r) => r.credentialId)).toEqual([dead.credentialId]);
+        // Only these two: the contract's last test may have left uploads of its own pending.
+        const mine = [live.credentialId, dead.credentialId];
+        expect(taken.map((r) => r.credentialId).filter((id) => mine.includes(id))).toEqual([
+          dead.credentialId,
+        ]);
       } finally {
         await store.close();
       }

@@ -35,9 +35,11 @@ export class PostgresRenewalStore implements RenewalStore {
   }
 
   async dropSource(credentialId: string): Promise<void> {
-    await this.pool.query('DELETE FROM renewals WHERE credential_id = $1 AND outcome IS NULL', [
-      credentialId,
-    ]);
+    await this.pool.query(
+      `DELETE FROM renewals WHERE credential_id = $1 AND outcome IS NULL
+         AND NOT EXISTS (SELECT 1 FROM issuances WHERE credential_id = $1)`,
+      [credentialId],
+    );
   }
 
   async get(credentialId: string): Promise<RenewalRecord | undefined> {

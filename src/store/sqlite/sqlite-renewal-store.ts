@@ -35,7 +35,10 @@ export class SqliteRenewalStore implements RenewalStore {
         `INSERT INTO renewals (credential_id, schema_id, expires_at, recipient_sealed, claims_user_id)
          VALUES (?, ?, ?, ?, ?) ON CONFLICT (credential_id) DO NOTHING`,
       ),
-      drop: db.prepare('DELETE FROM renewals WHERE credential_id = ? AND outcome IS NULL'),
+      drop: db.prepare(
+        `DELETE FROM renewals WHERE credential_id = @id AND outcome IS NULL
+           AND NOT EXISTS (SELECT 1 FROM issuances WHERE credential_id = @id)`,
+      ),
       get: db.prepare<[string], Row>('SELECT * FROM renewals WHERE credential_id = ?'),
       due: db.prepare<[string, string, string, number], { credential_id: string }>(
         `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
@@ -65,7 +68,7 @@ export class SqliteRenewalStore implements RenewalStore {
   }
 
   async dropSource(credentialId: string): Promise<void> {
-    this.stmts.drop.run(credentialId);
+    this.stmts.drop.run({ id: credentialId });
   }
 
   async get(credentialId: string): Promise<RenewalRecord | undefined> {
