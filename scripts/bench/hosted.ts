@@ -90,12 +90,14 @@ export async function benchHostedIssueVc(
      */
     floor?: string;
     /**
-     * One webhook endpoint registered for every event type, a receiver in this process answering
-     * 204 (`on`), or none (`off`); unset: no webhook tag. With `on`, each CPU reading waits until
-     * every issuance so far has reached the receiver (credential.issued and credential.delivered),
-     * so the window holds the deliveries of the issuances in it.
+     * Webhooks with and without one endpoint, side by side in this one issuer: `rounds` times a
+     * window without an endpoint, then one with an endpoint registered for every event type and a
+     * receiver in this process answering 204 (removed again after it). Each "with" window's CPU
+     * reading waits until every issuance of the window has reached the receiver
+     * (credential.issued and credential.delivered), so it holds their deliveries. Rows are named
+     * `… webhooks off #N` and `… webhooks on #N`.
      */
-    webhooks?: 'on' | 'off';
+    webhookRounds?: number;
     /**
      * `pkcs11`: the issuer's keys made in a SoftHSM2 token and every signature made there
      * (KEY_BACKEND=pkcs11); `software` the default key files. Unset: no key tag.
@@ -116,7 +118,7 @@ export async function benchHostedIssueVc(
     options.tag ??
     (options.floor !== undefined
       ? `hosted floor, parts alone${options.floor ? ` + ${options.floor}` : ''}`
-      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.webhooks ? ` webhooks ${options.webhooks}` : ''}${options.keyBackend ? ` keys ${options.keyBackend}` : ''}`);
+      : `hosted issue-vc${options.databaseUrl ? ' PostgreSQL' : ''} WORKERS=${workers}${options.keyBackend ? ` keys ${options.keyBackend}` : ''}`);
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -179,7 +181,7 @@ export async function benchHostedIssueVc(
       },
     );
     closers.push(() => server.close());
-    const hook = options.webhooks === 'on' ? await startReceiver(server) : undefined;
+    const hook = options.webhookRounds ? await startReceiver(server) : undefined;
     if (hook) closers.push(hook.close);
 
     const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
@@ -218,9 +220,45 @@ export async function benchHostedIssueVc(
       return latencies;
     };
     if (process.env.BENCH_SECONDS) seconds = Number(process.env.BENCH_SECONDS);
-    await run(2000); // warm-up: JIT, pools, keep-alive sockets
+    // Warm-up: JIT, pools, keep-alive sockets (and the webhook path, with an endpoint).
+    await hook?.register();
+    await run(2000);
     await hook?.caughtUp(created);
     failures = 0;
+    if (hook) {
+      const rows: Row[] = [];
+      const pid = server.child.pid!;
+      /** Issuances whose events the receiver is to get: those of the windows with an endpoint. */
+      let expected = created;
+      for (let round = 1; round <= options.webhookRounds!; round++)
+        for (const state of ['off', 'on'] as const) {
+          if (state === 'off') await hook.unregister();
+          else await hook.register();
+          failures = 0;
+          const cpu0 = processTreeCpuMs(pid);
+          const start = performance.now();
+          const latencies = await run(seconds * 1000);
+          const elapsed = (performance.now() - start) / 1000;
+          const issued = latencies.length - failures;
+          if (state === 'on') {
+            expected += issued;
+            await hook.caughtUp(expected);
+          }
+          const cpu1 = processTreeCpuMs(pid);
+          const name = `${tag} webhooks ${state} #${round}`;
+          rows.push(
+            { name: `${name}: issuances/s at ${concurrency} in flight`, value: issued / elapsed, unit: '/s' },
+            { name: `${name}: non-201 answers`, value: failures, unit: '' },
+          );
+          if (cpu0 !== undefined && cpu1 !== undefined)
+            rows.push({
+              name: `${name}: server CPU per issuance`,
+              value: (cpu1 - cpu0) / Math.max(1, issued),
+              unit: 'ms',
+            });
+        }
+      return rows;
+    }
     // PostgreSQL's backends serving this issuer (same machine): their CPU is the engine's share.
     const database = options.databaseUrl?.startsWith('postgres')
       ? new URL(options.databaseUrl).pathname.slice(1)
@@ -231,7 +269,6 @@ export async function benchHostedIssueVc(
     const start = performance.now();
     const latencies = await run(seconds * 1000);
     const elapsed = (performance.now() - start) / 1000;
-    await hook?.caughtUp(created);
     const cpu1 = processTreeCpuMs(server.child.pid!);
     const main1 = mainThreadCpuMs(server.child.pid!);
     const backends1 = database ? backendCpuMs(database) : undefined;
@@ -291,8 +328,9 @@ export async function benchHostedIssueVc(
 }
 
 /**
- * A webhook receiver answering 204, registered on the issuer for every event type; `caughtUp(n)`
- * resolves once `n` credential.issued and `n` credential.delivered events have arrived.
+ * A webhook receiver answering 204, registered on the issuer (for every event type) and removed
+ * on demand; `caughtUp(n)` resolves once `n` credential.issued and `n` credential.delivered events
+ * have arrived in all.
  */
 async function startReceiver(server: { url: string; adminApiKey: string }) {
   const counts = { issued: 0, delivered: 0 };
@@ -310,16 +348,33 @@ async function startReceiver(server: { url: string; adminApiKey: string }) {
   });
   receiver.listen(0, '127.0.0.1');
   await once(receiver, 'listening');
-  const res = await fetch(`${server.url}/admin/webhooks`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-admin-api-key': server.adminApiKey },
-    body: JSON.stringify({
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-      events: ['*'],
-    }),
-  });
-  if (res.status !== 201) throw new Error(`registering the webhook endpoint answered ${res.status}`);
+  const admin = { 'content-type': 'application/json', 'x-admin-api-key': server.adminApiKey };
+  let endpoint: string | undefined;
   return {
+    /** Registers the receiver as an endpoint for every event type. */
+    async register() {
+      if (endpoint) return;
+      const res = await fetch(`${server.url}/admin/webhooks`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({
+          url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+          events: ['*'],
+        }),
+      });
+      if (res.status !== 201) throw new Error(`registering the webhook endpoint answered ${res.status}`);
+      endpoint = ((await res.json()) as { id: string }).id;
+    },
+    /** Removes the endpoint: the issuer writes no events until it is registered again. */
+    async unregister() {
+      if (!endpoint) return;
+      const res = await fetch(`${server.url}/admin/webhooks/${endpoint}`, {
+        method: 'DELETE',
+        headers: admin,
+      });
+      if (res.status >= 300) throw new Error(`removing the webhook endpoint answered ${res.status}`);
+      endpoint = undefined;
+    },
     async caughtUp(n: number) {
       while (counts.issued < n || counts.delivered < n) await new Promise<void>((ok) => waiters.push(ok));
     },

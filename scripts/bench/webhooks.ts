@@ -32,10 +32,10 @@ const cpuMicros = (since: NodeJS.CpuUsage) => {
 
 /**
  * The webhook path's parts, in this process on SQLite, with CPU read around each (so the figures
- * do not move with the issuance rate, as the side-by-side hosted runs do): writing an event with
- * its delivery inside a change's transaction (and the same with no endpoint: the check alone),
- * and the worker delivering events to a receiver in another process (lease, signature, POST,
- * "delivered" mark). A hosted issuance writes and delivers two events.
+ * do not move with the issuance rate, as the side-by-side hosted runs do): writing an event inside
+ * a change's transaction (and the same with no endpoint: the check alone), and the worker
+ * delivering events to a receiver in another process (fan-out into leased deliveries, signature,
+ * POST, "delivered" mark). A hosted issuance writes and delivers two events.
  */
 export async function benchWebhookParts(): Promise<Row[]> {
   const dir = tempDir();
@@ -104,7 +104,7 @@ export async function benchWebhookParts(): Promise<Row[]> {
     return [
       { name: 'webhook event write, no endpoint: CPU per change', value: median(none), unit: 'µs' },
       {
-        name: `webhook event write with its delivery: CPU per event (${PER_TRANSACTION} per transaction)`,
+        name: `webhook event write: CPU per event (${PER_TRANSACTION} per transaction)`,
         value: median(written),
         unit: 'µs',
       },

@@ -45,6 +45,11 @@ export const ToolEnvSchema = z.object({
     '`npm run bench`',
   ),
   BENCH_SECONDS: tool('How long each hosted bench run lasts.', 'the section’s own', '`npm run bench`'),
+  BENCH_WEBHOOK_ROUNDS: tool(
+    'Rounds of windows without and with one webhook endpoint in the webhooks section (docs/benchmarks.md "Webhooks").',
+    '`4`',
+    '`npm run bench -- webhooks`',
+  ),
   BENCH_SCALE_ROWS: tool(
     'Table sizes the scale section seeds, comma-separated.',
     '`10000,300000`',

@@ -4,7 +4,8 @@ import type { AuditActor, StatusChange } from '../model.js';
  * Webhook endpoints, the event outbox and its deliveries (docs/operations.md "Webhooks"). Events
  * are written by the issuance and status stores in the transaction of the change they report,
  * while at least one endpoint exists; a worker fans each event out to one delivery per subscribed
- * endpoint, then delivers under a lease like the upload outbox.
+ * endpoint (a batch of events in one transaction), then delivers under a lease like the upload
+ * outbox.
  */
 
 export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed';
@@ -110,11 +111,14 @@ export interface WebhookStore {
   removeEndpoint(id: string): Promise<boolean>;
   /**
    * Makes one pending delivery per subscribed endpoint for up to `limit` events not yet fanned out,
-   * oldest first; answers how many events it took (0: none waiting). (An engine may fan an event
-   * out as it writes it, in the change's transaction; then nothing waits here.)
+   * oldest first; answers how many events it took (0: none waiting).
    */
   fanOut(now: Date, newId: () => string, limit: number): Promise<number>;
-  /** Takes up to `limit` due deliveries for `leaseMs` (one instance at a time each). */
+  /**
+   * Takes up to `limit` due deliveries for `leaseMs` (one instance at a time each), after fanning
+   * out the events not yet fanned out (an engine may lease the deliveries it makes at once, in
+   * the same transaction).
+   */
   leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]>;
   /** Marks deliveries answered 2xx (with the status each got), in one transaction. */
   markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void>;

@@ -1,7 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { EventEmitter } from 'node:events';
 import type { LookupFunction } from 'node:net';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 import { type EndpointPolicy, isPrivateAddress } from './endpoint-address.js';
 
 /** How long a receiver has to answer (2xx within it is a delivery). */
@@ -43,8 +42,90 @@ function guardedLookup(policy: EndpointPolicy): LookupFunction {
   };
 }
 
-/** What undici reads of an EventEmitter given as `signal` (cheaper than an AbortController per call). */
-type Deadline = EventEmitter & { aborted?: boolean; reason?: Error };
+/** One signed event to send: the target, its three Standard Webhooks headers and its body. */
+export interface OutgoingDelivery {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * The receiver's answer to one delivery, read through undici's dispatch handler (no response
+ * stream, no promise per request). The status decides: a 2xx head is a delivery at once, and
+ * what follows it is dropped (an answer whose body breaks off after a 2xx head is still
+ * delivered). Of any other answer the first `RESPONSE_BYTES` are kept as the error; an answer
+ * longer than that is cut off with its connection.
+ */
+class Answer implements Dispatcher.DispatchHandler {
+  private status: number | undefined;
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  private controller: Dispatcher.DispatchController | undefined;
+  private settled = false;
+
+  constructor(
+    private readonly done: (result: DeliveryResult) => void,
+    private readonly timedOut: string,
+  ) {}
+
+  /** Answers `result` once; a later event of the same request changes nothing. */
+  private settle(result: DeliveryResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.done(result);
+  }
+
+  /** The deadline passed: no answer (a request still queued is dropped when it would start). */
+  expire(): void {
+    if (this.settled) return;
+    this.settle({ ok: false, error: this.timedOut });
+    this.controller?.abort(new Error(this.timedOut));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(new Error(this.timedOut));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number): void {
+    // 1xx heads come before the answer.
+    if (status < 200) return;
+    this.status = status;
+    if (status < 300) this.settle({ ok: true, status });
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const room = RESPONSE_BYTES - this.kept;
+    const keep = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    if (this.status! >= 300) this.chunks.push(keep);
+    this.kept += keep.length;
+    if (keep !== chunk) {
+      this.failed();
+      controller.abort(new Error('answer longer than read'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.failed();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.fail(error);
+  }
+
+  /** The request broke off (or could not be sent): a non-2xx answer keeps what came of it. */
+  fail(error: Error): void {
+    if (this.status !== undefined && this.status >= 300) this.failed();
+    else this.settle({ ok: false, error: error.message });
+  }
+
+  /** A non-2xx answer, with the start of its body. */
+  private failed(): void {
+    if (this.status === undefined || this.status < 300) return;
+    const text = Buffer.concat(this.chunks).toString('utf8');
+    this.settle({ ok: false, status: this.status, error: `HTTP ${this.status}${text ? `: ${text}` : ''}` });
+  }
+}
 
 /**
  * Sends signed events under one endpoint policy, with keep-alive connections per receiving origin
@@ -55,8 +136,13 @@ type Deadline = EventEmitter & { aborted?: boolean; reason?: Error };
 export class WebhookSender {
   private readonly pools = new Map<string, Pool>();
   private readonly lookup: LookupFunction;
+  private readonly targets = new Map<string, { origin: string; path: string }>();
 
-  constructor(policy: EndpointPolicy) {
+  /** `timeoutMs`: how long a receiver has to answer (default `DELIVERY_TIMEOUT_MS`). */
+  constructor(
+    policy: EndpointPolicy,
+    private readonly timeoutMs = DELIVERY_TIMEOUT_MS,
+  ) {
     this.lookup = guardedLookup(policy);
   }
 
@@ -65,49 +151,80 @@ export class WebhookSender {
     if (!pool) {
       pool = new Pool(origin, {
         connections: CONNECTIONS_PER_ORIGIN,
-        connect: { lookup: this.lookup, timeout: DELIVERY_TIMEOUT_MS },
-        headersTimeout: DELIVERY_TIMEOUT_MS,
-        bodyTimeout: DELIVERY_TIMEOUT_MS,
+        connect: { lookup: this.lookup, timeout: this.timeoutMs },
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
       });
       this.pools.set(origin, pool);
     }
     return pool;
   }
 
-  /**
-   * One POST of a signed event. Redirects are not followed (a 3xx is not a delivery), and at most
-   * `RESPONSE_BYTES` of the answer are read: the rest is dropped with its connection.
-   */
-  async post(url: string, headers: Record<string, string>, body: string): Promise<DeliveryResult> {
-    const target = new URL(url);
-    const deadline: Deadline = new EventEmitter();
-    const timer = setTimeout(() => {
-      deadline.reason = new Error(`no answer within ${DELIVERY_TIMEOUT_MS} ms`);
-      deadline.aborted = true;
-      deadline.emit('abort');
-    }, DELIVERY_TIMEOUT_MS);
-    try {
-      const res = await this.poolFor(target.origin).request({
-        path: `${target.pathname}${target.search}`,
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'user-agent': 'issuer-kit-webhooks' },
-        body,
-        signal: deadline,
-      });
-      const status = res.statusCode;
-      if (status >= 200 && status < 300) {
-        // The status decides: the body is dropped (its first bytes, then the connection), and an
-        // answer whose body breaks off after a 2xx head is still delivered.
-        await res.body.dump({ limit: RESPONSE_BYTES }).catch(() => {});
-        return { ok: true, status };
-      }
-      const text = await readBounded(res.body).catch(() => '');
-      return { ok: false, status, error: `HTTP ${status}${text ? `: ${text}` : ''}` };
-    } catch (err) {
-      return { ok: false, error: deadline.aborted ? deadline.reason!.message : (err as Error).message };
-    } finally {
-      clearTimeout(timer);
+  /** An endpoint URL's origin and path, parsed once per URL. */
+  private target(url: string): { origin: string; path: string } {
+    let t = this.targets.get(url);
+    if (!t) {
+      const u = new URL(url);
+      t = { origin: u.origin, path: `${u.pathname}${u.search}` };
+      if (this.targets.size >= 1024) this.targets.clear();
+      this.targets.set(url, t);
     }
+    return t;
+  }
+
+  /** One POST of a signed event (see `postAll`). */
+  async post(url: string, headers: Record<string, string>, body: string): Promise<DeliveryResult> {
+    return (await this.postAll([{ url, headers, body }]))[0]!;
+  }
+
+  /**
+   * POSTs signed events, all at once, and answers each one's result in order. Each has
+   * the sender's timeout to answer, from now (one timer for them all). Redirects are not followed
+   * (a 3xx is not a delivery), and at most `RESPONSE_BYTES` of an answer are read: the rest is
+   * dropped with its connection.
+   */
+  postAll(deliveries: readonly OutgoingDelivery[]): Promise<DeliveryResult[]> {
+    if (deliveries.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const results = new Array<DeliveryResult>(deliveries.length);
+      let open = deliveries.length;
+      const timedOut = `no answer within ${this.timeoutMs} ms`;
+      const answers = deliveries.map(
+        (_, i) =>
+          new Answer((result) => {
+            results[i] = result;
+            if (--open === 0) {
+              clearTimeout(timer);
+              resolve(results);
+            }
+          }, timedOut),
+      );
+      const timer = setTimeout(() => {
+        for (const a of answers) a.expire();
+      }, this.timeoutMs);
+      deliveries.forEach((d, i) => {
+        const answer = answers[i]!;
+        try {
+          const { origin, path } = this.target(d.url);
+          this.poolFor(origin).dispatch(
+            {
+              origin,
+              path,
+              method: 'POST',
+              headers: {
+                ...d.headers,
+                'content-type': 'application/json',
+                'user-agent': 'issuer-kit-webhooks',
+              },
+              body: d.body,
+            },
+            answer,
+          );
+        } catch (err) {
+          answer.fail(err as Error);
+        }
+      });
+    });
   }
 
   /** Closes every connection; a later delivery opens new ones. */
@@ -116,19 +233,4 @@ export class WebhookSender {
     this.pools.clear();
     await Promise.allSettled(open.map((p) => p.destroy()));
   }
-}
-
-/** The first `RESPONSE_BYTES` of an answer as text; an answer longer than that is cut off unread. */
-async function readBounded(stream: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  for await (const chunk of stream) {
-    chunks.push(chunk.subarray(0, RESPONSE_BYTES - kept));
-    kept += Math.min(chunk.length, RESPONSE_BYTES - kept);
-    if (kept >= RESPONSE_BYTES) {
-      stream.destroy();
-      break;
-    }
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

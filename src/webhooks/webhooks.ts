@@ -4,14 +4,13 @@ import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import {
-  newWebhookDeliveryId,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
   type WebhookEndpointRecord,
   type WebhookStore,
 } from '../store/webhook-store.js';
-import { WebhookSender } from './deliver.js';
+import { type OutgoingDelivery, WebhookSender } from './deliver.js';
 import type { EndpointPolicy } from './endpoint-address.js';
 import { newWebhookSecret, webhookHeaders, webhookSigningKey } from './signature.js';
 
@@ -101,7 +100,6 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private readonly leaseMs: number;
   private readonly batchSize: number;
   private readonly sender: WebhookSender;
-  private readonly marks: DeliveredMarks;
   private readonly signingKeys = new Map<string, KeyObject>();
 
   constructor(
@@ -116,7 +114,6 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.batchSize = options.batchSize ?? 64;
     this.sender = new WebhookSender(options.policy);
-    this.marks = new DeliveredMarks(store);
   }
 
   /** Registers an endpoint; answers it with its secret, which is shown this once. */
@@ -220,19 +217,18 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     await this.sender.close();
   }
 
-  /** Fans out new events, then attempts every due delivery; one sweep at a time per process. */
+  /** Fans out new events and attempts every due delivery, a leased batch at a time; one sweep at a time per process. */
   sweep(): Promise<void> {
     if (this.sweeping) return this.sweeping;
     this.sweeping = (async () => {
       try {
-        while (this.running && (await this.store.fanOut(new Date(), newWebhookDeliveryId, 100)) > 0);
         for (;;) {
           if (!this.running) return;
           const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
           if (batch.length === 0) return;
           // One read of the endpoints per batch, not one per delivery.
           const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
-          await Promise.allSettled(batch.map((d) => this.attempt(d, endpoints.get(d.endpointId))));
+          await this.deliver(batch, endpoints);
         }
       } catch (err) {
         this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
@@ -268,68 +264,60 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return key;
   }
 
-  private async attempt(
-    d: WebhookDeliveryRecord,
-    endpoint: WebhookEndpointRecord | undefined,
+  /**
+   * Attempts a leased batch: every request sent at once, then the "delivered" marks of the batch
+   * in one store call (one transaction), each failure counted on its own. Until its mark is
+   * written, a delivery's lease keeps other instances off it.
+   */
+  private async deliver(
+    batch: readonly WebhookDeliveryRecord[],
+    endpoints: ReadonlyMap<string, WebhookEndpointRecord>,
   ): Promise<void> {
-    // Removed since the lease: its deliveries went with it.
-    if (!endpoint) return;
-    // `{ type, timestamp, sequence, data }`, with `data` as stored (it is JSON already).
-    const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.eventAt.toISOString()}","sequence":${d.sequence},"data":${d.data}}`;
     const now = new Date();
-    const result = await this.sender.post(
-      endpoint.url,
-      webhookHeaders(this.keys(endpoint, now), d.id, now, body),
-      body,
-    );
-    if (result.ok) {
-      await this.marks.add(d.id, result.status ?? 200);
-      this.emit('delivered', d, result.status ?? 200);
-      return;
+    const sent: WebhookDeliveryRecord[] = [];
+    const outgoing: OutgoingDelivery[] = [];
+    for (const d of batch) {
+      const endpoint = endpoints.get(d.endpointId);
+      // Removed since the lease: its deliveries went with it.
+      if (!endpoint) continue;
+      // `{ type, timestamp, sequence, data }`, with `data` as stored (it is JSON already).
+      const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.eventAt.toISOString()}","sequence":${d.sequence},"data":${d.data}}`;
+      outgoing.push({
+        url: endpoint.url,
+        headers: webhookHeaders(this.keys(endpoint, now), d.id, now, body),
+        body,
+      });
+      sent.push(d);
     }
-    const error = (result.error ?? 'failed').slice(0, 500);
+    const results = await this.sender.postAll(outgoing);
+    const delivered: Array<{ id: string; status: number }> = [];
+    const failures: Array<Promise<void>> = [];
+    results.forEach((result, i) => {
+      if (result.ok) delivered.push({ id: sent[i]!.id, status: result.status ?? 200 });
+      else failures.push(this.failed(sent[i]!, result.status ?? null, result.error ?? 'failed'));
+    });
+    if (delivered.length > 0) {
+      await this.store.markDelivered(delivered, new Date());
+      results.forEach((result, i) => {
+        if (result.ok) this.emit('delivered', sent[i]!, result.status ?? 200);
+      });
+    }
+    await Promise.allSettled(failures);
+  }
+
+  /** Counts a failed attempt: retried after a backoff, or `failed` after the last attempt. */
+  private async failed(d: WebhookDeliveryRecord, status: number | null, reason: string): Promise<void> {
+    const error = reason.slice(0, 500);
     const next = new Date(
       Date.now() + backoffWithJitter(d.attempts + 1, this.baseBackoffMs, this.maxBackoffMs),
     );
     const { attempts, gaveUp } = await this.store.markDeliveryFailed(
       d.id,
-      result.status ?? null,
+      status,
       error,
       next,
       this.options.maxAttempts,
     );
     this.emit(gaveUp ? 'gave_up' : 'failed', d, error, attempts);
-  }
-}
-
-/**
- * "Delivered" marks coalesced: the marks of the deliveries answered in one event-loop turn are
- * written by one store call (one transaction), not one commit each. Each `add` resolves once its
- * mark is written; until then the delivery's lease keeps other instances off it.
- */
-class DeliveredMarks {
-  private queue: Array<{ id: string; status: number; done: () => void; failed: (e: unknown) => void }> = [];
-
-  constructor(private readonly store: WebhookStore) {}
-
-  add(id: string, status: number): Promise<void> {
-    return new Promise((done, failed) => {
-      this.queue.push({ id, status, done, failed });
-      if (this.queue.length === 1) setImmediate(() => void this.flush());
-    });
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.queue;
-    this.queue = [];
-    try {
-      await this.store.markDelivered(
-        batch.map(({ id, status }) => ({ id, status })),
-        new Date(),
-      );
-      for (const m of batch) m.done();
-    } catch (err) {
-      for (const m of batch) m.failed(err);
-    }
   }
 }

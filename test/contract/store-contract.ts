@@ -1158,6 +1158,39 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         ]);
         expect(await store.webhooks.listCredentialDeliveries('nobody', 10)).toEqual([]);
       });
+      it('leasing fans waiting events out: each delivery goes to one caller until its lease has passed', async () => {
+        const store = await open();
+        const endpoint = (id: string, events: string[]) =>
+          store.webhooks.addEndpoint({
+            id,
+            url: `https://hooks.example/${id}`,
+            events,
+            description: null,
+            secret: 'whsec_x',
+            createdAt: at(0),
+          });
+        await endpoint('ep_1', ['*']);
+        await endpoint('ep_2', ['credential.revoked']);
+        await store.webhooks.recordEvent({ id: 'evt_a', type: 'key.rotated', data: '{"kid":"k"}' }, at(0));
+        await store.webhooks.recordEvent(
+          { id: 'evt_b', type: 'credential.revoked', data: '{"credentialId":"c"}' },
+          at(0),
+        );
+        const first = await store.webhooks.leaseDueDeliveries(at(1), 60_000, 10);
+        expect(first.map((d) => `${d.endpointId} ${d.type} ${d.eventId}`).sort()).toEqual([
+          'ep_1 credential.revoked evt_b',
+          'ep_1 key.rotated evt_a',
+          'ep_2 credential.revoked evt_b',
+        ]);
+        expect(await store.webhooks.leaseDueDeliveries(at(2), 60_000, 10)).toEqual([]);
+        const again = await store.webhooks.leaseDueDeliveries(at(60_002), 60_000, 10);
+        expect(again.map((d) => d.id).sort()).toEqual(first.map((d) => d.id).sort());
+        await store.webhooks.markDelivered(
+          again.map((d) => ({ id: d.id, status: 204 })),
+          at(60_003),
+        );
+        expect(await store.webhooks.leaseDueDeliveries(at(200_000), 60_000, 10)).toEqual([]);
+      });
     });
 
     describe('idempotency', () => {

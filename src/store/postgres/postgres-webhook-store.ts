@@ -3,6 +3,7 @@ import {
   type DeliveryQuery,
   type NewWebhookEndpoint,
   type NewWebhookEvent,
+  newWebhookDeliveryId,
   subscribes,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -79,6 +80,9 @@ export function insertEventSql(id: string, type: string, data: string, at: strin
     SELECT ${id}, ${type}, ${data}, ${at} ${from} ${from ? 'AND' : 'WHERE'} EXISTS (SELECT 1 FROM webhook_endpoints)`;
 }
 
+/** Events fanned out per transaction. */
+const FAN_OUT_BATCH = 100;
+
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
 
@@ -153,6 +157,9 @@ export class PostgresWebhookStore implements WebhookStore {
   }
 
   async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+    // Events are written without their deliveries (in the statement of their change): fan them all
+    // out first, a batch per transaction, then lease.
+    while ((await this.fanOut(now, newWebhookDeliveryId, FAN_OUT_BATCH)) > 0);
     const { rows } = await this.pool.query<DeliveryRow>(
       `WITH due AS (
          UPDATE webhook_deliveries d SET lease_until = $2

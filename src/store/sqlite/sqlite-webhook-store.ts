@@ -90,10 +90,8 @@ export class SqliteWebhookStore implements WebhookStore {
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
-      // Fanned out as it is written (the deliveries follow in the same transaction).
-      insertEvent: db.prepare(
-        'INSERT INTO webhook_events (id, type, data, created_at, fanned_out) VALUES (@id, @type, @data, @at, 1)',
-      ),
+      // Fanned out later, by the worker that leases it (leaseDueDeliveries).
+      insertEvent: db.prepare('INSERT INTO webhook_events (id, type, data, created_at) VALUES (?, ?, ?, ?)'),
       subscriptions: db.prepare<[], { id: string; events: string }>(
         'SELECT id, events FROM webhook_endpoints',
       ),
@@ -109,7 +107,17 @@ export class SqliteWebhookStore implements WebhookStore {
       waiting: db.prepare<[number], { seq: number; type: string }>(
         'SELECT seq, type FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT ?',
       ),
+      waitingEvents: db.prepare<
+        [number],
+        { seq: number; id: string; type: string; data: string; created_at: number }
+      >(
+        'SELECT seq, id, type, data, created_at FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT ?',
+      ),
       fanned: db.prepare('UPDATE webhook_events SET fanned_out = 1 WHERE seq = ?'),
+      addLeasedDelivery: db.prepare(
+        `INSERT OR IGNORE INTO webhook_deliveries (id, event_seq, endpoint_id, next_attempt_at, lease_until, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
       addDelivery: db.prepare(
         `INSERT OR IGNORE INTO webhook_deliveries (id, event_seq, endpoint_id, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?)`,
@@ -157,20 +165,15 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   /**
-   * Writes `event` and its deliveries, one per subscribed endpoint, when an endpoint exists; call
-   * inside the transaction of the change (which holds the write lock, so no other connection can
-   * add or remove an endpoint before it commits). Fanning out here, not in a later sweep, saves
-   * the sweep a transaction per event.
+   * Writes `event` when an endpoint exists; call inside the transaction of the change. Only the
+   * event row: its deliveries are made by the worker that leases it (`leaseDueDeliveries`), many
+   * in one transaction, so a change's commit writes the pages of one table and its indexes, not
+   * those of the deliveries' too (a commit writes every page it touched, and a group commit of a
+   * few changes touches the same table tails).
    */
   insertEvent(event: NewWebhookEvent, at: Date): void {
-    const endpoints = this.subscriptions();
-    if (endpoints.length === 0) return;
-    const seq = this.stmts.insertEvent.run({ ...event, at: at.getTime() }).lastInsertRowid;
-    const t = at.getTime();
-    const created = at.toISOString();
-    for (const ep of endpoints)
-      if (subscribes(ep.events, event.type))
-        this.stmts.addDelivery.run(newWebhookDeliveryId(), seq, ep.id, t, created);
+    if (this.subscriptions().length === 0) return;
+    this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime());
   }
 
   /**
@@ -246,15 +249,62 @@ export class SqliteWebhookStore implements WebhookStore {
       .immediate();
   }
 
+  /**
+   * Fans out events not yet fanned out into deliveries already leased to the caller, then leases
+   * due deliveries (retries, and those a dead instance held) up to `limit`: one transaction.
+   */
   async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
     const t = now.getTime();
+    const until = t + leaseMs;
     return this.db
       .transaction(() => {
-        const rows = this.stmts.due.all(t, t, limit);
-        if (rows.length > 0) this.stmts.lease.run(t + leaseMs, JSON.stringify(rows.map((r) => r.id)));
-        return rows.map(toDelivery);
+        const batch = this.fanOutLeased(now, until, limit);
+        if (batch.length >= limit) return batch;
+        const rows = this.stmts.due.all(t, t, limit - batch.length);
+        if (rows.length > 0) this.stmts.lease.run(until, JSON.stringify(rows.map((r) => r.id)));
+        for (const r of rows) batch.push(toDelivery(r));
+        return batch;
       })
       .immediate();
+  }
+
+  /** Inside a transaction: one delivery per subscribed endpoint of each waiting event, leased until `until`. */
+  private fanOutLeased(now: Date, until: number, limit: number): WebhookDeliveryRecord[] {
+    const batch: WebhookDeliveryRecord[] = [];
+    const endpoints = this.subscriptions();
+    const t = now.getTime();
+    const created = now.toISOString();
+    // An event no endpoint subscribes to makes no delivery: take more until the batch is full.
+    while (batch.length < limit) {
+      const room = Math.max(1, Math.floor((limit - batch.length) / Math.max(1, endpoints.length)));
+      const events = this.stmts.waitingEvents.all(room);
+      if (events.length === 0) break;
+      for (const ev of events) {
+        for (const ep of endpoints) {
+          if (!subscribes(ep.events, ev.type)) continue;
+          const id = newWebhookDeliveryId();
+          if (this.stmts.addLeasedDelivery.run(id, ev.seq, ep.id, t, until, created).changes === 0) continue;
+          batch.push({
+            id,
+            endpointId: ep.id,
+            eventId: ev.id,
+            type: ev.type,
+            data: ev.data,
+            sequence: ev.seq,
+            eventAt: new Date(ev.created_at),
+            state: 'pending',
+            attempts: 0,
+            nextAttemptAt: now,
+            lastStatus: null,
+            lastError: null,
+            deliveredAt: null,
+            createdAt: now,
+          });
+        }
+        this.stmts.fanned.run(ev.seq);
+      }
+    }
+    return batch;
   }
 
   async markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void> {

@@ -35,8 +35,8 @@ describe('webhook sender', () => {
   afterEach(async () => {
     for (const fn of cleanup.splice(0).reverse()) await fn();
   });
-  const sender = (policy = development) => {
-    const s = new WebhookSender(policy);
+  const sender = (policy = development, timeoutMs?: number) => {
+    const s = new WebhookSender(policy, timeoutMs);
     cleanup.push(() => s.close());
     return s;
   };
@@ -82,6 +82,45 @@ describe('webhook sender', () => {
     });
     cleanup.push(hook.close);
     expect(await sender().post(hook.url, {}, '{}')).toEqual({ ok: true, status: 200 });
+  });
+
+  it('sends a batch at once and answers each delivery its own result, in order', async () => {
+    const hook = await server((req, res) => res.writeHead(req.url === '/hooks?fail' ? 503 : 204).end('no'));
+    cleanup.push(hook.close);
+    const results = await sender().postAll(
+      Array.from({ length: 40 }, (_, i) => ({
+        url: i % 10 === 3 ? `${hook.url}?fail` : hook.url,
+        headers: { 'webhook-id': `msg_${i}` },
+        body: '{}',
+      })),
+    );
+    expect(results).toEqual(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 10 === 3 ? { ok: false, status: 503, error: 'HTTP 503: no' } : { ok: true, status: 204 },
+      ),
+    );
+    expect(hook.seen.requests).toBe(40);
+  });
+
+  it('an answer that does not come in time is not a delivery, nor is a request still waiting for a connection', async () => {
+    // Never answers: every connection stays busy, so requests past the pool's connections wait.
+    const hook = await server(() => {});
+    cleanup.push(hook.close);
+    const results = await sender(development, 300).postAll(
+      Array.from({ length: 20 }, () => ({ url: hook.url, headers: {}, body: '{}' })),
+    );
+    expect(results).toEqual(
+      Array.from({ length: 20 }, () => ({ ok: false, error: 'no answer within 300 ms' })),
+    );
+  });
+
+  it('a refused connection is not a delivery', async () => {
+    const hook = await server((_req, res) => res.writeHead(204).end());
+    await hook.close();
+    const result = await sender().post(hook.url, {}, '{}');
+    expect(result.ok).toBe(false);
+    expect(result.status).toBeUndefined();
+    expect(result.error).toMatch(/ECONNREFUSED|connect/);
   });
 
   it('in production, a name that resolves to a private address is not connected to', async () => {
