@@ -1464,6 +1464,38 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           recipientSealed: expect.any(String),
         });
       });
+
+      it('sealed recipients page in credential id order; a replacement applies only to the text it read', async () => {
+        const store = await open();
+        const rows = [];
+        for (let n = 0; n < 3; n++) rows.push(await direct(store, at((n + 1) * DAY)));
+        // A source without a sealed recipient (issued before renewal existed) is not listed.
+        await store.renewals.addSource({
+          credentialId: 'no-recipient',
+          schemaId: 'renewing-v1',
+          expiresAt: at(DAY),
+          recipientSealed: null,
+          claimsUserId: null,
+        });
+        const ids = rows.map((r) => r.credentialId).sort();
+        const first = await store.renewals.sealedRecipients(null, 2);
+        expect(first.map((r) => r.credentialId)).toEqual(ids.slice(0, 2));
+        expect(first[0]!.recipientSealed).toBe(`v1.sealed-${ids[0]}`);
+        const rest = await store.renewals.sealedRecipients(first[1]!.credentialId, 2);
+        expect(rest.map((r) => r.credentialId)).toEqual(ids.slice(2));
+        expect(await store.renewals.sealedRecipients(ids[2]!, 2)).toEqual([]);
+
+        expect(
+          await store.renewals.replaceSealedRecipients([
+            { credentialId: ids[0]!, recipientSealed: `v1.sealed-${ids[0]}`, to: 'v1.new-0' },
+            // Changed since it was read: left as it is.
+            { credentialId: ids[1]!, recipientSealed: 'v1.not-what-is-stored', to: 'v1.new-1' },
+          ]),
+        ).toBe(1);
+        expect(await store.renewals.replaceSealedRecipients([])).toBe(0);
+        expect((await store.renewals.get(ids[0]!))?.recipientSealed).toBe('v1.new-0');
+        expect((await store.renewals.get(ids[1]!))?.recipientSealed).toBe(`v1.sealed-${ids[1]}`);
+      });
     });
   });
 }
