@@ -11,7 +11,7 @@ import { HostedIssuanceService } from './issuance/hosted-issuance.js';
 import { IssuanceCore } from './issuance/issuance-core.js';
 import { Oid4vciDoor } from './issuance/oid4vci-door.js';
 import { UploadOutbox } from './issuance/outbox.js';
-import { RenewalService, recipientSealing } from './issuance/renewal.js';
+import { RenewalService } from './issuance/renewal.js';
 import { databaseBjjKey } from './issuers/iden3/database-bjj-key.js';
 import { Iden3BjjIssuer } from './issuers/iden3/index.js';
 import type { Issuer } from './issuers/issuer.js';
@@ -19,6 +19,7 @@ import { IssuerIdentification } from './issuers/sd-jwt/issuer-identification.js'
 import { SdJwtVcIssuer } from './issuers/sd-jwt/sd-jwt-vc-issuer.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
 import { openKeyBackend } from './keys/open-key-backend.js';
+import { recipientSealing } from './keys/recipient-sealing.js';
 import { assertSignsInBackend } from './keys/token-migration.js';
 import { type Logger, type ProofType, type RouteGroup, Telemetry } from './model.js';
 import { Lifecycle } from './observability/lifecycle.js';

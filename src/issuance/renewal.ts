@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { AppError, notFound } from '../errors.js';
-import { openSealedKey, sealJson } from '../keys/sealed-key.js';
+import type { RecipientSealing } from '../keys/recipient-sealing.js';
 import type { AuditActor, Logger } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { StatusService } from '../status/status-service.js';
@@ -11,27 +11,6 @@ import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } f
 import { newWebhookEventId } from '../store/webhook-store.js';
 import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
 import type { IssuanceCore } from './issuance-core.js';
-
-/** The `purpose` a sealed recipient email is bound to (src/keys/sealed-key.ts), the credential id its kid. */
-export const RECIPIENT_SEAL_PURPOSE = 'recipient-email';
-
-/**
- * Seals and opens a direct credential's recipient email under KEY_ENCRYPTION_KEY, bound to the
- * credential id (docs/security.md "What renewal keeps"): a sealed email copied onto another row
- * does not open.
- */
-export function recipientSealing(kek: Buffer) {
-  return {
-    seal: (credentialId: string, email: string): string =>
-      sealJson(kek, credentialId, RECIPIENT_SEAL_PURPOSE, email),
-    open: (credentialId: string, sealed: string): string => {
-      const email = openSealedKey(kek, credentialId, RECIPIENT_SEAL_PURPOSE, sealed);
-      if (typeof email !== 'string') throw new Error('the sealed recipient is not an email');
-      return email;
-    },
-  };
-}
-export type RecipientSealing = ReturnType<typeof recipientSealing>;
 
 /**
  * The Idempotency-Key a renewal issues under: the renewing credential's id is derived from it, so

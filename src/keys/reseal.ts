@@ -1,9 +1,9 @@
 import { parseKeyEncryptionKey } from '../config/key-encryption-key.js';
-import { type RecipientSealing, recipientSealing } from '../issuance/renewal.js';
 import { describeTarget, openStore, parseDatabaseUrl } from '../store/engines.js';
 import type { RenewalStore, SealedRecipient } from '../store/renewal-store.js';
 import type { KeyMaterialStore, SealedRow } from '../store/store.js';
 import { KeyError } from './key-ring.js';
+import { type RecipientSealing, recipientSealing } from './recipient-sealing.js';
 import { openSealedKey, sealJson } from './sealed-key.js';
 
 /** One row as `keys reseal` reports it (never its content). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { recipientSealing } from '../../src/issuance/renewal.js';
+import { recipientSealing } from '../../src/keys/recipient-sealing.js';
 import { countSealedRecipients, resealRecipients } from '../../src/keys/reseal.js';
 import { runCli } from '../helpers/cli.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
