@@ -6,6 +6,7 @@ import { randomRevocationNonce } from '../../src/issuance/issuance-core.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { NewIssuance, Store } from '../../src/store/store.js';
+import { newWebhookEventId } from '../../src/store/webhook-store.js';
 import type { Row } from './issuance.js';
 import { backendCpuMs, backendsCpuTotalMs } from './server.js';
 
@@ -20,6 +21,7 @@ const COUNT = 3000;
 const CONCURRENCY = 32;
 const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
+/** A hosted issuance as the issuance core records it, with its `credential.issued` event. */
 function issuance(): NewIssuance {
   const credentialId = randomUUID();
   const createdAt = new Date();
@@ -50,10 +52,24 @@ function issuance(): NewIssuance {
       encryptedKey: blob.slice(0, 344),
       externalId: credentialId,
     },
+    // Written only while a webhook endpoint exists (docs/operations.md "Webhooks").
+    event: {
+      id: newWebhookEventId(),
+      type: 'credential.issued',
+      data: JSON.stringify({
+        credentialId,
+        schemaId: 'membership-v1',
+        proofType: 'SD_JWT_VC',
+        channel: 'hosted',
+        holderDid: `did:example:${credentialId}`,
+        expiresAt: expiresAt.toISOString(),
+      }),
+    },
   };
 }
 
-async function issueAndUpload(store: Store): Promise<void> {
+/** Propose a slot, record the issuance, mark it uploaded: the store's share of a hosted issuance. */
+export async function issueAndUpload(store: Store): Promise<void> {
   for (;;) {
     const slot = await store.issuances.proposeStatusSlot(131072, 1);
     const outcome = await store.issuances.insertIssuance(

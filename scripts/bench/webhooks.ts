@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { newWebhookEventId } from '../../src/store/webhook-store.js';
 import { Webhooks } from '../../src/webhooks/webhooks.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import type { Row } from './issuance.js';
+import { issueAndUpload } from './store-engines.js';
 
 /** Events per measured round, and rounds (the first warms the JIT and the connections). */
 const EVENTS = 3200;
@@ -24,6 +26,46 @@ const DATA = JSON.stringify({
   status: { uri: 'https://issuer.example.com/statuslist/0', idx: 12345 },
   expiresAt: '2030-01-01T00:00:00.000Z',
 });
+
+/** Hosted issuances per WAL count. */
+const FRAMES_COUNT = 1000;
+
+/**
+ * WAL pages written per hosted issuance by the SQLite store alone (the insert with its event, the
+ * "uploaded" mark with its `credential.delivered` event), `inFlight` at a time, with or without
+ * an endpoint; checkpoints off while counting. Deterministic within a few hundredths: it counts
+ * pages, not time. Fewer in flight means smaller group commits, each writing its tail pages.
+ */
+async function walPagesPerIssuance(inFlight: number, endpoint: boolean): Promise<number> {
+  const dir = tempDir();
+  const store = openSqliteStore(join(dir, 'issuer.db'));
+  try {
+    if (endpoint)
+      await store.webhooks.addEndpoint({
+        id: 'wh_bench',
+        url: 'https://hooks.example/bench',
+        events: ['*'],
+        description: null,
+        secret: 'whsec_YmVuY2g=',
+        createdAt: new Date(),
+      });
+    for (let i = 0; i < 200; i++) await issueAndUpload(store);
+    store.db.pragma('wal_autocheckpoint = 0');
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    let left = FRAMES_COUNT;
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (left-- > 0) await issueAndUpload(store);
+      }),
+    );
+    const pageSize = store.db.pragma('page_size', { simple: true }) as number;
+    // A WAL frame is a 24-byte header and a page.
+    return statSync(join(dir, 'issuer.db-wal')).size / (pageSize + 24) / FRAMES_COUNT;
+  } finally {
+    await store.close();
+    removeDir(dir);
+  }
+}
 
 const cpuMicros = (since: NodeJS.CpuUsage) => {
   const d = process.cpuUsage(since);
@@ -57,6 +99,14 @@ export async function benchWebhookParts(): Promise<Row[]> {
     sweepMs: 3_600_000,
   });
   try {
+    const pages: Row[] = [];
+    for (const inFlight of [4, 32])
+      for (const endpoint of [false, true])
+        pages.push({
+          name: `webhook store alone, ${inFlight} in flight: WAL pages per hosted issuance, ${endpoint ? 'one endpoint' : 'no endpoint'}`,
+          value: await walPagesPerIssuance(inFlight, endpoint),
+          unit: '',
+        });
     const [port] = (await once(receiver.stdout!, 'data')) as [Buffer];
     const write = (n: number) => {
       const tx = store.db.transaction(() => {
@@ -114,6 +164,7 @@ export async function benchWebhookParts(): Promise<Row[]> {
         unit: 'µs',
       },
       { name: 'webhook parts per hosted issuance (2 events)', value: perIssuance / 1000, unit: 'ms' },
+      ...pages,
     ];
   } finally {
     await webhooks.stop();
