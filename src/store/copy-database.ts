@@ -210,6 +210,14 @@ export const COPIED_TABLES: TableSpec[] = [
       ...text('id', 'type', 'data'),
       { name: 'created_at', kind: 'epoch-ms' },
       ...int('fanned_out'),
+      {
+        // SQLite's key for a credential's events (its issuance's created_at); PostgreSQL indexes the id.
+        name: 'credential_at',
+        kind: 'time',
+        sqliteOnly: true,
+        pgRead:
+          "(SELECT i.created_at FROM issuances i WHERE i.credential_id = t.data::jsonb ->> 'credentialId')",
+      },
     ],
   },
   {

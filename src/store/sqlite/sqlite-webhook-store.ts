@@ -79,6 +79,28 @@ const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data,
   d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
 
 /**
+ * A credential's deliveries, newest event first, through webhook_events_credential (migration 018):
+ * the credential's created_at, then its id. An event of a credential with no issuance row has no
+ * credential_at and is not listed (the console asks only about credentials it has).
+ */
+export const CREDENTIAL_DELIVERIES_SQL = `SELECT ${DELIVERY_COLUMNS}
+  FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
+  WHERE e.credential_at = (SELECT created_at FROM issuances WHERE credential_id = @id)
+    AND json_extract(e.data, '$.credentialId') = @id AND e.credential_at IS NOT NULL
+  ORDER BY e.seq DESC, d.created_at DESC LIMIT @limit`;
+
+/** An endpoint's deliveries, newest event first, through webhook_deliveries_page (or _state_page). */
+export const deliveriesPageSql = (q: Pick<DeliveryQuery, 'state' | 'before'>): string =>
+  `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+   WHERE d.endpoint_id = @endpointId ${q.state ? 'AND d.state = @state' : ''}
+     ${q.before === undefined ? '' : 'AND d.event_seq < @before'}
+   ORDER BY d.event_seq DESC LIMIT @take`;
+
+/** The events not yet fanned out, oldest first, through webhook_events_pending. */
+export const WAITING_EVENTS_SQL =
+  'SELECT seq, id, type, data, created_at FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT ?';
+
+/**
  * The webhook tables. `insertEvent` is synchronous so that the issuance and status stores write
  * an event inside their own transaction on the same connection.
  */
@@ -91,7 +113,12 @@ export class SqliteWebhookStore implements WebhookStore {
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
       // Fanned out later, by the worker that leases it (leaseDueDeliveries).
-      insertEvent: db.prepare('INSERT INTO webhook_events (id, type, data, created_at) VALUES (?, ?, ?, ?)'),
+      // credential_at: the named credential's created_at, the first key of webhook_events_credential
+      // (migration 018), so that an issuance's events go to the tail of that index.
+      insertEvent: db.prepare(
+        `INSERT INTO webhook_events (id, type, data, created_at, credential_at) VALUES (?, ?, ?, ?,
+           (SELECT created_at FROM issuances WHERE credential_id = json_extract(?, '$.credentialId')))`,
+      ),
       subscriptions: db.prepare<[], { id: string; events: string }>(
         'SELECT id, events FROM webhook_endpoints',
       ),
@@ -110,9 +137,7 @@ export class SqliteWebhookStore implements WebhookStore {
       waitingEvents: db.prepare<
         [number],
         { seq: number; id: string; type: string; data: string; created_at: number }
-      >(
-        'SELECT seq, id, type, data, created_at FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT ?',
-      ),
+      >(WAITING_EVENTS_SQL),
       fanned: db.prepare('UPDATE webhook_events SET fanned_out = 1 WHERE seq = ?'),
       addLeasedDelivery: db.prepare(
         `INSERT OR IGNORE INTO webhook_deliveries (id, event_seq, endpoint_id, next_attempt_at, lease_until, created_at)
@@ -122,6 +147,7 @@ export class SqliteWebhookStore implements WebhookStore {
         `INSERT OR IGNORE INTO webhook_deliveries (id, event_seq, endpoint_id, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?)`,
       ),
+      credentialDeliveries: db.prepare<{ id: string; limit: number }, DeliveryRow>(CREDENTIAL_DELIVERIES_SQL),
       due: db.prepare<[number, number, number], DeliveryRow>(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
          WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
@@ -173,7 +199,7 @@ export class SqliteWebhookStore implements WebhookStore {
    */
   insertEvent(event: NewWebhookEvent, at: Date): void {
     if (this.subscriptions().length === 0) return;
-    this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime());
+    this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime(), event.data);
   }
 
   /**
@@ -342,19 +368,12 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async listDeliveries(q: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }> {
     // Read through webhook_deliveries_page (endpoint_id[, state], event_seq) in sort order.
-    const rows = this.db
-      .prepare<Record<string, string | number>, DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
-         WHERE d.endpoint_id = @endpointId ${q.state ? 'AND d.state = @state' : ''}
-           ${q.before === undefined ? '' : 'AND d.event_seq < @before'}
-         ORDER BY d.event_seq DESC LIMIT @take`,
-      )
-      .all({
-        endpointId: q.endpointId,
-        take: q.limit + 1,
-        ...(q.state ? { state: q.state } : {}),
-        ...(q.before === undefined ? {} : { before: q.before }),
-      });
+    const rows = this.db.prepare<Record<string, string | number>, DeliveryRow>(deliveriesPageSql(q)).all({
+      endpointId: q.endpointId,
+      take: q.limit + 1,
+      ...(q.state ? { state: q.state } : {}),
+      ...(q.before === undefined ? {} : { before: q.before }),
+    });
     const { rows: kept, next } = pageOf(
       rows,
       q.limit,
@@ -365,14 +384,6 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
-    // The expression and its IS NOT NULL name the partial index of migration 012.
-    return this.db
-      .prepare<[string, number], DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_deliveries d ON d.event_seq = e.seq
-         WHERE json_extract(e.data, '$.credentialId') = ? AND json_extract(e.data, '$.credentialId') IS NOT NULL
-         ORDER BY e.seq DESC, d.created_at DESC LIMIT ?`,
-      )
-      .all(credentialId, limit)
-      .map(toDelivery);
+    return this.stmts.credentialDeliveries.all({ id: credentialId, limit }).map(toDelivery);
   }
 }
