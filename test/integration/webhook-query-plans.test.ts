@@ -5,6 +5,7 @@ import {
   deliveriesPageSql,
   WAITING_EVENTS_SQL,
 } from '../../src/store/sqlite/sqlite-webhook-store.js';
+import type { DeliveryQuery } from '../../src/store/webhook-store.js';
 
 /**
  * The SQLite webhook reads the console and the admin API make are read through an index: a
@@ -38,7 +39,7 @@ describe('webhook query plans: SQLite', () => {
     expect(steps.join('\n')).toMatch(/SEARCH issuances USING INDEX sqlite_autoindex_issuances/);
   });
 
-  it.each([
+  it.each<[Pick<DeliveryQuery, 'state' | 'before'>, string]>([
     [{}, 'webhook_deliveries_page'],
     [{ before: 10 }, 'webhook_deliveries_page'],
     [{ state: 'failed' as const }, 'webhook_deliveries_state_page'],
