@@ -79,7 +79,6 @@ async function published(issuer: TestIssuer) {
   };
 }
 
-
 // docs/operations.md "A signing key is compromised": POST /admin/keys/compromised and
 // `keys compromised`, checked by an independent SD-JWT VC verifier reading only what the issuer
 // publishes.
@@ -287,12 +286,18 @@ describe('key-compromise playbook, SD_JWT_ISSUER=x5c', () => {
     // No standby key with a chain, no CA in KEYS_DIR: the rehearsal says so, the run changes nothing.
     const dry = await runCli(['keys', 'compromised', '--reason', 'leaked', '--dry-run', '--', kid], env, dir);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toMatch(/would stop: SD_JWT_ISSUER=x5c: the next signing key needs a valid certificate chain/);
+    expect(dry.stdout).toMatch(
+      /would stop: SD_JWT_ISSUER=x5c: the next signing key needs a valid certificate chain/,
+    );
     const refused = await runCli(['keys', 'compromised', '--reason', 'leaked', '--yes', '--', kid], env, dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/the next signing key needs a valid certificate chain/);
     // The route itself refuses too (409), before changing anything.
-    await expectError(await issuer.admin('/admin/keys/compromised', { kid, reason: 'leaked' }), 409, 'CONFLICT');
+    await expectError(
+      await issuer.admin('/admin/keys/compromised', { kid, reason: 'leaked' }),
+      409,
+      'CONFLICT',
+    );
     expect(issuer.ctx.keys.current().signing.kid).toBe(kid);
     expect((await published(issuer)).kids.jwks).toContain(kid);
     expect(await isRevoked(old[0]!.revocationNonce)).toBe(false);
@@ -313,10 +318,18 @@ describe('key-compromise playbook, SD_JWT_ISSUER=x5c', () => {
     writeFileSync(chainFile, x5cToPem(await issueDevLeaf(ca, csrKey, issuer.url)));
     expect((await runCli(['keys', 'certificate', '--', next, chainFile], env, dir)).code).toBe(0);
 
-    const plan = await runCli(['keys', 'compromised', '--reason', 'leaked', '--dry-run', '--', kid], env, dir);
+    const plan = await runCli(
+      ['keys', 'compromised', '--reason', 'leaked', '--dry-run', '--', kid],
+      env,
+      dir,
+    );
     expect(plan.stdout).toMatch(/would rotate away/);
     expect(plan.stdout).not.toMatch(/would stop:/);
-    const run = await runCli(['--json', 'keys', 'compromised', '--reason', 'leaked', '--yes', '--', kid], env, dir);
+    const run = await runCli(
+      ['--json', 'keys', 'compromised', '--reason', 'leaked', '--yes', '--', kid],
+      env,
+      dir,
+    );
     expect(run.code).toBe(0);
     const out = JSON.parse(run.stdout) as { rotatedTo: string; job: Job };
     expect(out.rotatedTo).toBe(next);

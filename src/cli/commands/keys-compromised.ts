@@ -59,7 +59,8 @@ export function addKeysCompromisedCommand(keys: Command, act: Act): void {
           }
           if (plan.rotationRefused) {
             // The server would answer 409 before changing anything; say why without asking.
-            if (run.json) io.out(json({ error: { status: 409, code: 'CONFLICT', message: plan.rotationRefused } }));
+            if (run.json)
+              io.out(json({ error: { status: 409, code: 'CONFLICT', message: plan.rotationRefused } }));
             else io.err(`cannot run: ${plan.rotationRefused}; nothing changed`);
             return 1;
           }
