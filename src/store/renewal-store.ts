@@ -18,7 +18,11 @@ export interface RenewalSource {
   claimsUserId: string | null;
 }
 
-/** `renewed`: a new credential renews it; `ineligible`: the claims provider said no; `not_renewable`: no sealed recipient. */
+/**
+ * `renewed`: a new credential renews it; `ineligible`: the claims provider said no;
+ * `not_renewable`: no sealed recipient, or one that did not open (cleared when `keys reseal`
+ * leaves it opening with the current key).
+ */
 export type RenewalOutcome = 'renewed' | 'ineligible' | 'not_renewable';
 
 export interface RenewalRecord extends RenewalSource {
