@@ -51,6 +51,11 @@ export interface ResealedRecipients {
   already: number;
   /** Opening with neither key (sealed under another one, or altered): left as they are. */
   unopenable: number;
+  /**
+   * Of the rows that open with KEY_ENCRYPTION_KEY now (resealed or already), those the sweep had
+   * recorded `not_renewable` because they did not open: cleared, so the next sweep renews them.
+   */
+  reopened: number;
 }
 
 /** Pages of sealed recipient emails walked by `keys reseal` and `admin doctor`. */
@@ -67,8 +72,10 @@ const opens = (sealing: RecipientSealing, row: SealedRecipient): string | undefi
 /**
  * Every sealed recipient email of the `renewals` table opened with `previous` and sealed again
  * under `next`, a batch (one transaction) at a time, so a reseal cut short is finished by running
- * it again: a row that already opens with `next` is left as it is. A row that opens with neither
- * is counted and left (renewal records its credential not renewable), never stopping the others.
+ * it again: a row that already opens with `next` keeps its email. Every row that opens with
+ * `next` afterwards loses a `not_renewable` outcome (recorded by a sweep it did not open for),
+ * so the next sweep renews it. A row that opens with neither is counted and left (renewal records
+ * its credential not renewable), never stopping the others.
  */
 export async function resealRecipients(
   store: Pick<RenewalStore, 'sealedRecipients' | 'replaceSealedRecipients'>,
@@ -77,7 +84,7 @@ export async function resealRecipients(
   batchSize = RECIPIENT_BATCH,
 ): Promise<ResealedRecipients> {
   const [from, to] = [recipientSealing(previous), recipientSealing(next)];
-  const out: ResealedRecipients = { resealed: 0, already: 0, unopenable: 0 };
+  const out: ResealedRecipients = { resealed: 0, already: 0, unopenable: 0, reopened: 0 };
   let after: string | null = null;
   for (;;) {
     const page = await store.sealedRecipients(after, batchSize);
@@ -86,13 +93,16 @@ export async function resealRecipients(
     for (const row of page) {
       if (opens(to, row) !== undefined) {
         out.already++;
+        replace.push({ ...row, to: row.recipientSealed });
         continue;
       }
       const email = opens(from, row);
       if (email === undefined) out.unopenable++;
       else replace.push({ ...row, to: to.seal(row.credentialId, email) });
     }
-    out.resealed += await store.replaceSealedRecipients(replace);
+    const replaced = await store.replaceSealedRecipients(replace);
+    out.resealed += replaced.resealed;
+    out.reopened += replaced.reopened;
     after = page[page.length - 1]!.credentialId;
   }
 }

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
 import { chainProblems } from './certificates.js';
-import type { ManagedKey } from './key-ring.js';
+import type { KeyRing, ManagedKey } from './key-ring.js';
 
 type RotationConfig = Pick<Config, 'sdJwtIssuer' | 'production' | 'keysDir' | 'issuerOrigin'>;
 
@@ -51,3 +51,32 @@ export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotati
 
 const refused = (why: string) =>
   new AppError('CONFLICT', `SD_JWT_ISSUER=x5c: the next signing key needs a valid certificate chain: ${why}`);
+
+/**
+ * Why a credential-signing rotation would be refused now (a rehearsal: `keys compromised
+ * --dry-run`), from `ring` freshly read; undefined when it would go ahead. It asks what the key
+ * holders ask: a standby key whose chain is valid, else the development CA.
+ */
+export async function x5cRotationRefusal(
+  x5c: X5cRotation | undefined,
+  ring: KeyRing,
+): Promise<string | undefined> {
+  if (!x5c) return undefined;
+  const standby = ring.signingKeys.filter((k) => k.standby && !k.retiredAt);
+  if (standby.length > 0) {
+    const problems: string[] = [];
+    for (const key of standby) {
+      const found = x5c.standbyProblems(key);
+      if (found.length === 0) return undefined;
+      problems.push(`standby key ${key.kid}: ${found.join('; ')}`);
+    }
+    return x5c.refused(problems.join('; ')).message;
+  }
+  try {
+    await x5c.certifierForNew();
+    return undefined;
+  } catch (err) {
+    if (err instanceof AppError) return err.message;
+    throw err;
+  }
+}

@@ -18,7 +18,11 @@ export interface RenewalSource {
   claimsUserId: string | null;
 }
 
-/** `renewed`: a new credential renews it; `ineligible`: the claims provider said no; `not_renewable`: no sealed recipient. */
+/**
+ * `renewed`: a new credential renews it; `ineligible`: the claims provider said no;
+ * `not_renewable`: no sealed recipient, or one that did not open (cleared when `keys reseal`
+ * leaves it opening with the current key).
+ */
 export type RenewalOutcome = 'renewed' | 'ineligible' | 'not_renewable';
 
 export interface RenewalRecord extends RenewalSource {
@@ -68,9 +72,18 @@ export interface RenewalStore {
   sealedRecipients(after: string | null, limit: number): Promise<SealedRecipient[]>;
   /**
    * Replaces sealed recipient emails, in one transaction, each only while its row still holds
-   * `from` (a row changed meanwhile is left as it is); answers how many changed.
+   * `recipientSealed` (a row changed meanwhile is left as it is; `to` equal to it changes none).
+   * Each row it matches that is recorded `not_renewable` loses that outcome, so the next sweep
+   * takes it again: its email opens under the current key now, and a row that keeps an email is
+   * recorded `not_renewable` only because it did not open (`ineligible` and `renewed` stay).
    */
-  replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number>;
+  replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<ReplacedRecipients>;
+}
+
+/** What `replaceSealedRecipients` changed: emails sealed anew, `not_renewable` outcomes cleared. */
+export interface ReplacedRecipients {
+  resealed: number;
+  reopened: number;
 }
 
 /** One kept sealed recipient email (`recipientSealed`: its text as stored). */

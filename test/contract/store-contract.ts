@@ -1465,6 +1465,93 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         });
       });
 
+      it('a replacement clears not_renewable (the email opens now), never ineligible or renewed', async () => {
+        const store = await open();
+        const skip = (id: string, expiresAt: Date, outcome: 'ineligible' | 'not_renewable') =>
+          store.renewals.recordOutcome(id, 'renewing-v1', expiresAt, {
+            outcome,
+            detail: outcome,
+            at: T0,
+            audit: { actor: 'renewal-sweep', reason: outcome, action: 'renewal.skipped' },
+          });
+        const unopened = await direct(store, at(5 * DAY));
+        const already = await direct(store, at(6 * DAY));
+        const changed = await direct(store, at(7 * DAY));
+        const ineligible = await direct(store, at(8 * DAY));
+        const renewedOne = await direct(store, at(9 * DAY));
+        for (const r of [unopened, already, changed])
+          expect(await skip(r.credentialId, r.expiresAt, 'not_renewable')).toBe(true);
+        expect(await skip(ineligible.credentialId, ineligible.expiresAt, 'ineligible')).toBe(true);
+        const renewing = await insert(
+          store,
+          issuance({ channel: 'direct', renewedFrom: renewedOne.credentialId }),
+        );
+        expect(
+          await store.renewals.recordOutcome(renewedOne.credentialId, 'renewing-v1', renewedOne.expiresAt, {
+            outcome: 'renewed',
+            renewedBy: renewing.credentialId,
+            detail: 'renewed',
+            at: T0,
+            audit: { actor: 'renewal-sweep', reason: 'renewal sweep', action: 'renew' },
+          }),
+        ).toBe(true);
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+
+        const sealed = (id: string) => `v1.sealed-${id}`;
+        expect(
+          await store.renewals.replaceSealedRecipients([
+            {
+              credentialId: unopened.credentialId,
+              recipientSealed: sealed(unopened.credentialId),
+              to: 'v1.new-a',
+            },
+            // Already under the new key: its email stays, its outcome is cleared all the same.
+            {
+              credentialId: already.credentialId,
+              recipientSealed: sealed(already.credentialId),
+              to: sealed(already.credentialId),
+            },
+            // Changed since it was read: neither resealed nor reopened.
+            { credentialId: changed.credentialId, recipientSealed: 'v1.not-what-is-stored', to: 'v1.new-c' },
+            {
+              credentialId: ineligible.credentialId,
+              recipientSealed: sealed(ineligible.credentialId),
+              to: 'v1.new-d',
+            },
+            {
+              credentialId: renewedOne.credentialId,
+              recipientSealed: sealed(renewedOne.credentialId),
+              to: 'v1.new-e',
+            },
+          ]),
+        ).toEqual({ resealed: 3, reopened: 2 });
+        expect(await store.renewals.get(unopened.credentialId)).toMatchObject({
+          recipientSealed: 'v1.new-a',
+          outcome: null,
+          outcomeAt: null,
+          detail: null,
+        });
+        expect(await store.renewals.get(already.credentialId)).toMatchObject({
+          recipientSealed: sealed(already.credentialId),
+          outcome: null,
+        });
+        expect(await store.renewals.get(changed.credentialId)).toMatchObject({ outcome: 'not_renewable' });
+        expect(await store.renewals.get(ineligible.credentialId)).toMatchObject({
+          recipientSealed: 'v1.new-d',
+          outcome: 'ineligible',
+        });
+        expect(await store.renewals.get(renewedOne.credentialId)).toMatchObject({
+          recipientSealed: 'v1.new-e',
+          outcome: 'renewed',
+          renewedBy: renewing.credentialId,
+        });
+        // The sweep takes the reopened ones again.
+        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([
+          unopened.credentialId,
+          already.credentialId,
+        ]);
+      });
+
       it('sealed recipients page in credential id order; a replacement applies only to the text it read', async () => {
         const store = await open();
         const rows = [];
@@ -1491,8 +1578,8 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
             // Changed since it was read: left as it is.
             { credentialId: ids[1]!, recipientSealed: 'v1.not-what-is-stored', to: 'v1.new-1' },
           ]),
-        ).toBe(1);
-        expect(await store.renewals.replaceSealedRecipients([])).toBe(0);
+        ).toEqual({ resealed: 1, reopened: 0 });
+        expect(await store.renewals.replaceSealedRecipients([])).toEqual({ resealed: 0, reopened: 0 });
         expect((await store.renewals.get(ids[0]!))?.recipientSealed).toBe('v1.new-0');
         expect((await store.renewals.get(ids[1]!))?.recipientSealed).toBe(`v1.sealed-${ids[1]}`);
       });

@@ -82,7 +82,8 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
           context: { renewal: { sweepMs: 3_600_000 } },
         });
 
-      // Under key A: three direct credentials of a schema that declares renewal.
+      // Under key A: three direct credentials of a schema that declares renewal; the last one
+      // expires inside the renewal window.
       const a = await start({ KEY_ENCRYPTION_KEY: A });
       const port = Number(new URL(a.url).port);
       await a.ctx.store.claims.upsertClaims([
@@ -90,12 +91,14 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
       ]);
       const emails = [0, 1, 2].map((n) => `reseal.${n}.${randomUUID()}@example.org`);
       const ids: string[] = [];
-      for (const email of emails) {
+      for (const [n, email] of emails.entries()) {
         const res = await a.admin('/admin/issue-vc', {
           userId: email,
           schemaId: SCHEMA,
           vct: `urn:vct:${SCHEMA}`,
-          expiration: new Date(Date.now() + 200 * DAY).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+          expiration: new Date(Date.now() + (n === 2 ? 20 : 200) * DAY)
+            .toISOString()
+            .replace(/\.\d{3}Z$/, 'Z'),
           claimsUserId: 'reseal-u',
         });
         expect(res.status).toBe(201);
@@ -123,6 +126,13 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
         recipientSealed: recipientSealing(kek(C)).seal(stray, 'stray@example.org'),
         claimsUserId: null,
       });
+      // A sweep by an instance still on A cannot open the last one's email: not_renewable.
+      expect(await a.ctx.renewal.sweep()).toMatchObject({ ran: true, renewed: 0, skipped: 1, failed: 0 });
+      expect(await a.ctx.store.renewals.get(ids[2]!)).toMatchObject({
+        outcome: 'not_renewable',
+        detail: 'its sealed recipient email does not open with this KEY_ENCRYPTION_KEY',
+      });
+      expect(await a.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0 });
       await a.close();
 
       // doctor, on the new key with the previous one given: the emails still to reseal.
@@ -170,12 +180,17 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
       expect(first.stdout).toContain(
         '2 recipient email(s) kept for renewal resealed, 1 already under KEY_ENCRYPTION_KEY, 1 opening with neither key',
       );
+      // It opens under the key in use now: no longer recorded not renewable.
+      expect(first.stdout).toContain(
+        '1 credential(s) recorded not_renewable because their email did not open',
+      );
       for (const secret of [A, B, ...emails]) expect(first.stdout).not.toContain(secret);
       const again = await reseal();
       expect(again.code).toBe(0);
       expect(again.stdout).toContain(
         '0 recipient email(s) kept for renewal resealed, 3 already under KEY_ENCRYPTION_KEY',
       );
+      expect(again.stdout).not.toContain('not_renewable');
 
       expect((await doctorRenewal())[1]).toEqual({
         item: 'renewal',
@@ -189,6 +204,11 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
       try {
         for (const [n, id] of ids.entries())
           expect(recipientSealing(kek(B)).open(id, await sealedOf(b, id))).toBe(emails[n]);
+        // The sweep renews the one it had given up on, once.
+        expect(await b.ctx.renewal.sweep()).toMatchObject({ ran: true, renewed: 1, skipped: 0, failed: 0 });
+        expect(await b.ctx.store.renewals.get(ids[2]!)).toMatchObject({ outcome: 'renewed' });
+        expect(b.emulator!.state.holderByEmail(emails[2]!)).toBeDefined();
+        expect(await b.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0 });
         const res = await b.admin('/admin/renew', { credentialId: ids[0], reason: 'after the key change' });
         expect([201, 202]).toContain(res.status);
         const renewed = (await res.json()) as { credentialId: string; renewedFrom: string };
@@ -199,15 +219,16 @@ describe.each(engines)('keys reseal and the recipient emails renewal keeps ($eng
           renewedBy: renewed.credentialId,
         });
 
-        // In pages of one: every email (the renewing credential's too) back under A, the stray left.
+        // In pages of one: every email (the renewing credentials' too) back under A, the stray left.
         expect(await resealRecipients(b.ctx.store.renewals, kek(B), kek(A), 1)).toEqual({
-          resealed: 4,
+          resealed: 5,
           already: 0,
           unopenable: 1,
+          reopened: 0,
         });
         expect(await countSealedRecipients(b.ctx.store.renewals, kek(B), kek(A), 2)).toEqual({
           current: 0,
-          previous: 4,
+          previous: 5,
           neither: 1,
         });
       } finally {

@@ -9,6 +9,8 @@ interface Plan {
   active: boolean;
   alreadyCompromised: boolean;
   credentials: number;
+  /** Dry run: why the rotation away from the key would be refused (x5c mode), else null. */
+  rotationRefused?: string | null;
   rotatedTo?: string | null;
   jobId?: string;
   statusListsRepublished?: number;
@@ -50,8 +52,17 @@ export function addKeysCompromisedCommand(keys: Command, act: Act): void {
           ];
           if (opts.dryRun) {
             if (run.json) io.out(json({ ...plan, dryRun: true }));
+            else if (plan.rotationRefused)
+              io.out(`would stop: ${plan.rotationRefused}; nothing would change`);
             else for (const s of steps) io.out(`would ${s}`);
             return 0;
+          }
+          if (plan.rotationRefused) {
+            // The server would answer 409 before changing anything; say why without asking.
+            if (run.json)
+              io.out(json({ error: { status: 409, code: 'CONFLICT', message: plan.rotationRefused } }));
+            else io.err(`cannot run: ${plan.rotationRefused}; nothing changed`);
+            return 1;
           }
           if (!run.json) for (const s of steps) io.err(`will ${s}`);
           if (!(await confirm(run, `Declare ${kid} compromised?`, opts.yes))) {

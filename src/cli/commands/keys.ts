@@ -199,10 +199,14 @@ export const keysCommand: RegisterCommand = (program, act) => {
               `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction).`,
             );
           else run.io.out(`${out.database}: the keys are files in KEYS_DIR, not sealed in the database.`);
-          const { resealed, already, unopenable } = out.recipients;
+          const { resealed, already, unopenable, reopened } = out.recipients;
           run.io.out(
             `${resealed} recipient email(s) kept for renewal resealed, ${already} already under KEY_ENCRYPTION_KEY${unopenable > 0 ? `, ${unopenable} opening with neither key (left as they are: their credentials are not renewable)` : ''}.`,
           );
+          if (reopened > 0)
+            run.io.out(
+              `${reopened} credential(s) recorded not_renewable because their email did not open are renewable again: the next renewal sweep takes them.`,
+            );
           run.io.out(
             'Restart every instance with the new KEY_ENCRYPTION_KEY; an instance still on the old one cannot open these rows and seals new ones under it, so run this again once every instance runs on the new key.',
           );

@@ -4,6 +4,7 @@ import type {
   RenewalRecord,
   RenewalSource,
   RenewalStore,
+  ReplacedRecipients,
   SealedRecipient,
 } from '../renewal-store.js';
 import { type PgPool, withTransaction } from './database.js';
@@ -99,16 +100,24 @@ export class PostgresRenewalStore implements RenewalStore {
     return rows.map((r) => ({ credentialId: r.credential_id, recipientSealed: r.recipient_sealed }));
   }
 
-  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number> {
-    if (rows.length === 0) return 0;
+  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<ReplacedRecipients> {
+    if (rows.length === 0) return { resealed: 0, reopened: 0 };
+    const ids = rows.map((r) => r.credentialId);
+    const from = rows.map((r) => r.recipientSealed);
     return withTransaction(this.pool, async (client) => {
-      const { rowCount } = await client.query(
+      const reopened = await client.query(
+        `UPDATE renewals r SET outcome = NULL, outcome_at = NULL, detail = NULL
+         FROM unnest($1::text[], $2::text[]) AS v(id, prev)
+         WHERE r.credential_id = v.id AND r.recipient_sealed = v.prev AND r.outcome = 'not_renewable'`,
+        [ids, from],
+      );
+      const resealed = await client.query(
         `UPDATE renewals r SET recipient_sealed = v.next
          FROM unnest($1::text[], $2::text[], $3::text[]) AS v(id, prev, next)
-         WHERE r.credential_id = v.id AND r.recipient_sealed = v.prev`,
-        [rows.map((r) => r.credentialId), rows.map((r) => r.recipientSealed), rows.map((r) => r.to)],
+         WHERE r.credential_id = v.id AND r.recipient_sealed = v.prev AND v.prev <> v.next`,
+        [ids, from, rows.map((r) => r.to)],
       );
-      return rowCount ?? 0;
+      return { resealed: resealed.rowCount ?? 0, reopened: reopened.rowCount ?? 0 };
     });
   }
 }

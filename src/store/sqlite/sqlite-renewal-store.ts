@@ -4,6 +4,7 @@ import type {
   RenewalRecord,
   RenewalSource,
   RenewalStore,
+  ReplacedRecipients,
   SealedRecipient,
 } from '../renewal-store.js';
 import type { SqliteDatabase } from './database.js';
@@ -62,6 +63,10 @@ export class SqliteRenewalStore implements RenewalStore {
       replaceSealed: db.prepare(
         'UPDATE renewals SET recipient_sealed = @to WHERE credential_id = @id AND recipient_sealed = @from',
       ),
+      reopen: db.prepare(
+        `UPDATE renewals SET outcome = NULL, outcome_at = NULL, detail = NULL
+         WHERE credential_id = @id AND recipient_sealed = @from AND outcome = 'not_renewable'`,
+      ),
     } as const;
   }
 
@@ -71,17 +76,16 @@ export class SqliteRenewalStore implements RenewalStore {
       .map((r) => ({ credentialId: r.credential_id, recipientSealed: r.recipient_sealed }));
   }
 
-  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<number> {
+  async replaceSealedRecipients(rows: Array<SealedRecipient & { to: string }>): Promise<ReplacedRecipients> {
     return this.db
       .transaction(() => {
-        let changed = 0;
-        for (const r of rows)
-          changed += this.stmts.replaceSealed.run({
-            id: r.credentialId,
-            from: r.recipientSealed,
-            to: r.to,
-          }).changes;
-        return changed;
+        const out: ReplacedRecipients = { resealed: 0, reopened: 0 };
+        for (const r of rows) {
+          const row = { id: r.credentialId, from: r.recipientSealed, to: r.to };
+          out.reopened += this.stmts.reopen.run(row).changes;
+          if (r.to !== r.recipientSealed) out.resealed += this.stmts.replaceSealed.run(row).changes;
+        }
+        return out;
       })
       .immediate();
   }

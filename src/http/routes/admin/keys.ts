@@ -5,7 +5,7 @@ import type { AppContext } from '../../../context.js';
 import { AppError, notFound } from '../../../errors.js';
 import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
-import { x5cRotation } from '../../../keys/rotation-certificate.js';
+import { x5cRotation, x5cRotationRefusal } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
 import { keyRotatedEvent, newWebhookEventId } from '../../../store/webhook-store.js';
@@ -191,7 +191,7 @@ export const compromisedKeyRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: CompromisedKeyBodySchema,
     responses: json200(
-      '`{ kid, active, compromised, credentials, rotatedTo, jobId, statusListsRepublished }` (dryRun: the plan only)',
+      '`{ kid, active, compromised, credentials, rotatedTo, jobId, statusListsRepublished }` (dryRun: the plan only, with `rotationRefused`: why the rotation away from an active key would be refused in x5c mode, else null)',
     ),
     errors: ['NOT_FOUND', 'CONFLICT'],
   },
@@ -215,7 +215,12 @@ export function compromisedKey(ctx: AppContext) {
     const credentials = await ctx.statusJobs.count({ kid: key.kid });
     const plan = { kid: key.kid, active, alreadyCompromised, credentials };
     if (body.dryRun) {
-      res.json({ ...plan, dryRun: true });
+      // In x5c mode the rotation away from an active key may be refused (no certified standby
+      // key): the rehearsal says so, read from the keys as they are now (a standby key may have
+      // been prepared by another process since this ring was loaded).
+      const x5c = active ? x5cRotation(ctx.config) : undefined;
+      const rotationRefused = x5c ? ((await x5cRotationRefusal(x5c, await ctx.keys.reload())) ?? null) : null;
+      res.json({ ...plan, rotationRefused, dryRun: true });
       return;
     }
     const actor = { ...auditActor(res, body.reason), reason: body.reason };
