@@ -66,6 +66,10 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
       })),
     });
     expect(imported.status).toBe(200);
+    // An endpoint (nothing listens there): the changes below write webhook events, and SQLite's
+    // key of a credential's events (its issuance's created_at) is checked against PostgreSQL's.
+    const hook = await onSqlite.admin('/admin/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['*'] });
+    expect(hook.status).toBe(201);
     for (const n of [0, 1, 2]) sdJwt.push(await issueOverHttp(onSqlite, `copy-${n}`));
     bjjNonces.push(await issueBjj(onSqlite, 901n), await issueBjj(onSqlite, 902n));
     // A direct issuance: its email hash and meta's HMAC key travel, so `history --email` still finds it.
@@ -105,6 +109,7 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
       );
     const count = (table: string) => Number(lines.find((l) => l.startsWith(`${table}:`))!.split(' ')[1]);
     expect(count('issuances')).toBe(6);
+    expect(count('webhook_events')).toBeGreaterThanOrEqual(8); // six issued, two revoked
     expect(count('renewals')).toBe(1); // the direct issuance's sealed recipient
     expect(count('claims')).toBeGreaterThanOrEqual(3);
     expect(count('iden3_tree_nodes')).toBeGreaterThan(0);
