@@ -125,8 +125,14 @@ describe.skipIf(!available)('the renewal sweep in two server processes on one Po
       );
       expect(rows).toHaveLength(COUNT + 1);
       expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
-      const audit = await client.query("SELECT target FROM audit_log WHERE action = 'renew'");
-      expect(audit.rows.map((r) => r.target).sort()).toEqual([...issued, marker].sort());
+      // The outcome and its audit row are written last, after the renewing credential's upload:
+      // history links a renewal as soon as its credential is recorded, so wait for the rows.
+      await expect
+        .poll(async () => {
+          const audit = await client.query("SELECT target FROM audit_log WHERE action = 'renew'");
+          return audit.rows.map((r) => r.target as string).sort();
+        })
+        .toEqual([...issued, marker].sort());
     } finally {
       await client.end();
     }
