@@ -662,7 +662,7 @@ export interface HourlyIssuances {
 export interface ConsoleStore {
   createSession(idHash: string, actor: string, at: Date): Promise<void>;
   /**
-   * The live session under `idHash`, its last request moved to `now`; undefined when there is none
+   * The live console sign-in under `idHash`, its last request moved to `now`; undefined when there is none
    * or it has ended (idle or too old), and then it is removed.
    */
   useSession(
