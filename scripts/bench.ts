@@ -216,6 +216,21 @@ if (hostedRuns.length > 0) {
     console.log(`  WORKERS=2 ÷ WORKERS=1 issuances/s ${(rate(2)! / rate(1)!).toFixed(2)}×`);
 }
 
+// What the p99 is made of (scripts/bench/loop-probe.mjs): how long the issuer's event loop was
+// held at once, and its GC pauses, in the measured window of each one-process run.
+const tails = rows.filter((r) => r.name.endsWith(': event-loop delay p99'));
+if (tails.length > 0) {
+  console.log('\nthe tail: event-loop stalls and GC pauses in the measured window (same run)');
+  for (const r of tails) {
+    const tag = r.name.replace(': event-loop delay p99', '');
+    const f = (what: string, digits = 2) => get(`${tag}: ${what}`)?.toFixed(digits) ?? '?';
+    console.log(
+      `  ${tag.padEnd(36)} p99 ${f('p99 latency', 1)} ms; loop delay p99 ${f('event-loop delay p99')} ms, max ${f('event-loop delay max')} ms;` +
+        ` GC ${f('GC pauses per issuance', 3)} ms per issuance (${f('GC pause share of the window', 1)}% of the window, ${f('GC pauses, count per second', 0)}/s, max ${f('GC pause max')} ms)`,
+    );
+  }
+}
+
 // What one webhook endpoint adds to the server CPU of a hosted issuance (goal ≤ 0.1 ms), beside
 // the floor of the same run.
 const webhookCpu = (state: string, round: number) =>

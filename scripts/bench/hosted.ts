@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { openKeyBackend } from '../../src/keys/open-key-backend.js';
@@ -160,6 +160,9 @@ export async function benchHostedIssueVc(
     schema.claims = { provider: 'http', url: claims.url, timeoutMs: 5000 };
     writeFileSync(schemaFile, JSON.stringify(schema));
 
+    // One process (WORKERS=1, the floor) outside the webhook windows: the probe watches its loop.
+    const loopFile =
+      workers === 1 && !options.webhookRounds && !options.keyBackend ? join(dir, 'loop.json') : undefined;
     const server = await startBenchServer(
       {
         RATE_LIMIT_HOLDER_PER_MIN: '0',
@@ -169,15 +172,19 @@ export async function benchHostedIssueVc(
         ...(options.floor ? { FLOOR_WITH: options.floor } : {}),
         ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
         ...(token?.env ?? {}),
+        ...(loopFile ? { BENCH_LOOP_FILE: loopFile } : {}),
         ...options.env,
       },
       {
         dir,
         entry: options.floor !== undefined ? 'scripts/bench/floor-server.ts' : undefined,
         // BENCH_CPU_PROF=<dir>: the issuer writes a V8 CPU profile there on exit (node --cpu-prof).
-        nodeArgs: process.env.BENCH_CPU_PROF
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-          : [],
+        nodeArgs: [
+          ...(process.env.BENCH_CPU_PROF
+            ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+            : []),
+          ...(loopFile ? ['--import', LOOP_PROBE] : []),
+        ],
       },
     );
     closers.push(() => server.close());
@@ -264,6 +271,7 @@ export async function benchHostedIssueVc(
       ? new URL(options.databaseUrl).pathname.slice(1)
       : undefined;
     const backends0 = database ? backendCpuMs(database) : undefined;
+    if (loopFile) server.child.kill('SIGUSR2');
     const cpu0 = processTreeCpuMs(server.child.pid!);
     const main0 = mainThreadCpuMs(server.child.pid!);
     const start = performance.now();
@@ -272,6 +280,7 @@ export async function benchHostedIssueVc(
     const cpu1 = processTreeCpuMs(server.child.pid!);
     const main1 = mainThreadCpuMs(server.child.pid!);
     const backends1 = database ? backendCpuMs(database) : undefined;
+    const loop = loopFile ? await loopFigures(server.child, loopFile) : undefined;
     latencies.sort((a, b) => a - b);
     // Only 201s are issuances: a run whose answers fail fast must not look cheap.
     const issued = latencies.length - failures;
@@ -319,11 +328,58 @@ export async function benchHostedIssueVc(
         },
       );
     }
+    if (loop) {
+      const per = Math.max(1, issued);
+      rows.push(
+        { name: `${tag}: event-loop delay p99`, value: loop.loopDelay.p99, unit: 'ms' },
+        { name: `${tag}: event-loop delay max`, value: loop.loopDelay.max, unit: 'ms' },
+        { name: `${tag}: GC pauses per issuance`, value: loop.gc.totalMs / per, unit: 'ms' },
+        {
+          name: `${tag}: GC pauses, count per second`,
+          value: loop.gc.count / (loop.windowMs / 1000),
+          unit: '/s',
+        },
+        { name: `${tag}: GC pause max`, value: loop.gc.maxMs, unit: 'ms' },
+        {
+          name: `${tag}: GC pause share of the window`,
+          value: (100 * loop.gc.totalMs) / loop.windowMs,
+          unit: '%',
+        },
+      );
+    }
     if (options.after) rows.push(...(await options.after(server)));
     return rows;
   } finally {
     for (const close of closers.reverse()) await close();
     removeDir(dir);
+  }
+}
+
+/** scripts/bench/loop-probe.mjs, preloaded into the issuer: its event loop's stalls and GC pauses. */
+const LOOP_PROBE = pathToFileURL(join(ROOT, 'scripts/bench/loop-probe.mjs')).href;
+
+interface LoopFigures {
+  windowMs: number;
+  loopDelay: { p50: number; p99: number; p999: number; max: number; mean: number; samples: number };
+  gc: { count: number; totalMs: number; p99Ms: number; maxMs: number };
+}
+
+/** Ends the probe's window (its second SIGUSR2) and reads what it wrote. */
+async function loopFigures(child: ChildProcess, file: string): Promise<LoopFigures | undefined> {
+  child.kill('SIGUSR2');
+  const until = performance.now() + 5000;
+  while (!existsSync(file)) {
+    if (performance.now() > until) return undefined;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Written in one call; a read that races the write finds it whole once it parses.
+  for (;;) {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as LoopFigures;
+    } catch (err) {
+      if (performance.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 }
 

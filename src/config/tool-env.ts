@@ -39,6 +39,11 @@ export const ToolEnvSchema = z.object({
     '`npm run bench`',
   ),
   BENCH_CPU_PROF: tool("A folder for the issuer's V8 CPU profile.", 'unset', '`npm run bench`'),
+  BENCH_LOOP_FILE: tool(
+    'Set by the bench for the issuer it starts, not by hand: where `scripts/bench/loop-probe.mjs` writes the issuer\'s event-loop delay and GC pauses (docs/benchmarks.md "The tail").',
+    'unset',
+    '`npm run bench`',
+  ),
   BENCH_PIN: tool(
     '`0`: do not pin the issuer to its own CPU with `taskset` (docs/benchmarks.md "A fair bench").',
     'pinned when there are two CPUs or more and `taskset` is installed',

@@ -68,8 +68,8 @@ export interface DirectIssuanceDeps {
   sealRecipient?: ((credentialId: string, email: string) => string) | undefined;
   status: StatusService;
   /**
-   * Shared by every instance on one database (PostgreSQL): the onDuplicate decision per holder and
-   * schema then holds across instances, not only within this process.
+   * Shared by every process on one database (PostgreSQL instances, SQLite workers): the onDuplicate
+   * decision per holder and schema then holds across them, not only within this process.
    */
   locks?: NamedLockStore | undefined;
   /** initialize-user retries on 5xx, timeouts and network errors (default 3 attempts from 200 ms). */

@@ -33,7 +33,7 @@ export interface RenewalDeps {
   status: StatusService;
   /** Undefined: no key to open sealed recipients with (nothing is renewable). */
   sealing: RecipientSealing | undefined;
-  /** Shared by every instance on one database: one sweeps at a time. Absent: this process only. */
+  /** Shared by every process on one database: one sweeps at a time. Absent: this process only. */
   locks?: NamedLockStore | undefined;
   /** RENEWAL_SWEEP_INTERVAL_MS. */
   sweepMs: number;

@@ -261,11 +261,11 @@ export const POSTGRES_ONLY_TABLES: Record<string, string> = {
   iden3_key:
     "imported from KEYS_DIR/iden3-bjj.json by the first PostgreSQL start (sealed under KEY_ENCRYPTION_KEY); that start refuses a key that is not the copied identity's",
   key_ring_version: "the migration's seed row",
-  named_locks: 'short leases, nothing to carry over',
 };
 /** Tables on both engines that a copy leaves out, and why. */
 export const NOT_COPIED_TABLES: Record<string, string> = {
   console_sessions: 'console sign-ins: an operator signs in again on the new database',
+  named_locks: 'short leases, nothing to carry over',
 };
 /** Tables the target must not hold rows in (key_ring_version always holds its seed row). */
 const MUST_BE_EMPTY = [

@@ -555,8 +555,8 @@ export interface KeyMaterialStore {
 }
 
 /**
- * Leased locks across instances (PostgreSQL). No connection is held while locked; a holder that
- * dies loses the lock when its lease ends.
+ * Leased locks across the processes on one database (PostgreSQL instances, SQLite workers). No
+ * connection is held while locked; a holder that dies loses the lock when its lease ends.
  */
 export interface NamedLockStore {
   /** Takes `name` for `owner` unless another owner holds an unexpired lease; returns whether taken. */
@@ -695,8 +695,8 @@ export interface Store {
    * files in KEYS_DIR (one machine).
    */
   keys?: KeyMaterialStore | undefined;
-  /** Locks across instances. Absent: one machine, where the process's own locks suffice. */
-  locks?: NamedLockStore | undefined;
+  /** Leased locks shared by every process on the database (instances, or WORKERS=N on one file). */
+  locks: NamedLockStore;
   webhooks: WebhookStore;
   oid4vci: Oid4vciStore;
   /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */

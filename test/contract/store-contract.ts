@@ -79,6 +79,24 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
       return insert(store, issuance({ statusSlot: slot, ...extra }));
     }
 
+    it('a named lock has one owner until released or its lease ends', async () => {
+      const store = await open();
+      const wins = await Promise.all(
+        ['a', 'b', 'c', 'd'].map((owner) => store.locks.tryAcquire('direct:x', owner, 60_000)),
+      );
+      expect(wins.filter(Boolean)).toHaveLength(1);
+      const owner = ['a', 'b', 'c', 'd'][wins.indexOf(true)]!;
+      await store.locks.release('direct:x', 'not-the-owner');
+      expect(await store.locks.tryAcquire('direct:x', 'e', 60_000)).toBe(false);
+      // Another name is another lock.
+      expect(await store.locks.tryAcquire('renewal-sweep', 'e', 60_000)).toBe(true);
+      await store.locks.release('direct:x', owner);
+      // A lease that has ended is taken over (a holder that died).
+      expect(await store.locks.tryAcquire('direct:x', 'f', -1)).toBe(true);
+      expect(await store.locks.tryAcquire('direct:x', 'g', 60_000)).toBe(true);
+      expect(await store.locks.tryAcquire('direct:x', 'h', 60_000)).toBe(false);
+    });
+
     describe('issuances', () => {
       it('records an issuance and reads it back field for field, by id and by nonce', async () => {
         const store = await open();

@@ -27,26 +27,6 @@ describe.skipIf(!available)('PostgreSQL store', () => {
   });
 
   describe('PostgreSQL only', () => {
-    it('a named lock has one owner until released or its lease ends', async () => {
-      const store = await openPostgresStore(db.url, { poolMax: 4 });
-      try {
-        const wins = await Promise.all(
-          ['a', 'b', 'c', 'd'].map((owner) => store.locks.tryAcquire('direct:x', owner, 60_000)),
-        );
-        expect(wins.filter(Boolean)).toHaveLength(1);
-        const owner = ['a', 'b', 'c', 'd'][wins.indexOf(true)]!;
-        await store.locks.release('direct:x', 'not-the-owner');
-        expect(await store.locks.tryAcquire('direct:x', 'e', 60_000)).toBe(false);
-        await store.locks.release('direct:x', owner);
-        // A lease that has ended is taken over (a holder that died).
-        expect(await store.locks.tryAcquire('direct:x', 'f', -1)).toBe(true);
-        expect(await store.locks.tryAcquire('direct:x', 'g', 60_000)).toBe(true);
-        expect(await store.locks.tryAcquire('direct:x', 'h', 60_000)).toBe(false);
-      } finally {
-        await store.close();
-      }
-    });
-
     it('keys: imported once, rotated in one transaction, every change bumps the version', async () => {
       const store = await openPostgresStore(db.url, { poolMax: 4 });
       try {

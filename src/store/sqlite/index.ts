@@ -8,6 +8,7 @@ import { SqliteHistoryStore } from './sqlite-history-store.js';
 import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
+import { SqliteLockStore } from './sqlite-lock-store.js';
 import { SqliteOid4vciStore } from './sqlite-oid4vci-store.js';
 import { SqliteRenewalStore } from './sqlite-renewal-store.js';
 import { SqliteStatusJobStore } from './sqlite-status-job-store.js';
@@ -51,6 +52,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
     renewals: new SqliteRenewalStore(db, audit, webhooks),
     console: new SqliteConsoleStore(db),
+    locks: new SqliteLockStore(db),
     async ping() {
       db.prepare('SELECT 1').get();
     },

@@ -134,7 +134,7 @@ describe('SQLite issuances query plans', () => {
   it.each([
     // The hosted duplicate check, status slot probes, outbox, metrics, status lists, key expiry, history.
     [
-      "SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = ? AND subject_hash = ? AND channel = 'hosted' AND status = 0 AND expires_at > ? ORDER BY created_at DESC LIMIT 1",
+      "SELECT * FROM issuances WHERE holder_did = ? AND schema_id = ? AND +proof_type = ? AND subject_hash = ? AND channel = 'hosted' AND status = 0 AND expires_at > ? ORDER BY created_at DESC LIMIT 1",
       'issuances_holder_created',
     ],
     [
