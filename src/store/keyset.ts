@@ -52,7 +52,7 @@ export function statusFilterSql(
     valid: { rest: `status = 0 AND expires_at > ${now}`, reads: ['status', 'expires_at'] },
     revoked: { indexed: 'status = 1', reads: ['status'] },
     // A suspended credential past its expiry is expired: the suspended index holds expires_at
-    // (migrations 019 on SQLite, 021 on PostgreSQL), so the walk checks it without the table row.
+    // (migrations 020 on SQLite, 022 on PostgreSQL), so the walk checks it without the table row.
     suspended: { indexed: 'status = 2', rest: `expires_at > ${now}`, reads: ['status', 'expires_at'] },
     expired: { rest: `status <> 1 AND expires_at <= ${now}`, reads: ['status', 'expires_at'] },
     upload_pending: { rest: "upload_state = 'pending'", reads: ['upload_state'] },

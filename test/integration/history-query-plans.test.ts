@@ -107,7 +107,7 @@ describe('history and audit query plans: SQLite', () => {
       const steps = plan(s.sql, s.params);
       // A table read is through an index, or by rowid for a row a page keeps (`i`); the order is
       // the index's, never a sort of every match: at most the rows of one created_at are sorted by
-      // rowid, where the index holds expires_at after created_at (migration 019).
+      // rowid, where the index holds expires_at after created_at (SQLite migration 020).
       for (const step of steps.filter((d) => /\bissuances\b/.test(d))) expect(step).toMatch(/USING .*INDEX/);
       for (const step of steps.filter((d) => /^SEARCH i\b/.test(d)))
         expect(step).toMatch(/USING INTEGER PRIMARY KEY \(rowid=\?\)/);

@@ -40,7 +40,7 @@ const PROOF_SQL = PROOF_FILTER_SQL;
 type SqliteTerm = FilterTerm & { index?: string };
 
 /**
- * issuances_suspended_expires (migration 019) holds expires_at after created_at, so the planner
+ * issuances_suspended_expires (migration 020) holds expires_at after created_at, so the planner
  * would rather walk issuances_created, whose order needs no sort of created_at ties: named, it
  * yields the suspended rows in created_at order, sorting only the rows of one instant by rowid.
  */

@@ -1,4 +1,4 @@
--- As sqlite/migrations/019-suspended-expiry.sql: history's `status=suspended` is suspended and not
+-- As sqlite/migrations/020-suspended-expiry.sql: history's `status=suspended` is suspended and not
 -- yet expired, and most suspended rows of a table of years have expired. The suspended index
 -- carries expires_at (INCLUDE: the key order stays (created_at, seq)), so the walk checks the
 -- expiry on the index entry (an index-only scan where the visibility map allows) and fetches a
