@@ -82,7 +82,7 @@ export const COPIED_TABLES: TableSpec[] = [
     key: ['credential_id'],
     columns: text('credential_id', 'body'),
     pgDefaults: { due_at: "set after the batch: the outbox's due time, from its pending issuance" },
-    // PostgreSQL reads due uploads through the envelopes' due time (its migration 022).
+    // PostgreSQL reads due uploads through the envelopes' due time (its migration 023).
     afterInsert: async (client, rows) => {
       await client.query(
         `UPDATE issuance_envelopes e SET due_at = i.next_attempt_at FROM issuances i

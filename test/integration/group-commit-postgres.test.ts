@@ -278,7 +278,7 @@ describe.skipIf(!available)('PostgreSQL slot proposals stay index probes', () =>
   );
 });
 
-// Migration 022: the dedupe index in lookup order wins also while the table is new and has no
+// Migration 023: the dedupe index in lookup order wins also while the table is new and has no
 // statistics, when the schema's history index looked as cheap: a plan cached then read every
 // issuance of the schema on each lookup until autovacuum's first ANALYZE.
 describe.skipIf(!available)('PostgreSQL live-duplicate lookups on a new table', () => {

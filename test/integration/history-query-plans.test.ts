@@ -157,7 +157,7 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
         CASE WHEN i % 7 = 0 THEN 'hash-' || (i % 50) END,
         CASE WHEN i <= 19990 AND i % 83 = 0 THEN 'refused' END
       FROM generate_series(1, 20000) AS i`);
-    // The outbox's rows (migration 022): a pending upload's envelope with its due time, a failed one's without.
+    // The outbox's rows (migration 023): a pending upload's envelope with its due time, a failed one's without.
     await store.pool.query(`
       INSERT INTO issuance_envelopes (credential_id, body, due_at)
       SELECT credential_id, '{}', CASE WHEN upload_state = 'pending' THEN created_at END FROM issuances WHERE upload_state IN ('pending', 'failed')`);

@@ -42,7 +42,7 @@ function pending(nonce: number, due: Date): NewIssuance {
   };
 }
 
-// docs/architecture.md "The outbox on PostgreSQL" (migration 022).
+// docs/architecture.md "The outbox on PostgreSQL" (migration 023).
 describe.skipIf(!available)('the outbox on PostgreSQL', () => {
   let db: TempDatabase;
   let store: PostgresStore;

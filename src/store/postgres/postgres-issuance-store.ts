@@ -93,7 +93,7 @@ const RECORD_ISSUANCES_SQL = `SELECT o, outcome, existing, error_code, error_mes
   FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[])`;
 
 /**
- * The pending uploads as `i`: the outbox's rows in issuance_envelopes (migration 022), whose
+ * The pending uploads as `i`: the outbox's rows in issuance_envelopes (migration 023), whose
  * issuances are found by primary key, never by a scan of issuances.
  */
 const PENDING = `issuance_envelopes e JOIN issuances i ON i.credential_id = e.credential_id
@@ -112,7 +112,7 @@ export const OUTBOX_SQL = {
   nextDue: `SELECT MIN(GREATEST(i.next_attempt_at, i.lease_until)) AS t FROM ${PENDING}`,
   countPending: `SELECT count(*)::int AS n FROM ${PENDING}`,
   oldestPending: `SELECT min(i.created_at) AS t FROM ${PENDING}`,
-  // Through issuances_upload_error_created: a failed upload always has an error (migration 022).
+  // Through issuances_upload_error_created: a failed upload always has an error (migration 023).
   countFailed:
     "SELECT count(*)::int AS n FROM issuances WHERE last_error IS NOT NULL AND upload_state = 'failed'",
 };
@@ -450,7 +450,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
 
   async leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]> {
     // SKIP LOCKED: instances polling at once each take different rows instead of queueing. Due
-    // uploads are found through issuance_envelopes_due (migration 022), their issuances by key.
+    // uploads are found through issuance_envelopes_due (migration 023), their issuances by key.
     const { rows } = await this.pool.query<IssuanceRow>({
       name: 'pg-lease-due',
       text: OUTBOX_SQL.leaseDue,
@@ -494,7 +494,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
     const { rows } = await this.pool.query<{ attempts: number; state: string }>({
       name: 'pg-mark-upload-failed',
       // The give-up and its `credential.delivery_failed` event in one statement, and the
-      // outbox's due time with it (migration 022: none once failed).
+      // outbox's due time with it (migration 023: none once failed).
       text: `WITH f AS (UPDATE issuances SET last_error = $1, lease_until = NULL, upload_attempts = upload_attempts + 1,
           upload_state = CASE WHEN upload_attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END,
           next_attempt_at = CASE WHEN upload_attempts + 1 >= $4 THEN NULL ELSE $2::timestamptz END
@@ -516,7 +516,7 @@ export class PostgresIssuanceStore implements IssuanceStore {
 
   async retryFailedUploads(credentialIds: string[] | 'all', now: Date): Promise<string[]> {
     // Failed uploads are read through issuances_upload_error_created (a failed upload has an error,
-    // migration 022); each is due again in the outbox, its envelope's row kept since it failed.
+    // migration 023); each is due again in the outbox, its envelope's row kept since it failed.
     const { rows } = await this.pool.query<{ id: string }>(
       `WITH r AS (UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = $1, lease_until = NULL
          WHERE last_error IS NOT NULL AND upload_state = 'failed'
