@@ -27,7 +27,10 @@ const STATUS_SQL: ReturnType<typeof statusFilterSql> = {
   ...statusFilterSql('$1'),
   // Failed uploads through issuances_upload_error_created (migration 023): a failed upload always
   // has an error, and the index names no column an "uploaded" mark changes.
-  upload_failed: { indexed: "last_error IS NOT NULL AND upload_state = 'failed'" },
+  upload_failed: {
+    indexed: "last_error IS NOT NULL AND upload_state = 'failed'",
+    reads: ['last_error', 'upload_state'],
+  },
 };
 const PROOF_SQL = PROOF_FILTER_SQL;
 const KEPT_COLUMNS = SUMMARY_COLUMNS.split(',')
