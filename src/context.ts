@@ -267,6 +267,7 @@ export async function createContext(
     maxAttempts: config.webhookMaxAttempts,
     baseBackoffMs: config.webhookRetryBaseMs,
     leaseMs: config.webhookLeaseMs,
+    retentionMs: config.webhookRetentionDays * 86_400_000,
     sweepMs: config.outboxSweepMs,
     ...overrides.webhooks,
     log,

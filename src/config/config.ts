@@ -77,6 +77,8 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** WEBHOOK_LEASE_MS: how long an instance owns a webhook delivery it is attempting. */
   webhookLeaseMs: number;
+  /** WEBHOOK_RETENTION_DAYS: days delivered webhook deliveries are kept (0: forever). */
+  webhookRetentionDays: number;
   /** WEBHOOK_ALLOW_PRIVATE=1: production webhooks may reach private addresses. */
   webhookAllowPrivate: boolean;
   /** UPLOAD_LEASE_MS: how long an instance owns an upload it has taken. */
@@ -332,6 +334,7 @@ export function loadConfig(
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
+      webhookRetentionDays: env.WEBHOOK_RETENTION_DAYS ?? 30,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
       oid4vci: {

@@ -317,6 +317,11 @@ export const EnvSchema = z.object({
       'How long an instance owns a webhook delivery it is attempting; a delivery left by an instance that died is taken over by another once this has passed. Keep it longer than an attempt (10 s at most), or a slow receiver may get the same webhook-id twice.',
     default: '`60000`',
   }),
+  WEBHOOK_RETENTION_DAYS: int('WEBHOOK_RETENTION_DAYS', 0, 3650).optional().meta({
+    description:
+      'Days a delivered webhook delivery is kept (listed by `GET /admin/webhooks/:id/deliveries`) before an instance deletes it, with its event once no delivery of it is left; failed and pending deliveries are kept whatever their age. `0` keeps every delivery.',
+    default: '`30`',
+  }),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1'], 'WEBHOOK_ALLOW_PRIVATE must be 1 (or unset)').optional().meta({
     description:
       '`1` lets production webhooks reach loopback, private and link-local addresses (a receiver inside the same network); a warning is printed at every start.',

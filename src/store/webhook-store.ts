@@ -148,6 +148,43 @@ export interface WebhookStore {
    * last page.
    */
   listDeliveries(query: DeliveryQuery): Promise<{ records: WebhookDeliveryRecord[]; next: number | null }>;
+  /**
+   * One bounded step of the retention purge (docs/operations.md "Webhooks"): takes up to `limit`
+   * events after sequence `after`, oldest first, up to the first one written at or after `before`;
+   * deletes their deliveries delivered before `before`, then those of the events that were fanned
+   * out and have no delivery left. Pending and failed deliveries, and their events, stay; so does
+   * the newest event (SQLite numbers a new event from it, docs/benchmarks.md "Webhooks"). `next`
+   * is where the following step starts, or null when no older event is left.
+   */
+  pruneDelivered(before: Date, after: number, limit: number): Promise<PruneStep>;
+  /**
+   * Calls `wake` soon after another transaction (of this instance or another) commits a new event,
+   * where the engine can tell (PostgreSQL: LISTEN); answers how to stop. A lost notification only
+   * delays an event until the next sweep. `onLost` hears why the watch broke before it reconnects.
+   */
+  watchEvents?(wake: () => void, onLost: (err: Error) => void): () => Promise<void>;
+}
+
+/** What one step of the retention purge deleted, and where the next one starts (null: done). */
+export interface PruneStep {
+  deliveries: number;
+  events: number;
+  next: number | null;
+}
+
+/**
+ * Among `rows` (events after the previous step, oldest first, at most `limit`): the sequence range
+ * of the leading ones written before `before`, and whether the purge goes on after it.
+ */
+export function pruneRange(
+  rows: ReadonlyArray<{ seq: number; at: number }>,
+  before: number,
+  limit: number,
+): { first: number; last: number; more: boolean } | undefined {
+  let n = 0;
+  while (n < rows.length && rows[n]!.at < before) n++;
+  if (n === 0) return undefined;
+  return { first: rows[0]!.seq, last: rows[n - 1]!.seq, more: n === rows.length && rows.length === limit };
 }
 
 /** The `purpose` a sealed webhook secret is bound to (src/keys/sealed-key.ts), with the endpoint id as its kid. */

@@ -31,8 +31,19 @@ export interface WebhookOptions {
   sweepMs: number;
   leaseMs?: number;
   batchSize?: number;
+  /**
+   * WEBHOOK_RETENTION_DAYS in ms: delivered deliveries, and events with no delivery left, older
+   * than this are deleted; 0 keeps them. Default 30 days.
+   */
+  retentionMs?: number;
+  /** How often the purge runs (default hourly), and the events per purge step (default 200). */
+  pruneEveryMs?: number;
+  pruneBatch?: number;
   log?: Logger;
 }
+
+/** WEBHOOK_RETENTION_DAYS' default. */
+export const DEFAULT_RETENTION_DAYS = 30;
 
 export interface WebhookEvents {
   delivered: [delivery: WebhookDeliveryRecord, status: number];
@@ -94,6 +105,11 @@ const view = (e: WebhookEndpointRecord): WebhookEndpointView => ({
 export class Webhooks extends EventEmitter<WebhookEvents> {
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
+  /** A new event was announced during a sweep, possibly after its last look: sweep once more. */
+  private again = false;
+  private unwatch: (() => Promise<void>) | undefined;
+  private pruner: NodeJS.Timeout | undefined;
+  private pruning: Promise<{ deliveries: number; events: number }> | undefined;
   private running = false;
   private readonly maxBackoffMs: number;
   private readonly baseBackoffMs: number;
@@ -182,7 +198,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   /** Queues a `failed` delivery again, with the same webhook-id; false when it is not `failed`. */
   async retry(deliveryId: string): Promise<boolean> {
     const resumed = await this.store.retryDelivery(deliveryId, new Date());
-    if (resumed) void this.sweep();
+    if (resumed) this.wake();
     return resumed;
   }
 
@@ -193,7 +209,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   async retryFailed(endpointId: string): Promise<number | undefined> {
     if (!(await this.store.getEndpoint(endpointId))) return undefined;
     const resumed = await this.store.retryFailedDeliveries(endpointId, new Date());
-    if (resumed > 0) void this.sweep();
+    if (resumed > 0) this.wake();
     return resumed;
   }
 
@@ -201,11 +217,32 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return this.store.countFailedDeliveries();
   }
 
-  /** Starts the worker; resolves after its first sweep (deliveries left by a previous run go out). */
+  /**
+   * Starts the worker: sweeps every `sweepMs`, and at once when the store announces a new event
+   * (PostgreSQL: from any instance); purges old deliveries hourly. Resolves after its first sweep
+   * (deliveries left by a previous run go out).
+   */
   async start(): Promise<void> {
     this.running = true;
     this.sweeper ??= setInterval(() => void this.sweep(), this.options.sweepMs);
     this.sweeper.unref();
+    this.unwatch ??= this.store.watchEvents?.(
+      () => this.wake(),
+      (err) =>
+        this.options.log?.warn(
+          { event: 'webhook_listen_lost', err },
+          'webhook event notifications lost; listening again (the sweep delivers meanwhile)',
+        ),
+    );
+    if ((this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000) > 0 && !this.pruner) {
+      this.pruner = setInterval(
+        () => void this.prune().catch(() => undefined),
+        this.options.pruneEveryMs ?? 3_600_000,
+      );
+      this.pruner.unref();
+      // Once at start too: an instance restarted more often than hourly still purges.
+      void this.prune().catch(() => undefined);
+    }
     await this.sweep();
   }
 
@@ -213,13 +250,67 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.running = false;
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    if (this.pruner) clearInterval(this.pruner);
+    this.pruner = undefined;
+    await this.unwatch?.();
+    this.unwatch = undefined;
+    await this.pruning?.catch(() => undefined);
     await this.sweeping;
     await this.sender.close();
+  }
+
+  /** A new event or a queued retry: sweep now, or once more after the sweep under way. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.sweeping) this.again = true;
+    else void this.sweep();
+  }
+
+  /**
+   * Deletes delivered deliveries older than the retention, and the events left with no delivery
+   * (docs/operations.md "Webhooks"), a bounded step (one short transaction) at a time, yielding
+   * between steps so that other writes go in between. Failed and pending deliveries stay. One purge
+   * at a time per process; any instance may run it. `now`: the clock the age is measured against.
+   */
+  prune(now = new Date()): Promise<{ deliveries: number; events: number }> {
+    if (this.pruning) return this.pruning;
+    const total = { deliveries: 0, events: 0 };
+    const retentionMs = this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
+    if (retentionMs <= 0) return Promise.resolve(total);
+    const before = new Date(now.getTime() - retentionMs);
+    this.pruning = (async () => {
+      try {
+        let after: number | null = 0;
+        while (after !== null) {
+          const step = await this.store.pruneDelivered(before, after, this.options.pruneBatch ?? 200);
+          total.deliveries += step.deliveries;
+          total.events += step.events;
+          after = step.next;
+          if (after !== null) await new Promise<void>((ok) => setImmediate(ok));
+        }
+      } catch (err) {
+        this.options.log?.error(
+          { event: 'webhook_prune_error', err },
+          'webhook retention purge failed; retried at the next run',
+        );
+        throw err;
+      } finally {
+        this.pruning = undefined;
+        if (total.deliveries + total.events > 0)
+          this.options.log?.info(
+            { event: 'webhook_pruned', ...total, before: before.toISOString() },
+            'old webhook deliveries deleted',
+          );
+      }
+      return total;
+    })();
+    return this.pruning;
   }
 
   /** Fans out new events and attempts every due delivery, a leased batch at a time; one sweep at a time per process. */
   sweep(): Promise<void> {
     if (this.sweeping) return this.sweeping;
+    this.again = false;
     this.sweeping = (async () => {
       try {
         for (;;) {
@@ -234,6 +325,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
         this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
       } finally {
         this.sweeping = undefined;
+        if (this.again) this.wake();
       }
     })();
     return this.sweeping;

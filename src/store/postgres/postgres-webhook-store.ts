@@ -1,9 +1,12 @@
+import pg from 'pg';
 import { pageOf } from '../keyset.js';
 import {
   type DeliveryQuery,
   type NewWebhookEndpoint,
   type NewWebhookEvent,
   newWebhookDeliveryId,
+  type PruneStep,
+  pruneRange,
   subscribes,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -82,6 +85,11 @@ export function insertEventSql(id: string, type: string, data: string, at: strin
 
 /** Events fanned out per transaction. */
 const FAN_OUT_BATCH = 100;
+
+/** The channel migration 021's trigger notifies when a transaction that wrote events commits. */
+export const WEBHOOK_EVENTS_CHANNEL = 'issuer_kit_webhook_events';
+/** The wait before listening again after the listening connection broke. */
+const RELISTEN_MS = 1000;
 
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
@@ -251,6 +259,88 @@ export class PostgresWebhookStore implements WebhookStore {
       () => null,
     );
     return { records: kept.map(toDelivery), next };
+  }
+
+  async pruneDelivered(before: Date, after: number, limit: number): Promise<PruneStep> {
+    return withTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ seq: string; at: Date }>(
+        'SELECT seq, created_at AS at FROM webhook_events WHERE seq > $1 ORDER BY seq LIMIT $2',
+        [after, limit],
+      );
+      const range = pruneRange(
+        rows.map((r) => ({ seq: Number(r.seq), at: r.at.getTime() })),
+        before.getTime(),
+        limit,
+      );
+      if (!range) return { deliveries: 0, events: 0, next: null };
+      // Through the (event_seq, endpoint_id) unique index.
+      const deliveries = await client.query(
+        `DELETE FROM webhook_deliveries WHERE event_seq BETWEEN $1 AND $2 AND state = 'delivered'
+           AND delivered_at < $3`,
+        [range.first, range.last, before],
+      );
+      // The newest event stays, as on SQLite (one rule for both engines).
+      const events = await client.query(
+        `DELETE FROM webhook_events e WHERE e.seq BETWEEN $1 AND $2 AND e.fanned_out = 1
+           AND e.seq < (SELECT max(seq) FROM webhook_events)
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)`,
+        [range.first, range.last],
+      );
+      return {
+        deliveries: deliveries.rowCount ?? 0,
+        events: events.rowCount ?? 0,
+        next: range.more ? range.last : null,
+      };
+    });
+  }
+
+  /**
+   * LISTENs on its own connection (not one of the pool's: it stays open) and calls `wake` on each
+   * notification, and once each time it starts listening (events may have committed while nothing
+   * listened). A broken connection is replaced after `RELISTEN_MS`; the sweep covers the gap.
+   */
+  watchEvents(wake: () => void, onLost: (err: Error) => void): () => Promise<void> {
+    let closed = false;
+    let current: pg.Client | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    const lost = (client: pg.Client, err: Error) => {
+      if (current !== client) return;
+      current = undefined;
+      client.end().catch(() => undefined);
+      if (closed) return;
+      onLost(err);
+      retry = setTimeout(listen, RELISTEN_MS);
+    };
+    const listen = () => {
+      if (closed) return;
+      const { connectionString, connectionTimeoutMillis, keepAlive, keepAliveInitialDelayMillis } =
+        this.pool.options;
+      const client = new pg.Client({
+        connectionString,
+        connectionTimeoutMillis,
+        keepAlive,
+        keepAliveInitialDelayMillis,
+      });
+      current = client;
+      client.on('notification', () => wake());
+      client.on('error', (err) => lost(client, err));
+      client.on('end', () => lost(client, new Error('the listening connection closed')));
+      client
+        .connect()
+        .then(() => client.query(`LISTEN ${WEBHOOK_EVENTS_CHANNEL}`))
+        .then(() => {
+          if (current === client) wake();
+        })
+        .catch((err: Error) => lost(client, err));
+    };
+    listen();
+    return async () => {
+      closed = true;
+      clearTimeout(retry);
+      const client = current;
+      current = undefined;
+      await client?.end().catch(() => undefined);
+    };
   }
 
   async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {

@@ -5,6 +5,8 @@ import {
   type NewWebhookEndpoint,
   type NewWebhookEvent,
   newWebhookDeliveryId,
+  type PruneStep,
+  pruneRange,
   subscribes,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -106,6 +108,7 @@ export const WAITING_EVENTS_SQL =
  */
 export class SqliteWebhookStore implements WebhookStore {
   private readonly stmts;
+  private readonly prune: Database.Transaction<(before: Date, after: number, limit: number) => PruneStep>;
   private readonly markAll: Database.Transaction<
     (marks: ReadonlyArray<{ id: string; status: number }>, when: string) => void
   >;
@@ -184,7 +187,32 @@ export class SqliteWebhookStore implements WebhookStore {
            next_attempt_at = CASE WHEN attempts + 1 >= @giveUpAfter THEN NULL ELSE @next END
          WHERE id = @id AND state = 'pending' RETURNING attempts, state`,
       ),
+      pruneWindow: db.prepare<[number, number], { seq: number; at: number }>(
+        'SELECT seq, created_at AS at FROM webhook_events WHERE seq > ? ORDER BY seq LIMIT ?',
+      ),
+      // Through the (event_seq, endpoint_id) unique index.
+      pruneDeliveries: db.prepare(
+        `DELETE FROM webhook_deliveries WHERE event_seq BETWEEN ? AND ? AND state = 'delivered'
+           AND delivered_at < ?`,
+      ),
+      // Never the newest event: a new event's seq is the largest rowid plus one (migration 018).
+      pruneEvents: db.prepare(
+        `DELETE FROM webhook_events WHERE seq BETWEEN ? AND ? AND fanned_out = 1
+           AND seq < (SELECT max(seq) FROM webhook_events)
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = webhook_events.seq)`,
+      ),
     };
+    this.prune = db.transaction((before: Date, after: number, limit: number): PruneStep => {
+      const range = pruneRange(this.stmts.pruneWindow.all(after, limit), before.getTime(), limit);
+      if (!range) return { deliveries: 0, events: 0, next: null };
+      const deliveries = this.stmts.pruneDeliveries.run(
+        range.first,
+        range.last,
+        before.toISOString(),
+      ).changes;
+      const events = this.stmts.pruneEvents.run(range.first, range.last).changes;
+      return { deliveries, events, next: range.more ? range.last : null };
+    });
     this.markAll = db.transaction((marks: ReadonlyArray<{ id: string; status: number }>, when: string) => {
       for (const m of marks) this.stmts.delivered.run(m.status, when, m.id);
     });
@@ -381,6 +409,10 @@ export class SqliteWebhookStore implements WebhookStore {
       () => null,
     );
     return { records: kept.map(toDelivery), next };
+  }
+
+  async pruneDelivered(before: Date, after: number, limit: number): Promise<PruneStep> {
+    return this.prune.immediate(before, after, limit);
   }
 
   async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
