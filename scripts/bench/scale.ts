@@ -264,18 +264,22 @@ async function history(t: Target, size: number, label: string): Promise<Row[]> {
     }
     // Every page by cursor: the slowest page is the one that holds the thread longest.
     const pages: number[] = [];
+    let matches = 0;
     let after: HistoryQuery['after'];
     do {
       const t0 = performance.now();
       const page = await t.store.history.list({ ...base, ...filter, after });
       pages.push(performance.now() - t0);
+      matches += page.records.length;
       after = page.next ?? undefined;
     } while (after);
     rows.push(
       { name: `${label}: history ${name}, first page`, value: median(first), unit: 'ms' },
       { name: `${label}: history ${name}, last page by cursor`, value: pages[pages.length - 1]!, unit: 'ms' },
       {
-        name: `${label}: history ${name}, median of ${pages.length} pages`,
+        // The rows matched say how full the pages are: a filter whose whole answer is a few rows
+        // at one size and full pages at another compares pages of different sizes.
+        name: `${label}: history ${name}, median of ${pages.length} pages (${matches} rows)`,
         value: median(pages),
         unit: 'ms',
       },

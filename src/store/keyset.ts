@@ -29,10 +29,15 @@ export interface PgStatement {
   values: unknown[];
 }
 
-/** One filter condition (`sql`: text, or how to write it); `drives` when an index answers it in sort order. */
+/**
+ * One filter condition (`sql`: text, or how to write it); `drives` when an index answers it in sort
+ * order; `reads`, the columns it reads (a history read checks a term row by row on these alone,
+ * see `splitFilters`).
+ */
 export interface FilterTerm<S = string> {
   sql: S;
   drives: boolean;
+  reads?: readonly string[];
 }
 
 /**
@@ -42,32 +47,41 @@ export interface FilterTerm<S = string> {
  */
 export function statusFilterSql(
   now: string,
-): Record<HistoryStatusFilter, { indexed?: string; rest?: string }> {
+): Record<HistoryStatusFilter, { indexed?: string; rest?: string; reads: readonly string[] }> {
   return {
-    valid: { rest: `status = 0 AND expires_at > ${now}` },
-    revoked: { indexed: 'status = 1' },
-    suspended: { indexed: 'status = 2', rest: `expires_at > ${now}` },
-    expired: { rest: `status <> 1 AND expires_at <= ${now}` },
-    upload_pending: { rest: "upload_state = 'pending'" },
-    upload_failed: { indexed: "upload_state = 'failed'" },
+    valid: { rest: `status = 0 AND expires_at > ${now}`, reads: ['status', 'expires_at'] },
+    revoked: { indexed: 'status = 1', reads: ['status'] },
+    // A suspended credential past its expiry is expired: the suspended index holds expires_at
+    // (migrations 020 on SQLite, 022 on PostgreSQL), so the walk checks it without the table row.
+    suspended: { indexed: 'status = 2', rest: `expires_at > ${now}`, reads: ['status', 'expires_at'] },
+    expired: { rest: `status <> 1 AND expires_at <= ${now}`, reads: ['status', 'expires_at'] },
+    upload_pending: { rest: "upload_state = 'pending'", reads: ['upload_state'] },
+    upload_failed: { indexed: "upload_state = 'failed'", reads: ['upload_state'] },
   };
 }
 
 /** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
 export const PROOF_FILTER_SQL: Record<ProofType, FilterTerm> = {
-  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true },
-  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false },
+  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true, reads: ['proof_type'] },
+  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false, reads: ['proof_type'] },
 };
 
 /**
  * The first term that an index answers drives the read (the caller lists terms most selective
- * first); every other term filters the rows it yields.
+ * first); every other term filters the rows it yields. `reads`: the columns those other terms
+ * read, which a bounded history read takes from the driving index when it holds them, reading a
+ * table row only for the rows it keeps.
  */
-export function splitFilters<S>(terms: readonly FilterTerm<S>[]): { drive: S[]; rest: S[] } {
+export function splitFilters<T extends FilterTerm<unknown>>(
+  terms: readonly T[],
+): { driver: T | undefined; drive: T['sql'][]; rest: T['sql'][]; reads: string[] } {
   const driver = terms.find((t) => t.drives);
+  const others = terms.filter((t) => t !== driver);
   return {
+    driver,
     drive: driver ? [driver.sql] : [],
-    rest: terms.filter((t) => t !== driver).map((t) => t.sql),
+    rest: others.map((t) => t.sql),
+    reads: [...new Set(others.flatMap((t) => t.reads ?? []))],
   };
 }
 

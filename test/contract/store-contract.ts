@@ -807,6 +807,37 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(total.total).toBe(rare.length);
       });
 
+      it('status=suspended: suspended and unexpired, every page alike; a suspended one past its expiry is expired', async () => {
+        const store = await open();
+        const live: string[] = [];
+        const lapsed: string[] = [];
+        for (let i = 0; i < 24; i++) {
+          // Three an instant, so that pages cut through ties; every other instant has expired by `now`.
+          const instant = Math.floor(i / 3);
+          const expired = instant % 2 === 0;
+          const createdAt = at(1000 * instant);
+          const r = await slotted(store, { createdAt, expiresAt: expired ? at(9000) : at(YEAR) });
+          await store.status.changeStatus(r.revocationNonce, 'suspend', at(20_000));
+          (expired ? lapsed : live).push(r.credentialId);
+          await slotted(store, { createdAt, expiresAt: at(YEAR) });
+        }
+        const now = at(10_000);
+        for (const limit of [2, 3, 5]) {
+          expect(await walk(store, { status: 'suspended', now, limit })).toEqual([...live].reverse());
+          expect(await walk(store, { status: 'suspended', now, limit, order: 'createdAt_asc' })).toEqual(
+            live,
+          );
+          expect(await walk(store, { status: 'expired', now, limit })).toEqual([...lapsed].reverse());
+        }
+        const offset = await store.history.list({ ...base, status: 'suspended', now });
+        expect(offset.records.map((r) => r.credentialId)).toEqual([...live].reverse());
+        expect(offset.total).toBe(live.length);
+        const second = await store.history.list({ ...base, status: 'suspended', now, page: 2, limit: 5 });
+        expect(second.records.map((r) => r.credentialId)).toEqual([...live].reverse().slice(5, 10));
+        // Past every expiry, nothing is suspended.
+        expect((await store.history.list({ ...base, status: 'suspended', now: at(2 * YEAR) })).total).toBe(0);
+      });
+
       it('activeFor lists the holder SD-JWT credentials of a schema that are valid or suspended, newest first', async () => {
         const store = await open();
         const s = await seed(store);

@@ -25,6 +25,9 @@ import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
  */
 const STATUS_SQL = statusFilterSql('$1');
 const PROOF_SQL = PROOF_FILTER_SQL;
+const KEPT_COLUMNS = SUMMARY_COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
 
 /**
  * The statements of one history read, exported for the query-plan tests: `page` (limit + 1 rows),
@@ -40,13 +43,14 @@ export function historyStatements(q: HistoryQuery): {
   // exactly the parameters a statement names, so each term numbers its own when it is written.
   const terms: FilterTerm<(param: Param) => string>[] = [];
   const add = (column: string, value: unknown) => {
-    if (value !== undefined) terms.push({ sql: (param) => `${column} = ${param(value)}`, drives: true });
+    if (value !== undefined)
+      terms.push({ sql: (param) => `${column} = ${param(value)}`, drives: true, reads: [column] });
   };
   add('revocation_nonce', q.revocationNonce);
   add('holder_did', q.holderDid);
   add('email_hash', q.emailHash);
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
-  if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true });
+  if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true, reads: status.reads });
   add('schema_id', q.schemaId);
   // A date range alone is read through issuances_created; beside another filter it is checked.
   const { createdFrom, createdTo, channel } = q;
@@ -54,14 +58,19 @@ export function historyStatements(q: HistoryQuery): {
   if (createdFrom !== undefined) range.push((param) => `created_at >= ${param(createdFrom)}::timestamptz`);
   if (createdTo !== undefined) range.push((param) => `created_at < ${param(createdTo)}::timestamptz`);
   if (range.length > 0)
-    terms.push({ sql: (param) => range.map((r) => r(param)).join(' AND '), drives: true });
-  if (channel !== undefined) terms.push({ sql: (param) => `channel = ${param(channel)}`, drives: false });
+    terms.push({
+      sql: (param) => range.map((r) => r(param)).join(' AND '),
+      drives: true,
+      reads: ['created_at'],
+    });
+  if (channel !== undefined)
+    terms.push({ sql: (param) => `channel = ${param(channel)}`, drives: false, reads: ['channel'] });
   if (q.proofType !== undefined) {
-    const { sql, drives } = PROOF_SQL[q.proofType];
-    terms.push({ sql: fixed(sql), drives });
+    const { sql, drives, reads } = PROOF_SQL[q.proofType];
+    terms.push({ sql: fixed(sql), drives, reads });
   }
-  if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false });
-  const { drive, rest } = splitFilters(terms);
+  if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false, reads: status.reads });
+  const { drive, rest, reads } = splitFilters(terms);
 
   // `now` is only used by some status filters; a comparison that is always true keeps $1 typed.
   const build = (
@@ -106,11 +115,18 @@ export function historyStatements(q: HistoryQuery): {
     );
     return { page, count };
   }
-  // The outer filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order.
+  // The filter sees at most SCAN_LIMIT rows of the driving index, read lazily in its order. The
+  // bounded read takes only the key and the columns the filter reads, so where the driving index
+  // holds them it reads no table row; the page's rows are fetched by seq once kept.
+  const scanned = ['seq', 'created_at', ...reads.filter((c) => c !== 'created_at')];
   const page = build(
-    (param, where) => `SELECT * FROM (SELECT seq, ${SUMMARY_COLUMNS}, email_hash FROM issuances
-      ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
-      WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}`,
+    (
+      param,
+      where,
+    ) => `SELECT kept.seq, ${KEPT_COLUMNS} FROM (SELECT seq, created_at FROM (SELECT ${scanned.join(', ')}
+      FROM issuances ${where([...drive, ...keyset])} ${order} LIMIT ${param(SCAN_LIMIT)}) AS scanned
+      WHERE ${rest.map((r) => r(param)).join(' AND ')} ${order} LIMIT ${param(q.limit + 1)}) AS kept
+      JOIN issuances AS i ON i.seq = kept.seq ORDER BY kept.created_at ${dir}, kept.seq ${dir}`,
   );
   const scanEnd = build(
     (param, where) => `SELECT created_at, seq FROM issuances ${where([...drive, ...keyset])} ${order}

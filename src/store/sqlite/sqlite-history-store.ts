@@ -12,6 +12,7 @@ import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
+  HistoryStatusFilter,
   IssuanceHistoryStore,
   IssuanceSummary,
   RenewalLinks,
@@ -22,6 +23,9 @@ import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.
 const COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
   kid, created_at, expires_at, status, revoked_at, upload_state, storage_path`;
+const KEPT_COLUMNS = COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
 
 /**
  * Each status filter as the part an index answers in created_at order (a partial index of
@@ -31,6 +35,18 @@ const COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revo
  */
 const STATUS_SQL = statusFilterSql('@now');
 const PROOF_SQL = PROOF_FILTER_SQL;
+
+/** A filter term, and the index that must drive it when it drives the read. */
+type SqliteTerm = FilterTerm & { index?: string };
+
+/**
+ * issuances_suspended_expires (migration 020) holds expires_at after created_at, so the planner
+ * would rather walk issuances_created, whose order needs no sort of created_at ties: named, it
+ * yields the suspended rows in created_at order, sorting only the rows of one instant by rowid.
+ */
+const STATUS_INDEX: Partial<Record<HistoryStatusFilter, string>> = {
+  suspended: 'issuances_suspended_expires',
+};
 
 type Params = Record<string, string | number>;
 
@@ -46,17 +62,20 @@ export function historyStatements(q: HistoryQuery): {
 } {
   const params: Params = { now: q.now.toISOString(), limit: q.limit + 1 };
   // Most selective first: the first one an index answers drives the read.
-  const terms: FilterTerm[] = [];
+  const terms: SqliteTerm[] = [];
   const add = (column: string, name: string, value: string | number | undefined) => {
     if (value === undefined) return;
     params[name] = value;
-    terms.push({ sql: `${column} = @${name}`, drives: true });
+    terms.push({ sql: `${column} = @${name}`, drives: true, reads: [column] });
   };
   add('revocation_nonce', 'nonce', q.revocationNonce);
   add('holder_did', 'holderDid', q.holderDid);
   add('email_hash', 'emailHash', q.emailHash);
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
-  if (status?.indexed) terms.push({ sql: status.indexed, drives: true });
+  if (status?.indexed) {
+    const index = q.status === undefined ? undefined : STATUS_INDEX[q.status];
+    terms.push({ sql: status.indexed, drives: true, reads: status.reads, ...(index ? { index } : {}) });
+  }
   add('schema_id', 'schemaId', q.schemaId);
   // A date range alone is read through issuances_created; beside another filter it is checked.
   const range: string[] = [];
@@ -68,27 +87,28 @@ export function historyStatements(q: HistoryQuery): {
     params.createdTo = q.createdTo.toISOString();
     range.push('created_at < @createdTo');
   }
-  if (range.length > 0) terms.push({ sql: range.join(' AND '), drives: true });
+  if (range.length > 0) terms.push({ sql: range.join(' AND '), drives: true, reads: ['created_at'] });
   if (q.channel !== undefined) {
     params.channel = q.channel;
-    terms.push({ sql: 'channel = @channel', drives: false });
+    terms.push({ sql: 'channel = @channel', drives: false, reads: ['channel'] });
   }
   if (q.proofType !== undefined) terms.push(PROOF_SQL[q.proofType]);
-  if (status?.rest) terms.push({ sql: status.rest, drives: false });
+  if (status?.rest) terms.push({ sql: status.rest, drives: false, reads: status.reads });
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
-  const count = { sql: `SELECT COUNT(*) AS n FROM issuances ${where(terms.map((t) => t.sql))}`, params };
+  const { driver, drive, rest, reads } = splitFilters(terms);
+  const table = driver?.index ? `issuances INDEXED BY ${driver.index}` : 'issuances';
+  const count = { sql: `SELECT COUNT(*) AS n FROM ${table} ${where(terms.map((t) => t.sql))}`, params };
 
   // rowid breaks created_at ties: pages must be stable.
   const dir = q.order === 'createdAt_asc' ? 'ASC' : 'DESC';
   const order = `ORDER BY created_at ${dir}, rowid ${dir}`;
   if (q.page !== undefined) {
     params.offset = (q.page - 1) * q.limit;
-    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM issuances ${where(terms.map((t) => t.sql))} ${order}
+    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM ${table} ${where(terms.map((t) => t.sql))} ${order}
       LIMIT @limit OFFSET @offset`;
     return { page: { sql, params }, count };
   }
 
-  const { drive, rest } = splitFilters(terms);
   if (q.after) {
     const cmp = dir === 'ASC' ? '>' : '<';
     params.afterAt = q.after.createdAt.toISOString();
@@ -97,17 +117,20 @@ export function historyStatements(q: HistoryQuery): {
     drive.push(`created_at ${cmp}= @afterAt AND (created_at ${cmp} @afterAt OR rowid ${cmp} @afterId)`);
   }
   if (rest.length === 0) {
-    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM issuances ${where(drive)} ${order} LIMIT @limit`;
+    const sql = `SELECT rowid AS row_key, ${COLUMNS} FROM ${table} ${where(drive)} ${order} LIMIT @limit`;
     return { page: { sql, params }, count };
   }
   params.scan = SCAN_LIMIT;
-  // (COLUMNS has channel, which the outer channel filter reads.)
-  // A subquery with LIMIT is never flattened: the outer filter sees at most SCAN_LIMIT rows. It is
-  // read as a coroutine, in its own order, and stops once the outer LIMIT is reached.
-  const sql = `SELECT * FROM (SELECT rowid AS row_key, ${COLUMNS}, email_hash FROM issuances ${where(drive)}
-      ${order} LIMIT @scan) ${where(rest)} ORDER BY created_at ${dir}, row_key ${dir} LIMIT @limit`;
+  // A subquery with LIMIT is never flattened: the filter sees at most SCAN_LIMIT rows of the
+  // driving index. Each is read as a coroutine, in its own order, and stops once the next LIMIT is
+  // reached. The bounded read takes only the key and the columns the filter reads, so where the
+  // driving index holds them it reads no table row; the page's rows are read by rowid once kept.
+  const scanned = ['rowid AS row_key', 'created_at', ...reads.filter((c) => c !== 'created_at')];
+  const sql = `SELECT kept.row_key, ${KEPT_COLUMNS} FROM (SELECT row_key, created_at FROM (SELECT ${scanned.join(', ')}
+      FROM ${table} ${where(drive)} ${order} LIMIT @scan) ${where(rest)} ORDER BY created_at ${dir}, row_key ${dir}
+      LIMIT @limit) AS kept JOIN issuances AS i ON i.rowid = kept.row_key ORDER BY kept.created_at ${dir}, kept.row_key ${dir}`;
   const scanEnd = {
-    sql: `SELECT created_at, rowid AS row_key FROM issuances ${where(drive)} ${order} LIMIT 1 OFFSET @scan - 1`,
+    sql: `SELECT created_at, rowid AS row_key FROM ${table} ${where(drive)} ${order} LIMIT 1 OFFSET @scan - 1`,
     params,
   };
   return { page: { sql, params }, scanEnd, count };
