@@ -218,6 +218,23 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         }
       });
 
+      it('the same credential id asked for twice at the same moment records one credential', async () => {
+        const store = await open();
+        const id = issuance().credentialId;
+        const outcomes = await Promise.all(
+          ['one', 'two'].map((subject) =>
+            store.issuances.insertIssuance(issuance({ credentialId: id, subjectHash: subject }), {
+              dedupe: false,
+            }),
+          ),
+        );
+        expect(outcomes.map((o) => o.kind).sort()).toEqual(['duplicate', 'inserted']);
+        expect(outcomes.find((o) => o.kind === 'duplicate')).toMatchObject({ record: { credentialId: id } });
+        expect((await store.issuances.get(id))?.subjectHash).toBe(
+          outcomes[0]!.kind === 'inserted' ? 'one' : 'two',
+        );
+      });
+
       it('a hosted repeat finds the live original; revoked, expired, direct or undeduped ones do not', async () => {
         const store = await open();
         const first = await insert(store, issuance({ subjectHash: 'same' }), true);

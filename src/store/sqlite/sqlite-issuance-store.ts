@@ -44,13 +44,16 @@ type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
 /** A UNIQUE constraint the insert hit: thrown to roll the transaction back, answered as the outcome. */
 class InsertConflict extends Error {
-  constructor(readonly kind: 'nonce-taken' | 'slot-taken') {
+  constructor(readonly kind: 'nonce-taken' | 'slot-taken' | 'same-id') {
     super(kind);
   }
 }
 
 function uniqueConflict(err: unknown): InsertConflict['kind'] | undefined {
-  if (!(err instanceof Database.SqliteError) || err.code !== 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
+  if (!(err instanceof Database.SqliteError)) return undefined;
+  if (err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+    return err.message.includes('issuances.credential_id') ? 'same-id' : undefined;
+  if (err.code !== 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
   if (err.message.includes('issuances.revocation_nonce')) return 'nonce-taken';
   if (err.message.includes('issuances.status_index')) return 'slot-taken';
   return undefined;
@@ -229,8 +232,12 @@ export class SqliteIssuanceStore implements IssuanceStore {
     try {
       return await this.writes.run(() => this.recordIssuance(n, options));
     } catch (err) {
-      if (err instanceof InsertConflict) return { kind: err.kind };
-      throw err;
+      if (!(err instanceof InsertConflict)) throw err;
+      if (err.kind !== 'same-id') return { kind: err.kind };
+      // Committed before this insert's savepoint was rolled back: read now, it is the issuance.
+      const same = this.stmts.get.get(n.credentialId);
+      if (!same) throw new Error(`credential ${n.credentialId} was recorded and is gone`);
+      return { kind: 'duplicate', record: rowToIssuance(same) };
     }
   }
 
@@ -239,9 +246,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
     n: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): InsertOutcome {
-    // The same credential id (an Idempotency-Key's) recorded before: that is the issuance.
-    const same = this.stmts.get.get(n.credentialId);
-    if (same) return { kind: 'duplicate', record: rowToIssuance(same) };
+    // The same credential id (an Idempotency-Key's) recorded before is that issuance: the insert
+    // meets it at the primary key (InsertConflict 'same-id', answered by insertIssuance), so that a
+    // new id, every hosted one, costs no lookup before it.
     if (options.dedupe) {
       const dup = this.liveDuplicate({ ...n, now: n.createdAt });
       if (dup) return { kind: 'duplicate', record: rowToIssuance(dup) };
