@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { pageOf } from '../keyset.js';
 import {
+  type DeliveredMarks,
   type DeliveryQuery,
   type NewWebhookEndpoint,
   type NewWebhookEvent,
@@ -164,7 +165,13 @@ export class PostgresWebhookStore implements WebhookStore {
     });
   }
 
-  async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+  async leaseDueDeliveries(
+    now: Date,
+    leaseMs: number,
+    limit: number,
+    delivered?: DeliveredMarks,
+  ): Promise<WebhookDeliveryRecord[]> {
+    if (delivered && delivered.marks.length > 0) await this.markDelivered(delivered.marks, delivered.at);
     // Events are written without their deliveries (in the statement of their change): fan them all
     // out first, a batch per transaction, then lease.
     while ((await this.fanOut(now, newWebhookDeliveryId, FAN_OUT_BATCH)) > 0);
