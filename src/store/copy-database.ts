@@ -77,7 +77,20 @@ export const COPIED_TABLES: TableSpec[] = [
     pgDefaults: { seq: 'generated in SQLite insertion order (rowid), so history paging keeps its order' },
   },
   // The envelopes not yet delivered (pending and failed uploads): the copy's outbox sends them.
-  { table: 'issuance_envelopes', key: ['credential_id'], columns: text('credential_id', 'body') },
+  {
+    table: 'issuance_envelopes',
+    key: ['credential_id'],
+    columns: text('credential_id', 'body'),
+    pgDefaults: { due_at: "set after the batch: the outbox's due time, from its pending issuance" },
+    // PostgreSQL reads due uploads through the envelopes' due time (its migration 023).
+    afterInsert: async (client, rows) => {
+      await client.query(
+        `UPDATE issuance_envelopes e SET due_at = i.next_attempt_at FROM issuances i
+         WHERE e.credential_id = ANY ($1::text[]) AND i.credential_id = e.credential_id AND i.upload_state = 'pending'`,
+        [rows.map((r) => String(r.credential_id))],
+      );
+    },
+  },
   {
     table: 'status_list_partitions',
     key: ['partition'],

@@ -277,3 +277,38 @@ describe.skipIf(!available)('PostgreSQL slot proposals stay index probes', () =>
     },
   );
 });
+
+// Migration 023: the dedupe index in lookup order wins also while the table is new and has no
+// statistics, when the schema's history index looked as cheap: a plan cached then read every
+// issuance of the schema on each lookup until autovacuum's first ANALYZE.
+describe.skipIf(!available)('PostgreSQL live-duplicate lookups on a new table', () => {
+  let db: TempDatabase;
+  let store: PostgresStore;
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    store = await openPostgresStore(db.url, { poolMax: 1 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  it('findLiveDuplicate: the live duplicate through issuances_dedupe, never a schema scan', async () => {
+    const client = await store.pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(
+        `PREPARE lookup(text[], text[], text[], text[], timestamptz[], int, smallint, int[], int) AS ${DUPLICATES_AND_PROPOSALS_SQL}`,
+      );
+      const { rows } = await client.query(
+        "EXPLAIN (FORMAT JSON) EXECUTE lookup('{a}', '{s}', '{SD_JWT_VC}', '{h}', ARRAY[now()], 4096, 1, '{1,2,3}', 1)",
+      );
+      const json = JSON.stringify(rows[0]['QUERY PLAN']);
+      expect(json).toContain('"Index Name":"issuances_dedupe"');
+      expect(json).not.toContain('issuances_schema_created_seq');
+    } finally {
+      await client.query('DEALLOCATE ALL');
+      client.release();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { auditStatements as pgAudit } from '../../src/store/postgres/postgres-audit-store.js';
 import { historyStatements as pgHistory } from '../../src/store/postgres/postgres-history-store.js';
+import { OUTBOX_SQL } from '../../src/store/postgres/postgres-issuance-store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
 import { auditStatements as sqliteAudit } from '../../src/store/sqlite/sqlite-audit-store.js';
 import { historyStatements as sqliteHistory } from '../../src/store/sqlite/sqlite-history-store.js';
@@ -30,7 +31,7 @@ const SINGLE: Array<[Filters, { sqlite: string; postgres: string[] }]> = [
   [{ status: 'upload_pending' }, { sqlite: 'issuances_created', postgres: ['issuances_created'] }],
   [
     { status: 'upload_failed' },
-    { sqlite: 'issuances_upload_failed', postgres: ['issuances_failed_created'] },
+    { sqlite: 'issuances_upload_failed', postgres: ['issuances_upload_error_created'] },
   ],
   [
     { holderDid: 'did:example:h7' },
@@ -147,14 +148,19 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
     store = await openPostgresStore(db.url, { poolMax: 1 });
     await store.pool.query(`
       INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
-        subject_hash, kid, created_at, expires_at, status, envelope, upload_state, email_hash)
+        subject_hash, kid, created_at, expires_at, status, envelope, upload_state, email_hash, last_error)
       SELECT 'c' || i, 'hosted', 'u' || i, 'did:example:h' || (i % 997), CASE WHEN i % 5 = 0 THEN 'kyc-v1' ELSE 'membership-v1' END,
         CASE WHEN i % 10 = 0 THEN 'BJJ_SIG_2021' ELSE 'SD_JWT_VC' END, i, 's' || i, 'kid-1',
         timestamptz '2030-01-01' + i * interval '1 hour', timestamptz '2030-01-01' + (i + 2000) * interval '1 hour',
         CASE WHEN i % 97 = 0 THEN 1 WHEN i % 89 = 0 THEN 2 ELSE 0 END, '{}',
         CASE WHEN i > 19990 THEN 'pending' WHEN i % 83 = 0 THEN 'failed' ELSE 'uploaded' END,
-        CASE WHEN i % 7 = 0 THEN 'hash-' || (i % 50) END
+        CASE WHEN i % 7 = 0 THEN 'hash-' || (i % 50) END,
+        CASE WHEN i <= 19990 AND i % 83 = 0 THEN 'refused' END
       FROM generate_series(1, 20000) AS i`);
+    // The outbox's rows (migration 023): a pending upload's envelope with its due time, a failed one's without.
+    await store.pool.query(`
+      INSERT INTO issuance_envelopes (credential_id, body, due_at)
+      SELECT credential_id, '{}', CASE WHEN upload_state = 'pending' THEN created_at END FROM issuances WHERE upload_state IN ('pending', 'failed')`);
     await store.pool.query(`
       INSERT INTO audit_log (at, actor, action, target)
       SELECT timestamptz '2030-01-01' + i * interval '1 minute', CASE WHEN i % 3 = 0 THEN 'ops' ELSE 'admin' END,
@@ -162,6 +168,7 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
       FROM generate_series(1, 5000) AS i`);
     await store.pool.query('ANALYZE issuances');
     await store.pool.query('ANALYZE audit_log');
+    await store.pool.query('ANALYZE issuance_envelopes');
     await store.pool.query('SET enable_seqscan = off');
   });
   afterAll(async () => {
@@ -202,6 +209,22 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
         expect(steps.filter((n) => n['Node Type'] === 'Sort')).toEqual([]);
       }
     }
+  });
+
+  // The outbox reads its rows through issuance_envelopes' due index and their issuances by key,
+  // and counts failed uploads through the partial index on errors: never a scan of issuances.
+  it.each([
+    ['leaseDue', [new Date('2040-01-01'), new Date('2040-01-02'), 10], 'issuance_envelopes_due'],
+    ['nextDue', [], 'issuance_envelopes_due'],
+    ['countPending', [], 'issuance_envelopes_due'],
+    ['oldestPending', [], 'issuance_envelopes_due'],
+    ['countFailed', [], 'issuances_upload_error_created'],
+  ] as const)('outbox %s', async (name, values, index) => {
+    const steps = await plan(OUTBOX_SQL[name], [...values]);
+    const tables = ['issuances', 'issuance_envelopes'];
+    for (const n of steps.filter((n) => tables.includes(n['Relation Name'] ?? '')))
+      expect(n['Node Type']).toMatch(/^(Index Scan|Index Only Scan|Bitmap Heap Scan|ModifyTable)$/);
+    expect(steps.map((n) => n['Index Name'])).toContain(index);
   });
 
   it.each(AUDIT)('audit %o', async (q) => {

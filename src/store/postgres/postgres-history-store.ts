@@ -20,10 +20,18 @@ import { type PgPool, withTransaction } from './database.js';
 import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
 
 /**
- * Each status filter as the part a partial index of migration 011 answers in (created_at, seq)
+ * Each status filter as the part a partial index of migrations 011 and 023 answers in (created_at, seq)
  * order and the part checked on the rows it yields. `$1` is always the query's `now`.
  */
-const STATUS_SQL = statusFilterSql('$1');
+const STATUS_SQL: ReturnType<typeof statusFilterSql> = {
+  ...statusFilterSql('$1'),
+  // Failed uploads through issuances_upload_error_created (migration 023): a failed upload always
+  // has an error, and the index names no column an "uploaded" mark changes.
+  upload_failed: {
+    indexed: "last_error IS NOT NULL AND upload_state = 'failed'",
+    reads: ['last_error', 'upload_state'],
+  },
+};
 const PROOF_SQL = PROOF_FILTER_SQL;
 const KEPT_COLUMNS = SUMMARY_COLUMNS.split(',')
   .map((c) => `i.${c.trim()}`)

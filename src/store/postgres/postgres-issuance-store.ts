@@ -92,6 +92,31 @@ const DEADLOCK_RETRIES = 3;
 const RECORD_ISSUANCES_SQL = `SELECT o, outcome, existing, error_code, error_message
   FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[])`;
 
+/**
+ * The pending uploads as `i`: the outbox's rows in issuance_envelopes (migration 023), whose
+ * issuances are found by primary key, never by a scan of issuances.
+ */
+const PENDING = `issuance_envelopes e JOIN issuances i ON i.credential_id = e.credential_id
+  WHERE e.due_at IS NOT NULL AND i.upload_state = 'pending'`;
+
+/** The outbox's reads (exported for the query-plan tests); each names its parameters. */
+export const OUTBOX_SQL = {
+  /** $1 now, $2 the lease's end, $3 how many. */
+  leaseDue: `UPDATE issuances i SET lease_until = $2
+    FROM (SELECT e.credential_id, e.body FROM issuance_envelopes e JOIN issuances p ON p.credential_id = e.credential_id
+          WHERE e.due_at <= $1 AND p.upload_state = 'pending' AND (p.lease_until IS NULL OR p.lease_until < $1)
+          ORDER BY e.due_at LIMIT $3 FOR UPDATE OF p SKIP LOCKED) due
+    WHERE i.credential_id = due.credential_id
+    RETURNING ${recordColumns('i')}, due.body AS envelope_body`,
+  // A leased upload is not due before its lease ends (else the worker would spin on it).
+  nextDue: `SELECT MIN(GREATEST(i.next_attempt_at, i.lease_until)) AS t FROM ${PENDING}`,
+  countPending: `SELECT count(*)::int AS n FROM ${PENDING}`,
+  oldestPending: `SELECT min(i.created_at) AS t FROM ${PENDING}`,
+  // Through issuances_upload_error_created: a failed upload always has an error (migration 023).
+  countFailed:
+    "SELECT count(*)::int AS n FROM issuances WHERE last_error IS NOT NULL AND upload_state = 'failed'",
+};
+
 /** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
 function rowError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code, severity: 'ERROR' });
@@ -424,16 +449,11 @@ export class PostgresIssuanceStore implements IssuanceStore {
   }
 
   async leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]> {
-    // SKIP LOCKED: instances polling at once each take different rows instead of queueing.
+    // SKIP LOCKED: instances polling at once each take different rows instead of queueing. Due
+    // uploads are found through issuance_envelopes_due (migration 023), their issuances by key.
     const { rows } = await this.pool.query<IssuanceRow>({
       name: 'pg-lease-due',
-      text: `UPDATE issuances i SET lease_until = $2
-        FROM (SELECT credential_id FROM issuances
-              WHERE upload_state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
-              ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due
-          LEFT JOIN issuance_envelopes e ON e.credential_id = due.credential_id
-        WHERE i.credential_id = due.credential_id
-        RETURNING ${recordColumns('i')}, e.body AS envelope_body`,
+      text: OUTBOX_SQL.leaseDue,
       values: [now, new Date(now.getTime() + leaseMs), limit],
     });
     return rows
@@ -473,12 +493,14 @@ export class PostgresIssuanceStore implements IssuanceStore {
   ): Promise<{ attempts: number; gaveUp: boolean }> {
     const { rows } = await this.pool.query<{ attempts: number; state: string }>({
       name: 'pg-mark-upload-failed',
-      // The give-up and its `credential.delivery_failed` event in one statement.
+      // The give-up and its `credential.delivery_failed` event in one statement, and the
+      // outbox's due time with it (migration 023: none once failed).
       text: `WITH f AS (UPDATE issuances SET last_error = $1, lease_until = NULL, upload_attempts = upload_attempts + 1,
           upload_state = CASE WHEN upload_attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END,
           next_attempt_at = CASE WHEN upload_attempts + 1 >= $4 THEN NULL ELSE $2::timestamptz END
           WHERE credential_id = $3 AND upload_state = 'pending'
-          RETURNING credential_id, upload_attempts AS attempts, upload_state AS state, last_error),
+          RETURNING credential_id, upload_attempts AS attempts, upload_state AS state, last_error, next_attempt_at),
+        due AS (UPDATE issuance_envelopes e SET due_at = f.next_attempt_at FROM f WHERE e.credential_id = $3),
         ev AS (${insertEventSql(
           "'evt_' || gen_random_uuid()",
           "'credential.delivery_failed'",
@@ -493,19 +515,23 @@ export class PostgresIssuanceStore implements IssuanceStore {
   }
 
   async retryFailedUploads(credentialIds: string[] | 'all', now: Date): Promise<string[]> {
+    // Failed uploads are read through issuances_upload_error_created (a failed upload has an error,
+    // migration 023); each is due again in the outbox, its envelope's row kept since it failed.
     const { rows } = await this.pool.query<{ id: string }>(
-      `UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = $1, lease_until = NULL
-       WHERE upload_state = 'failed' ${credentialIds === 'all' ? '' : 'AND credential_id = ANY($2::text[])'}
-       RETURNING credential_id AS id`,
+      `WITH r AS (UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = $1, lease_until = NULL
+         WHERE last_error IS NOT NULL AND upload_state = 'failed'
+           ${credentialIds === 'all' ? '' : 'AND credential_id = ANY($2::text[])'}
+         RETURNING credential_id),
+       due AS (INSERT INTO issuance_envelopes (credential_id, body, due_at) SELECT credential_id, NULL, $1 FROM r
+         ON CONFLICT (credential_id) DO UPDATE SET due_at = excluded.due_at)
+       SELECT credential_id AS id FROM r`,
       credentialIds === 'all' ? [now] : [now, credentialIds],
     );
     return rows.map((r) => r.id);
   }
 
   async countFailedUploads(): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM issuances WHERE upload_state = 'failed'",
-    );
+    const { rows } = await this.pool.query<{ n: number }>(OUTBOX_SQL.countFailed);
     return rows[0]?.n ?? 0;
   }
 
@@ -513,32 +539,27 @@ export class PostgresIssuanceStore implements IssuanceStore {
     // Unlike SQLite (one process), a lease that has not expired may be a live instance's: it is
     // kept, and taken over only once it expires.
     await this.pool.query(
-      `UPDATE issuances SET next_attempt_at = LEAST(next_attempt_at, $1),
+      `WITH due AS (UPDATE issuance_envelopes SET due_at = LEAST(due_at, $1) WHERE due_at IS NOT NULL
+         RETURNING credential_id)
+       UPDATE issuances i SET next_attempt_at = LEAST(next_attempt_at, $1),
          lease_until = CASE WHEN lease_until < $1 THEN NULL ELSE lease_until END
-       WHERE upload_state = 'pending'`,
+       FROM due WHERE i.credential_id = due.credential_id AND i.upload_state = 'pending'`,
       [now],
     );
   }
 
   async nextUploadDue(): Promise<Date | undefined> {
-    // A leased upload is not due before its lease ends (else the worker would spin on it).
-    const { rows } = await this.pool.query<{ t: Date | null }>(
-      "SELECT MIN(GREATEST(next_attempt_at, lease_until)) AS t FROM issuances WHERE upload_state = 'pending'",
-    );
+    const { rows } = await this.pool.query<{ t: Date | null }>(OUTBOX_SQL.nextDue);
     return rows[0]?.t ?? undefined;
   }
 
   async countPendingUploads(): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM issuances WHERE upload_state = 'pending'",
-    );
+    const { rows } = await this.pool.query<{ n: number }>(OUTBOX_SQL.countPending);
     return rows[0]?.n ?? 0;
   }
 
   async oldestPendingUpload(): Promise<Date | undefined> {
-    const { rows } = await this.pool.query<{ t: Date | null }>(
-      "SELECT min(created_at) AS t FROM issuances WHERE upload_state = 'pending'",
-    );
+    const { rows } = await this.pool.query<{ t: Date | null }>(OUTBOX_SQL.oldestPending);
     return rows[0]?.t ?? undefined;
   }
 }
