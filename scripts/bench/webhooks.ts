@@ -135,11 +135,19 @@ export async function benchWebhookParts(): Promise<Row[]> {
     await webhooks.start();
     const written: number[] = [];
     const delivered: number[] = [];
+    const workerPages: number[] = [];
+    const wal = `${store.db.name}-wal`;
     for (let r = 0; r < ROUNDS; r++) {
       written.push(write(EVENTS) - emptyTx());
+      // The worker's WAL pages: from an empty WAL, checkpoints off while it runs.
+      store.db.pragma('wal_checkpoint(TRUNCATE)');
+      store.db.pragma('wal_autocheckpoint = 0');
       const c0 = process.cpuUsage();
       await webhooks.sweep();
       delivered.push(cpuMicros(c0) / EVENTS);
+      const pageSize = store.db.pragma('page_size', { simple: true }) as number;
+      workerPages.push(statSync(wal).size / (pageSize + 24) / EVENTS);
+      store.db.pragma('wal_autocheckpoint = 1000');
     }
     const pending = store.db
       .prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'delivered'")
@@ -164,6 +172,7 @@ export async function benchWebhookParts(): Promise<Row[]> {
         unit: 'µs',
       },
       { name: 'webhook parts per hosted issuance (2 events)', value: perIssuance / 1000, unit: 'ms' },
+      { name: 'webhook worker: WAL pages per delivered event', value: median(workerPages), unit: '' },
       ...pages,
     ];
   } finally {

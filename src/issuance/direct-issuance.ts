@@ -303,7 +303,9 @@ export class DirectIssuanceService {
     try {
       return await fn();
     } finally {
-      await locks.release(name, owner);
+      // The issuance's outcome stands whatever the release does: a lock not released (the database
+      // busy or gone) frees itself when its lease ends.
+      await locks.release(name, owner).catch(() => undefined);
     }
   }
 

@@ -117,9 +117,15 @@ export interface WebhookStore {
   /**
    * Takes up to `limit` due deliveries for `leaseMs` (one instance at a time each), after fanning
    * out the events not yet fanned out (an engine may lease the deliveries it makes at once, in
-   * the same transaction).
+   * the same transaction). `delivered`: the previous batch's marks (as `markDelivered`), written
+   * first, in the same transaction where the engine can.
    */
-  leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]>;
+  leaseDueDeliveries(
+    now: Date,
+    leaseMs: number,
+    limit: number,
+    delivered?: DeliveredMarks,
+  ): Promise<WebhookDeliveryRecord[]>;
   /** Marks deliveries answered 2xx (with the status each got), in one transaction. */
   markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void>;
   /** Counts the attempt; past `giveUpAfter` attempts the delivery is `failed`. */
@@ -163,6 +169,12 @@ export interface WebhookStore {
    * delays an event until the next sweep. `onLost` hears why the watch broke before it reconnects.
    */
   watchEvents?(wake: () => void, onLost: (err: Error) => void): () => Promise<void>;
+}
+
+/** Deliveries answered 2xx, with the status each got, and when. */
+export interface DeliveredMarks {
+  marks: ReadonlyArray<{ id: string; status: number }>;
+  at: Date;
 }
 
 /** What one step of the retention purge deleted, and where the next one starts (null: done). */

@@ -4,6 +4,7 @@ import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import {
+  type DeliveredMarks,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
@@ -40,6 +41,11 @@ export interface WebhookOptions {
   pruneEveryMs?: number;
   pruneBatch?: number;
   log?: Logger;
+}
+
+/** A batch's deliveries answered 2xx (`deliveries[i]` got `marks[i]`), not yet marked. */
+interface Answered extends DeliveredMarks {
+  deliveries: WebhookDeliveryRecord[];
 }
 
 /** WEBHOOK_RETENTION_DAYS' default. */
@@ -312,14 +318,30 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     if (this.sweeping) return this.sweeping;
     this.again = false;
     this.sweeping = (async () => {
+      // The batch just attempted's "delivered" marks, written by the next lease, in its
+      // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then its leases
+      // keep other instances off those deliveries.
+      let answered: Answered | undefined;
       try {
         for (;;) {
-          if (!this.running) return;
-          const batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, this.batchSize);
+          if (!this.running) break;
+          const batch = await this.store.leaseDueDeliveries(
+            new Date(),
+            this.leaseMs,
+            this.batchSize,
+            answered,
+          );
+          this.announce(answered);
+          answered = undefined;
           if (batch.length === 0) return;
           // One read of the endpoints per batch, not one per delivery.
           const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
-          await this.deliver(batch, endpoints);
+          answered = await this.deliver(batch, endpoints);
+        }
+        // Stopping: the last batch's marks on their own.
+        if (answered) {
+          await this.store.markDelivered(answered.marks, answered.at);
+          this.announce(answered);
         }
       } catch (err) {
         this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
@@ -356,15 +378,20 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return key;
   }
 
+  /** Emits `delivered` for marks once they are written. */
+  private announce(answered: Answered | undefined): void {
+    if (!answered) return;
+    for (const [i, d] of answered.deliveries.entries()) this.emit('delivered', d, answered.marks[i]!.status);
+  }
+
   /**
-   * Attempts a leased batch: every request sent at once, then the "delivered" marks of the batch
-   * in one store call (one transaction), each failure counted on its own. Until its mark is
-   * written, a delivery's lease keeps other instances off it.
+   * Attempts a leased batch: every request sent at once, each failure counted on its own; answers
+   * the 2xx ones' marks for the caller to write (with the next lease), or undefined when none.
    */
   private async deliver(
     batch: readonly WebhookDeliveryRecord[],
     endpoints: ReadonlyMap<string, WebhookEndpointRecord>,
-  ): Promise<void> {
+  ): Promise<Answered | undefined> {
     const now = new Date();
     const sent: WebhookDeliveryRecord[] = [];
     const outgoing: OutgoingDelivery[] = [];
@@ -382,19 +409,18 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       sent.push(d);
     }
     const results = await this.sender.postAll(outgoing);
-    const delivered: Array<{ id: string; status: number }> = [];
+    const at = new Date();
+    const marks: Array<{ id: string; status: number }> = [];
+    const deliveries: WebhookDeliveryRecord[] = [];
     const failures: Array<Promise<void>> = [];
     results.forEach((result, i) => {
-      if (result.ok) delivered.push({ id: sent[i]!.id, status: result.status ?? 200 });
-      else failures.push(this.failed(sent[i]!, result.status ?? null, result.error ?? 'failed'));
+      if (result.ok) {
+        marks.push({ id: sent[i]!.id, status: result.status ?? 200 });
+        deliveries.push(sent[i]!);
+      } else failures.push(this.failed(sent[i]!, result.status ?? null, result.error ?? 'failed'));
     });
-    if (delivered.length > 0) {
-      await this.store.markDelivered(delivered, new Date());
-      results.forEach((result, i) => {
-        if (result.ok) this.emit('delivered', sent[i]!, result.status ?? 200);
-      });
-    }
     await Promise.allSettled(failures);
+    return marks.length > 0 ? { marks, deliveries, at } : undefined;
   }
 
   /** Counts a failed attempt: retried after a backoff, or `failed` after the last attempt. */

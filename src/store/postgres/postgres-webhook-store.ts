@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { pageOf } from '../keyset.js';
 import {
+  type DeliveredMarks,
   type DeliveryQuery,
   type NewWebhookEndpoint,
   type NewWebhookEvent,
@@ -88,8 +89,9 @@ const FAN_OUT_BATCH = 100;
 
 /** The channel migration 021's trigger notifies when a transaction that wrote events commits. */
 export const WEBHOOK_EVENTS_CHANNEL = 'issuer_kit_webhook_events';
-/** The wait before listening again after the listening connection broke. */
+/** The wait before listening again after the listening connection broke, doubling while it fails. */
 const RELISTEN_MS = 1000;
+const RELISTEN_MAX_MS = 30_000;
 
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
@@ -164,7 +166,13 @@ export class PostgresWebhookStore implements WebhookStore {
     });
   }
 
-  async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+  async leaseDueDeliveries(
+    now: Date,
+    leaseMs: number,
+    limit: number,
+    delivered?: DeliveredMarks,
+  ): Promise<WebhookDeliveryRecord[]> {
+    if (delivered && delivered.marks.length > 0) await this.markDelivered(delivered.marks, delivered.at);
     // Events are written without their deliveries (in the statement of their change): fan them all
     // out first, a batch per transaction, then lease.
     while ((await this.fanOut(now, newWebhookDeliveryId, FAN_OUT_BATCH)) > 0);
@@ -297,19 +305,23 @@ export class PostgresWebhookStore implements WebhookStore {
   /**
    * LISTENs on its own connection (not one of the pool's: it stays open) and calls `wake` on each
    * notification, and once each time it starts listening (events may have committed while nothing
-   * listened). A broken connection is replaced after `RELISTEN_MS`; the sweep covers the gap.
+   * listened). A broken connection is replaced after `RELISTEN_MS`, then less often while that
+   * fails (up to `RELISTEN_MAX_MS`, so a database outage is not one log line a second); the sweep
+   * covers the gap.
    */
   watchEvents(wake: () => void, onLost: (err: Error) => void): () => Promise<void> {
     let closed = false;
     let current: pg.Client | undefined;
     let retry: NodeJS.Timeout | undefined;
+    let delay = RELISTEN_MS;
     const lost = (client: pg.Client, err: Error) => {
       if (current !== client) return;
       current = undefined;
       client.end().catch(() => undefined);
       if (closed) return;
       onLost(err);
-      retry = setTimeout(listen, RELISTEN_MS);
+      retry = setTimeout(listen, delay);
+      delay = Math.min(delay * 2, RELISTEN_MAX_MS);
     };
     const listen = () => {
       if (closed) return;
@@ -329,7 +341,9 @@ export class PostgresWebhookStore implements WebhookStore {
         .connect()
         .then(() => client.query(`LISTEN ${WEBHOOK_EVENTS_CHANNEL}`))
         .then(() => {
-          if (current === client) wake();
+          if (current !== client) return;
+          delay = RELISTEN_MS;
+          wake();
         })
         .catch((err: Error) => lost(client, err));
     };

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { pageOf } from '../keyset.js';
 import {
+  type DeliveredMarks,
   type DeliveryQuery,
   type NewWebhookEndpoint,
   type NewWebhookEvent,
@@ -307,11 +308,22 @@ export class SqliteWebhookStore implements WebhookStore {
    * Fans out events not yet fanned out into deliveries already leased to the caller, then leases
    * due deliveries (retries, and those a dead instance held) up to `limit`: one transaction.
    */
-  async leaseDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+  async leaseDueDeliveries(
+    now: Date,
+    leaseMs: number,
+    limit: number,
+    delivered?: DeliveredMarks,
+  ): Promise<WebhookDeliveryRecord[]> {
     const t = now.getTime();
     const until = t + leaseMs;
     return this.db
       .transaction(() => {
+        // The previous batch's marks share this commit: the rows they change sit on the pages
+        // (table and index tails) that this batch's new deliveries are written to.
+        if (delivered) {
+          const when = delivered.at.toISOString();
+          for (const m of delivered.marks) this.stmts.delivered.run(m.status, when, m.id);
+        }
         const batch = this.fanOutLeased(now, until, limit);
         if (batch.length >= limit) return batch;
         const rows = this.stmts.due.all(t, t, limit - batch.length);
