@@ -346,6 +346,17 @@ export async function benchHostedIssueVc(
           unit: '%',
         },
       );
+      // Scavenges (minor) and mark-compacts (major) apart: a few long pauses make a tail, many short ones do not.
+      for (const [kind, k] of Object.entries(loop.gc.byKind))
+        rows.push(
+          {
+            name: `${tag}: GC ${kind} pauses per second`,
+            value: k.count / (loop.windowMs / 1000),
+            unit: '/s',
+          },
+          { name: `${tag}: GC ${kind} pause mean`, value: k.ms / Math.max(1, k.count), unit: 'ms' },
+          { name: `${tag}: GC ${kind} pause max`, value: k.maxMs, unit: 'ms' },
+        );
     }
     if (options.after) rows.push(...(await options.after(server)));
     return rows;
@@ -361,7 +372,13 @@ const LOOP_PROBE = pathToFileURL(join(ROOT, 'scripts/bench/loop-probe.mjs')).hre
 interface LoopFigures {
   windowMs: number;
   loopDelay: { p50: number; p99: number; p999: number; max: number; mean: number; samples: number };
-  gc: { count: number; totalMs: number; p99Ms: number; maxMs: number };
+  gc: {
+    count: number;
+    totalMs: number;
+    p99Ms: number;
+    maxMs: number;
+    byKind: Record<string, { count: number; ms: number; maxMs: number }>;
+  };
 }
 
 /** Ends the probe's window (its second SIGUSR2) and reads what it wrote. */

@@ -36,9 +36,10 @@ export const EnvSchema = z.object({
     default: '`sqlite:./data/issuer.db`',
     production: 'a database no development or test start created',
   }),
-  DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000)
-    .optional()
-    .meta({ description: 'PostgreSQL connections per instance (the pool; one more listens for new webhook events).', default: '`10`' }),
+  DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000).optional().meta({
+    description: 'PostgreSQL connections per instance (the pool; one more listens for new webhook events).',
+    default: '`10`',
+  }),
   DATABASE_CONNECT_TIMEOUT_MS: int('DATABASE_CONNECT_TIMEOUT_MS', 100, 600_000).optional().meta({
     description:
       'PostgreSQL: how long opening one connection (TCP, TLS, authentication) may take before it is given up ([operations.md](operations.md#database-unreachable)).',
