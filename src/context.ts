@@ -268,6 +268,7 @@ export async function createContext(
     baseBackoffMs: config.webhookRetryBaseMs,
     leaseMs: config.webhookLeaseMs,
     retentionMs: config.webhookRetentionDays * 86_400_000,
+    locks: store.locks,
     sweepMs: config.outboxSweepMs,
     ...overrides.webhooks,
     log,

@@ -37,7 +37,7 @@ export const EnvSchema = z.object({
     production: 'a database no development or test start created',
   }),
   DATABASE_POOL_MAX: int('DATABASE_POOL_MAX', 1, 1000).optional().meta({
-    description: 'PostgreSQL connections per instance (the pool; one more listens for new webhook events).',
+    description: 'PostgreSQL connections per instance.',
     default: '`10`',
   }),
   DATABASE_CONNECT_TIMEOUT_MS: int('DATABASE_CONNECT_TIMEOUT_MS', 100, 600_000).optional().meta({

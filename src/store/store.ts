@@ -561,6 +561,8 @@ export interface KeyMaterialStore {
 export interface NamedLockStore {
   /** Takes `name` for `owner` unless another owner holds an unexpired lease; returns whether taken. */
   tryAcquire(name: string, owner: string, leaseMs: number): Promise<boolean>;
+  /** Extends `owner`'s lease by `leaseMs` from now; false when it no longer holds it (the lease ran out and another took it). */
+  renew(name: string, owner: string, leaseMs: number): Promise<boolean>;
   release(name: string, owner: string): Promise<void>;
 }
 

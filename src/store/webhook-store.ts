@@ -164,11 +164,10 @@ export interface WebhookStore {
    */
   pruneDelivered(before: Date, after: number, limit: number): Promise<PruneStep>;
   /**
-   * Calls `wake` soon after another transaction (of this instance or another) commits a new event,
-   * where the engine can tell (PostgreSQL: LISTEN); answers how to stop. A lost notification only
-   * delays an event until the next sweep. `onLost` hears why the watch broke before it reconnects.
+   * Whether an event committed by any process waits to be fanned out: the worker's frequent, cheap
+   * look (one page of a partial index), so that a new event goes out without waiting for a sweep.
    */
-  watchEvents?(wake: () => void, onLost: (err: Error) => void): () => Promise<void>;
+  hasNewEvents(): Promise<boolean>;
 }
 
 /** Deliveries answered 2xx, with the status each got, and when. */

@@ -1,8 +1,10 @@
 import { type KeyObject, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
 import { backoffWithJitter } from '../issuance/backoff.js';
 import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
+import type { NamedLockStore } from '../store/store.js';
 import {
   type DeliveredMarks,
   WEBHOOK_SECRET_PURPOSE,
@@ -40,8 +42,26 @@ export interface WebhookOptions {
   /** How often the purge runs (default hourly), and the events per purge step (default 200). */
   pruneEveryMs?: number;
   pruneBatch?: number;
+  /** How often the worker looks for new events between sweeps (default `NEW_EVENT_LOOK_MS`). */
+  lookMs?: number;
+  /** Shared by every process on the database: one purge at a time among them. */
+  locks?: NamedLockStore | undefined;
   log?: Logger;
 }
+
+/**
+ * The worker's look for new events: a committed event goes out within about this long, from
+ * whichever process wrote it (another instance, a worker, the admin CLI), instead of at the next
+ * sweep. One index page per look. Not LISTEN/NOTIFY: PostgreSQL serialises the commits of every
+ * transaction that notifies (a lock held through the commit's WAL flush), and the kit's writes of
+ * every instance would then commit one at a time.
+ */
+export const NEW_EVENT_LOOK_MS = 250;
+/** The purge's lock, and its lease (renewed at each step). */
+const PRUNE_LOCK = 'webhook-prune';
+const PRUNE_LEASE_MS = 60_000;
+/** The pause between two purge steps, so that the purge never holds the database's writes for long. */
+const PRUNE_PAUSE_MS = 20;
 
 /** A batch's deliveries answered 2xx (`deliveries[i]` got `marks[i]`), not yet marked. */
 interface Answered extends DeliveredMarks {
@@ -113,7 +133,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private sweeping: Promise<void> | undefined;
   /** A new event was announced during a sweep, possibly after its last look: sweep once more. */
   private again = false;
-  private unwatch: (() => Promise<void>) | undefined;
+  private looker: NodeJS.Timeout | undefined;
+  private looking = false;
   private pruner: NodeJS.Timeout | undefined;
   private pruning: Promise<{ deliveries: number; events: number }> | undefined;
   private running = false;
@@ -224,22 +245,16 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   /**
-   * Starts the worker: sweeps every `sweepMs`, and at once when the store announces a new event
-   * (PostgreSQL: from any instance); purges old deliveries hourly. Resolves after its first sweep
+   * Starts the worker: sweeps every `sweepMs`, and at once when its look (every `lookMs`) finds a
+   * new event written by any process; purges old deliveries hourly. Resolves after its first sweep
    * (deliveries left by a previous run go out).
    */
   async start(): Promise<void> {
     this.running = true;
     this.sweeper ??= setInterval(() => void this.sweep(), this.options.sweepMs);
     this.sweeper.unref();
-    this.unwatch ??= this.store.watchEvents?.(
-      () => this.wake(),
-      (err) =>
-        this.options.log?.warn(
-          { event: 'webhook_listen_lost', err },
-          'webhook event notifications lost; listening again (the sweep delivers meanwhile)',
-        ),
-    );
+    this.looker ??= setInterval(() => void this.look(), this.options.lookMs ?? NEW_EVENT_LOOK_MS);
+    this.looker.unref();
     if ((this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000) > 0 && !this.pruner) {
       this.pruner = setInterval(
         () => void this.prune().catch(() => undefined),
@@ -258,11 +273,24 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.sweeper = undefined;
     if (this.pruner) clearInterval(this.pruner);
     this.pruner = undefined;
-    await this.unwatch?.();
-    this.unwatch = undefined;
+    if (this.looker) clearInterval(this.looker);
+    this.looker = undefined;
     await this.pruning?.catch(() => undefined);
     await this.sweeping;
     await this.sender.close();
+  }
+
+  /** One look at a time, none while a sweep runs (it fans out what it finds anyway). */
+  private async look(): Promise<void> {
+    if (this.looking || this.sweeping || !this.running) return;
+    this.looking = true;
+    try {
+      if (await this.store.hasNewEvents()) this.wake();
+    } catch {
+      // The database is away: the sweep logs and retries.
+    } finally {
+      this.looking = false;
+    }
   }
 
   /** A new event or a queued retry: sweep now, or once more after the sweep under way. */
@@ -274,9 +302,11 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
 
   /**
    * Deletes delivered deliveries older than the retention, and the events left with no delivery
-   * (docs/operations.md "Webhooks"), a bounded step (one short transaction) at a time, yielding
+   * (docs/operations.md "Webhooks"), a bounded step (one short transaction) at a time, pausing
    * between steps so that other writes go in between. Failed and pending deliveries stay. One purge
-   * at a time per process; any instance may run it. `now`: the clock the age is measured against.
+   * at a time among the processes sharing `locks` (another's running purge: this one does nothing);
+   * a stopping worker ends its purge after the current step, and the next run goes on from the
+   * oldest event. `now`: the clock the age is measured against.
    */
   prune(now = new Date()): Promise<{ deliveries: number; events: number }> {
     if (this.pruning) return this.pruning;
@@ -284,15 +314,25 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     const retentionMs = this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
     if (retentionMs <= 0) return Promise.resolve(total);
     const before = new Date(now.getTime() - retentionMs);
+    const locks = this.options.locks;
+    const owner = randomUUID();
     this.pruning = (async () => {
+      let locked = false;
       try {
         let after: number | null = 0;
-        while (after !== null) {
+        while (after !== null && this.running) {
+          if (locks) {
+            // Taken, then renewed at each step, so that a long purge keeps it; released at the end.
+            locked = locked
+              ? await locks.renew(PRUNE_LOCK, owner, PRUNE_LEASE_MS)
+              : await locks.tryAcquire(PRUNE_LOCK, owner, PRUNE_LEASE_MS);
+            if (!locked) break;
+          }
           const step = await this.store.pruneDelivered(before, after, this.options.pruneBatch ?? 200);
           total.deliveries += step.deliveries;
           total.events += step.events;
           after = step.next;
-          if (after !== null) await new Promise<void>((ok) => setImmediate(ok));
+          if (after !== null) await delay(PRUNE_PAUSE_MS);
         }
       } catch (err) {
         this.options.log?.error(
@@ -301,6 +341,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
         );
         throw err;
       } finally {
+        if (locked) await locks?.release(PRUNE_LOCK, owner).catch(() => undefined);
         this.pruning = undefined;
         if (total.deliveries + total.events > 0)
           this.options.log?.info(

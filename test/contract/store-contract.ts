@@ -95,6 +95,12 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
       expect(await store.locks.tryAcquire('direct:x', 'f', -1)).toBe(true);
       expect(await store.locks.tryAcquire('direct:x', 'g', 60_000)).toBe(true);
       expect(await store.locks.tryAcquire('direct:x', 'h', 60_000)).toBe(false);
+      // Renewed by its owner only; a lease that ran out and was taken is not the old owner's.
+      expect(await store.locks.renew('direct:x', 'h', 60_000)).toBe(false);
+      expect(await store.locks.renew('direct:x', 'g', -1)).toBe(true);
+      expect(await store.locks.tryAcquire('direct:x', 'i', 60_000)).toBe(true);
+      expect(await store.locks.renew('direct:x', 'g', 60_000)).toBe(false);
+      expect(await store.locks.renew('direct:x', 'i', 60_000)).toBe(true);
     });
 
     describe('issuances', () => {

@@ -144,4 +144,62 @@ describe.each(engines)('webhook retention on %s', (_engine, available, open) => 
         .toBe(newest + 1);
     },
   );
+
+  it.skipIf(!available)(
+    'one purge at a time among the workers sharing the locks; a stopping worker ends its purge after the current step',
+    async () => {
+      const { store, close } = await open();
+      cleanup.push(close);
+      const hook = await receiver();
+      cleanup.push(() => hook.close());
+      const worker = () =>
+        new Webhooks(store.webhooks, {
+          policy: { production: false, allowPrivate: false },
+          kek: undefined,
+          maxAttempts: 1,
+          sweepMs: 3_600_000,
+          retentionMs: 30 * DAY,
+          pruneBatch: 3,
+          locks: store.locks,
+        });
+      const first = worker();
+      const { id: endpointId } = await first.add({ url: hook.url, events: ['*'] });
+      await first.start();
+      // The purge every start runs (nothing is old yet) is over before the test's own.
+      await first.prune();
+      for (let i = 0; i < 10; i++)
+        await store.webhooks.recordEvent(
+          { id: newWebhookEventId(), type: 'key.rotated', data: '{"kid":"k"}' },
+          new Date(),
+        );
+      const delivered = async () =>
+        (await first.deliveries(endpointId, { state: 'delivered', limit: 100 }))!.deliveries.length;
+      await expect
+        .poll(async () => {
+          await first.sweep();
+          return delivered();
+        })
+        .toBe(10);
+      const later = new Date(Date.now() + 31 * DAY);
+
+      // Another process's purge holds the lock: this one deletes nothing.
+      expect(await store.locks.tryAcquire('webhook-prune', 'another-instance', 60_000)).toBe(true);
+      expect(await first.prune(later)).toEqual({ deliveries: 0, events: 0 });
+      expect(await delivered()).toBe(10);
+      await store.locks.release('webhook-prune', 'another-instance');
+
+      // Stopped as its purge starts: one step (3 events) is done, the rest waits for the next run.
+      const cut = first.prune(later);
+      await first.stop();
+      expect(await cut).toEqual({ deliveries: 3, events: 3 });
+
+      const second = worker();
+      await second.start();
+      cleanup.push(() => second.stop());
+      await second.prune();
+      // The lock was given up: the next worker's purge takes it and finishes (the newest event stays).
+      expect(await second.prune(later)).toEqual({ deliveries: 7, events: 6 });
+      expect(await delivered()).toBe(0);
+    },
+  );
 });

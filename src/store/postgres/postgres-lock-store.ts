@@ -17,6 +17,16 @@ export class PostgresLockStore implements NamedLockStore {
     return rowCount === 1;
   }
 
+  async renew(name: string, owner: string, leaseMs: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query({
+      name: 'pg-lock-renew',
+      text: `UPDATE named_locks SET expires_at = now() + make_interval(secs => $3::float8 / 1000)
+        WHERE name = $1 AND owner = $2`,
+      values: [name, owner, leaseMs],
+    });
+    return rowCount === 1;
+  }
+
   async release(name: string, owner: string): Promise<void> {
     await this.pool.query({
       name: 'pg-lock-release',

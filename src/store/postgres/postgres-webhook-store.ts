@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { pageOf } from '../keyset.js';
 import {
   type DeliveredMarks,
@@ -86,12 +85,6 @@ export function insertEventSql(id: string, type: string, data: string, at: strin
 
 /** Events fanned out per transaction. */
 const FAN_OUT_BATCH = 100;
-
-/** The channel migration 021's trigger notifies when a transaction that wrote events commits. */
-export const WEBHOOK_EVENTS_CHANNEL = 'issuer_kit_webhook_events';
-/** The wait before listening again after the listening connection broke, doubling while it fails. */
-const RELISTEN_MS = 1000;
-const RELISTEN_MAX_MS = 30_000;
 
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
@@ -302,59 +295,13 @@ export class PostgresWebhookStore implements WebhookStore {
     });
   }
 
-  /**
-   * LISTENs on its own connection (not one of the pool's: it stays open) and calls `wake` on each
-   * notification, and once each time it starts listening (events may have committed while nothing
-   * listened). A broken connection is replaced after `RELISTEN_MS`, then less often while that
-   * fails (up to `RELISTEN_MAX_MS`, so a database outage is not one log line a second); the sweep
-   * covers the gap.
-   */
-  watchEvents(wake: () => void, onLost: (err: Error) => void): () => Promise<void> {
-    let closed = false;
-    let current: pg.Client | undefined;
-    let retry: NodeJS.Timeout | undefined;
-    let delay = RELISTEN_MS;
-    const lost = (client: pg.Client, err: Error) => {
-      if (current !== client) return;
-      current = undefined;
-      client.end().catch(() => undefined);
-      if (closed) return;
-      onLost(err);
-      retry = setTimeout(listen, delay);
-      delay = Math.min(delay * 2, RELISTEN_MAX_MS);
-    };
-    const listen = () => {
-      if (closed) return;
-      const { connectionString, connectionTimeoutMillis, keepAlive, keepAliveInitialDelayMillis } =
-        this.pool.options;
-      const client = new pg.Client({
-        connectionString,
-        connectionTimeoutMillis,
-        keepAlive,
-        keepAliveInitialDelayMillis,
-      });
-      current = client;
-      client.on('notification', () => wake());
-      client.on('error', (err) => lost(client, err));
-      client.on('end', () => lost(client, new Error('the listening connection closed')));
-      client
-        .connect()
-        .then(() => client.query(`LISTEN ${WEBHOOK_EVENTS_CHANNEL}`))
-        .then(() => {
-          if (current !== client) return;
-          delay = RELISTEN_MS;
-          wake();
-        })
-        .catch((err: Error) => lost(client, err));
-    };
-    listen();
-    return async () => {
-      closed = true;
-      clearTimeout(retry);
-      const client = current;
-      current = undefined;
-      await client?.end().catch(() => undefined);
-    };
+  async hasNewEvents(): Promise<boolean> {
+    // Through the partial index webhook_events_pending: one index page.
+    const { rows } = await this.pool.query<{ found: boolean }>({
+      name: 'pg-webhook-new-events',
+      text: 'SELECT EXISTS (SELECT 1 FROM webhook_events WHERE fanned_out = 0) AS found',
+    });
+    return rows[0]?.found === true;
   }
 
   async listCredentialDeliveries(credentialId: string, limit: number): Promise<WebhookDeliveryRecord[]> {

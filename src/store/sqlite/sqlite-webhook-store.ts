@@ -135,6 +135,10 @@ export class SqliteWebhookStore implements WebhookStore {
       endpoint: db.prepare<[string], EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?'),
       removeDeliveries: db.prepare('DELETE FROM webhook_deliveries WHERE endpoint_id = ?'),
       removeEndpoint: db.prepare('DELETE FROM webhook_endpoints WHERE id = ?'),
+      // Through the partial index webhook_events_pending: one index page.
+      newEvents: db
+        .prepare<[], number>('SELECT EXISTS (SELECT 1 FROM webhook_events WHERE fanned_out = 0)')
+        .pluck(),
       waiting: db.prepare<[number], { seq: number; type: string }>(
         'SELECT seq, type FROM webhook_events WHERE fanned_out = 0 ORDER BY seq LIMIT ?',
       ),
@@ -226,6 +230,10 @@ export class SqliteWebhookStore implements WebhookStore {
    * those of the deliveries' too (a commit writes every page it touched, and a group commit of a
    * few changes touches the same table tails).
    */
+  async hasNewEvents(): Promise<boolean> {
+    return this.stmts.newEvents.get() === 1;
+  }
+
   insertEvent(event: NewWebhookEvent, at: Date): void {
     if (this.subscriptions().length === 0) return;
     this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime(), event.data);
