@@ -130,8 +130,9 @@ describe.skipIf(!ready)('webhook wake-up on PostgreSQL (real processes)', () => 
     const server = new pg.Client({ connectionString: db.url });
     await server.connect();
     cleanup.push(() => server.end());
-    const others =
-      "datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+    // The instances' connections: not this client's, nor the outside writer's (its pool holds one).
+    const { rows: mine } = await writer.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const others = `datname = current_database() AND pid <> pg_backend_pid() AND pid <> ${mine[0]!.pid} AND backend_type = 'client backend'`;
     await server.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${others}`);
     await record('after-reconnect');
     await expect.poll(rotated, { timeout: 60_000 }).toEqual(['from-outside', 'after-reconnect']);
