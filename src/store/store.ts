@@ -673,7 +673,7 @@ export interface ConsoleStore {
     limits: ConsoleSessionLimits,
   ): Promise<ConsoleSessionRecord | undefined>;
   endSession(idHash: string): Promise<void>;
-  /** Removes every session that has ended; answers how many. */
+  /** Removes every console sign-in that has ended; answers how many. */
   endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number>;
   /** Issuances created at or after `since`, per hour, channel and proof type (issuances_created). */
   issuancesPerHour(since: Date): Promise<HourlyIssuances[]>;

@@ -63,13 +63,13 @@ const PRUNE_LEASE_MS = 60_000;
 /** The pause between two purge steps, so that the purge never holds the database's writes for long. */
 const PRUNE_PAUSE_MS = 20;
 
+/** WEBHOOK_RETENTION_DAYS' default. */
+export const DEFAULT_RETENTION_DAYS = 30;
+
 /** A batch's deliveries answered 2xx (`deliveries[i]` got `marks[i]`), not yet marked. */
 interface Answered extends DeliveredMarks {
   deliveries: WebhookDeliveryRecord[];
 }
-
-/** WEBHOOK_RETENTION_DAYS' default. */
-export const DEFAULT_RETENTION_DAYS = 30;
 
 export interface WebhookEvents {
   delivered: [delivery: WebhookDeliveryRecord, status: number];
@@ -142,6 +142,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private readonly baseBackoffMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
+  /** WEBHOOK_RETENTION_DAYS in ms; 0 keeps everything. */
+  private readonly retentionMs: number;
   private readonly sender: WebhookSender;
   private readonly signingKeys = new Map<string, KeyObject>();
 
@@ -156,6 +158,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     // A delivery attempt lasts at most DELIVERY_TIMEOUT_MS (10 s); the lease outlasts it.
     this.leaseMs = options.leaseMs ?? 60_000;
     this.batchSize = options.batchSize ?? 64;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
     this.sender = new WebhookSender(options.policy);
   }
 
@@ -255,7 +258,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.sweeper.unref();
     this.looker ??= setInterval(() => void this.look(), this.options.lookMs ?? NEW_EVENT_LOOK_MS);
     this.looker.unref();
-    if ((this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000) > 0 && !this.pruner) {
+    if (this.retentionMs > 0 && !this.pruner) {
       this.pruner = setInterval(
         () => void this.prune().catch(() => undefined),
         this.options.pruneEveryMs ?? 3_600_000,
@@ -311,9 +314,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   prune(now = new Date()): Promise<{ deliveries: number; events: number }> {
     if (this.pruning) return this.pruning;
     const total = { deliveries: 0, events: 0 };
-    const retentionMs = this.options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
-    if (retentionMs <= 0) return Promise.resolve(total);
-    const before = new Date(now.getTime() - retentionMs);
+    if (this.retentionMs <= 0) return Promise.resolve(total);
+    const before = new Date(now.getTime() - this.retentionMs);
     const locks = this.options.locks;
     const owner = randomUUID();
     this.pruning = (async () => {

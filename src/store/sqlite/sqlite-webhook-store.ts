@@ -218,9 +218,9 @@ export class SqliteWebhookStore implements WebhookStore {
       const events = this.stmts.pruneEvents.run(range.first, range.last).changes;
       return { deliveries, events, next: range.more ? range.last : null };
     });
-    this.markAll = db.transaction((marks: ReadonlyArray<{ id: string; status: number }>, when: string) => {
-      for (const m of marks) this.stmts.delivered.run(m.status, when, m.id);
-    });
+    this.markAll = db.transaction((marks: ReadonlyArray<{ id: string; status: number }>, when: string) =>
+      this.markRows(marks, when),
+    );
   }
 
   /**
@@ -230,13 +230,13 @@ export class SqliteWebhookStore implements WebhookStore {
    * those of the deliveries' too (a commit writes every page it touched, and a group commit of a
    * few changes touches the same table tails).
    */
-  async hasNewEvents(): Promise<boolean> {
-    return this.stmts.newEvents.get() === 1;
-  }
-
   insertEvent(event: NewWebhookEvent, at: Date): void {
     if (this.subscriptions().length === 0) return;
     this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime(), event.data);
+  }
+
+  async hasNewEvents(): Promise<boolean> {
+    return this.stmts.newEvents.get() === 1;
   }
 
   /**
@@ -330,7 +330,7 @@ export class SqliteWebhookStore implements WebhookStore {
         // (table and index tails) that this batch's new deliveries are written to.
         if (delivered) {
           const when = delivered.at.toISOString();
-          for (const m of delivered.marks) this.stmts.delivered.run(m.status, when, m.id);
+          this.markRows(delivered.marks, when);
         }
         const batch = this.fanOutLeased(now, until, limit);
         if (batch.length >= limit) return batch;
@@ -379,6 +379,11 @@ export class SqliteWebhookStore implements WebhookStore {
       }
     }
     return batch;
+  }
+
+  /** The "delivered" marks, inside the caller's transaction. */
+  private markRows(marks: ReadonlyArray<{ id: string; status: number }>, when: string): void {
+    for (const m of marks) this.stmts.delivered.run(m.status, when, m.id);
   }
 
   async markDelivered(marks: ReadonlyArray<{ id: string; status: number }>, at: Date): Promise<void> {
