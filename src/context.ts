@@ -435,6 +435,7 @@ export async function createContext(
     sealing,
     locks: store.locks,
     sweepMs: config.renewalSweepMs,
+    leaseMs: config.renewalSweepLeaseMs,
     ...overrides.renewal,
     log,
   });

@@ -89,6 +89,8 @@ export interface Config {
   statusJobLeaseMs: number;
   /** RENEWAL_SWEEP_INTERVAL_MS: how often the renewal sweep runs. */
   renewalSweepMs: number;
+  /** RENEWAL_SWEEP_LEASE_MS: how long a sweep holds the lock `renewal-sweep`. */
+  renewalSweepLeaseMs: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
@@ -331,6 +333,7 @@ export function loadConfig(
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
       renewalSweepMs: env.RENEWAL_SWEEP_INTERVAL_MS ?? 300_000,
+      renewalSweepLeaseMs: env.RENEWAL_SWEEP_LEASE_MS ?? 300_000,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,

@@ -303,6 +303,11 @@ export const EnvSchema = z.object({
       'How often each instance runs the renewal sweep (docs/operations.md "Renewal"): one instance at a time re-issues the direct credentials of schemas that declare `renewal` once they are inside their window.',
     default: '`300000` (5 minutes)',
   }),
+  RENEWAL_SWEEP_LEASE_MS: int('RENEWAL_SWEEP_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long a renewal sweep holds the named lock `renewal-sweep` (docs/operations.md "Renewal"); it takes no new credential past half of it, and the sweep of an instance that died is taken over by another once it has passed. Keep half of it longer than one renewal can last (`ADMIN_ISSUE_DEADLINE_MS` and the claims source\'s timeout).',
+    default: '`300000` (5 minutes)',
+  }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:
       'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',

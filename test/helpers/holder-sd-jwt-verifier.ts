@@ -9,7 +9,17 @@ import { decodeProtectedHeader, type JWK } from 'jose';
  * the library's own verify() (signature, disclosures, exp, status), independently of the kit's
  * own checks in src/verify/.
  */
-export async function verifySdJwtVc(issuerUrl: string, compact: string) {
+export async function verifySdJwtVc(
+  issuerUrl: string,
+  compact: string,
+  options: {
+    /**
+     * Fetch the status lists from this origin instead of the one in the credential: a server
+     * process whose ISSUER_ORIGIN is not an address the test can reach (it listens on port 0).
+     */
+    statusListsFrom?: string;
+  } = {},
+) {
   const meta = (await (await fetch(`${issuerUrl}/.well-known/jwt-vc-issuer`)).json()) as {
     issuer: string;
     jwks: { keys: JWK[] };
@@ -30,7 +40,13 @@ export async function verifySdJwtVc(issuerUrl: string, compact: string) {
     verifier,
     hasher: digest,
     statusListFetcher: async (uri: string) => {
-      const res = await fetch(uri);
+      const at = new URL(uri);
+      if (options.statusListsFrom) {
+        const to = new URL(options.statusListsFrom);
+        at.protocol = to.protocol;
+        at.host = to.host;
+      }
+      const res = await fetch(at);
       if (res.status !== 200) throw new Error(`status list ${uri} answered ${res.status}`);
       return res.text();
     },

@@ -116,6 +116,7 @@ describe('config', () => {
     ['RATE_LIMIT_REDIS_PREFIX', 'x'.repeat(65)],
     ['UPLOAD_LEASE_MS', '10000'],
     ['OUTBOX_SWEEP_MS', '0'],
+    ['RENEWAL_SWEEP_LEASE_MS', '999'],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
@@ -129,6 +130,13 @@ describe('config', () => {
     });
     expect(loadConfig({ UPLOAD_TIMEOUT_MS: '90000' }, '/srv/issuer').config.uploadLeaseMs).toBe(91_000);
     expect(problems({ UPLOAD_TIMEOUT_MS: '2000', UPLOAD_LEASE_MS: '3000' })).toEqual([]);
+  });
+
+  it('the renewal sweep holds its lock 5 minutes unless RENEWAL_SWEEP_LEASE_MS says otherwise', () => {
+    expect(loadConfig({}, '/srv/issuer').config.renewalSweepLeaseMs).toBe(300_000);
+    expect(loadConfig({ RENEWAL_SWEEP_LEASE_MS: '4000' }, '/srv/issuer').config.renewalSweepLeaseMs).toBe(
+      4000,
+    );
   });
 
   it.each([
