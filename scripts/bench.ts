@@ -261,6 +261,14 @@ if (webhookCpu('on', 1) !== undefined) {
     );
     webhookAdded = median;
   }
+  // What the goal's own terms require per hosted issuance (two events, each one signed POST), and
+  // what the kit adds beyond that, both measured in process in this run (docs/benchmarks.md).
+  const required = get('webhook required parts per hosted issuance (2 events)');
+  const own = get("webhook parts per hosted issuance beyond the required ones (the kit's own)");
+  if (required !== undefined && own !== undefined)
+    console.log(
+      `  in process (same run): the required parts alone (HMAC + one POST per event) ${required.toFixed(3)} ms per hosted issuance${required > 0.1 ? ', above the goal by themselves' : ''}; the kit's own webhook work beyond them ${own.toFixed(3)} ms`,
+    );
 }
 
 function fmt(v: number): string {

@@ -4,6 +4,8 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { newWebhookEventId } from '../../src/store/webhook-store.js';
+import { WebhookSender } from '../../src/webhooks/deliver.js';
+import { newWebhookSecret, webhookHeaders, webhookSigningKey } from '../../src/webhooks/signature.js';
 import { Webhooks } from '../../src/webhooks/webhooks.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import type { Row } from './issuance.js';
@@ -72,12 +74,38 @@ const cpuMicros = (since: NodeJS.CpuUsage) => {
   return d.user + d.system;
 };
 
+/** Events per leased batch, as the worker leases them (its default batch size). */
+const BATCH = 64;
+
+/**
+ * What Standard Webhooks itself costs per event, with no database: the HMAC-SHA256 signature and
+ * one POST of the signed body through the same sender the worker uses (undici, keep-alive pool),
+ * `BATCH` at a time to `url`. CPU per event. The kit's own webhook work is what the worker and the
+ * event write cost beyond this.
+ */
+async function requiredPartsPerEvent(sender: WebhookSender, url: string, n: number): Promise<number> {
+  const key = webhookSigningKey(newWebhookSecret());
+  const c0 = process.cpuUsage();
+  for (let sent = 0; sent < n; sent += BATCH) {
+    const now = new Date();
+    const outgoing = Array.from({ length: Math.min(BATCH, n - sent) }, (_, i) => {
+      // The body as the worker builds it: `{ type, timestamp, sequence, data }`.
+      const body = `{"type":"credential.issued","timestamp":"${now.toISOString()}","sequence":${sent + i},"data":${DATA}}`;
+      return { url, headers: webhookHeaders([key], newWebhookEventId(), now, body), body };
+    });
+    const results = await sender.postAll(outgoing);
+    if (!results.every((r) => r.ok)) throw new Error('the receiver did not answer 2xx');
+  }
+  return cpuMicros(c0) / n;
+}
+
 /**
  * The webhook path's parts, in this process on SQLite, with CPU read around each (so the figures
  * do not move with the issuance rate, as the side-by-side hosted runs do): writing an event inside
  * a change's transaction (and the same with no endpoint: the check alone), and the worker
  * delivering events to a receiver in another process (fan-out into leased deliveries, signature,
- * POST, "delivered" mark). A hosted issuance writes and delivers two events.
+ * POST, "delivered" mark). A hosted issuance writes and delivers two events. Beside them, the
+ * required parts alone (`requiredPartsPerEvent`), alternated with the worker's rounds.
  */
 export async function benchWebhookParts(): Promise<Row[]> {
   const dir = tempDir();
@@ -91,6 +119,7 @@ export async function benchWebhookParts(): Promise<Row[]> {
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const store = openSqliteStore(join(dir, 'issuer.db'));
+  const sender = new WebhookSender({ production: false, allowPrivate: false });
   const webhooks = new Webhooks(store.webhooks, {
     policy: { production: false, allowPrivate: false },
     kek: undefined,
@@ -131,10 +160,12 @@ export async function benchWebhookParts(): Promise<Row[]> {
     const none: number[] = [];
     for (let r = 0; r < ROUNDS; r++) none.push(write(EVENTS) - emptyTx());
 
-    await webhooks.add({ url: `http://127.0.0.1:${String(port).trim()}/hooks`, events: ['*'] });
+    const url = `http://127.0.0.1:${String(port).trim()}/hooks`;
+    await webhooks.add({ url, events: ['*'] });
     await webhooks.start();
     const written: number[] = [];
     const delivered: number[] = [];
+    const required: number[] = [];
     const workerPages: number[] = [];
     const wal = `${store.db.name}-wal`;
     for (let r = 0; r < ROUNDS; r++) {
@@ -148,6 +179,8 @@ export async function benchWebhookParts(): Promise<Row[]> {
       const pageSize = store.db.pragma('page_size', { simple: true }) as number;
       workerPages.push(statSync(wal).size / (pageSize + 24) / EVENTS);
       store.db.pragma('wal_autocheckpoint = 1000');
+      // Alternated with the worker's rounds, so that both see the same state of the machine.
+      required.push(await requiredPartsPerEvent(sender, url, EVENTS));
     }
     const pending = store.db
       .prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'delivered'")
@@ -159,6 +192,7 @@ export async function benchWebhookParts(): Promise<Row[]> {
       return s[Math.floor(s.length / 2)]!;
     };
     const perIssuance = 2 * (median(written) + median(delivered));
+    const requiredPerIssuance = 2 * median(required);
     return [
       { name: 'webhook event write, no endpoint: CPU per change', value: median(none), unit: 'µs' },
       {
@@ -172,11 +206,27 @@ export async function benchWebhookParts(): Promise<Row[]> {
         unit: 'µs',
       },
       { name: 'webhook parts per hosted issuance (2 events)', value: perIssuance / 1000, unit: 'ms' },
+      {
+        name: 'webhook required parts alone: HMAC + one POST per event, no database',
+        value: median(required),
+        unit: 'µs',
+      },
+      {
+        name: 'webhook required parts per hosted issuance (2 events)',
+        value: requiredPerIssuance / 1000,
+        unit: 'ms',
+      },
+      {
+        name: "webhook parts per hosted issuance beyond the required ones (the kit's own)",
+        value: (perIssuance - requiredPerIssuance) / 1000,
+        unit: 'ms',
+      },
       { name: 'webhook worker: WAL pages per delivered event', value: median(workerPages), unit: '' },
       ...pages,
     ];
   } finally {
     await webhooks.stop();
+    await sender.close();
     store.db.close();
     receiver.kill();
     removeDir(dir);

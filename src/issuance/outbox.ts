@@ -16,8 +16,9 @@ export interface OutboxOptions {
   leaseMs?: number;
   /**
    * How often the worker looks in the store for due uploads it was not told about (OUTBOX_SWEEP_MS,
-   * default 5 s): another instance's retries, and uploads left by an instance that died (taken once
-   * their lease expires). One indexed query when nothing is due.
+   * default 5 s): another instance's retries, uploads left by an instance that died (taken once
+   * their lease expires), and pending uploads without the due time the store's reads find
+   * (`repairUnseenUploads`). Two indexed queries when nothing is due.
    */
   sweepMs?: number;
   batchSize?: number;
@@ -91,7 +92,7 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     if (options.recover ?? true) await this.store.makePendingDue(new Date());
     this.sweeper ??= setInterval(() => void this.drain({ sweep: true }), this.sweepMs);
     this.sweeper.unref();
-    await this.drain();
+    await this.drain({ repair: true });
   }
 
   async stop(): Promise<void> {
@@ -212,13 +213,23 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
 
   /**
    * Takes due uploads batch by batch until none is left, then sets the timer for the next one due.
-   * A `sweep` that finds nothing due stops there: its one query is the whole cost of an idle sweep,
-   * and the next sweep comes soon enough for what is due later.
+   * A `sweep` (and, with `repair`, the first drain) first gives a due time to pending uploads the
+   * store's reads miss. A sweep that finds nothing due stops there: its two queries are the whole
+   * cost of an idle sweep, and the next sweep comes soon enough for what is due later.
    */
-  private drain(options: { sweep?: boolean } = {}): Promise<void> {
+  private drain(options: { sweep?: boolean; repair?: boolean } = {}): Promise<void> {
     if (this.draining) return this.draining;
     this.draining = (async () => {
       try {
+        if (options.sweep || options.repair) {
+          const repaired = await this.store.repairUnseenUploads(new Date());
+          // An instance of a version before PostgreSQL migration 023 requeued these (store.ts).
+          if (repaired > 0)
+            this.options.log?.warn(
+              { event: 'outbox_unseen_repaired', count: repaired },
+              'pending uploads without a due time in the outbox were made due',
+            );
+        }
         for (let took = false; ; took = true) {
           if (!this.running) return;
           const batch = await this.store.leaseDueUploads(new Date(), this.leaseMs, this.batchSize);

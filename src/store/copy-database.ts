@@ -42,6 +42,13 @@ interface TableSpec {
   pgDefaults?: Record<string, string>;
   /** Rows for PostgreSQL-only tables derived from a copied batch. */
   afterInsert?: (client: PgClient, rows: Row[]) => Promise<void>;
+  /** Run once after every row is copied; returns how many rows it added (`added`). */
+  afterTable?: (client: PgClient) => Promise<number>;
+  /**
+   * Rows of the PostgreSQL table that `afterTable` adds and SQLite has no counterpart of: a
+   * condition on `t` that no copied row meets, so verification leaves exactly those out.
+   */
+  added?: { where: string; what: string };
 }
 
 type Row = Record<string, unknown>;
@@ -81,15 +88,29 @@ export const COPIED_TABLES: TableSpec[] = [
     table: 'issuance_envelopes',
     key: ['credential_id'],
     columns: text('credential_id', 'body'),
-    pgDefaults: { due_at: "set after the batch: the outbox's due time, from its pending issuance" },
-    // PostgreSQL reads due uploads through the envelopes' due time (its migration 023).
-    afterInsert: async (client, rows) => {
+    pgDefaults: { due_at: "set after the table: the outbox's due time, from its pending issuance" },
+    // PostgreSQL's outbox reads the envelopes' rows, not the issuances, so every pending or failed
+    // upload needs one: as its migration 023 does, the due time of a pending upload, and a row
+    // with a NULL body for an upload that has no envelope on SQLite (one recorded before
+    // SQLite's 016 without one, or queued again after its envelope was deleted). The outbox
+    // treats it as on SQLite: marked uploaded again when it was delivered once, else failed.
+    // A pending upload without a next attempt time (set pending by hand) is due at once.
+    afterTable: async (client) => {
       await client.query(
-        `UPDATE issuance_envelopes e SET due_at = i.next_attempt_at FROM issuances i
-         WHERE e.credential_id = ANY ($1::text[]) AND i.credential_id = e.credential_id AND i.upload_state = 'pending'`,
-        [rows.map((r) => String(r.credential_id))],
+        `UPDATE issuance_envelopes e SET due_at = COALESCE(i.next_attempt_at, now())
+         FROM issuances i WHERE i.credential_id = e.credential_id AND i.upload_state = 'pending'`,
       );
+      const { rowCount } = await client.query(
+        `INSERT INTO issuance_envelopes (credential_id, body, due_at)
+         SELECT i.credential_id, NULL, CASE WHEN i.upload_state = 'pending' THEN COALESCE(i.next_attempt_at, now()) END
+         FROM issuances i
+         WHERE i.upload_state IN ('pending', 'failed')
+           AND NOT EXISTS (SELECT 1 FROM issuance_envelopes e WHERE e.credential_id = i.credential_id)`,
+      );
+      return rowCount ?? 0;
     },
+    // SQLite's body is NOT NULL: a NULL one is a row the copy added.
+    added: { where: 't.body IS NULL', what: 'uploads without an envelope, for the outbox' },
   },
   {
     table: 'status_list_partitions',
@@ -297,6 +318,8 @@ export interface TableReport {
   ok: boolean;
   /** What differed, when not ok. */
   problem?: string;
+  /** Rows the copy added on PostgreSQL beyond SQLite's (TableSpec `added`), left out of `rows` and `sha256`. */
+  added?: { rows: number; what: string };
 }
 
 export interface CopyResult {
@@ -357,12 +380,13 @@ export async function copyDatabase(
     db.exec('BEGIN');
     try {
       result.tables = await withTransaction(pool, async (client) => {
+        const added = new Map<string, number>();
         const busy = await nonEmptyTables(client);
         if (busy.length > 0)
           throw new CopyRefused(`--to: the target database is not empty (rows in ${busy.join(', ')})`);
         for (const spec of COPIED_TABLES) {
           try {
-            await copyTable(db, client, spec);
+            added.set(spec.table, await copyTable(db, client, spec));
           } catch (err) {
             if (err instanceof CopyRefused) throw err;
             throw new CopyFailed(
@@ -372,7 +396,8 @@ export async function copyDatabase(
           options.progress?.(`copied ${spec.table}`);
         }
         const reports: TableReport[] = [];
-        for (const spec of COPIED_TABLES) reports.push(await verifyTable(db, client, spec));
+        for (const spec of COPIED_TABLES)
+          reports.push(await verifyTable(db, client, spec, added.get(spec.table) ?? 0));
         if (reports.some((r) => !r.ok)) throw new VerifyFailed(reports);
         return reports;
       });
@@ -508,7 +533,8 @@ async function insertRows(
   }
 }
 
-async function copyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec): Promise<void> {
+/** Copies one table; returns how many rows its `afterTable` added. */
+async function copyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec): Promise<number> {
   const names = spec.columns.map((c) => c.name);
   const written = spec.columns.filter((c) => !c.sqliteOnly);
   const statement = db
@@ -548,6 +574,7 @@ async function copyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec):
     await client.query(
       `SELECT setval(pg_get_serial_sequence('${spec.table}', '${spec.identity}'), COALESCE(MAX(${spec.identity}), 0) + 1, false) FROM ${spec.table}`,
     );
+  return (await spec.afterTable?.(client)) ?? 0;
 }
 
 /**
@@ -574,7 +601,12 @@ export function canonicalRow(values: unknown[], kinds: Kind[]): string {
   )}\n`;
 }
 
-async function verifyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec): Promise<TableReport> {
+async function verifyTable(
+  db: SqliteDatabase,
+  client: PgClient,
+  spec: TableSpec,
+  added: number,
+): Promise<TableReport> {
   const kinds = spec.columns.map((c) => c.kind);
   const sqliteHash = createHash('sha256');
   let sqliteRows = 0;
@@ -592,8 +624,9 @@ async function verifyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec
     .map((k) => (spec.columns.find((c) => c.name === k)?.kind === 'text' ? `t.${k} COLLATE "C"` : `t.${k}`))
     .join(', ');
   const select = spec.columns.map((c) => c.pgRead ?? `t.${c.name}`).join(', ');
+  const copied = spec.added ? `WHERE NOT (${spec.added.where})` : '';
   await client.query(
-    `DECLARE copy_verify NO SCROLL CURSOR FOR SELECT ${select} FROM ${spec.table} t ORDER BY ${pgOrder}`,
+    `DECLARE copy_verify NO SCROLL CURSOR FOR SELECT ${select} FROM ${spec.table} t ${copied} ORDER BY ${pgOrder}`,
   );
   const pgHash = createHash('sha256');
   let pgRows = 0;
@@ -615,10 +648,12 @@ async function verifyTable(db: SqliteDatabase, client: PgClient, spec: TableSpec
     sha256: b,
     ok: problems.length === 0,
     ...(problems.length > 0 ? { problem: problems.join('; ') } : {}),
+    ...(spec.added && added > 0 ? { added: { rows: added, what: spec.added.what } } : {}),
   };
 }
 
-/** `table: N rows, sha256 …, ok` (or `MISMATCH: …`). */
+/** `table: N rows, sha256 …, ok` (or `MISMATCH: …`), then any rows added on PostgreSQL. */
 export function reportLine(r: TableReport): string {
-  return `${r.table}: ${r.rows} rows, sha256 ${r.sha256}, ${r.ok ? 'ok' : `MISMATCH: ${r.problem}`}`;
+  const line = `${r.table}: ${r.rows} rows, sha256 ${r.sha256}, ${r.ok ? 'ok' : `MISMATCH: ${r.problem}`}`;
+  return r.added ? `${line}; ${r.added.rows} added (${r.added.what})` : line;
 }

@@ -168,6 +168,13 @@ export interface IssuanceStore {
    * Returns the credential ids resumed.
    */
   retryFailedUploads(credentialIds: string[] | 'all', now: Date): Promise<string[]>;
+  /**
+   * Outbox sweep: gives a due time to pending uploads the outbox's reads do not reach, and returns
+   * how many. On PostgreSQL those are uploads a version from before its migration 023 queued
+   * again (docs/architecture.md "The outbox on PostgreSQL"), looked for a bounded page per call;
+   * SQLite's outbox reads the issuances themselves, so there are none.
+   */
+  repairUnseenUploads(now: Date): Promise<number>;
   /** Start-up: every pending upload becomes due now, whatever its backoff said, and stale leases drop. */
   makePendingDue(now: Date): Promise<void>;
   /** Earliest next attempt among pending uploads. */

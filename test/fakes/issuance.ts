@@ -190,6 +190,9 @@ export class MemoryIssuanceStore implements IssuanceStore {
   leaseUpload(): Promise<boolean> {
     throw new Error('MemoryIssuanceStore: leaseUpload is the outbox’s, not used here');
   }
+  repairUnseenUploads(): Promise<number> {
+    throw new Error('MemoryIssuanceStore: repairUnseenUploads is the outbox’s, not used here');
+  }
   makePendingDue(): Promise<void> {
     throw new Error('MemoryIssuanceStore: makePendingDue is the outbox’s, not used here');
   }

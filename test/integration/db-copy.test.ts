@@ -35,6 +35,8 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
   const bjjNonces: number[] = [];
   const before: Record<string, unknown> = {};
   let directId = '';
+  /** Delivered, then queued again by hand: pending on SQLite without an envelope. */
+  let requeuedId = '';
 
   const issueBjj = async (issuer: TestIssuer, n: bigint) => {
     const res = await issuer.post('/issue-vc', {
@@ -90,7 +92,19 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
       before[`cs-${nonce}`] = await json(`${onSqlite.url}/credential-status/${nonce}`);
     before.did = onSqlite.ctx.iden3Did();
     before.signingKid = onSqlite.ctx.keys.current().signing.kid;
+    const [requeued] = await queryStore<{ credential_id: string }>(
+      onSqlite.ctx.store,
+      'SELECT credential_id FROM issuances WHERE revocation_nonce = ?',
+      [sdJwt[2]!.nonce],
+    );
+    requeuedId = requeued!.credential_id;
     await onSqlite.close();
+    // Queued again by hand once the server has stopped; its mark deleted its envelope.
+    const sqlite = openSqlite(join(dir, 'issuer.db'));
+    sqlite
+      .prepare("UPDATE issuances SET upload_state = 'pending', next_attempt_at = ? WHERE credential_id = ?")
+      .run(Date.now(), requeuedId);
+    sqlite.close();
   });
   afterAll(async () => {
     await onPostgres?.close();
@@ -105,8 +119,14 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
     const lines = run.stdout.trim().split('\n');
     for (const { table } of COPIED_TABLES)
       expect(lines).toContainEqual(
-        expect.stringMatching(new RegExp(`^${table}: \\d+ rows, sha256 [0-9a-f]{64}, ok$`)),
+        expect.stringMatching(new RegExp(`^${table}: \\d+ rows, sha256 [0-9a-f]{64}, ok(; .+)?$`)),
       );
+    // The requeued upload has no envelope on SQLite: PostgreSQL's outbox gets a row for it.
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^issuance_envelopes: 0 rows, sha256 [0-9a-f]{64}, ok; 1 added \(uploads without an envelope, for the outbox\)$/,
+      ),
+    );
     const count = (table: string) => Number(lines.find((l) => l.startsWith(`${table}:`))!.split(' ')[1]);
     expect(count('issuances')).toBe(6);
     expect(count('webhook_events')).toBeGreaterThanOrEqual(8); // six issued, two revoked
@@ -123,12 +143,22 @@ describe.skipIf(!available)('db copy: SQLite deployment into PostgreSQL', () => 
   });
 
   it('an issuer on the copy serves the same statuses and proofs, and issues without collisions', async () => {
+    let requeuedDone: Promise<unknown> | undefined;
     onPostgres = await startIssuer({
       dir,
       port: Number(new URL(onSqlite.url).port),
       env: { DATABASE_URL: pg.url, KEY_ENCRYPTION_KEY: KEK },
       exampleClaimsFile: '',
+      beforeServe: (ctx) => {
+        requeuedDone = new Promise((resolve) =>
+          ctx.outbox.on('uploaded', (record) => record.credentialId === requeuedId && resolve(record)),
+        );
+      },
     });
+    // The outbox of the copy finishes the requeued upload: delivered once, so marked uploaded again.
+    await requeuedDone;
+    expect(await onPostgres.ctx.store.issuances.get(requeuedId)).toMatchObject({ uploadState: 'uploaded' });
+    expect(await onPostgres.ctx.store.issuances.countPendingUploads()).toBe(0);
     const url = onPostgres.url;
     expect(url).toBe(onSqlite.url);
     // The keys SQLite kept as files are in the target now, sealed: the Iden3 key under the copied

@@ -214,13 +214,16 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
   });
 
   // The outbox reads its rows through issuance_envelopes' due index and their issuances by key,
-  // and counts failed uploads through the partial index on errors: never a scan of issuances.
+  // counts failed uploads through the partial index on errors, and looks for pending uploads
+  // without a due time through the index of rows without one: never a scan of either table.
   it.each([
     ['leaseDue', [new Date('2040-01-01'), new Date('2040-01-02'), 10], 'issuance_envelopes_due'],
     ['nextDue', [], 'issuance_envelopes_due'],
     ['countPending', [], 'issuance_envelopes_due'],
     ['oldestPending', [], 'issuance_envelopes_due'],
     ['countFailed', [], 'issuances_upload_error_created'],
+    // A page of the envelopes' rows without a due time (migration 025), never all of them.
+    ['repairUnseen', [new Date('2040-01-01'), 'c100', 500], 'issuance_envelopes_undue'],
   ] as const)('outbox %s', async (name, values, index) => {
     const steps = await plan(OUTBOX_SQL[name], [...values]);
     const tables = ['issuances', 'issuance_envelopes'];

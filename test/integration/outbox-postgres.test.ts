@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import type { UploadOutbox } from '../../src/issuance/outbox.js';
 import { copyDatabase } from '../../src/store/copy-database.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
-import type { NewIssuance } from '../../src/store/store.js';
-import { removeDir, tempDir } from '../helpers/issuer.js';
+import type { IssuanceRecord, NewIssuance } from '../../src/store/store.js';
+import { expectError } from '../helpers/errors.js';
+import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const available = await postgresAvailable('the PostgreSQL outbox tests');
@@ -42,6 +47,28 @@ function pending(nonce: number, due: Date): NewIssuance {
   };
 }
 
+/**
+ * `retryFailedUploads` of the versions before PostgreSQL migration 023, as they run it (the admin
+ * route POST /admin/uploads/retry and `npm run admin -- uploads retry`): the issuance alone is
+ * queued again, its envelope's row keeps due_at NULL.
+ */
+const RETRY_BEFORE_023 = `UPDATE issuances SET upload_state = 'pending', upload_attempts = 0, next_attempt_at = $1, lease_until = NULL
+       WHERE upload_state = 'failed' AND credential_id = ANY($2::text[])
+       RETURNING credential_id AS id`;
+
+/** Orders [credentialId, …] rows by credential id. */
+const byId = (x: unknown[], y: unknown[]) => String(x[0]).localeCompare(String(y[0]));
+
+/** Resolves with the record of `credentialId` when one of the outboxes marks it uploaded. */
+function uploadedBy(outboxes: UploadOutbox[], credentialId: string): Promise<IssuanceRecord> {
+  return new Promise((resolve) => {
+    for (const outbox of outboxes)
+      outbox.on('uploaded', (record) => {
+        if (record.credentialId === credentialId) resolve(record);
+      });
+  });
+}
+
 // docs/architecture.md "The outbox on PostgreSQL" (migration 023).
 describe.skipIf(!available)('the outbox on PostgreSQL', () => {
   let db: TempDatabase;
@@ -76,7 +103,71 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
     ]);
   });
 
-  it('a pending and a failed upload copied from SQLite are found by the outbox; the failed one once retried', async () => {
+  it('a failed upload queued again by a version before migration 023 is made due by a sweep, and delivered', async () => {
+    const at = new Date('2030-01-01T00:05:00Z');
+    const later = new Date('2030-01-01T00:06:00Z');
+    const requeued = pending(2001, at);
+    const stays = pending(2002, at);
+    for (const n of [requeued, stays]) {
+      expect((await store.issuances.insertIssuance(n, { dedupe: false })).kind).toBe('inserted');
+      expect((await store.issuances.markUploadFailed(n.credentialId, 'refused', at, 1)).gaveUp).toBe(true);
+    }
+    const { rows } = await store.pool.query(RETRY_BEFORE_023, [at, [requeued.credentialId]]);
+    expect(rows).toEqual([{ id: requeued.credentialId }]);
+    expect((await store.issuances.get(requeued.credentialId))?.uploadState).toBe('pending');
+    // What that write leaves: a pending upload the outbox's reads do not reach.
+    expect(await store.issuances.countPendingUploads()).toBe(0);
+    expect(await store.issuances.leaseDueUploads(later, 60_000, 10)).toEqual([]);
+
+    expect(await store.issuances.repairUnseenUploads(later)).toBe(1);
+    expect(await store.issuances.repairUnseenUploads(later)).toBe(0);
+    expect(await store.issuances.countPendingUploads()).toBe(1);
+    expect(await store.issuances.nextUploadDue()).toEqual(at);
+    const leased = await store.issuances.leaseDueUploads(later, 60_000, 10);
+    expect(leased.map((r) => [r.credentialId, r.envelope?.data])).toEqual([
+      [requeued.credentialId, requeued.envelope!.data],
+    ]);
+    await store.issuances.markUploaded(requeued.credentialId, '/vcs/requeued', later);
+    expect((await store.issuances.get(requeued.credentialId))?.uploadState).toBe('uploaded');
+    expect(await store.issuances.countPendingUploads()).toBe(0);
+    // The upload that was not retried stays failed, out of the outbox.
+    expect((await store.issuances.get(stays.credentialId))?.uploadState).toBe('failed');
+    expect(await store.issuances.countFailedUploads()).toBe(1);
+    const { rows: left } = await store.pool.query(
+      'SELECT credential_id, due_at FROM issuance_envelopes ORDER BY credential_id',
+    );
+    expect(left).toEqual([{ credential_id: stays.credentialId, due_at: null }]);
+  });
+
+  it('the sweep reads failed uploads a page at a time and finds a requeued one behind a page of them', async () => {
+    const paged = await createTempDatabase();
+    const other = await openPostgresStore(paged.url, { poolMax: 2 });
+    try {
+      // 1,100 failed uploads, ids in order f00001 … f01100, each with its row and no due time.
+      await other.pool.query(`
+        INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
+          subject_hash, kid, created_at, expires_at, envelope, upload_state, upload_attempts, last_error)
+        SELECT 'f' || lpad(i::text, 5, '0'), 'hosted', 'u', 'did:example:f' || i, 'membership-v1', 'SD_JWT_VC', i,
+          's' || i, 'kid-1', timestamptz '2030-01-01', timestamptz '2031-01-01', '', 'failed', 10, 'refused'
+        FROM generate_series(1, 1100) AS i;
+        INSERT INTO issuance_envelopes (credential_id, body, due_at) SELECT credential_id, '{}', NULL FROM issuances`);
+      const at = new Date('2030-01-01T00:05:00Z');
+      const { rows } = await other.pool.query(RETRY_BEFORE_023, [at, ['f01100']]);
+      expect(rows).toEqual([{ id: 'f01100' }]);
+      // Pages of 500: the first two calls read f00001 … f01000, the third the rest; then from the start.
+      const found: number[] = [];
+      for (let call = 0; call < 4; call++) found.push(await other.issuances.repairUnseenUploads(at));
+      expect(found).toEqual([0, 0, 1, 0]);
+      const leased = await other.issuances.leaseDueUploads(at, 60_000, 10);
+      expect(leased.map((r) => r.credentialId)).toEqual(['f01100']);
+      expect(await other.issuances.countFailedUploads()).toBe(1099);
+    } finally {
+      await other.close();
+      await paged.drop();
+    }
+  });
+
+  it('pending and failed uploads copied from SQLite, with or without an envelope, are found by the outbox; the failed ones once retried', async () => {
     const dir = tempDir();
     const target = await createTempDatabase();
     try {
@@ -85,33 +176,68 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
       const due = new Date('2030-01-01T00:01:00Z');
       const waiting = pending(1001, due);
       const refused = pending(1002, due);
-      for (const n of [waiting, refused])
+      // Pending or failed without an envelope on SQLite, each set so by hand: one queued again after
+      // its delivery (the mark deleted its envelope), one whose envelope was deleted while pending,
+      // and a failed one whose envelope was deleted.
+      const redelivered = pending(1003, due);
+      const bare = pending(1004, new Date('2030-01-01T00:00:30Z'));
+      const bareFailed = pending(1005, due);
+      for (const n of [waiting, refused, redelivered, bare, bareFailed])
         expect((await sqlite.issuances.insertIssuance(n, { dedupe: false })).kind).toBe('inserted');
-      expect((await sqlite.issuances.markUploadFailed(refused.credentialId, 'refused', due, 1)).gaveUp).toBe(
-        true,
+      for (const n of [refused, bareFailed])
+        expect((await sqlite.issuances.markUploadFailed(n.credentialId, 'refused', due, 1)).gaveUp).toBe(
+          true,
+        );
+      await sqlite.issuances.markUploaded(redelivered.credentialId, '/vcs/redelivered', due);
+      sqlite.db
+        .prepare("UPDATE issuances SET upload_state = 'pending', next_attempt_at = ? WHERE credential_id = ?")
+        .run(due.getTime(), redelivered.credentialId);
+      const dropEnvelope = sqlite.db.prepare('DELETE FROM issuance_envelopes WHERE credential_id = ?');
+      for (const n of [bare, bareFailed]) dropEnvelope.run(n.credentialId);
+      expect(sqlite.db.prepare('SELECT credential_id FROM issuance_envelopes').pluck().all()).toEqual(
+        expect.arrayContaining([waiting.credentialId, refused.credentialId]),
       );
+      expect(sqlite.db.prepare('SELECT count(*) FROM issuance_envelopes').pluck().get()).toBe(2);
+      // SQLite's outbox reads the issuances: all three pending uploads are in it.
+      expect(await sqlite.issuances.countPendingUploads()).toBe(3);
+      expect(await sqlite.issuances.countFailedUploads()).toBe(2);
       await sqlite.close();
 
       const copied = await copyDatabase(`sqlite:${sqlitePath}`, target.url, { cwd: dir });
       expect(copied.ok).toBe(true);
+      // Verified against SQLite's two envelopes; the outbox's rows for the other three are added.
+      expect(copied.tables.find((t) => t.table === 'issuance_envelopes')).toMatchObject({
+        rows: 2,
+        ok: true,
+        added: { rows: 3 },
+      });
       const copy = await openPostgresStore(target.url, { poolMax: 2 });
       try {
         const now = new Date('2030-01-01T00:02:00Z');
-        expect(await copy.issuances.countPendingUploads()).toBe(1);
-        expect(await copy.issuances.countFailedUploads()).toBe(1);
-        expect(await copy.issuances.nextUploadDue()).toEqual(due);
+        expect(await copy.issuances.countPendingUploads()).toBe(3);
+        expect(await copy.issuances.countFailedUploads()).toBe(2);
+        expect(await copy.issuances.nextUploadDue()).toEqual(bare.uploadDueAt);
         const leased = await copy.issuances.leaseDueUploads(now, 60_000, 10);
-        expect(leased.map((r) => [r.credentialId, r.envelope?.data])).toEqual([
-          [waiting.credentialId, waiting.envelope!.data],
-        ]);
-        expect(await copy.issuances.retryFailedUploads('all', now)).toEqual([refused.credentialId]);
+        expect(leased.map((r) => [r.credentialId, r.envelope?.data, r.uploadedAt]).sort(byId)).toEqual(
+          [
+            [bare.credentialId, undefined, null],
+            [waiting.credentialId, waiting.envelope!.data, null],
+            [redelivered.credentialId, undefined, due],
+          ].sort(byId),
+        );
+        expect(await copy.issuances.retryFailedUploads('all', now)).toEqual(
+          expect.arrayContaining([refused.credentialId, bareFailed.credentialId]),
+        );
         expect(await copy.issuances.countFailedUploads()).toBe(0);
         const retried = await copy.issuances.leaseDueUploads(now, 60_000, 10);
-        expect(retried.map((r) => [r.credentialId, r.envelope?.data])).toEqual([
-          [refused.credentialId, refused.envelope!.data],
-        ]);
+        expect(retried.map((r) => [r.credentialId, r.envelope?.data]).sort(byId)).toEqual(
+          [
+            [refused.credentialId, refused.envelope!.data],
+            [bareFailed.credentialId, undefined],
+          ].sort(byId),
+        );
         await copy.issuances.markUploaded(refused.credentialId, '/vcs/x', now);
-        expect(await copy.issuances.countPendingUploads()).toBe(1);
+        expect(await copy.issuances.countPendingUploads()).toBe(4);
         expect((await copy.issuances.get(refused.credentialId))?.uploadState).toBe('uploaded');
       } finally {
         await copy.close();
@@ -120,5 +246,78 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
       await target.drop();
       removeDir(dir);
     }
+  });
+});
+
+const KEK = 'c3'.repeat(32);
+
+// docs/architecture.md "The outbox on PostgreSQL": instances of this version finish what an
+// instance of a version before migration 023 queues during a rolling upgrade.
+describe.skipIf(!available)('an upload queued again by an instance from before migration 023', () => {
+  let db: TempDatabase;
+  let a: TestIssuer;
+  let b: TestIssuer;
+  const dirs = [tempDir(), tempDir()];
+
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    // One attempt: the request's failed upload is given up at once, as the retry needs.
+    const env = {
+      DATABASE_URL: db.url,
+      KEY_ENCRYPTION_KEY: KEK,
+      UPLOAD_MAX_ATTEMPTS: '1',
+      OUTBOX_SWEEP_MS: '100',
+    };
+    a = await startIssuer({ dir: dirs[0], env });
+    mkdirSync(join(dirs[1]!, 'keys'));
+    b = await startIssuer({
+      dir: dirs[1],
+      env: { ...env, SERVICE_V1_BASE_URL: a.ctx.config.serviceBaseUrl! },
+      exampleClaimsFile: '',
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await db?.drop();
+    for (const d of dirs) removeDir(d);
+  });
+
+  it('is delivered by the instances of this version, once', async () => {
+    a.emulator!.faults.failNext('dstorage', 1, 500);
+    const res = await a.post('/issue-vc', {
+      holderDID: 'did:example:rolling-upgrade',
+      pubKey: generateHolderKeyPair().publicKeyHex,
+      userId: 'demo-user-1',
+      schemaId: 'membership-v1',
+    });
+    await expectError(res, 502, 'UPSTREAM_UNAVAILABLE');
+    const [issued] = await queryStore<{ credential_id: string }>(
+      a.ctx.store,
+      'SELECT credential_id FROM issuances WHERE holder_did = ?',
+      ['did:example:rolling-upgrade'],
+    );
+    const id = issued!.credential_id;
+    expect(await a.ctx.store.issuances.get(id)).toMatchObject({ uploadState: 'failed' });
+
+    const delivered = uploadedBy([a.ctx.outbox, b.ctx.outbox], id);
+    // The older instance's retry, on a connection of its own.
+    const older = new pg.Client({ connectionString: db.url });
+    await older.connect();
+    try {
+      const { rows } = await older.query(RETRY_BEFORE_023, [new Date(), [id]]);
+      expect(rows).toEqual([{ id }]);
+    } finally {
+      await older.end();
+    }
+    await delivered;
+    // Every attempt either instance started has finished once both have stopped.
+    await Promise.all([a.ctx.outbox.stop(), b.ctx.outbox.stop()]);
+    const requests = a.emulator!.state.requests.filter((r) => r.route === 'dstorage' && r.externalId === id);
+    expect(requests.map((r) => r.status)).toEqual([500, 201]);
+    expect(a.emulator!.state.envelopes.has(id)).toBe(true);
+    expect(await a.ctx.store.issuances.get(id)).toMatchObject({ uploadState: 'uploaded', uploadAttempts: 1 });
+    expect(await a.ctx.store.issuances.countPendingUploads()).toBe(0);
+    expect(await a.ctx.store.issuances.countFailedUploads()).toBe(0);
   });
 });

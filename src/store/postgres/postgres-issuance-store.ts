@@ -115,7 +115,27 @@ export const OUTBOX_SQL = {
   // Through issuances_upload_error_created: a failed upload always has an error (migration 023).
   countFailed:
     "SELECT count(*)::int AS n FROM issuances WHERE last_error IS NOT NULL AND upload_state = 'failed'",
+  /**
+   * $1 now, $2 the credential id the last page ended at ('' from the start), $3 the page's size.
+   * A page of issuance_envelopes_undue (migration 025); each pending upload in it is given its
+   * issuance's due time. Rows another statement holds are skipped (found on a later pass), so this
+   * never waits on a lock and takes part in no deadlock.
+   */
+  repairUnseen: `WITH page AS (SELECT credential_id FROM issuance_envelopes WHERE due_at IS NULL AND credential_id > $2
+         ORDER BY credential_id LIMIT $3),
+       unseen AS (SELECT e.credential_id, i.next_attempt_at FROM page
+         JOIN issuance_envelopes e ON e.credential_id = page.credential_id
+         JOIN issuances i ON i.credential_id = page.credential_id
+         WHERE e.due_at IS NULL AND i.upload_state = 'pending'
+         FOR UPDATE OF e, i SKIP LOCKED),
+       due AS (UPDATE issuance_envelopes e SET due_at = COALESCE(u.next_attempt_at, $1)
+         FROM unseen u WHERE e.credential_id = u.credential_id RETURNING e.credential_id)
+     SELECT (SELECT count(*) FROM page)::int AS seen, (SELECT max(credential_id) FROM page) AS last,
+       (SELECT count(*) FROM due)::int AS repaired`,
 };
+
+/** How many rows of issuance_envelopes_undue one outbox sweep looks at (repairUnseenUploads). */
+const UNSEEN_PAGE = 500;
 
 /** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
 function rowError(code: string, message: string): Error {
@@ -151,6 +171,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
   private shape: { size: number; bits: 1 | 2 } | undefined;
   /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
   private lookups: DuplicateLookup[] = [];
+  /** Where the next repairUnseenUploads page of issuance_envelopes_undue starts ('' from the first row). */
+  private unseenAfter = '';
   /** insertIssuance calls waiting for this turn of the event loop's group (flushWrites). */
   private records: PendingRecord[] = [];
   /** markUploaded calls waiting for the same group. */
@@ -528,6 +550,21 @@ export class PostgresIssuanceStore implements IssuanceStore {
       credentialIds === 'all' ? [now] : [now, credentialIds],
     );
     return rows.map((r) => r.id);
+  }
+
+  async repairUnseenUploads(now: Date): Promise<number> {
+    // A version from before migration 023 requeues a failed upload on issuances alone (migration
+    // 025): its envelope's row keeps due_at NULL, out of the outbox's reads. One page per call,
+    // the next call going on after it, so that a large backlog of failed uploads is read a page
+    // per sweep and a pending upload among them is found within a pass over it.
+    const { rows } = await this.pool.query<{ seen: number; last: string | null; repaired: number }>({
+      name: 'pg-repair-unseen',
+      text: OUTBOX_SQL.repairUnseen,
+      values: [now, this.unseenAfter, UNSEEN_PAGE],
+    });
+    const page = rows[0];
+    this.unseenAfter = page && page.seen === UNSEEN_PAGE && page.last !== null ? page.last : '';
+    return page?.repaired ?? 0;
   }
 
   async countFailedUploads(): Promise<number> {

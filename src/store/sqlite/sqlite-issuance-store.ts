@@ -396,6 +396,11 @@ export class SqliteIssuanceStore implements IssuanceStore {
     return this.stmts.failedCount.get()?.n ?? 0;
   }
 
+  async repairUnseenUploads(): Promise<number> {
+    // The outbox reads pending uploads from issuances (issuances_outbox_pending): every one is seen.
+    return 0;
+  }
+
   async makePendingDue(now: Date): Promise<void> {
     this.stmts.makeDue.run(now.getTime());
   }

@@ -1,0 +1,12 @@
+-- The envelopes' rows without a due time: failed uploads (023 keeps their row, due_at NULL), and
+-- any pending upload the outbox would not see (docs/architecture.md "The outbox on PostgreSQL").
+--
+-- A version from before 023 writes the outbox's due time on issuances only. Its retry of a failed
+-- upload (`npm run admin -- uploads retry`, POST /admin/uploads/retry) sets the issuance pending
+-- and due, and leaves the envelope's row with due_at NULL, where issuance_envelopes_due does not
+-- reach. Each outbox sweep reads a page of this index, in credential id order from where the last
+-- one stopped, and gives each pending upload it finds the due time of its issuance: the sweep
+-- costs a page of this index whatever the backlog of pending and failed uploads, and no index of
+-- issuances names a column an "uploaded" mark changes. A row's due_at becomes NULL only when its
+-- upload fails for good, so the index is written by give-ups and never by an issuance or its mark.
+CREATE INDEX issuance_envelopes_undue ON issuance_envelopes (credential_id) WHERE due_at IS NULL;
