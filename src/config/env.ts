@@ -290,7 +290,7 @@ export const EnvSchema = z.object({
   }),
   OUTBOX_SWEEP_MS: int('OUTBOX_SWEEP_MS', 100, 600_000).optional().meta({
     description:
-      'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died, and on PostgreSQL uploads an instance of a version before its migration 023 queued again): two indexed queries.',
+      'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died, and on PostgreSQL uploads an instance of a version before its migration 023 queued again): when nothing is due, one indexed query on SQLite, two on PostgreSQL.',
     default: '`5000`',
   }),
   STATUS_JOB_LEASE_MS: int('STATUS_JOB_LEASE_MS', 1000, 3_600_000).optional().meta({

@@ -18,7 +18,7 @@ export interface OutboxOptions {
    * How often the worker looks in the store for due uploads it was not told about (OUTBOX_SWEEP_MS,
    * default 5 s): another instance's retries, uploads left by an instance that died (taken once
    * their lease expires), and pending uploads without the due time the store's reads find
-   * (`repairUnseenUploads`). Two indexed queries when nothing is due.
+   * (`repairUnseenUploads`). When nothing is due: one indexed query on SQLite, two on PostgreSQL.
    */
   sweepMs?: number;
   batchSize?: number;
@@ -63,6 +63,8 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   private sweeper: NodeJS.Timeout | undefined;
   private running = false;
   private draining: Promise<void> | undefined;
+  /** A sweep (or the start) asked for repairUnseenUploads and no drain has run it since. */
+  private repairOwed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -211,27 +213,35 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   }
   private timerAt: number | undefined;
 
+  /** The store's `repairUnseenUploads`, owed by a sweep (or the start) and paid once. */
+  private async repairUnseen(): Promise<void> {
+    this.repairOwed = false;
+    const repaired = await this.store.repairUnseenUploads(new Date());
+    // An instance of a version before PostgreSQL migration 023 requeued these (store.ts).
+    if (repaired > 0)
+      this.options.log?.warn(
+        { event: 'outbox_unseen_repaired', count: repaired },
+        'pending uploads without a due time in the outbox were made due',
+      );
+  }
+
   /**
    * Takes due uploads batch by batch until none is left, then sets the timer for the next one due.
    * A `sweep` (and, with `repair`, the first drain) first gives a due time to pending uploads the
-   * store's reads miss. A sweep that finds nothing due stops there: its two queries are the whole
-   * cost of an idle sweep, and the next sweep comes soon enough for what is due later.
+   * store's reads miss. A sweep that fires while a drain runs joins it and owes its repair, which
+   * that drain runs before its next batch (or the next drain does), so a long drain of a backlog
+   * leaves no sweep's repair undone. A sweep that finds nothing due stops there: its queries (one
+   * on SQLite, two on PostgreSQL) are the whole cost of an idle sweep, and the next sweep comes
+   * soon enough for what is due later.
    */
   private drain(options: { sweep?: boolean; repair?: boolean } = {}): Promise<void> {
+    if (options.sweep || options.repair) this.repairOwed = true;
     if (this.draining) return this.draining;
     this.draining = (async () => {
       try {
-        if (options.sweep || options.repair) {
-          const repaired = await this.store.repairUnseenUploads(new Date());
-          // An instance of a version before PostgreSQL migration 023 requeued these (store.ts).
-          if (repaired > 0)
-            this.options.log?.warn(
-              { event: 'outbox_unseen_repaired', count: repaired },
-              'pending uploads without a due time in the outbox were made due',
-            );
-        }
         for (let took = false; ; took = true) {
           if (!this.running) return;
+          if (this.repairOwed) await this.repairUnseen();
           const batch = await this.store.leaseDueUploads(new Date(), this.leaseMs, this.batchSize);
           if (batch.length === 0) {
             if (options.sweep && !took) return;

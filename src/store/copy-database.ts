@@ -642,6 +642,15 @@ async function verifyTable(
   const problems: string[] = [];
   if (sqliteRows !== pgRows) problems.push(`SQLite ${sqliteRows} rows, PostgreSQL ${pgRows}`);
   if (a !== b) problems.push(`sha256 SQLite ${a}, PostgreSQL ${b}`);
+  if (spec.added) {
+    // The rows left out above are exactly the ones the copy added: no other row may hide there.
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${spec.table} t WHERE ${spec.added.where}`,
+    );
+    const left = rows[0]?.n ?? 0;
+    if (left !== added)
+      problems.push(`PostgreSQL ${left} rows where ${spec.added.where}, the copy added ${added}`);
+  }
   return {
     table: spec.table,
     rows: pgRows,

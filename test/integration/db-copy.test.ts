@@ -333,6 +333,26 @@ describe.skipIf(!available)('db copy failures roll back', () => {
     expect(await rowsLeft()).toEqual({});
   });
 
+  it('rows without a body the copy did not add: exit 1 naming issuance_envelopes', async () => {
+    // Verification leaves the envelopes' rows with a NULL body out of the checksum, as the copy's
+    // own: a row of that kind it did not add (here a trigger's, for a delivered upload) is caught.
+    await target.pool.query(`
+      CREATE FUNCTION add_bare_envelope() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO issuance_envelopes (credential_id, body) VALUES (NEW.credential_id, NULL); RETURN NEW; END $$;
+      CREATE TRIGGER add_bare_envelope AFTER INSERT ON issuances FOR EACH ROW
+        WHEN (NEW.upload_state = 'uploaded') EXECUTE FUNCTION add_bare_envelope();`);
+    const run = await cli(['db', 'copy', '--from', sqliteUrl, '--to', pg.url], dir);
+    await target.pool.query('DROP TRIGGER add_bare_envelope ON issuances; DROP FUNCTION add_bare_envelope()');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /^issuance_envelopes: \d+ rows, sha256 [0-9a-f]{64}, MISMATCH: PostgreSQL [1-9]\d* rows where t\.body IS NULL, the copy added 0$/m,
+    );
+    expect(run.stderr).toContain(
+      'db copy: verification failed (issuance_envelopes); rolled back, the target database is unchanged',
+    );
+    expect(await rowsLeft()).toEqual({});
+  });
+
   it('a write that fails midway: exit 1 naming the table, and the target stays empty', async () => {
     await target.pool.query(`
       CREATE FUNCTION refuse_node() RETURNS trigger LANGUAGE plpgsql AS $$

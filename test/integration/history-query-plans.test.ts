@@ -1,8 +1,9 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { auditStatements as pgAudit } from '../../src/store/postgres/postgres-audit-store.js';
 import { historyStatements as pgHistory } from '../../src/store/postgres/postgres-history-store.js';
-import { OUTBOX_SQL } from '../../src/store/postgres/postgres-issuance-store.js';
+import { OUTBOX_SQL, STALE_HEAD, UNSEEN_PAGE } from '../../src/store/postgres/postgres-issuance-store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
 import { auditStatements as sqliteAudit } from '../../src/store/sqlite/sqlite-audit-store.js';
 import { historyStatements as sqliteHistory } from '../../src/store/sqlite/sqlite-history-store.js';
@@ -223,7 +224,7 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
     ['oldestPending', [], 'issuance_envelopes_due'],
     ['countFailed', [], 'issuances_upload_error_created'],
     // A page of the envelopes' rows without a due time (migration 025), never all of them.
-    ['repairUnseen', [new Date('2040-01-01'), 'c100', 500], 'issuance_envelopes_undue'],
+    ['repairUnseen', [new Date('2040-01-01'), 'c100', UNSEEN_PAGE, STALE_HEAD], 'issuance_envelopes_undue'],
   ] as const)('outbox %s', async (name, values, index) => {
     const steps = await plan(OUTBOX_SQL[name], [...values]);
     const tables = ['issuances', 'issuance_envelopes'];
@@ -242,5 +243,147 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
       }
       expect(steps.filter((n) => n['Node Type'] === 'Sort')).toEqual([]);
     }
+  });
+});
+
+/**
+ * The outbox sweep's repair (OUTBOX_SQL.repairUnseen, docs/architecture.md "The outbox on
+ * PostgreSQL") reads one page of issuance_envelopes_undue and the head of issuance_envelopes_due,
+ * whatever the backlog of failed uploads and whatever the planner knows: run as the store runs it
+ * (a prepared statement, planned afresh and then generically) on 20,000 failed uploads without a
+ * body, before any ANALYZE and after one, with every planner method allowed, no step reads more
+ * than a page's rows, and none is a sequential scan.
+ */
+describe.skipIf(!pgAvailable)('outbox repair query plan: PostgreSQL, a large failed backlog', () => {
+  let db: TempDatabase;
+  let client: pg.Client;
+  // Every id sorts after the cursor '' and before 'z'; requeued ids sit inside the backlog.
+  const requeued = ['c000200', 'c000300', 'c019999'];
+  const stale = ['c020001', 'c020002'];
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    // Migrated as an instance does when it starts.
+    await (await openPostgresStore(db.url, { poolMax: 1 })).close();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    // No autovacuum: "before ANALYZE" stays so while the test runs.
+    await client.query(`
+      ALTER TABLE issuances SET (autovacuum_enabled = false);
+      ALTER TABLE issuance_envelopes SET (autovacuum_enabled = false);
+      INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,
+        subject_hash, kid, created_at, expires_at, status, envelope, upload_state, last_error, next_attempt_at)
+      SELECT 'c' || lpad(i::text, 6, '0'), 'hosted', 'u' || i, 'did:example:h' || i, 'membership-v1', 'SD_JWT_VC', i,
+        's' || i, 'kid-1', timestamptz '2030-01-01' + i * interval '1 minute', timestamptz '2031-01-01', 0, '',
+        CASE WHEN i <= 20000 THEN 'failed' ELSE 'pending' END, CASE WHEN i <= 20000 THEN 'refused' END,
+        CASE WHEN i > 20000 THEN timestamptz '2030-01-01' + i * interval '1 second' END
+      FROM generate_series(1, 20905) AS i;
+      -- 20,000 failed uploads without a body or a due time, 905 pending and due.
+      INSERT INTO issuance_envelopes (credential_id, body, due_at) SELECT credential_id, NULL, next_attempt_at FROM issuances;`);
+    // Queued again by a version before migration 023 (its envelope's row keeps due_at NULL), and
+    // given up by one (its row keeps its due time).
+    await client.query(
+      `UPDATE issuances SET upload_state = 'pending', last_error = NULL, next_attempt_at = timestamptz '2030-02-01'
+       WHERE credential_id = ANY ($1)`,
+      [requeued],
+    );
+    await client.query(
+      `UPDATE issuances SET upload_state = 'failed', last_error = 'refused', next_attempt_at = NULL
+       WHERE credential_id = ANY ($1)`,
+      [stale],
+    );
+    await client.query(`PREPARE repair_unseen (timestamptz, text, int, int) AS ${OUTBOX_SQL.repairUnseen}`);
+  });
+  afterAll(async () => {
+    await client?.end();
+    await db?.drop();
+  });
+
+  interface Node {
+    'Node Type': string;
+    'Relation Name'?: string;
+    'Index Name'?: string;
+    'Actual Rows': number;
+    'Actual Loops': number;
+    'Rows Removed by Filter'?: number;
+    'Rows Removed by Index Recheck'?: number;
+    Plans?: Node[];
+  }
+  const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+  /** Runs the repair from `after` and undoes it: its plan, and what it answered. */
+  const run = async (after: string) => {
+    await client.query('BEGIN');
+    try {
+      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: Node }> }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE repair_unseen ('2030-03-01T00:00:00Z', '${after}', ${UNSEEN_PAGE}, ${STALE_HEAD})`,
+      );
+      const steps = nodes(rows[0]!['QUERY PLAN'][0]!.Plan);
+      const { rows: state } = await client.query<{ credential_id: string; due: boolean }>(
+        'SELECT credential_id, due_at IS NOT NULL AS due FROM issuance_envelopes WHERE credential_id = ANY ($1) ORDER BY 1',
+        [[...requeued, ...stale]],
+      );
+      return { steps, state };
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  };
+  /** Rows a step read over all its loops, counting those its filters dropped. */
+  const read = (n: Node) =>
+    (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) *
+    n['Actual Loops'];
+
+  const check = async (label: string) => {
+    // From the start (the requeued c000200 and c000300 on its page) and from the last page's end.
+    for (const [after, made] of [
+      ['', ['c000200', 'c000300']],
+      ['c019800', ['c019999']],
+    ] as const) {
+      const { steps, state } = await run(after);
+      const tables = steps.filter((n) =>
+        ['issuances', 'issuance_envelopes'].includes(n['Relation Name'] ?? ''),
+      );
+      expect(tables.length, label).toBeGreaterThan(0);
+      expect(
+        steps.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']),
+        label,
+      ).toEqual([]);
+      // A page of 500 and a head of 50, each row looked up by key: a scan of the backlog reads 20,000.
+      const over = steps.filter((n) => read(n) > UNSEEN_PAGE + STALE_HEAD);
+      expect(
+        over.map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}: ${read(n)}`),
+        label,
+      ).toEqual([]);
+      expect(
+        steps.map((n) => n['Index Name']),
+        label,
+      ).toContain('issuance_envelopes_undue');
+      // What it did: the requeued uploads on this page made due, the stale ones out of the due index.
+      expect(state, label).toEqual(
+        [...requeued, ...stale].map((id) => ({
+          credential_id: id,
+          due: (made as readonly string[]).includes(id),
+        })),
+      );
+    }
+  };
+  const repeatedly = async (label: string) => {
+    // Past the five runs after which a prepared statement may keep a generic plan.
+    for (let i = 1; i <= 7; i++) await check(`${label}, run ${i}`);
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    try {
+      await check(`${label}, generic plan`);
+    } finally {
+      await client.query('RESET plan_cache_mode');
+    }
+  };
+
+  it('reads a page, never the backlog: before ANALYZE, after it, planned afresh and generically', async () => {
+    const { rows } = await client.query<{ analysed: boolean }>(
+      "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL AS analysed FROM pg_stat_user_tables WHERE relname = 'issuance_envelopes'",
+    );
+    expect(rows).toEqual([{ analysed: false }]);
+    await repeatedly('before ANALYZE');
+    await client.query('ANALYZE issuances');
+    await client.query('ANALYZE issuance_envelopes');
+    await repeatedly('after ANALYZE');
   });
 });

@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
-import type { UploadOutbox } from '../../src/issuance/outbox.js';
+import { UploadOutbox } from '../../src/issuance/outbox.js';
+import { loadKeyRing } from '../../src/keys/key-ring.js';
+import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
+import { ServiceClient } from '../../src/service-client/service-client.js';
 import { copyDatabase } from '../../src/store/copy-database.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
@@ -167,6 +173,43 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
     }
   });
 
+  it('a failed upload given up by a version before migration 023 is taken out of the due index by a sweep', async () => {
+    const at = new Date('2030-01-01T00:05:00Z');
+    const later = new Date('2030-01-01T00:06:00Z');
+    const givenUp = pending(2101, new Date('2030-01-01T00:00:01Z'));
+    const waiting = pending(2102, at);
+    for (const n of [givenUp, waiting])
+      expect((await store.issuances.insertIssuance(n, { dedupe: false })).kind).toBe('inserted');
+    // Its last attempt, as such an instance records it: on the issuance alone.
+    await store.pool.query(
+      `UPDATE issuances SET upload_state = 'failed', upload_attempts = 10, last_error = 'refused', next_attempt_at = NULL,
+         lease_until = NULL WHERE credential_id = $1`,
+      [givenUp.credentialId],
+    );
+    const dueAt = async (id: string) =>
+      (await store.pool.query('SELECT due_at FROM issuance_envelopes WHERE credential_id = $1', [id])).rows[0]
+        ?.due_at as Date | null | undefined;
+    expect(await dueAt(givenUp.credentialId)).toEqual(new Date('2030-01-01T00:00:01Z'));
+
+    expect(await store.issuances.repairUnseenUploads(later)).toBe(0);
+    expect(await dueAt(givenUp.credentialId)).toBeNull();
+    expect(await dueAt(waiting.credentialId)).toEqual(at);
+    expect((await store.issuances.get(givenUp.credentialId))?.uploadState).toBe('failed');
+    const leased = await store.issuances.leaseDueUploads(later, 60_000, 10);
+    expect(leased.map((r) => r.credentialId)).toEqual([waiting.credentialId]);
+    await store.issuances.markUploaded(waiting.credentialId, '/vcs/waiting', later);
+    // Retried by this version, it is due again and delivered.
+    expect(await store.issuances.retryFailedUploads([givenUp.credentialId], later)).toEqual([
+      givenUp.credentialId,
+    ]);
+    const again = await store.issuances.leaseDueUploads(later, 60_000, 10);
+    expect(again.map((r) => [r.credentialId, r.envelope?.data])).toEqual([
+      [givenUp.credentialId, givenUp.envelope!.data],
+    ]);
+    await store.issuances.markUploaded(givenUp.credentialId, '/vcs/given-up', later);
+    expect(await dueAt(givenUp.credentialId)).toBeUndefined();
+  });
+
   it('pending and failed uploads copied from SQLite, with or without an envelope, are found by the outbox; the failed ones once retried', async () => {
     const dir = tempDir();
     const target = await createTempDatabase();
@@ -319,5 +362,92 @@ describe.skipIf(!available)('an upload queued again by an instance from before m
     expect(await a.ctx.store.issuances.get(id)).toMatchObject({ uploadState: 'uploaded', uploadAttempts: 1 });
     expect(await a.ctx.store.issuances.countPendingUploads()).toBe(0);
     expect(await a.ctx.store.issuances.countFailedUploads()).toBe(0);
+  });
+});
+
+// src/issuance/outbox.ts `drain`: a sweep that fires while a drain runs joins it, and the repair
+// it brings is run by that drain before its next batch, not skipped for as long as the drain lasts.
+describe.skipIf(!available)('a sweep during a long drain', () => {
+  let db: TempDatabase;
+  let store: PostgresStore;
+  const dir = tempDir();
+  beforeAll(async () => {
+    db = await createTempDatabase();
+    store = await openPostgresStore(db.url, { poolMax: 4 });
+  });
+  afterAll(async () => {
+    vi.useRealTimers();
+    await store?.close();
+    await db?.drop();
+    removeDir(dir);
+  });
+
+  it('owes its repair to the running drain, which makes the requeued upload due and delivers it', async () => {
+    const due = new Date(Date.now() - 60_000);
+    const first = pending(3001, due);
+    const requeued = pending(3002, due);
+    for (const n of [first, requeued])
+      expect((await store.issuances.insertIssuance(n, { dedupe: false })).kind).toBe('inserted');
+    expect((await store.issuances.markUploadFailed(requeued.credentialId, 'refused', due, 1)).gaveUp).toBe(
+      true,
+    );
+
+    // The hosting service: it holds the first upload until the test lets it answer.
+    const stored: string[] = [];
+    let held: ServerResponse | undefined;
+    let onArrival: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => (onArrival = resolve));
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const { externalId } = JSON.parse(body) as { externalId: string };
+        stored.push(externalId);
+        if (externalId === first.credentialId && !held) {
+          held = res;
+          onArrival();
+          return;
+        }
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ storagePath: `/vcs/${externalId}` }));
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
+    const client = new ServiceClient(
+      () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+      new PartnerJwtSigner({
+        partnerId: 'p-1',
+        issuerOrigin: 'https://issuer.example',
+        key: () => ring.partner,
+      }),
+      60_000,
+    );
+    // The sweep fires when the test says: its interval is the only timer frozen.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const outbox = new UploadOutbox(store.issuances, client, { sweepMs: 5000, batchSize: 1 });
+    try {
+      const started = outbox.start({ recover: false });
+      await arrived;
+      // While the start's drain waits on the first upload, an instance of a version before
+      // migration 023 queues the failed one again, and a sweep fires.
+      const { rows } = await store.pool.query(RETRY_BEFORE_023, [due, [requeued.credentialId]]);
+      expect(rows).toEqual([{ id: requeued.credentialId }]);
+      vi.advanceTimersByTime(5000);
+      held!.writeHead(201, { 'content-type': 'application/json' });
+      held!.end(JSON.stringify({ storagePath: `/vcs/${first.credentialId}` }));
+      // The same drain repairs and delivers it; no later sweep is needed.
+      await started;
+      expect(stored).toEqual([first.credentialId, requeued.credentialId]);
+      expect((await store.issuances.get(requeued.credentialId))?.uploadState).toBe('uploaded');
+      expect(await store.issuances.countPendingUploads()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+      await outbox.stop();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
