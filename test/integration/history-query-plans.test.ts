@@ -247,12 +247,13 @@ describe.skipIf(!pgAvailable)('history and audit query plans: PostgreSQL', () =>
 });
 
 /**
- * The outbox sweep's repair (OUTBOX_SQL.repairUnseen, docs/architecture.md "The outbox on
- * PostgreSQL") reads one page of issuance_envelopes_undue and the head of issuance_envelopes_due,
- * whatever the backlog of failed uploads and whatever the planner knows: run as the store runs it
- * (a prepared statement, planned afresh and then generically) on 20,000 failed uploads without a
- * body, before any ANALYZE and after one, with every planner method allowed, no step reads more
- * than a page's rows, and none is a sequential scan.
+ * The outbox sweep's repair (OUTBOX_SQL.repairUnseen;
+ * docs/architecture.md "The outbox on PostgreSQL") reads one page of issuance_envelopes_undue and
+ * the head of issuance_envelopes_due, whatever the backlog of failed uploads and whatever the
+ * planner knows: run as the store runs it (a prepared statement, planned afresh and then
+ * generically) on 20,000 failed uploads without a body, before any ANALYZE and after one, with
+ * every planner method allowed, no step reads more than a page's rows, and none is a sequential
+ * scan.
  */
 describe.skipIf(!pgAvailable)('outbox repair query plan: PostgreSQL, a large failed backlog', () => {
   let db: TempDatabase;
