@@ -1,10 +1,9 @@
 import { once } from 'node:events';
 import { cpSync, writeFileSync } from 'node:fs';
-import { createServer, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import express from 'express';
-import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmulator } from '../../src/development/emulator/index.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
@@ -21,6 +20,7 @@ import {
 } from '../helpers/instance-process.js';
 import { queryStore, removeDir, TEST_ADMIN_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 const DAY = 86_400_000;
 /** Direct credentials of each renewing schema inside the renewal window. */
@@ -109,49 +109,6 @@ async function gatedEmulator(jwks: () => Promise<{ keys: [] }>, holdFirst: Set<s
   };
 }
 
-interface Received {
-  id: string;
-  type: string;
-  data: Record<string, unknown>;
-  valid: boolean;
-}
-
-/** A Standard Webhooks receiver answering 204 to everything, verifying each signature. */
-async function receiver() {
-  const received: Received[] = [];
-  let verifier: Webhook | undefined;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let valid = false;
-      try {
-        verifier?.verify(body, req.headers as Record<string, string>);
-        valid = verifier !== undefined;
-      } catch {
-        valid = false;
-      }
-      const event = JSON.parse(body) as { type: string; data: Record<string, unknown> };
-      received.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data, valid });
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    received,
-    setSecret: (secret: string) => {
-      verifier = new Webhook(secret);
-    },
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((ok) => server.close(() => ok()));
-    },
-  };
-}
-
 /** A schema file whose direct credentials are renewed within 30 days of their expiry. */
 const schemaFile = (schemaId: string, revokePrevious: boolean) => ({
   schemaId,
@@ -214,7 +171,7 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
       return lastJwks;
     }, holdFirst);
     cleanup.push(() => emulator.close());
-    const hook = await receiver();
+    const hook = await webhookReceiver();
     cleanup.push(() => hook.close());
 
     const shared = tempDir();
@@ -391,7 +348,7 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
         store,
         'SELECT COUNT(*) AS n FROM webhook_events WHERE fanned_out = 0',
       );
-      const heard = new Set(hook.received.map((r) => eventKey(r.type, r.data)));
+      const heard = new Set(hook.attempts.map((r) => eventKey(r.type, r.data)));
       return [
         ...seeded.filter((s) => !done.has(s.credentialId)).map((s) => `renewal of ${s.credentialId}`),
         ...uploads.map((u) => `upload of ${u.credential_id}`),
@@ -445,9 +402,9 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
       "SELECT type, data FROM webhook_events WHERE type IN ('credential.issued', 'credential.renewed', 'credential.revoked')",
     );
     expect(events.map((e) => eventKey(e.type, JSON.parse(e.data))).sort()).toEqual(expected);
-    expect(hook.received.filter((r) => !r.valid)).toEqual([]);
+    expect(hook.attempts.filter((r) => !r.valid)).toEqual([]);
     const heard = new Map<string, Set<string>>();
-    for (const r of hook.received) {
+    for (const r of hook.attempts) {
       const key = eventKey(r.type, r.data);
       heard.set(key, (heard.get(key) ?? new Set()).add(r.id));
     }
@@ -455,7 +412,7 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
     expect([...heard].filter(([, webhookIds]) => webhookIds.size !== 1)).toEqual([]);
     for (const s of seeded)
       expect(
-        hook.received.find((r) => r.type === 'credential.renewed' && r.data.renewedFrom === s.credentialId)
+        hook.attempts.find((r) => r.type === 'credential.renewed' && r.data.renewedFrom === s.credentialId)
           ?.data,
       ).toEqual({ credentialId: s.renewing, renewedFrom: s.credentialId, schemaId: s.schemaId });
 

@@ -1,8 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
@@ -15,93 +12,15 @@ import {
 } from '../helpers/instance-process.js';
 import { removeDir, TEST_ADMIN_API_KEY, TEST_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, redisAvailable } from '../helpers/services.js';
+import {
+  type WebhookAttempt as Attempt,
+  type WebhookReceiver as Receiver,
+  webhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 const holder = generateHolderKeyPair('x25519');
 const redis = await redisAvailable('the webhook crash tests');
 const postgres = redis && (await postgresAvailable('the two-instance webhook crash test'));
-
-/** One request the receiver got: its webhook-id, and how it was answered (`cut`: the sender went away first). */
-interface Attempt {
-  id: string;
-  type: string;
-  data: Record<string, unknown>;
-  answered: number | 'cut';
-  /** Whether its signature verified with the endpoint's secret. */
-  valid: boolean;
-}
-
-type Mode = 'fail' | 'hold' | 'ok';
-
-/**
- * A Standard Webhooks receiver on a loopback port: verifies each request with the `standardwebhooks`
- * package and records it. `fail` answers 500, `ok` 204, `hold` answers nothing until `cut()`.
- */
-async function receiver() {
-  const attempts: Attempt[] = [];
-  const held: Array<{ attempt: Attempt; res: ServerResponse }> = [];
-  const waiters: Array<() => void> = [];
-  let verifier: Webhook | undefined;
-  let mode: Mode = 'fail';
-  const changed = () => {
-    for (const w of waiters.splice(0)) w();
-  };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let valid = false;
-      try {
-        verifier!.verify(body, req.headers as Record<string, string>);
-        valid = true;
-      } catch {
-        valid = false;
-      }
-      const event = JSON.parse(body) as { type: string; data: Record<string, unknown> };
-      const attempt: Attempt = {
-        id: String(req.headers['webhook-id']),
-        type: event.type,
-        data: event.data,
-        answered: 'cut',
-        valid,
-      };
-      attempts.push(attempt);
-      if (mode === 'hold') {
-        held.push({ attempt, res });
-      } else {
-        attempt.answered = mode === 'ok' ? 204 : 500;
-        res.writeHead(attempt.answered).end();
-      }
-      changed();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    attempts,
-    held,
-    setSecret(secret: string) {
-      verifier = new Webhook(secret);
-    },
-    setMode(next: Mode) {
-      mode = next;
-    },
-    /** Closes every held request's connection unanswered: to its sender, a failed attempt. */
-    cut() {
-      for (const { res } of held.splice(0)) res.socket?.destroy();
-    },
-    /** Resolves once `check` holds for what was received. */
-    async until(check: () => boolean) {
-      while (!check()) await new Promise<void>((ok) => waiters.push(ok));
-    },
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((ok) => server.close(() => ok()));
-    },
-  };
-}
-type Receiver = Awaited<ReturnType<typeof receiver>>;
 
 const call = (url: string, path: string, body?: unknown, admin = true) =>
   fetch(`${url}${path}`, {
@@ -319,7 +238,7 @@ describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
       },
     });
     cleanup.push(() => emulator.close());
-    const hook = await receiver();
+    const hook = await webhookReceiver('fail');
     cleanup.push(() => hook.close());
     const start = () =>
       startInstanceProcess({
@@ -399,7 +318,7 @@ describe.skipIf(!redis)('webhooks across crashes (real processes)', () => {
         jwks: () => liveJwks(instances),
       });
       cleanup.push(() => emulator.close());
-      const hook = await receiver();
+      const hook = await webhookReceiver('fail');
       cleanup.push(() => hook.close());
       const env = fast;
       const [a, b] = (await Promise.all(

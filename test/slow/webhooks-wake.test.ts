@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/development/emulator/index.js';
@@ -14,36 +11,10 @@ import {
 } from '../helpers/instance-process.js';
 import { removeDir, TEST_ADMIN_API_KEY, TEST_PARTNER_ID, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, redisAvailable } from '../helpers/services.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 const ready =
   (await redisAvailable('the webhook wake-up test')) && (await postgresAvailable('the webhook wake-up test'));
-
-/** A receiver answering 204, recording each request's webhook-id and event. */
-async function receiver() {
-  const received: Array<{ id: string; type: string; data: Record<string, unknown> }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        type: string;
-        data: Record<string, unknown>;
-      };
-      received.push({ id: String(req.headers['webhook-id']), ...event });
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    received,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((ok) => server.close(() => ok()));
-    },
-  };
-}
 
 const admin = (url: string, path: string, body: unknown) =>
   fetch(`${url}${path}`, {
@@ -89,7 +60,7 @@ describe.skipIf(!ready)('webhook wake-up on PostgreSQL (real processes)', () => 
       jwks: () => liveJwks(instances),
     });
     cleanup.push(() => emulator.close());
-    const hook = await receiver();
+    const hook = await webhookReceiver();
     cleanup.push(() => hook.close());
     // The longest sweep interval there is: only a wake-up can deliver within the test's time.
     const env = { OUTBOX_SWEEP_MS: '600000' };
@@ -109,7 +80,7 @@ describe.skipIf(!ready)('webhook wake-up on PostgreSQL (real processes)', () => 
       }),
     );
     const issuedIds = () =>
-      new Set(hook.received.filter((r) => r.type === 'credential.issued').map((r) => r.data.credentialId));
+      new Set(hook.attempts.filter((r) => r.type === 'credential.issued').map((r) => r.data.credentialId));
     await expect.poll(issuedIds, { timeout: 60_000 }).toEqual(new Set(issued));
 
     // A writer that is neither instance (here, this test's own connection to the database).
@@ -120,7 +91,7 @@ describe.skipIf(!ready)('webhook wake-up on PostgreSQL (real processes)', () => 
         { id: newWebhookEventId(), type: 'key.rotated', data: JSON.stringify({ kid }) },
         new Date(),
       );
-    const rotated = () => hook.received.filter((r) => r.type === 'key.rotated').map((r) => r.data.kid);
+    const rotated = () => hook.attempts.filter((r) => r.type === 'key.rotated').map((r) => r.data.kid);
     await record('from-outside');
     await expect.poll(rotated, { timeout: 60_000 }).toEqual(['from-outside']);
 
@@ -147,8 +118,8 @@ describe.skipIf(!ready)('webhook wake-up on PostgreSQL (real processes)', () => 
 
     // Every delivery arrived once: two instances woken together never both sent one.
     // (Direct issuances upload too: their credential.delivered events come as well.)
-    const ids = hook.received.map((r) => r.id);
+    const ids = hook.attempts.map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(hook.received.filter((r) => r.type === 'credential.issued')).toHaveLength(issued.length);
+    expect(hook.attempts.filter((r) => r.type === 'credential.issued')).toHaveLength(issued.length);
   }, 300_000);
 });
