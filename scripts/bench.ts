@@ -267,7 +267,7 @@ if (webhookCpu('on', 1) !== undefined) {
   const own = get("webhook parts per hosted issuance beyond the required ones (the kit's own)");
   if (required !== undefined && own !== undefined)
     console.log(
-      `  in process (same run): the required parts alone (HMAC + one POST per event) ${required.toFixed(3)} ms per hosted issuance${required > 0.1 ? ', above the goal by themselves' : ''}; the kit's own webhook work beyond them ${own.toFixed(3)} ms`,
+      `  in process (same run): the required parts alone (HMAC + one POST per event) ${required.toFixed(3)} ms per hosted issuance${bare !== undefined ? ` (${(required / bare).toFixed(2)}× the floor)` : ''}${required > 0.1 ? ', above the goal by themselves on this machine' : ''}; the kit's own webhook work beyond them ${own.toFixed(3)} ms${bare !== undefined ? ` (${(own / bare).toFixed(2)}× the floor)` : ''}`,
     );
 }
 

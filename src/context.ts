@@ -124,8 +124,8 @@ export interface ContextOverrides {
   keysPollMs?: number;
   /** Bulk status change timing and chunk size (tests use small ones). */
   statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
-  /** Renewal sweep timing (tests and the bench drive it). */
-  renewal?: { sweepMs?: number; batchSize?: number };
+  /** Renewal sweep timing, and its clock (tests and the bench drive them). */
+  renewal?: { sweepMs?: number; batchSize?: number; now?: () => Date };
 }
 
 export async function createContext(
@@ -436,6 +436,7 @@ export async function createContext(
     locks: store.locks,
     sweepMs: config.renewalSweepMs,
     leaseMs: config.renewalSweepLeaseMs,
+    finishGraceMs: config.renewalFinishGraceDays * 86_400_000,
     ...overrides.renewal,
     log,
   });

@@ -91,6 +91,8 @@ export interface Config {
   renewalSweepMs: number;
   /** RENEWAL_SWEEP_LEASE_MS: how long a sweep holds the lock `renewal-sweep`. */
   renewalSweepLeaseMs: number;
+  /** RENEWAL_FINISH_GRACE_DAYS: days after expiry the sweep still finishes a renewal cut short. */
+  renewalFinishGraceDays: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
@@ -345,6 +347,7 @@ export function loadConfig(
       statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
       renewalSweepMs: env.RENEWAL_SWEEP_INTERVAL_MS ?? 300_000,
       renewalSweepLeaseMs: env.RENEWAL_SWEEP_LEASE_MS ?? Math.max(300_000, 2 * adminIssueDeadlineMs + 1000),
+      renewalFinishGraceDays: env.RENEWAL_FINISH_GRACE_DAYS ?? 30,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,

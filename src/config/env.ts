@@ -308,6 +308,11 @@ export const EnvSchema = z.object({
       'How long a renewal sweep holds the named lock `renewal-sweep` (docs/operations.md "Renewal"); it takes no new credential past half of it, and the sweep of an instance that died is taken over by another once it has passed. Half of it must be longer than `ADMIN_ISSUE_DEADLINE_MS`, which bounds the hosting service\'s part of one renewal (let it outlast the claims source\'s timeout as well).',
     default: '`300000` (5 minutes), or twice `ADMIN_ISSUE_DEADLINE_MS` + 1000 when that is longer',
   }),
+  RENEWAL_FINISH_GRACE_DAYS: int('RENEWAL_FINISH_GRACE_DAYS', 0, 3650).optional().meta({
+    description:
+      'How many days after a credential expired the renewal sweep still finishes a renewal of it that was cut short (its new credential recorded, the outcome not yet): the previous credential revoked when the schema says so, the outcome, the `renew` audit row and the `credential.renewed` event (docs/operations.md "Renewal"). It never starts a renewal of an expired credential. Each sweep also reads, per schema, the credentials with no outcome that expired within this many days (for each, one index probe for a renewing credential); `0`: only credentials not yet expired. Past it, `POST /admin/renew` finishes such a renewal by hand.',
+    default: '`30`',
+  }),
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
     description:
       'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',

@@ -24,6 +24,9 @@ export const RENEWAL_SWEEP_ACTOR = 'renewal-sweep';
 
 const SWEEP_LOCK = 'renewal-sweep';
 
+/** RENEWAL_FINISH_GRACE_DAYS' default, in ms. */
+export const RENEWAL_FINISH_GRACE_MS = 30 * 86_400_000;
+
 export interface RenewalDeps {
   core: IssuanceCore;
   direct: DirectIssuanceService;
@@ -41,6 +44,11 @@ export interface RenewalDeps {
   batchSize?: number;
   /** How long a sweep holds the lock; it takes no new credential past half of it. */
   leaseMs?: number;
+  /**
+   * RENEWAL_FINISH_GRACE_DAYS in ms: how long after a credential expired the sweep still finishes
+   * a renewal of it that was cut short (never starts one). Bounds what one sweep reads.
+   */
+  finishGraceMs?: number;
   log?: Logger | undefined;
   now?: () => Date;
 }
@@ -87,6 +95,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly batchSize: number;
   private readonly leaseMs: number;
+  private readonly finishGraceMs: number;
   private readonly now: () => Date;
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<SweepReport> | undefined;
@@ -96,6 +105,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
     super();
     this.batchSize = Math.max(1, deps.batchSize ?? 100);
     this.leaseMs = deps.leaseMs ?? 300_000;
+    this.finishGraceMs = Math.max(0, deps.finishGraceMs ?? RENEWAL_FINISH_GRACE_MS);
     this.now = deps.now ?? (() => new Date());
   }
 
@@ -149,14 +159,22 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
         const window = schema.renewal!.beforeExpirySeconds * 1000;
         const due = await this.deps.renewals.due(
           schema.schemaId,
-          now,
-          new Date(now.getTime() + window),
+          {
+            finishSince: new Date(now.getTime() - this.finishGraceMs),
+            from: now,
+            until: new Date(now.getTime() + window),
+          },
           this.batchSize,
         );
         for (const credentialId of due) {
           if (this.stopped || Date.now() > until) break;
           try {
-            await this.renew(credentialId, { actor: RENEWAL_SWEEP_ACTOR, reason: 'renewal sweep' });
+            await this.renewOrFinish(
+              credentialId,
+              { actor: RENEWAL_SWEEP_ACTOR, reason: 'renewal sweep' },
+              // The due read's own now: a credential it took as expired is only finished.
+              now,
+            );
             report.renewed++;
           } catch (err) {
             if (err instanceof NotRenewed && err.outcome) report.skipped++;
@@ -193,7 +211,20 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
    * renewed: not direct, revoked or suspended, renewed already, no sealed recipient, or a holder
    * the claims provider no longer finds eligible (the last two are recorded, with an audit row).
    */
-  async renew(credentialId: string, audit: AuditActor): Promise<RenewResult> {
+  renew(credentialId: string, audit: AuditActor): Promise<RenewResult> {
+    return this.renewOrFinish(credentialId, audit, undefined);
+  }
+
+  /**
+   * `renew`, except that a credential expired at `finishOnlyExpiredAt` is only finished (the
+   * sweep's renewals cut short, taken up to RENEWAL_FINISH_GRACE_DAYS after expiry): without a
+   * renewing credential recorded, nothing is signed and nothing recorded.
+   */
+  private async renewOrFinish(
+    credentialId: string,
+    audit: AuditActor,
+    finishOnlyExpiredAt: Date | undefined,
+  ): Promise<RenewResult> {
     const previous = await this.deps.issuances.get(credentialId);
     if (!previous) throw notFound(`credentialId: no credential ${credentialId}`);
     if (previous.channel !== 'direct')
@@ -208,9 +239,11 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
       throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as SD_JWT_VC any more`);
     // A renewal cut short (a crash after its credential was recorded) is finished, not started again.
     const renewing = credentialIdFor(renewalKey(credentialId));
-    const record =
-      (await this.deps.issuances.get(renewing)) ??
-      (await this.issueRenewal(previous, schema, source, renewing, audit));
+    const recorded = await this.deps.issuances.get(renewing);
+    if (recorded) return this.finish(previous, schema, recorded, audit);
+    if (finishOnlyExpiredAt && previous.expiresAt.getTime() <= finishOnlyExpiredAt.getTime())
+      throw new NotRenewed('credentialId: the credential has expired and no renewal of it was begun');
+    const record = await this.issueRenewal(previous, schema, source, renewing, audit);
     return this.finish(previous, schema, record, audit);
   }
 
@@ -288,7 +321,8 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
   /**
    * After the renewing credential is recorded: the previous one revoked (`revokePrevious`), then
    * the outcome with its audit row and event, last, so that a crash between is finished by the
-   * next attempt (the sweep takes a credential with a renewing one and no outcome).
+   * next attempt (the sweep takes a credential with a renewing one and no outcome, until
+   * RENEWAL_FINISH_GRACE_DAYS after it expired).
    */
   private async finish(
     previous: IssuanceRecord,

@@ -32,6 +32,16 @@ export interface RenewalRecord extends RenewalSource {
   detail: string | null;
 }
 
+/** The expiries one sweep takes (docs/operations.md "Renewal"); `finishSince` <= `from` <= `until`. */
+export interface DueWindow {
+  /** Renewals cut short of credentials that expired after this are finished (RENEWAL_FINISH_GRACE_DAYS before now). */
+  finishSince: Date;
+  /** Now: credentials expiring after it are renewed. */
+  from: Date;
+  /** The end of the schema's renewal window (now + `beforeExpirySeconds`). */
+  until: Date;
+}
+
 export interface RenewalOutcomeWrite {
   outcome: RenewalOutcome;
   renewedBy?: string | undefined;
@@ -50,11 +60,13 @@ export interface RenewalStore {
   dropSource(credentialId: string): Promise<void>;
   get(credentialId: string): Promise<RenewalRecord | undefined>;
   /**
-   * Credentials of `schemaId` a sweep should renew: direct, expiring after `from` and at or before
-   * `until`, with no outcome yet, and valid (status 0) or with a renewing credential recorded (a
-   * renewal cut short, to finish); soonest expiry first.
+   * Credentials of `schemaId` a sweep should take, soonest expiry first: direct, with no outcome
+   * yet, and either valid (status 0) and expiring after `window.from` and at or before
+   * `window.until` (to renew), or with a renewing credential recorded (a renewal cut short, to
+   * finish) and expiring after `window.finishSince` and at or before `window.until`. A read of
+   * `renewals_due` between those two bounds: expirations older than `finishSince` are never read.
    */
-  due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]>;
+  due(schemaId: string, window: DueWindow, limit: number): Promise<string[]>;
   /**
    * Records what came of a credential's renewal, with its audit row and event, in one transaction.
    * A `renewed` outcome is final: false (and nothing written) when one is recorded already.

@@ -1453,6 +1453,9 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         });
         return insert(store, n);
       };
+      /** A sweep's read at T0: a 30-day window ahead, and renewals cut short finished up to 30 days back. */
+      const due = (store: Store, limit: number, finishSince = at(-30 * DAY)) =>
+        store.renewals.due('renewing-v1', { finishSince, from: T0, until: at(30 * DAY) }, limit);
 
       it('due: direct, valid, inside the window, no outcome; soonest expiry first', async () => {
         const store = await open();
@@ -1471,11 +1474,8 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
             audit: { actor: 'renewal-sweep', reason: 'gone', action: 'renewal.skipped' },
           }),
         ).toBe(true);
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([
-          sooner.credentialId,
-          later.credentialId,
-        ]);
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 1)).toEqual([sooner.credentialId]);
+        expect(await due(store, 10)).toEqual([sooner.credentialId, later.credentialId]);
+        expect(await due(store, 1)).toEqual([sooner.credentialId]);
         expect(await store.renewals.get(sooner.credentialId)).toMatchObject({
           recipientSealed: `v1.sealed-${sooner.credentialId}`,
           claimsUserId: 'u1',
@@ -1488,9 +1488,9 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         const store = await open();
         const old = await direct(store, at(10 * DAY));
         await store.status.changeStatus(old.revocationNonce, 'revoke', T0);
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+        expect(await due(store, 10)).toEqual([]);
         const renewing = await insert(store, issuance({ channel: 'direct', renewedFrom: old.credentialId }));
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([old.credentialId]);
+        expect(await due(store, 10)).toEqual([old.credentialId]);
         expect(await store.history.renewalLinks([old.credentialId, renewing.credentialId, 'x'])).toEqual(
           new Map([
             [old.credentialId, { renewedFrom: null, renewedBy: renewing.credentialId }],
@@ -1510,13 +1510,59 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(
           await store.renewals.recordOutcome(old.credentialId, 'renewing-v1', old.expiresAt, write),
         ).toBe(false);
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+        expect(await due(store, 10)).toEqual([]);
         expect(await store.renewals.get(old.credentialId)).toMatchObject({
           outcome: 'renewed',
           renewedBy: renewing.credentialId,
         });
         const audit = await store.audit.list({ limit: 10, action: 'renew' });
         expect(audit.records.map((r) => r.target)).toEqual([old.credentialId]);
+      });
+
+      it('due: a renewal cut short of a credential expired within finishSince is taken to finish; an expired credential without one, or expired before it, is not', async () => {
+        const store = await open();
+        const cutShort = (previous: { credentialId: string }) =>
+          insert(store, issuance({ channel: 'direct', renewedFrom: previous.credentialId }));
+        const valid = await direct(store, at(10 * DAY));
+        const expiredCut = await direct(store, at(-5 * DAY));
+        await cutShort(expiredCut);
+        // Revoked by hand after its renewal was recorded: still finished (outcome, audit, event).
+        const expiredCutRevoked = await direct(store, at(-3 * DAY));
+        await cutShort(expiredCutRevoked);
+        await store.status.changeStatus(expiredCutRevoked.revocationNonce, 'revoke', T0);
+        await direct(store, at(-2 * DAY)); // expired, no renewal begun: never started now
+        await direct(store, T0); // expires at `from` exactly: expired, no renewal begun
+        const beforeGrace = await direct(store, at(-31 * DAY));
+        await cutShort(beforeGrace);
+        await cutShort(await direct(store, at(-30 * DAY))); // at finishSince exactly: outside
+        const finished = await direct(store, at(-4 * DAY));
+        const finishing = await cutShort(finished);
+        expect(
+          await store.renewals.recordOutcome(finished.credentialId, 'renewing-v1', finished.expiresAt, {
+            outcome: 'renewed',
+            renewedBy: finishing.credentialId,
+            detail: 'renewal sweep',
+            at: T0,
+            audit: { actor: 'renewal-sweep', reason: 'renewal sweep', action: 'renew' },
+          }),
+        ).toBe(true);
+
+        expect(await due(store, 10)).toEqual([
+          expiredCut.credentialId,
+          expiredCutRevoked.credentialId,
+          valid.credentialId,
+        ]);
+        expect(await due(store, 1)).toEqual([expiredCut.credentialId]);
+        // No grace: only credentials not yet expired, as before renewals were finished after expiry.
+        expect(await due(store, 10, T0)).toEqual([valid.credentialId]);
+        // The bound is the caller's: a longer grace reaches the older renewal cut short.
+        expect(await due(store, 10, at(-40 * DAY))).toEqual([
+          beforeGrace.credentialId,
+          expect.any(String),
+          expiredCut.credentialId,
+          expiredCutRevoked.credentialId,
+          valid.credentialId,
+        ]);
       });
 
       it('dropSource drops a source with no credential under its id, never one with', async () => {
@@ -1567,7 +1613,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
             audit: { actor: 'renewal-sweep', reason: 'renewal sweep', action: 'renew' },
           }),
         ).toBe(true);
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([]);
+        expect(await due(store, 10)).toEqual([]);
 
         const sealed = (id: string) => `v1.sealed-${id}`;
         expect(
@@ -1618,10 +1664,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           renewedBy: renewing.credentialId,
         });
         // The sweep takes the reopened ones again.
-        expect(await store.renewals.due('renewing-v1', T0, at(30 * DAY), 10)).toEqual([
-          unopened.credentialId,
-          already.credentialId,
-        ]);
+        expect(await due(store, 10)).toEqual([unopened.credentialId, already.credentialId]);
       });
 
       it('sealed recipients page in credential id order; a replacement applies only to the text it read', async () => {

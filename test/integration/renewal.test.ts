@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x25519DidKey } from '../../src/development/emulator/did-key.js';
 import { openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
 import { generateEncodedKeyPair } from '../../src/envelope/keys.js';
+import { credentialIdFor } from '../../src/issuance/direct-issuance.js';
 import { renewalKey } from '../../src/issuance/renewal.js';
 import { holderKey } from '../fixtures/status.js';
 import { runCli } from '../helpers/cli.js';
@@ -437,6 +438,175 @@ describe('renewal on one instance', () => {
 });
 
 const available = await postgresAvailable('the renewal sweep on two instances');
+
+/**
+ * A renewal cut short whose previous credential has expired by the next sweep: the sweep finishes
+ * it (revoke, outcome, `renew` audit row, `credential.renewed` event) up to
+ * RENEWAL_FINISH_GRACE_DAYS after the expiry, once, and starts no renewal of an expired credential.
+ * The sweep's clock is moved past the expiries; everything else runs on the real one.
+ */
+describe.each([
+  ['SQLite', true],
+  ['PostgreSQL', available],
+] as const)('renewal cut short, then expired: %s', (engine, runs) => {
+  let issuer: TestIssuer;
+  let db: TempDatabase | undefined;
+  let work: string;
+  let ahead = 0;
+
+  beforeAll(async () => {
+    if (!runs) return;
+    work = tempDir();
+    db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+    issuer = await startIssuer({
+      env: {
+        SCHEMAS_DIR: renewalSchemas(work),
+        KEY_ENCRYPTION_KEY: 'c3'.repeat(32),
+        ...(db ? { DATABASE_URL: db.url } : {}),
+      },
+      exampleClaimsFile: '',
+      context: { renewal: { sweepMs: 3_600_000, now: () => new Date(Date.now() + ahead) } },
+    });
+    await issuer.ctx.webhooks.add({ url: 'http://127.0.0.1:9/hook', events: ['credential.renewed'] });
+  });
+  afterAll(async () => {
+    await issuer?.close();
+    await db?.drop();
+    if (work) removeDir(work);
+  });
+
+  /** A credential of `renewing-revoke-v1` whose renewal was cut short right after its new credential was recorded. */
+  async function cutShort(userId: string, expiresInDays: number) {
+    await setClaims(issuer, userId, 'renewing-revoke-v1', { name: userId });
+    const email = nextEmail();
+    const old = await issueDirect(issuer, {
+      userId: email,
+      schemaId: 'renewing-revoke-v1',
+      expiration: inDays(expiresInDays),
+      claimsUserId: userId,
+    });
+    const cut = await issuer.ctx.direct.issue({
+      claimsUserId: userId,
+      email,
+      schemaId: 'renewing-revoke-v1',
+      vct: 'urn:vct:renewing-revoke-v1',
+      expiresAt: new Date(Date.now() + 300 * DAY),
+      onDuplicate: 'allow',
+      idempotencyKey: renewalKey(old),
+      renewedFrom: old,
+    });
+    return { old, renewedBy: cut.record.credentialId };
+  }
+  const renewedEvents = async (renewedFrom: string) =>
+    (
+      await queryStore<{ data: string }>(
+        issuer.ctx.store,
+        "SELECT data FROM webhook_events WHERE type = 'credential.renewed'",
+      )
+    )
+      .map((e) => JSON.parse(e.data) as { renewedFrom: string })
+      .filter((e) => e.renewedFrom === renewedFrom);
+  const renewing = (credentialId: string) =>
+    queryStore(issuer.ctx.store, 'SELECT credential_id FROM issuances WHERE renewed_from = ?', [
+      credentialId,
+    ]);
+
+  it.skipIf(!runs)(
+    'is finished by the next sweep once; an expired credential with no renewal is not renewed',
+    async () => {
+      // Expired 38 days before the sweep: past the grace (30 days), left for `renew` by hand.
+      const stale = await cutShort('stale-u', 2);
+      // Expired 25 days before the sweep: finished.
+      const expired = await cutShort('expired-u', 15);
+      // Valid and inside the window today, expired by the sweep, never renewed: not started now.
+      await setClaims(issuer, 'never-u', 'renewing-revoke-v1', { name: 'Nev' });
+      const never = await issueDirect(issuer, {
+        userId: nextEmail(),
+        schemaId: 'renewing-revoke-v1',
+        expiration: inDays(20),
+        claimsUserId: 'never-u',
+      });
+      const nonce = (await issuer.ctx.store.issuances.get(expired.old))!.revocationNonce;
+      ahead = 40 * DAY;
+
+      expect(await issuer.ctx.renewal.sweep()).toMatchObject({
+        ran: true,
+        renewed: 1,
+        skipped: 0,
+        failed: 0,
+      });
+      expect(await historyRow(issuer, expired.old)).toMatchObject({
+        status: 'revoked',
+        renewedBy: expired.renewedBy,
+      });
+      expect(await issuer.ctx.store.renewals.get(expired.old)).toMatchObject({
+        outcome: 'renewed',
+        renewedBy: expired.renewedBy,
+      });
+      expect(await auditRows(issuer, 'renew', expired.old)).toEqual([
+        { actor: 'renewal-sweep', reason: 'renewal sweep' },
+      ]);
+      expect(await auditRows(issuer, 'revoke', String(nonce))).toEqual([
+        { actor: 'renewal-sweep', reason: 'renewal sweep' },
+      ]);
+      expect(await renewedEvents(expired.old)).toEqual([
+        { credentialId: expired.renewedBy, renewedFrom: expired.old, schemaId: 'renewing-revoke-v1' },
+      ]);
+      expect(await renewing(expired.old)).toHaveLength(1);
+
+      expect(await issuer.ctx.store.renewals.get(never)).toMatchObject({ outcome: null });
+      expect(await renewing(never)).toEqual([]);
+      expect(await historyRow(issuer, never)).toMatchObject({ renewedBy: null });
+      expect(await issuer.ctx.store.renewals.get(stale.old)).toMatchObject({ outcome: null });
+      expect(await historyRow(issuer, stale.old)).toMatchObject({ renewedBy: stale.renewedBy });
+      expect(await auditRows(issuer, 'renew', stale.old)).toEqual([]);
+
+      // Not again: one audit row, one event, one renewing credential.
+      expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 0, skipped: 0, failed: 0 });
+      expect(await auditRows(issuer, 'renew', expired.old)).toHaveLength(1);
+      expect(await renewedEvents(expired.old)).toHaveLength(1);
+
+      // Past the grace, `POST /admin/renew` finishes it by hand, without signing again.
+      const res = await issuer.admin('/admin/renew', { credentialId: stale.old, reason: 'finish by hand' });
+      expect(res.status).toBe(201);
+      expect(await res.json()).toMatchObject({ credentialId: stale.renewedBy, previousRevoked: true });
+      expect(await renewedEvents(stale.old)).toHaveLength(1);
+      expect(await renewing(stale.old)).toHaveLength(1);
+    },
+  );
+
+  it.skipIf(!runs)(
+    'signs nothing for an expired credential it takes without the renewal’s own credential',
+    async () => {
+      ahead = 0;
+      await setClaims(issuer, 'odd-u', 'renewing-revoke-v1', { name: 'Odd' });
+      const email = nextEmail();
+      const odd = await issueDirect(issuer, {
+        userId: email,
+        schemaId: 'renewing-revoke-v1',
+        expiration: inDays(5),
+        claimsUserId: 'odd-u',
+      });
+      // A credential naming it as renewed, under an id of its own (not the renewal's).
+      await issuer.ctx.direct.issue({
+        claimsUserId: 'odd-u',
+        email,
+        schemaId: 'renewing-revoke-v1',
+        vct: 'urn:vct:renewing-revoke-v1',
+        expiresAt: new Date(Date.now() + 300 * DAY),
+        onDuplicate: 'allow',
+        renewedFrom: odd,
+      });
+      ahead = 10 * DAY;
+      // (The credentials of the test before that are still valid then are renewed as usual.)
+      expect(await issuer.ctx.renewal.sweep()).toMatchObject({ skipped: 0, failed: 1 });
+      expect(await renewing(odd)).toHaveLength(1);
+      expect(await issuer.ctx.store.issuances.get(credentialIdFor(renewalKey(odd)))).toBeUndefined();
+      expect(await issuer.ctx.store.renewals.get(odd)).toMatchObject({ outcome: null });
+      expect(await historyRow(issuer, odd)).toMatchObject({ status: 'valid' });
+    },
+  );
+});
 
 describe.skipIf(!available)('renewal sweep on two instances on one PostgreSQL database', () => {
   let db: TempDatabase;

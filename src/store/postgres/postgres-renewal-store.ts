@@ -1,4 +1,5 @@
 import type {
+  DueWindow,
   RenewalOutcome,
   RenewalOutcomeWrite,
   RenewalRecord,
@@ -10,6 +11,20 @@ import type {
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 import { insertEventSql } from './postgres-webhook-store.js';
+
+/**
+ * The sweep's read (RenewalStore.due), as SQLite's DUE_SQL: one range of `renewals_due`, from
+ * `finishSince` ($2) to `until` ($4); below `from` ($3, expired) a row is taken only with a
+ * renewing credential recorded (`issuances_renewed_from`), to finish it, never to start one.
+ * `OFFSET 0` keeps the EXISTS a probe of that index for each row of the range: without it the
+ * planner may turn it into a hash of every issuance's `renewed_from`, a read of the whole table.
+ */
+export const DUE_SQL = `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
+  WHERE r.schema_id = $1 AND r.outcome IS NULL AND r.expires_at > $2 AND r.expires_at <= $4
+    AND i.channel = 'direct'
+    AND ((r.expires_at > $3 AND i.status = 0)
+      OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id OFFSET 0))
+  ORDER BY r.expires_at LIMIT $5`;
 
 interface Row {
   credential_id: string;
@@ -51,15 +66,12 @@ export class PostgresRenewalStore implements RenewalStore {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
-  async due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ credential_id: string }>(
-      `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
-       WHERE r.schema_id = $1 AND r.outcome IS NULL AND r.expires_at > $2 AND r.expires_at <= $3
-         AND i.channel = 'direct'
-           AND (i.status = 0 OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id))
-       ORDER BY r.expires_at LIMIT $4`,
-      [schemaId, from, until, limit],
-    );
+  async due(schemaId: string, window: DueWindow, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ credential_id: string }>({
+      name: 'pg-renewal-due',
+      text: DUE_SQL,
+      values: [schemaId, window.finishSince, window.from, window.until, limit],
+    });
     return rows.map((r) => r.credential_id);
   }
 

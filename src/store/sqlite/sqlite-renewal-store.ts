@@ -1,4 +1,5 @@
 import type {
+  DueWindow,
   RenewalOutcome,
   RenewalOutcomeWrite,
   RenewalRecord,
@@ -10,6 +11,26 @@ import type {
 import type { SqliteDatabase } from './database.js';
 import type { SqliteAuditStore } from './sqlite-audit-store.js';
 import type { SqliteWebhookStore } from './sqlite-webhook-store.js';
+
+interface DueParams {
+  schemaId: string;
+  finishSince: string;
+  from: string;
+  until: string;
+  limit: number;
+}
+
+/**
+ * The sweep's read (RenewalStore.due): one range of `renewals_due`, from `finishSince` to `until`;
+ * below `from` (expired) a row is taken only with a renewing credential recorded
+ * (`issuances_renewed_from`), to finish it, never to start one.
+ */
+export const DUE_SQL = `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
+  WHERE r.schema_id = @schemaId AND r.outcome IS NULL AND r.expires_at > @finishSince AND r.expires_at <= @until
+    AND i.channel = 'direct'
+    AND ((r.expires_at > @from AND i.status = 0)
+      OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id))
+  ORDER BY r.expires_at LIMIT @limit`;
 
 interface Row {
   credential_id: string;
@@ -42,13 +63,7 @@ export class SqliteRenewalStore implements RenewalStore {
            AND NOT EXISTS (SELECT 1 FROM issuances WHERE credential_id = @id)`,
       ),
       get: db.prepare<[string], Row>('SELECT * FROM renewals WHERE credential_id = ?'),
-      due: db.prepare<[string, string, string, number], { credential_id: string }>(
-        `SELECT r.credential_id FROM renewals r JOIN issuances i ON i.credential_id = r.credential_id
-         WHERE r.schema_id = ? AND r.outcome IS NULL AND r.expires_at > ? AND r.expires_at <= ?
-           AND i.channel = 'direct'
-           AND (i.status = 0 OR EXISTS (SELECT 1 FROM issuances n WHERE n.renewed_from = r.credential_id))
-         ORDER BY r.expires_at LIMIT ?`,
-      ),
+      due: db.prepare<DueParams, { credential_id: string }>(DUE_SQL),
       outcome: db.prepare(
         `INSERT INTO renewals (credential_id, schema_id, expires_at, outcome, renewed_by, outcome_at, detail)
          VALUES (@id, @schemaId, @expiresAt, @outcome, @renewedBy, @at, @detail)
@@ -109,9 +124,15 @@ export class SqliteRenewalStore implements RenewalStore {
     return r ? toRecord(r) : undefined;
   }
 
-  async due(schemaId: string, from: Date, until: Date, limit: number): Promise<string[]> {
+  async due(schemaId: string, window: DueWindow, limit: number): Promise<string[]> {
     return this.stmts.due
-      .all(schemaId, from.toISOString(), until.toISOString(), limit)
+      .all({
+        schemaId,
+        finishSince: window.finishSince.toISOString(),
+        from: window.from.toISOString(),
+        until: window.until.toISOString(),
+        limit,
+      })
       .map((r) => r.credential_id);
   }
 

@@ -117,6 +117,8 @@ describe('config', () => {
     ['UPLOAD_LEASE_MS', '10000'],
     ['OUTBOX_SWEEP_MS', '0'],
     ['RENEWAL_SWEEP_LEASE_MS', '999'],
+    ['RENEWAL_FINISH_GRACE_DAYS', '-1'],
+    ['RENEWAL_FINISH_GRACE_DAYS', '3651'],
   ])('%s=%s is rejected naming the variable', (name, value) => {
     const lines = problems({ [name]: value });
     expect(lines.length).toBeGreaterThan(0);
@@ -141,6 +143,16 @@ describe('config', () => {
     // A deadline past half the default lease lengthens the default.
     expect(loadConfig({ ADMIN_ISSUE_DEADLINE_MS: '200000' }, '/srv/issuer').config.renewalSweepLeaseMs).toBe(
       401_000,
+    );
+  });
+
+  it('the renewal sweep finishes renewals cut short up to 30 days after expiry unless RENEWAL_FINISH_GRACE_DAYS says otherwise', () => {
+    expect(loadConfig({}, '/srv/issuer').config.renewalFinishGraceDays).toBe(30);
+    expect(loadConfig({ RENEWAL_FINISH_GRACE_DAYS: '0' }, '/srv/issuer').config.renewalFinishGraceDays).toBe(
+      0,
+    );
+    expect(loadConfig({ RENEWAL_FINISH_GRACE_DAYS: '90' }, '/srv/issuer').config.renewalFinishGraceDays).toBe(
+      90,
     );
   });
 
