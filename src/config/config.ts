@@ -229,6 +229,17 @@ export function loadConfig(
   // An attempt that outlived its lease could be taken again by another instance meanwhile.
   if (env.UPLOAD_LEASE_MS !== undefined && env.UPLOAD_LEASE_MS <= (env.UPLOAD_TIMEOUT_MS ?? 10_000))
     problems.push('UPLOAD_LEASE_MS: must be longer than UPLOAD_TIMEOUT_MS (one upload attempt)');
+  // A sweep takes credentials until half its lease has passed; a renewal taken just before must end
+  // before the lease does, or another instance takes the sweep over and renews it too.
+  const adminIssueDeadlineMs = env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000;
+  if (
+    env.RENEWAL_SWEEP_LEASE_MS !== undefined &&
+    !parsed.invalid.has('ADMIN_ISSUE_DEADLINE_MS') &&
+    env.RENEWAL_SWEEP_LEASE_MS / 2 <= adminIssueDeadlineMs
+  )
+    problems.push(
+      `RENEWAL_SWEEP_LEASE_MS: half of it (${env.RENEWAL_SWEEP_LEASE_MS / 2} ms) must be longer than ADMIN_ISSUE_DEADLINE_MS (${adminIssueDeadlineMs} ms), which bounds one renewal`,
+    );
 
   // Strength rules bind production; a development or test setup may use any non-empty key.
   const adminApiKeys = parseNamedKeys(env.ADMIN_API_KEYS, problems);
@@ -335,14 +346,14 @@ export function loadConfig(
       outboxSweepMs: env.OUTBOX_SWEEP_MS ?? 5000,
       statusJobLeaseMs: env.STATUS_JOB_LEASE_MS ?? 30_000,
       renewalSweepMs: env.RENEWAL_SWEEP_INTERVAL_MS ?? 300_000,
-      renewalSweepLeaseMs: env.RENEWAL_SWEEP_LEASE_MS ?? 300_000,
+      renewalSweepLeaseMs: env.RENEWAL_SWEEP_LEASE_MS ?? Math.max(300_000, 2 * adminIssueDeadlineMs + 1000),
       renewalFinishGraceDays: env.RENEWAL_FINISH_GRACE_DAYS ?? 30,
       webhookMaxAttempts: env.WEBHOOK_MAX_ATTEMPTS ?? 15,
       webhookRetryBaseMs: env.WEBHOOK_RETRY_BASE_MS ?? 30_000,
       webhookLeaseMs: env.WEBHOOK_LEASE_MS ?? 60_000,
       webhookRetentionDays: env.WEBHOOK_RETENTION_DAYS ?? 30,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
-      adminIssueDeadlineMs: env.ADMIN_ISSUE_DEADLINE_MS ?? 15_000,
+      adminIssueDeadlineMs,
       oid4vci: {
         enabled: (env.OID4VCI ?? (production ? 'off' : 'on')) === 'on',
         requireDpop: env.OID4VCI_REQUIRE_DPOP === '1',

@@ -305,8 +305,8 @@ export const EnvSchema = z.object({
   }),
   RENEWAL_SWEEP_LEASE_MS: int('RENEWAL_SWEEP_LEASE_MS', 1000, 3_600_000).optional().meta({
     description:
-      'How long a renewal sweep holds the named lock `renewal-sweep` (docs/operations.md "Renewal"); it takes no new credential past half of it, and the sweep of an instance that died is taken over by another once it has passed. Keep half of it longer than one renewal can last (`ADMIN_ISSUE_DEADLINE_MS` and the claims source\'s timeout).',
-    default: '`300000` (5 minutes)',
+      'How long a renewal sweep holds the named lock `renewal-sweep` (docs/operations.md "Renewal"); it takes no new credential past half of it, and the sweep of an instance that died is taken over by another once it has passed. Half of it must be longer than `ADMIN_ISSUE_DEADLINE_MS`, which bounds the hosting service\'s part of one renewal (let it outlast the claims source\'s timeout as well).',
+    default: '`300000` (5 minutes), or twice `ADMIN_ISSUE_DEADLINE_MS` + 1000 when that is longer',
   }),
   RENEWAL_FINISH_GRACE_DAYS: int('RENEWAL_FINISH_GRACE_DAYS', 0, 3650).optional().meta({
     description:

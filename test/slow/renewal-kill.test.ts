@@ -31,10 +31,11 @@ const REVOKE = 'kill-revoke-v1';
 const CUT_AT = 3;
 /**
  * RENEWAL_SWEEP_LEASE_MS: a dead process's sweep is taken over this long after it took the lock.
- * Half of it is shorter than a renewal whose upload hangs (UPLOAD_TIMEOUT_MS below), which only the
- * held uploads do, and their process is killed first.
+ * Half of it outlasts one renewal (ADMIN_ISSUE_DEADLINE_MS), as the server requires: a renewal the
+ * sweep took is over before another process can take the lock.
  */
-const LEASE_MS = 4000;
+const LEASE_MS = 6000;
+const DEADLINE_MS = 2500;
 
 interface Engine {
   name: string;
@@ -75,32 +76,39 @@ const admin = async (url: string, path: string, body?: unknown) => {
 /**
  * The hosting-service emulator behind a gate that holds, unanswered, the first upload of each
  * credential in `holdFirst` until `cut(id)` closes its connection: the renewal uploading it stays
- * in flight, its credential recorded and its outcome not yet written.
+ * in flight, its credential recorded and its outcome not yet written. Each instance reaches it
+ * under a base URL of its own (`url(name)`), so that a held upload names the instance that sent
+ * it; `onHold` is called the moment one is held.
  */
-async function gatedEmulator(jwks: () => Promise<{ keys: [] }>, holdFirst: Set<string>) {
+async function gatedEmulator(jwks: () => Promise<{ keys: [] }>, holdFirst: Set<string>, onHold: () => void) {
   const emulator = createEmulator({ partnerId: TEST_PARTNER_ID, jwks });
-  const held = new Map<string, ServerResponse>();
+  const held = new Map<string, { res: ServerResponse; sender: string }>();
   const seen = new Set<string>();
   const app = express();
-  app.use('/v1', express.json({ limit: '1mb' }), (req, res, next) => {
+  app.use('/:sender/v1', express.json({ limit: '1mb' }), (req, res, next) => {
     const id = req.method === 'POST' && req.path === '/dstorage/vcs' ? req.body?.externalId : undefined;
     if (typeof id === 'string' && holdFirst.has(id) && !seen.has(id)) {
       seen.add(id);
-      held.set(id, res);
+      const sender = String(req.params.sender);
+      held.set(id, { res, sender });
+      onHold();
       return;
     }
     next();
   });
-  app.use('/v1', emulator.router);
+  app.use('/:sender/v1', emulator.router);
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    url: (name: string) => `${base}/${name}/v1`,
     state: emulator.state,
     /** The credentials whose first upload is held (or was, until cut). */
     held: () => [...held.keys()],
+    /** The instance that sent a held upload. */
+    sender: (id: string) => held.get(id)?.sender,
     cut(id: string) {
-      held.get(id)?.socket?.destroy();
+      held.get(id)?.res.socket?.destroy();
     },
     close: () => {
       server.closeAllConnections();
@@ -161,33 +169,59 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
     writeFileSync(join(schemas, 'kill-revoke.json'), JSON.stringify(schemaFile(REVOKE, true)));
 
     const instances: InstanceProcess[] = [];
+    const named = new Map<string, InstanceProcess>();
     cleanup.push(() => stopInstanceProcesses(instances));
+    // From the moment a cut renewal's upload is held until the test has killed its sender, every
+    // live process stands still (SIGSTOP), however slow the machine: the sender cannot give up
+    // waiting and finish that renewal, and no other can take the sweep over. One that finishes
+    // starting meanwhile is stopped as soon as it is known.
+    const stopped = new Set<InstanceProcess>();
+    let holding = false;
+    const stop = (i: InstanceProcess) => {
+      if (!isAlive(i)) return;
+      i.child.kill('SIGSTOP');
+      stopped.add(i);
+    };
+    const resume = () => {
+      holding = false;
+      for (const i of stopped) if (isAlive(i)) i.child.kill('SIGCONT');
+      stopped.clear();
+    };
+    cleanup.push(resume);
     // The credentials whose renewal is cut short, one per kill; filled in once they are issued.
     const holdFirst = new Set<string>();
     let lastJwks: { keys: [] } = { keys: [] };
-    const emulator = await gatedEmulator(async () => {
-      const live = await liveJwks(instances);
-      if (live.keys.length > 0) lastJwks = live;
-      return lastJwks;
-    }, holdFirst);
+    const emulator = await gatedEmulator(
+      async () => {
+        const live = await liveJwks(instances.filter((i) => !stopped.has(i)));
+        if (live.keys.length > 0) lastJwks = live;
+        return lastJwks;
+      },
+      holdFirst,
+      () => {
+        holding = true;
+        for (const i of instances) stop(i);
+      },
+    );
     cleanup.push(() => emulator.close());
     const hook = await webhookReceiver();
     cleanup.push(() => hook.close());
 
     const shared = tempDir();
     cleanup.push(() => removeDir(shared));
-    const start = (env: Record<string, string>) => {
+    const start = async (name: string, env: Record<string, string>) => {
       const dir = sharedDir ? shared : tempDir();
       if (!sharedDir) cleanup.push(() => removeDir(dir));
-      return startInstanceProcess({
+      const instance = await startInstanceProcess({
         databaseUrl: db.url,
-        serviceUrl: emulator.url,
+        serviceUrl: emulator.url(name),
         dir,
         env: {
           SCHEMAS_DIR: schemas,
           REDIS_URL: '',
           RENEWAL_SWEEP_LEASE_MS: String(LEASE_MS),
-          // A held upload keeps its renewal in flight (for up to 5 s) until the process is killed.
+          ADMIN_ISSUE_DEADLINE_MS: String(DEADLINE_MS),
+          // An upload left by a killed process is taken over once its lease has passed.
           UPLOAD_TIMEOUT_MS: '5000',
           UPLOAD_LEASE_MS: '6000',
           OUTBOX_SWEEP_MS: '100',
@@ -197,11 +231,14 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
           ...env,
         },
       });
+      instances.push(instance);
+      named.set(name, instance);
+      if (holding) stop(instance);
+      return instance;
     };
 
     // Seeded by a process that never sweeps, so that the sweep starts with every credential due.
-    const seeder = await start({ RENEWAL_SWEEP_INTERVAL_MS: '86400000' });
-    instances.push(seeder);
+    const seeder = await start('seeder', { RENEWAL_SWEEP_INTERVAL_MS: '86400000' });
     const target = parseDatabaseUrl(db.url, process.cwd());
     if (typeof target === 'string') throw new Error(target);
     const store: OpenedStore = await openStore(target, { poolMax: 2 });
@@ -262,8 +299,7 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
     for (const c of cuts) holdFirst.add(c.renewing);
 
     const sweeping = { RENEWAL_SWEEP_INTERVAL_MS: '100' };
-    const live = await Promise.all(Array.from({ length: sweepers }, () => start(sweeping)));
-    instances.push(...live);
+    await Promise.all(Array.from({ length: sweepers }, (_, n) => start(`sweeper-${n}`, sweeping)));
     const ownerPid = async () => {
       const rows = await queryStore<{ owner: string }>(
         store,
@@ -297,18 +333,20 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
       await expect.poll(() => heldCut() !== undefined).toBe(true);
       const cut = heldCut()!;
       handled.add(cut.renewing);
-      // The process holding the sweep's lock is the one whose renewal is in flight.
-      const pid = await ownerPid();
-      const holder = instances.find((i) => i.child.pid === pid && isAlive(i));
-      expect(holder).toBeDefined();
+      // The process that sent the held upload, stopped since, is the one holding the sweep's lock
+      // (it took the cut credential before half its lease, and a renewal ends within the other half).
+      const holder = named.get(emulator.sender(cut.renewing)!)!;
+      expect(isAlive(holder)).toBe(true);
+      expect(stopped.has(holder)).toBe(true);
+      expect(await ownerPid()).toBe(holder.child.pid);
       if (k > 0) expect(killed).not.toContain(holder);
-      holder!.child.kill('SIGKILL');
-      await once(holder!.child, 'exit');
-      killed.push(holder!);
+      holder.child.kill('SIGKILL');
+      await once(holder.child, 'exit');
+      killed.push(holder);
       emulator.cut(cut.renewing);
 
-      // Left behind: the cut renewal's credential recorded and not uploaded, no outcome for it;
-      // some renewed before it, others not yet.
+      // Left behind, with every other process still stopped: the cut renewal's credential recorded
+      // and not uploaded, no outcome for it; some renewed before it, others not yet.
       const done = await outcomes();
       expect(done.has(cut.credentialId)).toBe(false);
       expect(await renewingOf(cut.credentialId)).toEqual([
@@ -316,10 +354,11 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
       ]);
       expect(done.size).toBeGreaterThanOrEqual(CUT_AT + k);
       expect(done.size).toBeLessThan(seeded.length);
+      resume();
       const remaining = instances.filter(isAlive);
       if (remaining.length === 0) {
         // No instance left: a new one, which waits out the dead one's lease.
-        instances.push(await start(sweeping));
+        await start(`restarted-${k}`, sweeping);
       } else {
         // The other live instance takes the sweep over once the dead one's lease has passed.
         const survivor = remaining[0]!;

@@ -136,8 +136,13 @@ describe('config', () => {
 
   it('the renewal sweep holds its lock 5 minutes unless RENEWAL_SWEEP_LEASE_MS says otherwise', () => {
     expect(loadConfig({}, '/srv/issuer').config.renewalSweepLeaseMs).toBe(300_000);
-    expect(loadConfig({ RENEWAL_SWEEP_LEASE_MS: '4000' }, '/srv/issuer').config.renewalSweepLeaseMs).toBe(
-      4000,
+    expect(
+      loadConfig({ RENEWAL_SWEEP_LEASE_MS: '4001', ADMIN_ISSUE_DEADLINE_MS: '2000' }, '/srv/issuer').config
+        .renewalSweepLeaseMs,
+    ).toBe(4001);
+    // A deadline past half the default lease lengthens the default.
+    expect(loadConfig({ ADMIN_ISSUE_DEADLINE_MS: '200000' }, '/srv/issuer').config.renewalSweepLeaseMs).toBe(
+      401_000,
     );
   });
 
@@ -149,6 +154,25 @@ describe('config', () => {
     expect(loadConfig({ RENEWAL_FINISH_GRACE_DAYS: '90' }, '/srv/issuer').config.renewalFinishGraceDays).toBe(
       90,
     );
+  });
+
+  it.each([
+    [{ RENEWAL_SWEEP_LEASE_MS: '30000' }],
+    [{ RENEWAL_SWEEP_LEASE_MS: '4000', ADMIN_ISSUE_DEADLINE_MS: '2000' }],
+    [{ RENEWAL_SWEEP_LEASE_MS: '300000', ADMIN_ISSUE_DEADLINE_MS: '150000' }],
+  ])('a renewal sweep lease whose half does not outlast one renewal is refused: %o', (env) => {
+    const lines = problems(env);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^RENEWAL_SWEEP_LEASE_MS: .*ADMIN_ISSUE_DEADLINE_MS/);
+  });
+
+  it('a renewal sweep lease whose half outlasts one renewal is accepted', () => {
+    expect(problems({ RENEWAL_SWEEP_LEASE_MS: '30001' })).toEqual([]);
+    expect(problems({ RENEWAL_SWEEP_LEASE_MS: '1000', ADMIN_ISSUE_DEADLINE_MS: '499' })).toEqual([]);
+    // An invalid deadline is reported once, as itself.
+    expect(problems({ RENEWAL_SWEEP_LEASE_MS: '1000', ADMIN_ISSUE_DEADLINE_MS: 'soon' })).toEqual([
+      expect.stringMatching(/^ADMIN_ISSUE_DEADLINE_MS:/),
+    ]);
   });
 
   it.each([
