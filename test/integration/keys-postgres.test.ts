@@ -6,6 +6,7 @@ import { generateDevChain } from '../../src/cli/key-certificates.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
 import { generateBjjKey } from '../../src/issuers/iden3/bjj-key.js';
 import { databaseBjjKey } from '../../src/issuers/iden3/database-bjj-key.js';
+import { Iden3Identity } from '../../src/issuers/iden3/identity.js';
 import { chainProblems } from '../../src/keys/certificates.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
@@ -66,6 +67,49 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
     await expect(
       databaseBjjKey(three[1]!.keys, three[1]!.iden3, { ...options(dirs[1]!), kek: Buffer.alloc(32, 1) }),
     ).rejects.toThrow(/^database:[0-9a-f]{64}: sealed: does not open with this KEY_ENCRYPTION_KEY/);
+  });
+
+  it('a start whose key read precedes another start storing the key and the identity takes that key', async () => {
+    const fresh = await createTempDatabase();
+    const [first, second] = await Promise.all([
+      openPostgresStore(fresh.url, { poolMax: 2 }),
+      openPostgresStore(fresh.url, { poolMax: 2 }),
+    ]);
+    try {
+      const didOptions = { method: 'iden3', blockchain: 'privado', network: 'test' };
+      // The first start runs whole (key row, then genesis) between the second start's read of the
+      // empty key row and what that start does next: the order of two instances starting together
+      // on a slow machine, forced here.
+      let firstStart: Promise<Iden3Identity> | undefined;
+      const runFirst = async () =>
+        Iden3Identity.open(
+          first.iden3,
+          await databaseBjjKey(first.keys, first.iden3, options(join(dir, 'late-first'))),
+          didOptions,
+        );
+      const secondKeys = new Proxy(second.keys, {
+        get(target, prop) {
+          if (prop === 'iden3Key' && !firstStart)
+            return async () => {
+              const seen = await target.iden3Key();
+              firstStart = runFirst();
+              await firstStart;
+              return seen;
+            };
+          const value: unknown = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const secondKey = await databaseBjjKey(secondKeys, second.iden3, options(join(dir, 'late-second')));
+      expect(firstStart).toBeDefined();
+      const firstIdentity = await firstStart!;
+      expect(secondKey.publicKeyHex).toBe((await first.keys.iden3Key())?.publicKey);
+      const secondIdentity = await Iden3Identity.open(second.iden3, secondKey, didOptions);
+      expect(secondIdentity.did.string()).toBe(firstIdentity.did.string());
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+      await fresh.drop();
+    }
   });
 
   it('production with neither a row nor KEYS_DIR/iden3-bjj.json refuses, naming the file', async () => {

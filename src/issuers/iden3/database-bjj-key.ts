@@ -92,6 +92,13 @@ async function importBjjKey(
   iden3: Pick<Iden3Store, 'getIdentity'>,
   options: DatabaseBjjKeyOptions,
 ): Promise<StoredIden3Key> {
+  // An instance starting at the same moment may have stored its key and then the identity since
+  // our read found no key. Its key row commits before its genesis, so once an identity is seen the
+  // key row read after it is there, unless the identity came without its key (a `db copy`).
+  if (await iden3.getIdentity()) {
+    const stored = await keys.iden3Key();
+    if (stored) return stored;
+  }
   const { file, content: fromFile } = await bjjKeyToImport(iden3, options);
   const content = fromFile ?? newBjjKeyContent('development');
   const created = new Date(content.createdAt);
