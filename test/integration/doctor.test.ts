@@ -85,6 +85,9 @@ describe('admin doctor', () => {
       dir,
       env: serverEnv,
       exampleClaimsFile: '',
+      // The broken-setup case rotates a key on disk that the running server must not have loaded:
+      // no reload of KEYS_DIR while the tests run (it polls every 2 s by default), however slow.
+      context: { keysPollMs: 3_600_000 },
       prepare: async () => {
         await generateMissingKeys(keysDir, { production: true });
       },
