@@ -103,6 +103,33 @@ const auditRows = (issuer: TestIssuer, action: string, target: string) =>
     [action, target],
   );
 
+/**
+ * A credential of `renewing-revoke-v1` whose renewal was cut short right after its new credential was recorded:
+ * the renewing credential recorded under the renewal's key, the previous one still valid, no
+ * outcome, no `renew` audit row, no event (what a crash right after step 3 leaves).
+ */
+async function cutShort(issuer: TestIssuer, userId: string, expiresInDays: number) {
+  await setClaims(issuer, userId, 'renewing-revoke-v1', { name: userId });
+  const email = nextEmail();
+  const old = await issueDirect(issuer, {
+    userId: email,
+    schemaId: 'renewing-revoke-v1',
+    expiration: inDays(expiresInDays),
+    claimsUserId: userId,
+  });
+  const cut = await issuer.ctx.direct.issue({
+    claimsUserId: userId,
+    email,
+    schemaId: 'renewing-revoke-v1',
+    vct: 'urn:vct:renewing-revoke-v1',
+    expiresAt: new Date(Date.now() + 300 * DAY),
+    onDuplicate: 'allow',
+    idempotencyKey: renewalKey(old),
+    renewedFrom: old,
+  });
+  return { old, renewedBy: cut.record.credentialId };
+}
+
 describe('renewal on one instance', () => {
   let issuer: TestIssuer;
   let work: string;
@@ -317,36 +344,17 @@ describe('renewal on one instance', () => {
   });
 
   it('a renewal cut short after its credential was recorded is finished by the next sweep, not signed again', async () => {
-    await setClaims(issuer, 'cut-u', 'renewing-revoke-v1', { name: 'Fay' });
-    const email = nextEmail();
-    const old = await issueDirect(issuer, {
-      userId: email,
-      schemaId: 'renewing-revoke-v1',
-      expiration: inDays(9),
-      claimsUserId: 'cut-u',
-    });
-    // What a crash right after step 3 leaves: the renewing credential recorded under the renewal's
-    // key, the previous one still valid, no outcome, no `renew` audit row, no event.
-    const cut = await issuer.ctx.direct.issue({
-      claimsUserId: 'cut-u',
-      email,
-      schemaId: 'renewing-revoke-v1',
-      vct: 'urn:vct:renewing-revoke-v1',
-      expiresAt: new Date(Date.now() + 300 * DAY),
-      onDuplicate: 'allow',
-      idempotencyKey: renewalKey(old),
-      renewedFrom: old,
-    });
+    const { old, renewedBy } = await cutShort(issuer, 'cut-u', 9);
     expect(await issuer.ctx.store.renewals.get(old)).toMatchObject({ outcome: null });
 
     expect(await issuer.ctx.renewal.sweep()).toMatchObject({ renewed: 1, failed: 0 });
     expect(await historyRow(issuer, old)).toMatchObject({
       status: 'revoked',
-      renewedBy: cut.record.credentialId,
+      renewedBy: renewedBy,
     });
     expect(await issuer.ctx.store.renewals.get(old)).toMatchObject({
       outcome: 'renewed',
-      renewedBy: cut.record.credentialId,
+      renewedBy: renewedBy,
     });
     expect(await auditRows(issuer, 'renew', old)).toHaveLength(1);
     const renewing = await queryStore(
@@ -475,28 +483,6 @@ describe.each([
     if (work) removeDir(work);
   });
 
-  /** A credential of `renewing-revoke-v1` whose renewal was cut short right after its new credential was recorded. */
-  async function cutShort(userId: string, expiresInDays: number) {
-    await setClaims(issuer, userId, 'renewing-revoke-v1', { name: userId });
-    const email = nextEmail();
-    const old = await issueDirect(issuer, {
-      userId: email,
-      schemaId: 'renewing-revoke-v1',
-      expiration: inDays(expiresInDays),
-      claimsUserId: userId,
-    });
-    const cut = await issuer.ctx.direct.issue({
-      claimsUserId: userId,
-      email,
-      schemaId: 'renewing-revoke-v1',
-      vct: 'urn:vct:renewing-revoke-v1',
-      expiresAt: new Date(Date.now() + 300 * DAY),
-      onDuplicate: 'allow',
-      idempotencyKey: renewalKey(old),
-      renewedFrom: old,
-    });
-    return { old, renewedBy: cut.record.credentialId };
-  }
   const renewedEvents = async (renewedFrom: string) =>
     (
       await queryStore<{ data: string }>(
@@ -515,9 +501,9 @@ describe.each([
     'is finished by the next sweep once; an expired credential with no renewal is not renewed',
     async () => {
       // Expired 38 days before the sweep: past the grace (30 days), left for `renew` by hand.
-      const stale = await cutShort('stale-u', 2);
+      const stale = await cutShort(issuer, 'stale-u', 2);
       // Expired 25 days before the sweep: finished.
-      const expired = await cutShort('expired-u', 15);
+      const expired = await cutShort(issuer, 'expired-u', 15);
       // Valid and inside the window today, expired by the sweep, never renewed: not started now.
       await setClaims(issuer, 'never-u', 'renewing-revoke-v1', { name: 'Nev' });
       const never = await issueDirect(issuer, {
