@@ -42,9 +42,12 @@ interface RejectCase {
   envelope: Envelope;
 }
 
-// Fixed envelope vectors (docs/security.md "Envelope encryption"); a shared original may sit beside the checkout.
+// Fixed envelope vectors (docs/security.md "Envelope encryption"), kept in the repo and always used.
 const VECTORS_FILE = new URL('../../vectors/envelope.json', import.meta.url);
-const SHARED_VECTORS_FILE = new URL('../../../../shared/vectors/envelope.json', import.meta.url);
+// A published original may sit beside a maintainer's checkout (never in a clone): compared only when it exists.
+const PUBLISHED_VECTORS = [new URL('../../../../shared/vectors/envelope.json', import.meta.url)].find(
+  existsSync,
+);
 const vectors = JSON.parse(readFileSync(VECTORS_FILE, 'utf8')) as {
   cases: VectorCase[];
   mustReject: RejectCase[];
@@ -84,11 +87,11 @@ function b64(hex: string): string {
 }
 
 describe('envelope vectors', () => {
-  it.skipIf(!existsSync(SHARED_VECTORS_FILE))(
+  it.skipIf(PUBLISHED_VECTORS === undefined)(
     'the copy in test/vectors equals the published vectors beside the checkout (skipped where they are absent)',
     () => {
       expect(JSON.parse(readFileSync(VECTORS_FILE, 'utf8'))).toEqual(
-        JSON.parse(readFileSync(SHARED_VECTORS_FILE, 'utf8')),
+        JSON.parse(readFileSync(PUBLISHED_VECTORS!, 'utf8')),
       );
     },
   );
