@@ -61,6 +61,9 @@ type KeyFile = KeyData;
 
 const KEY_FILE = /^(credential-signing|partner-jwt)-[A-Za-z0-9_-]+\.json$/;
 
+/** Whether `name` is a signing or partner key file's name in KEYS_DIR. */
+export const isKeyFileName = (name: string): boolean => KEY_FILE.test(name);
+
 /** Loads and validates every key file; in dev, generates the missing ones (with `backend`). */
 export async function loadKeyRing(
   dir: string,

@@ -1,3 +1,4 @@
+import { mkdirSync, readdirSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DoctorLine, runDoctor } from '../../src/cli/doctor.js';
@@ -141,6 +142,36 @@ describe.runIf(available)('admin doctor: the sealed Iden3 key on PostgreSQL', ()
       verdict: 'PASS',
       detail: `${issuer.ctx.iden3Did()}, public key ${publicKey}: sealed in the database under KEY_ENCRYPTION_KEY; it opens`,
     });
+  });
+
+  // docs/security.md "Keys shared by several instances": after the import the files are plaintext
+  // copies of what the database holds sealed.
+  it('the private key files the first start imported: WARN naming them, gone once they are moved to backup', async () => {
+    const keysDir = join(dir, 'keys');
+    const { items } = JSON.parse((await doctor()).text) as { items: DoctorLine[] };
+    const warned = items.find((l) => l.item === 'imported key files');
+    expect(warned?.verdict).toBe('WARN');
+    const keyFiles = readdirSync(keysDir).filter((f) =>
+      /^(credential-signing|partner-jwt)-.*\.json$/.test(f),
+    );
+    expect(keyFiles.length).toBeGreaterThanOrEqual(2);
+    for (const f of [...keyFiles, 'iden3-bjj.json']) expect(warned?.detail).toContain(f);
+    expect(warned?.detail).toMatch(/move them to offline backup$/);
+    const backup = join(dir, 'offline-backup');
+    mkdirSync(backup);
+    const moved = [...keyFiles, 'iden3-bjj.json'];
+    for (const f of moved) renameSync(join(keysDir, f), join(backup, f));
+    try {
+      const after = await doctor();
+      expect(after.fails).toEqual([]);
+      expect(
+        (JSON.parse(after.text) as { items: DoctorLine[] }).items.some(
+          (l) => l.item === 'imported key files',
+        ),
+      ).toBe(false);
+    } finally {
+      for (const f of moved) renameSync(join(backup, f), join(keysDir, f));
+    }
   });
 
   it('another KEY_ENCRYPTION_KEY: FAIL naming the variable, never the key; exit 1; nothing written', async () => {

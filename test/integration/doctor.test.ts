@@ -123,11 +123,12 @@ describe('admin doctor', () => {
     removeDir(dir);
   });
 
-  it('a healthy setup: every item passes; --origin and the bundled example schema are the warnings; exit 0', async () => {
+  it('a healthy setup: every item passes; --origin, ALLOW_INSECURE_UPSTREAM=1 and the bundled example schema are the warnings; exit 0', async () => {
     const run = await doctor(['--json', '--origin', issuer.url]);
     const { ok, items } = JSON.parse(run.stdout) as { ok: boolean; items: Line[] };
     expect(verdicts(items)).toEqual([
       'PASS production',
+      'WARN insecure upstream',
       'PASS origin https',
       'WARN origin fetched',
       'PASS key files',
@@ -152,6 +153,10 @@ describe('admin doctor', () => {
     // The bundled example (its vct on issuer.example) is served as if it were the issuer's own.
     expect(items.find((l) => l.item === 'example schema')?.detail).toMatch(/^membership-v1 /);
     expect(run.code).toBe(0);
+    // ALLOW_INSECURE_UPSTREAM=1 with an http SERVICE_V1_BASE_URL (the emulator here) is told, not passed silently.
+    expect(items.find((l) => l.item === 'insecure upstream')?.detail).toMatch(
+      /^ALLOW_INSECURE_UPSTREAM=1: .* plain http to SERVICE_V1_BASE_URL http:\/\/127\.0\.0\.1:/,
+    );
     expect(items.find((l) => l.item === 'claims staff-v1')?.detail).toMatch(/eligible:false for doctor-/);
     expect(items.find((l) => l.item === 'partner JWT')?.detail).toMatch(/accepted the JWT .* \(400\)/);
     // On SQLite the Iden3 key is the KEYS_DIR file (sealing is PostgreSQL's: doctor-postgres.test.ts).
@@ -165,7 +170,7 @@ describe('admin doctor', () => {
     const text = await doctor(['--origin', issuer.url]);
     expect(text.code).toBe(0);
     expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
-    expect(text.stdout).toMatch(/15 pass, 2 warn, 0 fail/);
+    expect(text.stdout).toMatch(/15 pass, 3 warn, 0 fail/);
   });
 
   it('CONSOLE=on in production is listed: WARN without ADMIN_PORT, PASS naming the admin listener', async () => {
@@ -236,6 +241,7 @@ describe('admin doctor', () => {
       expect(ok).toBe(false);
       expect(verdicts(items)).toEqual([
         'PASS production',
+        'WARN insecure upstream',
         'PASS origin https',
         'WARN origin fetched',
         'FAIL key files',
