@@ -13,8 +13,8 @@ const imported = 'imported key files';
  * secrets, a key marked `"environment": "development"`) has no place in production at all: the
  * advice for it is to move it aside, not to tighten its mode. Where the database holds the keys
  * (PostgreSQL), the private key files its first start imported are a WARN: the instances read the
- * sealed rows, and the plaintext copies belong in offline backup (docs/security.md "Keys shared by
- * several instances").
+ * sealed rows, and the plaintext copies belong in offline backup
+ * (docs/security.md "Keys shared by several instances").
  */
 export const keyFiles: DoctorCheck = {
   items: ['key files', imported],
