@@ -6,6 +6,7 @@
 import { createTempDatabase } from '../test/helpers/services.js';
 import { benchBatch } from './bench/batch.js';
 import { benchBulk } from './bench/bulk.js';
+import { benchBulkCrash } from './bench/bulk-crash.js';
 import { benchCliStart } from './bench/cli-start.js';
 import { benchConsole } from './bench/console.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
@@ -82,6 +83,9 @@ const sections: Record<string, () => Promise<Row[]>> = {
   batch: () => benchBatch(),
   // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
   bulk: benchBulk,
+  // The same job over BENCH_BULK_CRASH_COUNT credentials (default 100,000) in a server process
+  // SIGKILLed half-way and taken over by a second one, on each engine.
+  'bulk-crash': benchBulkCrash,
   // The renewal sweep's server CPU per renewed credential beside a direct issuance's (BENCH_RENEWAL_COUNT).
   renewal: benchRenewal,
   store: benchStoreEngines,
