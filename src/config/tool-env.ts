@@ -65,6 +65,11 @@ export const ToolEnvSchema = z.object({
     '`50000`',
     '`npm run bench -- bulk`',
   ),
+  BENCH_BULK_CRASH_COUNT: tool(
+    'Credentials of the job the bulk-crash section SIGKILLs half-way and resumes in a second process, on each engine.',
+    '`100000`',
+    '`npm run bench -- bulk-crash`',
+  ),
   BENCH_RENEWAL_COUNT: tool(
     'Direct credentials the renewal section issues, then has the renewal sweep renew.',
     '`300`',
