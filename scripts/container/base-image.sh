@@ -11,17 +11,7 @@ if podman image exists "$image"; then
   echo "$image"
   exit 0
 fi
-cache="${CONTAINER_CACHE_DIR:-/var/cache/issuer-kit-container}"
-mkdir -p "$cache"
-rootfs_tar="$cache/bookworm-minbase.tar"
-if [ ! -s "$rootfs_tar" ]; then
-  work="$(mktemp -d)"
-  debootstrap --variant=minbase bookworm "$work/root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
-  rm -rf "$work/root/var/cache/apt/archives/"*.deb "$work/root/var/lib/apt/lists/"*
-  tar -C "$work/root" -cf "$rootfs_tar.tmp" .
-  mv "$rootfs_tar.tmp" "$rootfs_tar"
-  rm -rf "$work"
-fi
+rootfs_tar="$(bash "$(dirname "$0")/debian-rootfs.sh")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # npm run test:container: builds the image from a clean checkout of HEAD and proves it
-# (test/container/container.test.ts). Needs root, podman and runc (and debootstrap for the local
-# base image). Prints one "skipped" line and exits 0 when it cannot run containers here, unless
-# REQUIRE_CONTAINERS=1.
+# (test/container/container.test.ts), then starts that checkout's compose.yaml with podman-compose
+# (test/container/compose.test.ts). Needs root, podman and runc (and debootstrap for the local
+# base images; podman-compose for the compose test). Prints one "skipped" line and exits 0 when it
+# cannot run containers here, unless REQUIRE_CONTAINERS=1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -38,8 +39,28 @@ src="$(mktemp -d)"
 trap 'rm -f "$conf"; rm -rf "$src"' EXIT
 git archive --format=tar HEAD | tar -C "$src" -x
 image="localhost/issuer-kit:test"
+started=$SECONDS
 podman build --format docker --network host --layers --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$image" -f "$src/Containerfile" "$src"
 size="$(podman image inspect --format '{{.Size}}' "$image")"
-echo "test:container: image $image built from $(git rev-parse --short HEAD) on $NODE_IMAGE: $((size / 1000000)) MB"
+echo "test:container: image $image built from $(git rev-parse --short HEAD) on $NODE_IMAGE: $((size / 1000000)) MB in $((SECONDS - started)) s"
+
+# compose.yaml's PostgreSQL and Redis: POSTGRES_IMAGE and REDIS_IMAGE when given, else local
+# stand-ins built from Debian's packages (cached), as the official images cannot be pulled here.
+if command -v podman-compose >/dev/null; then
+  if [ -z "${POSTGRES_IMAGE:-}" ] || [ -z "${REDIS_IMAGE:-}" ]; then
+    started=$SECONDS
+    images="$(bash scripts/container/service-images.sh)"
+    while IFS='=' read -r name value; do export "$name=$value"; done <<<"$images"
+    echo "test:container: compose services $POSTGRES_IMAGE, $REDIS_IMAGE ready in $((SECONDS - started)) s"
+  fi
+  export COMPOSE_DIR="$src"
+  version="$(podman-compose version 2>/dev/null | sed -n 's/^podman-composer\? version:\? *//p' | head -n 1)"
+  echo "test:container: compose.yaml with podman-compose $version"
+elif [ "${REQUIRE_CONTAINERS:-}" = 1 ]; then
+  echo "test:container: podman-compose is not installed" >&2
+  exit 1
+else
+  echo "test:container: compose.yaml skipped (podman-compose is not installed)"
+fi
 
 CONTAINER_IMAGE="$image" npx vitest run --config "$root/vitest.container.config.ts"

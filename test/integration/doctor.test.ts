@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { chmodSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -171,6 +171,18 @@ describe('admin doctor', () => {
     expect(text.code).toBe(0);
     expect(text.stdout.split('\n').filter((l) => /^(PASS|WARN|FAIL) /.test(l))).toHaveLength(items.length);
     expect(text.stdout).toMatch(/15 pass, 3 warn, 0 fail/);
+  });
+
+  it('an empty SCHEMAS_DIR (an image run without its schemas mounted) fails schemas; exit 1', async () => {
+    const empty = join(dir, 'no-schemas');
+    mkdirSync(empty);
+    const run = await doctor(['--json', '--origin', issuer.url], { SCHEMAS_DIR: empty });
+    const { items } = JSON.parse(run.stdout) as { items: Line[] };
+    expect(items.filter((l) => l.item === 'schemas')).toEqual([
+      { item: 'schemas', verdict: 'FAIL', detail: expect.stringContaining(`no schema file in ${empty}`) },
+    ]);
+    expect(items.some((l) => l.item === 'example schema')).toBe(false);
+    expect(run.code).toBe(1);
   });
 
   it('CONSOLE=on in production is listed: WARN without ADMIN_PORT, PASS naming the admin listener', async () => {

@@ -154,7 +154,7 @@ interface ComposeService {
 /** compose.yaml as Compose reads it: `${VAR:?…}` and `${VAR:-default}` interpolated, `<<` merged. */
 function composeFile(vars: Record<string, string> = { POSTGRES_PASSWORD: 'Hq7Lm2Xw9Rt4Kb8Nz3Vs' }) {
   const text = readFileSync('compose.yaml', 'utf8').replace(
-    /\$\{([A-Z_]+)(?::([?-])([^}]*))?\}/g,
+    /\$\{([A-Z][A-Z0-9_]*)(?::([?-])([^}]*))?\}/g,
     (_m, name: string, kind: string | undefined, rest: string) => {
       const value = vars[name];
       if (value !== undefined) return value;
@@ -177,6 +177,31 @@ function issuerEnvironment(): Record<string, string> {
 describe('compose.yaml', () => {
   const { services, volumes } = composeFile();
 
+  it('names its images and host ports by variables, defaulting to the official images and 3001, 3002, 4000', () => {
+    expect(services['issuer-1']?.image).toBe('issuer-kit:latest');
+    expect(services.postgres?.image).toBe('postgres:16-bookworm');
+    expect(services.redis?.image).toBe('redis:7-bookworm');
+    expect(services['issuer-1']?.ports).toEqual(['127.0.0.1:3001:3000']);
+    const mine = composeFile({
+      POSTGRES_PASSWORD: 'x',
+      ISSUER_IMAGE: 'registry.example/issuer-kit:1',
+      POSTGRES_IMAGE: 'registry.example/postgres:16',
+      REDIS_IMAGE: 'registry.example/redis:7',
+      ISSUER_1_HOST_PORT: '8001',
+      ISSUER_2_HOST_PORT: '8002',
+      EMULATOR_HOST_PORT: '8004',
+    }).services;
+    expect(mine['issuer-2']?.image).toBe('registry.example/issuer-kit:1');
+    expect(mine.emulator?.image).toBe('registry.example/issuer-kit:1');
+    expect(mine.postgres?.image).toBe('registry.example/postgres:16');
+    expect(mine.redis?.image).toBe('registry.example/redis:7');
+    expect([mine['issuer-1'], mine['issuer-2'], mine.emulator].map((s) => s?.ports?.[0])).toEqual([
+      '127.0.0.1:8001:3000',
+      '127.0.0.1:8002:3000',
+      '127.0.0.1:8004:4000',
+    ]);
+  });
+
   it('refuses to start without POSTGRES_PASSWORD, as its header says', () => {
     expect(() => composeFile({})).toThrow(/POSTGRES_PASSWORD/);
   });
@@ -188,6 +213,9 @@ describe('compose.yaml', () => {
     for (const issuer of issuers) {
       expect(issuer).toMatchObject({ read_only: true, init: true, env_file: 'compose.env' });
       expect(issuer.volumes).toContain('keys:/var/lib/issuer-kit/keys');
+      // The image ships no schema: the checkout's schemas/ is mounted, read-only, at SCHEMAS_DIR.
+      expect(issuer.volumes).toContain('./schemas:/app/schemas:ro');
+      expect(issuer.environment?.SCHEMAS_DIR).toBe('/app/schemas');
       expect(issuer.environment).toMatchObject({
         NODE_ENV: 'production',
         KEYS_DIR: '/var/lib/issuer-kit/keys',
@@ -202,9 +230,17 @@ describe('compose.yaml', () => {
     expect(Object.keys(volumes)).toContain('keys');
   });
 
-  it('PostgreSQL and Redis have healthchecks; the emulator runs only in the development profile', () => {
+  it('PostgreSQL, Redis and the issuers have healthchecks; the emulator runs only in the development profile', () => {
     expect(services.postgres?.healthcheck?.test).toBeDefined();
     expect(services.redis?.healthcheck?.test).toBeDefined();
+    // The issuers' own, in the compose file: an image podman built in OCI format has no HEALTHCHECK.
+    for (const name of ['issuer-1', 'issuer-2']) {
+      const test = services[name]?.healthcheck?.test as string[];
+      expect(test[0], name).toBe('CMD-SHELL');
+      expect(test[1], name).toMatch(
+        /fetch\('http:\/\/127\.0\.0\.1:'\+\(process\.env\.PORT\|\|3000\)\+'\/healthz'\)/,
+      );
+    }
     expect(services.emulator).toMatchObject({ profiles: ['development'] });
     for (const [name, service] of Object.entries(services))
       if (name !== 'emulator') expect(service.profiles, name).toBeUndefined();

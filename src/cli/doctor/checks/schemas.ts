@@ -4,7 +4,10 @@ import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../../../sche
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 
-/** Every schema file loads; every `http` claims source answers a lookup for a user that does not exist. */
+/**
+ * Every schema file loads, and there is at least one (the image ships none: docs/deployment.md
+ * "The image"); every `http` claims source answers a lookup for a user that does not exist.
+ */
 export const schemas: DoctorCheck = {
   items: ['schemas', 'claims <schemaId>'],
   async run(ctx) {
@@ -16,6 +19,14 @@ export const schemas: DoctorCheck = {
       if (!(err instanceof SchemaFileError)) throw err;
       return err.message.split('\n').map((l) => line('schemas', 'FAIL', l));
     }
+    if (registry.all().length === 0)
+      return [
+        line(
+          'schemas',
+          'FAIL',
+          `no schema file in ${config.schemasDir}: nothing can be issued; put the issuer's schema files there (in a container, mount them: docs/deployment.md)`,
+        ),
+      ];
     const lines: DoctorLine[] = [
       line('schemas', 'PASS', `${registry.all().length} schema(s) load from ${config.schemasDir}`),
     ];
