@@ -35,6 +35,7 @@ import { ServiceClient } from './service-client/service-client.js';
 import { StatusJobs } from './status/status-jobs.js';
 import { StatusService } from './status/status-service.js';
 import { describeTarget, type OpenedStore, openStore } from './store/engines.js';
+import { subscribes } from './store/webhook-store.js';
 import { Webhooks } from './webhooks/webhooks.js';
 
 const PACKAGE_VERSION = (
@@ -115,7 +116,13 @@ export interface ContextOverrides {
   rateLimitStore?: (group: RouteGroup) => Store;
   /** Outbox timing (tests use short backoffs). */
   outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; sweepMs?: number };
-  webhooks?: { baseBackoffMs?: number; maxBackoffMs?: number; sweepMs?: number };
+  webhooks?: {
+    baseBackoffMs?: number;
+    maxBackoffMs?: number;
+    sweepMs?: number;
+    /** How long a receiver has to answer (tests hold a receiver longer than the default). */
+    deliveryTimeoutMs?: number;
+  };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;
   /** initialize-user retries of direct issuance (tests use short backoffs). */
@@ -361,6 +368,8 @@ export async function createContext(
     ...(identification.statusListIssuer ? { iss: identification.statusListIssuer } : {}),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
     telemetry,
+    publishedSubscribed: async () =>
+      (await store.webhooks.listEndpoints()).some((e) => subscribes(e.events, 'status_list.published')),
     externalRevokers: iden3
       ? new Map([
           [

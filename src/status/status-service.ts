@@ -47,6 +47,12 @@ export class StatusService {
       now?: () => Date;
       /** Reports status changes and list builds and reads (logs, metrics). */
       telemetry?: Telemetry;
+      /**
+       * Whether a webhook endpoint receives `status_list.published`: then a status change re-signs
+       * its partition at once, so that the event follows the change (docs/operations.md
+       * "Webhooks"); otherwise the list is signed at its next read.
+       */
+      publishedSubscribed?: () => Promise<boolean>;
     },
   ) {}
 
@@ -179,6 +185,10 @@ export class StatusService {
       partition: after.statusSlot?.partition ?? null,
       at,
     });
+    if (after.statusSlot && (await this.deps.publishedSubscribed?.().catch(() => false))) {
+      // The change is committed whatever comes of this: a list not signed now is signed at its next read.
+      await this.publish(after.statusSlot.partition, at).catch(() => undefined);
+    }
     return after;
   }
 

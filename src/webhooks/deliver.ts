@@ -21,7 +21,8 @@ export interface DeliveryResult {
 /**
  * Resolves like `dns.lookup`, refusing a private address where the policy forbids it: checked at
  * connection time, so a name that resolves elsewhere after registration cannot slip through. (An
- * IP literal is not looked up: registration has checked it, and it cannot change.)
+ * IP literal is not looked up: `WebhookSender` checks it before sending, so an endpoint registered
+ * under an older policy is held to the current one.)
  */
 function guardedLookup(policy: EndpointPolicy): LookupFunction {
   return (hostname, options, callback) => {
@@ -136,11 +137,11 @@ class Answer implements Dispatcher.DispatchHandler {
 export class WebhookSender {
   private readonly pools = new Map<string, Pool>();
   private readonly lookup: LookupFunction;
-  private readonly targets = new Map<string, { origin: string; path: string }>();
+  private readonly targets = new Map<string, { origin: string; path: string; refused: boolean }>();
 
   /** `timeoutMs`: how long a receiver has to answer (default `DELIVERY_TIMEOUT_MS`). */
   constructor(
-    policy: EndpointPolicy,
+    private readonly policy: EndpointPolicy,
     private readonly timeoutMs = DELIVERY_TIMEOUT_MS,
   ) {
     this.lookup = guardedLookup(policy);
@@ -160,12 +161,16 @@ export class WebhookSender {
     return pool;
   }
 
-  /** An endpoint URL's origin and path, parsed once per URL. */
-  private target(url: string): { origin: string; path: string } {
+  /** An endpoint URL's origin and path, parsed once per URL, and whether the policy refuses its IP literal. */
+  private target(url: string): { origin: string; path: string; refused: boolean } {
     let t = this.targets.get(url);
     if (!t) {
       const u = new URL(url);
-      t = { origin: u.origin, path: `${u.pathname}${u.search}` };
+      const refused =
+        this.policy.production &&
+        !this.policy.allowPrivate &&
+        isPrivateAddress(u.hostname.replace(/^\[|\]$/g, ''));
+      t = { origin: u.origin, path: `${u.pathname}${u.search}`, refused };
       if (this.targets.size >= 1024) this.targets.clear();
       this.targets.set(url, t);
     }
@@ -178,24 +183,40 @@ export class WebhookSender {
   }
 
   /**
-   * POSTs signed events, all at once, and answers each one's result in order. Each has
-   * the sender's timeout to answer, from now (one timer for them all). Redirects are not followed
-   * (a 3xx is not a delivery), and at most `RESPONSE_BYTES` of an answer are read: the rest is
-   * dropped with its connection.
+   * POSTs signed events, all at once, and answers each one's result in order, once every one has
+   * its result (see `postEach`).
    */
   postAll(deliveries: readonly OutgoingDelivery[]): Promise<DeliveryResult[]> {
-    if (deliveries.length === 0) return Promise.resolve([]);
+    const results = new Array<DeliveryResult>(deliveries.length);
     return new Promise((resolve) => {
-      const results = new Array<DeliveryResult>(deliveries.length);
+      this.postEach(deliveries, (i, result) => {
+        results[i] = result;
+      }).then(() => resolve(results));
+    });
+  }
+
+  /**
+   * POSTs signed events, all at once, and hands each one's result to `onResult` as soon as it has
+   * it (a receiver that answers at once is not kept waiting for one that does not); resolves once
+   * every one has its result. Each has the sender's timeout to answer, from now (one timer for them
+   * all). Redirects are not followed (a 3xx is not a delivery), and at most `RESPONSE_BYTES` of an
+   * answer are read: the rest is dropped with its connection.
+   */
+  postEach(
+    deliveries: readonly OutgoingDelivery[],
+    onResult: (index: number, result: DeliveryResult) => void,
+  ): Promise<void> {
+    if (deliveries.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
       let open = deliveries.length;
       const timedOut = `no answer within ${this.timeoutMs} ms`;
       const answers = deliveries.map(
         (_, i) =>
           new Answer((result) => {
-            results[i] = result;
+            onResult(i, result);
             if (--open === 0) {
               clearTimeout(timer);
-              resolve(results);
+              resolve();
             }
           }, timedOut),
       );
@@ -205,7 +226,8 @@ export class WebhookSender {
       deliveries.forEach((d, i) => {
         const answer = answers[i]!;
         try {
-          const { origin, path } = this.target(d.url);
+          const { origin, path, refused } = this.target(d.url);
+          if (refused) throw new Error(`${origin} is a private address`);
           this.poolFor(origin).dispatch(
             {
               origin,

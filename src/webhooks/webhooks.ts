@@ -6,14 +6,13 @@ import { openSealedKey, sealJson } from '../keys/sealed-key.js';
 import type { Logger } from '../model.js';
 import type { NamedLockStore } from '../store/store.js';
 import {
-  type DeliveredMarks,
   WEBHOOK_SECRET_PURPOSE,
   type WebhookDeliveryRecord,
   type WebhookDeliveryState,
   type WebhookEndpointRecord,
   type WebhookStore,
 } from '../store/webhook-store.js';
-import { type OutgoingDelivery, WebhookSender } from './deliver.js';
+import { type DeliveryResult, type OutgoingDelivery, WebhookSender } from './deliver.js';
 import type { EndpointPolicy } from './endpoint-address.js';
 import { newWebhookSecret, webhookHeaders, webhookSigningKey } from './signature.js';
 
@@ -44,6 +43,8 @@ export interface WebhookOptions {
   pruneBatch?: number;
   /** How often the worker looks for new events between sweeps (default `NEW_EVENT_LOOK_MS`). */
   lookMs?: number;
+  /** How long a receiver has to answer (default `DELIVERY_TIMEOUT_MS`, docs/operations.md "Webhooks"). */
+  deliveryTimeoutMs?: number;
   /** Shared by every process on the database: one purge at a time among them. */
   locks?: NamedLockStore | undefined;
   log?: Logger;
@@ -66,9 +67,17 @@ const PRUNE_PAUSE_MS = 20;
 /** WEBHOOK_RETENTION_DAYS' default. */
 export const DEFAULT_RETENTION_DAYS = 30;
 
-/** A batch's deliveries answered 2xx (`deliveries[i]` got `marks[i]`), not yet marked. */
-interface Answered extends DeliveredMarks {
+/**
+ * How many batches of deliveries may wait on their answers at once: a receiver that does not
+ * answer keeps its deliveries out for up to its timeout, while the others' next ones go out.
+ */
+const BATCHES_IN_FLIGHT = 4;
+
+/** Deliveries answered 2xx (`deliveries[i]` got `marks[i]`), not yet marked. */
+interface Answered {
+  marks: Array<{ id: string; status: number }>;
   deliveries: WebhookDeliveryRecord[];
+  at: Date;
 }
 
 export interface WebhookEvents {
@@ -146,6 +155,14 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private readonly retentionMs: number;
   private readonly sender: WebhookSender;
   private readonly signingKeys = new Map<string, KeyObject>();
+  /** Deliveries sent and not yet settled (answered, and a failure's mark written), in all and per endpoint. */
+  private inFlight = 0;
+  private readonly inFlightTo = new Map<string, number>();
+  /** Deliveries answered 2xx whose marks are not yet written (by the next lease). */
+  private answered: Answered | undefined;
+  /** Something the sweep waits for happened (see `poke`); `nudge` ends its wait. */
+  private poked = false;
+  private nudge: (() => void) | undefined;
 
   constructor(
     private readonly store: WebhookStore,
@@ -159,7 +176,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.batchSize = options.batchSize ?? 64;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
-    this.sender = new WebhookSender(options.policy);
+    this.sender = new WebhookSender(options.policy, options.deliveryTimeoutMs);
   }
 
   /** Registers an endpoint; answers it with its secret, which is shown this once. */
@@ -272,6 +289,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.poke();
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     if (this.pruner) clearInterval(this.pruner);
@@ -299,8 +317,24 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   /** A new event or a queued retry: sweep now, or once more after the sweep under way. */
   wake(): void {
     if (!this.running) return;
-    if (this.sweeping) this.again = true;
-    else void this.sweep();
+    if (this.sweeping) {
+      this.again = true;
+      this.poke();
+    } else void this.sweep();
+  }
+
+  /** Ends the sweep's wait for answers: it leases again (new events, due retries, an endpoint free). */
+  private poke(): void {
+    this.poked = true;
+    const nudge = this.nudge;
+    this.nudge = undefined;
+    nudge?.();
+  }
+
+  /** Resolves at the next `poke` (at once when one came since the last lease). */
+  private async nudged(): Promise<void> {
+    if (!this.poked) await new Promise<void>((resolve) => (this.nudge = resolve));
+    this.poked = false;
   }
 
   /**
@@ -356,32 +390,49 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return this.pruning;
   }
 
-  /** Fans out new events and attempts every due delivery, a leased batch at a time; one sweep at a time per process. */
+  /**
+   * Fans out new events and attempts every due delivery, a leased batch at a time; one sweep at a
+   * time per process (a call during one makes it lease again). Endpoints are delivered
+   * independently (docs/operations.md "Webhooks"): the sweep leases again, without waiting for the
+   * rest of the batch, as soon as one endpoint has all its deliveries answered, a new event or a
+   * due retry is announced, or the sweep interval passes; so a receiver that does not answer holds
+   * only its own deliveries, up to their timeout.
+   */
   sweep(): Promise<void> {
-    if (this.sweeping) return this.sweeping;
+    if (this.sweeping) {
+      this.poke();
+      return this.sweeping;
+    }
     this.again = false;
     this.sweeping = (async () => {
-      // The batch just attempted's "delivered" marks, written by the next lease, in its
-      // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then its leases
-      // keep other instances off those deliveries.
-      let answered: Answered | undefined;
+      const most = this.batchSize * BATCHES_IN_FLIGHT;
       try {
         for (;;) {
           if (!this.running) break;
-          const batch = await this.store.leaseDueDeliveries(
-            new Date(),
-            this.leaseMs,
-            this.batchSize,
-            answered,
-          );
+          this.poked = false;
+          // The answered deliveries' "delivered" marks are written by the next lease, in its
+          // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
+          // leases keep other instances off them.
+          const answered = this.takeAnswered();
+          const room = Math.min(this.batchSize, most - this.inFlight);
+          let batch: WebhookDeliveryRecord[] = [];
+          if (room > 0) batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, room, answered);
+          else if (answered) await this.store.markDelivered(answered.marks, answered.at);
           this.announce(answered);
-          answered = undefined;
-          if (batch.length === 0) return;
-          // One read of the endpoints per batch, not one per delivery.
-          const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
-          answered = await this.deliver(batch, endpoints);
+          if (batch.length > 0) {
+            // One read of the endpoints per batch, not one per delivery.
+            const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
+            this.deliver(batch, endpoints);
+          }
+          if (this.inFlight === 0 && !this.answered) {
+            if (batch.length === 0) return;
+            continue;
+          }
+          await this.nudged();
         }
-        // Stopping: the last batch's marks on their own.
+        // Stopping: the deliveries out get their answers (or time out), then the last marks on their own.
+        while (this.inFlight > 0) await this.nudged();
+        const answered = this.takeAnswered();
         if (answered) {
           await this.store.markDelivered(answered.marks, answered.at);
           this.announce(answered);
@@ -394,6 +445,13 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       }
     })();
     return this.sweeping;
+  }
+
+  /** The answered deliveries not yet marked, taken for the next write. */
+  private takeAnswered(): Answered | undefined {
+    const answered = this.answered;
+    this.answered = undefined;
+    return answered;
   }
 
   /** The signing keys of `endpoint` now: its secret's, then a replaced one's while it still signs. */
@@ -428,13 +486,13 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   /**
-   * Attempts a leased batch: every request sent at once, each failure counted on its own; answers
-   * the 2xx ones' marks for the caller to write (with the next lease), or undefined when none.
+   * Sends a leased batch, every request at once; each answer is settled as it comes (`settle`),
+   * not once the whole batch has answered.
    */
-  private async deliver(
+  private deliver(
     batch: readonly WebhookDeliveryRecord[],
     endpoints: ReadonlyMap<string, WebhookEndpointRecord>,
-  ): Promise<Answered | undefined> {
+  ): void {
     const now = new Date();
     const sent: WebhookDeliveryRecord[] = [];
     const outgoing: OutgoingDelivery[] = [];
@@ -450,20 +508,44 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
         body,
       });
       sent.push(d);
+      this.inFlight++;
+      this.inFlightTo.set(d.endpointId, (this.inFlightTo.get(d.endpointId) ?? 0) + 1);
     }
-    const results = await this.sender.postAll(outgoing);
-    const at = new Date();
-    const marks: Array<{ id: string; status: number }> = [];
-    const deliveries: WebhookDeliveryRecord[] = [];
-    const failures: Array<Promise<void>> = [];
-    results.forEach((result, i) => {
-      if (result.ok) {
-        marks.push({ id: sent[i]!.id, status: result.status ?? 200 });
-        deliveries.push(sent[i]!);
-      } else failures.push(this.failed(sent[i]!, result.status ?? null, result.error ?? 'failed'));
-    });
-    await Promise.allSettled(failures);
-    return marks.length > 0 ? { marks, deliveries, at } : undefined;
+    void this.sender.postEach(outgoing, (i, result) => this.settle(sent[i]!, result));
+  }
+
+  /**
+   * One delivery's answer: a 2xx waits for the next lease to write its mark; a failure is counted
+   * at once (retried after a backoff, or `failed`).
+   */
+  private settle(d: WebhookDeliveryRecord, result: DeliveryResult): void {
+    if (result.ok) {
+      this.answered ??= { marks: [], deliveries: [], at: new Date() };
+      this.answered.marks.push({ id: d.id, status: result.status ?? 200 });
+      this.answered.deliveries.push(d);
+      this.answered.at = new Date();
+      this.settled(d);
+      return;
+    }
+    this.failed(d, result.status ?? null, result.error ?? 'failed')
+      .catch((err: unknown) =>
+        this.options.log?.error(
+          { event: 'webhook_worker_error', err },
+          'webhook attempt not counted; retried once its lease passes',
+        ),
+      )
+      .finally(() => this.settled(d));
+  }
+
+  /** A delivery is settled: its endpoint, once it has none left out, gets its next ones now. */
+  private settled(d: WebhookDeliveryRecord): void {
+    this.inFlight--;
+    const left = (this.inFlightTo.get(d.endpointId) ?? 1) - 1;
+    if (left > 0) this.inFlightTo.set(d.endpointId, left);
+    else {
+      this.inFlightTo.delete(d.endpointId);
+      this.poke();
+    }
   }
 
   /** Counts a failed attempt: retried after a backoff, or `failed` after the last attempt. */

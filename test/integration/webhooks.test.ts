@@ -18,6 +18,7 @@ import {
   tempDir,
 } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -754,3 +755,154 @@ describe.skipIf(!(await postgresAvailable('the webhook secret reseal test')))(
     });
   },
 );
+
+// docs/operations.md "Webhooks": endpoints are delivered independently; a receiver that does not
+// answer holds only its own deliveries.
+describe.each([
+  ['SQLite', true],
+  ['PostgreSQL', await postgresAvailable('independent webhook endpoints on PostgreSQL')],
+] as const)('independent webhook endpoints on %s', (engine, available) => {
+  it.runIf(available)(
+    "an endpoint's events go out while another endpoint's receiver holds its request unanswered",
+    async () => {
+      const db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+      const dir = tempDir();
+      const hanging = await webhookReceiver('hold');
+      const answering = await webhookReceiver('ok');
+      // The held request must not time out while the test runs, however slow the machine.
+      const issuer = await startIssuer({
+        dir,
+        ...(db ? { env: { DATABASE_URL: db.url } } : {}),
+        context: { webhooks: { sweepMs: 60_000, deliveryTimeoutMs: 600_000 } },
+      });
+      try {
+        for (const hook of [hanging, answering])
+          expect(
+            (await issuer.admin('/admin/webhooks', { url: hook.url, events: ['credential.revoked'] })).status,
+          ).toBe(201);
+        const revoke = async (userId: string) => {
+          const issued = await issuer.admin('/admin/issue-vc', {
+            userId,
+            schemaId: 'membership-v1',
+            vct: 'urn:vct:membership',
+            expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
+            credentialSubject: {
+              givenName: 'Ada',
+              familyName: 'Lovelace',
+              memberSince: '2020-01-15',
+              tier: 'gold',
+              memberNumber: 7,
+            },
+          });
+          expect(issued.status).toBe(201);
+          const { credentialId } = (await issued.json()) as { credentialId: string };
+          const record = (await issuer.ctx.store.issuances.get(credentialId))!;
+          const res = await issuer.admin('/admin/revoke', {
+            revocationNonce: String(record.revocationNonce),
+            reason: 'test',
+          });
+          expect(res.status).toBe(200);
+          return credentialId;
+        };
+        const first = await revoke('first.hold@example.org');
+        await hanging.until(() => hanging.held.length === 1);
+        await answering.until(() => answering.attempts.some((a) => a.data.credentialId === first));
+        // The first event's request to the hanging receiver is still open; the second event
+        // reaches the answering receiver meanwhile.
+        const second = await revoke('second.hold@example.org');
+        await answering.until(() => answering.attempts.some((a) => a.data.credentialId === second));
+        const [held] = hanging.held;
+        expect(held!.attempt.data.credentialId).toBe(first);
+        expect(held!.res.writableEnded).toBe(false);
+        expect(held!.res.socket?.destroyed).toBe(false);
+        expect(answering.attempts.map((a) => a.answered)).toEqual([204, 204]);
+        // The answering endpoint's deliveries are marked delivered while the other's stay pending.
+        const endpoints = (await (await issuer.admin('/admin/webhooks')).json()) as {
+          webhooks: Array<{ id: string; url: string }>;
+        };
+        const idOf = (url: string) => endpoints.webhooks.find((w) => w.url === url)!.id;
+        await expect
+          .poll(async () => {
+            const page = (await (
+              await issuer.admin(`/admin/webhooks/${idOf(answering.url)}/deliveries?status=delivered`)
+            ).json()) as { deliveries: unknown[] };
+            return page.deliveries.length;
+          })
+          .toBe(2);
+        const pending = (await (
+          await issuer.admin(`/admin/webhooks/${idOf(hanging.url)}/deliveries?status=pending`)
+        ).json()) as { deliveries: unknown[] };
+        expect(pending.deliveries.length).toBeGreaterThanOrEqual(1);
+      } finally {
+        hanging.cut();
+        await issuer.close();
+        await hanging.close();
+        await answering.close();
+        await db?.drop();
+        removeDir(dir);
+      }
+    },
+  );
+});
+
+// docs/operations.md "Webhooks": `status_list.published` follows a status change, whether or not
+// anyone reads the list.
+describe.each([
+  ['SQLite', true],
+  ['PostgreSQL', await postgresAvailable('status_list.published on PostgreSQL')],
+] as const)('status_list.published after a status change on %s', (engine, available) => {
+  it.runIf(available)(
+    'a revoke re-signs its partition at once when an endpoint subscribes, unread',
+    async () => {
+      const db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+      const dir = tempDir();
+      const hook = await webhookReceiver('ok');
+      const issuer = await startIssuer({ dir, ...(db ? { env: { DATABASE_URL: db.url } } : {}) });
+      try {
+        const added = await issuer.admin('/admin/webhooks', {
+          url: hook.url,
+          events: ['status_list.published'],
+        });
+        hook.setSecret(((await added.json()) as { secret: string }).secret);
+        const issued = await issuer.admin('/admin/issue-vc', {
+          userId: 'published.after@example.org',
+          schemaId: 'membership-v1',
+          vct: 'urn:vct:membership',
+          expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
+          credentialSubject: {
+            givenName: 'Ada',
+            familyName: 'Lovelace',
+            memberSince: '2020-01-15',
+            tier: 'gold',
+            memberNumber: 7,
+          },
+        });
+        expect(issued.status).toBe(201);
+        const { credentialId } = (await issued.json()) as { credentialId: string };
+        const record = (await issuer.ctx.store.issuances.get(credentialId))!;
+        const before = hook.attempts.length;
+        const res = await issuer.admin('/admin/revoke', {
+          revocationNonce: String(record.revocationNonce),
+          reason: 'test',
+        });
+        expect(res.status).toBe(200);
+        // Nobody reads /statuslist: the event comes from the change itself.
+        await hook.until(() => hook.attempts.length > before);
+        const event = hook.attempts[before]!;
+        expect(event).toMatchObject({
+          type: 'status_list.published',
+          valid: true,
+          data: {
+            partition: record.statusSlot!.partition,
+            uri: `${issuer.url}/statuslist/${record.statusSlot!.partition}`,
+          },
+        });
+      } finally {
+        await issuer.close();
+        await hook.close();
+        await db?.drop();
+        removeDir(dir);
+      }
+    },
+  );
+});

@@ -143,4 +143,26 @@ describe('webhook sender', () => {
       ),
     ).toEqual({ ok: true, status: 204 });
   });
+
+  it('in production, an IP literal the policy refuses (an endpoint registered under an older one) is not connected to', async () => {
+    const hook = await server((_req, res) => res.writeHead(204).end());
+    cleanup.push(hook.close);
+    for (const host of ['127.0.0.1', '[::127.0.0.1]', '[::ffff:7f00:1]']) {
+      const result = await sender({ production: true, allowPrivate: false }).post(
+        `http://${host}:${hook.port}/hooks`,
+        {},
+        '{}',
+      );
+      expect(result.ok).toBe(false);
+      expect(result.error).toMatch(/private/);
+    }
+    expect(hook.seen.requests).toBe(0);
+    expect(
+      await sender({ production: true, allowPrivate: true }).post(
+        `http://127.0.0.1:${hook.port}/hooks`,
+        {},
+        '{}',
+      ),
+    ).toEqual({ ok: true, status: 204 });
+  });
 });
