@@ -12,6 +12,7 @@ import { idempotent } from './http/middleware/idempotency.js';
 import { jsonBody } from './http/middleware/json-body.js';
 import { requestObservability, requestScope } from './http/middleware/observability.js';
 import { rateLimiter } from './http/middleware/rate-limit.js';
+import { responseContract } from './http/middleware/response-contract.js';
 import { consoleRouter, type DoctorItem } from './http/routes/console/console.js';
 import { routeTable } from './http/routes/index.js';
 import { docsRoutes } from './http/routes/ops/docs.js';
@@ -91,15 +92,28 @@ export function createApp(
   for (const route of table) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
     if (route.mountedByPath) continue;
-    const chain: RequestHandler[] = [...groups[route.group], ...auth[route.auth]];
+    // The test suite's check of each answer against the route's description (no-op otherwise).
+    const check = responseContract(route);
+    const chain: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
     if (route.method === 'post') chain.push(route.form ? form : json);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)
       : route.handler;
     app[route.method](route.path, ...chain, requestScope, pinSchemas, handler);
   }
-  if (serves === 'all' || serves === LISTENER_OF.public)
-    app.use(currentTypeMetadata(ctx.schemaCatalog, [...groups.public, requestScope, pinSchemas]));
+  if (serves === 'all' || serves === LISTENER_OF.public) {
+    // Every type metadata path shares one description: the first row's stands for all.
+    const metadataRow = table.find((route) => route.mountedByPath);
+    const check = metadataRow && responseContract(metadataRow);
+    app.use(
+      currentTypeMetadata(ctx.schemaCatalog, [
+        ...(check ? [check] : []),
+        ...groups.public,
+        requestScope,
+        pinSchemas,
+      ]),
+    );
+  }
   if (serves !== 'admin') app.use(docsRoutes());
   // The admin console (CONSOLE=on) answers where the admin routes do.
   if (serves !== 'public' && ctx.config.console.enabled)

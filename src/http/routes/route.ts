@@ -77,15 +77,20 @@ export const TAGS = {
   ops: ['operations'],
 } as const satisfies Record<Group, readonly string[]>;
 
-/** A JSON 200 answer described in one line. */
-export const json200 = (description: string): RouteDoc['responses'] => ({
-  200: { description, contentType: 'application/json' },
+/** A JSON 200 answer: a line and the schema of its body (docs/operations.md "API contract and docs page"). */
+export const json200 = (description: string, schema: z.ZodType): RouteDoc['responses'] => ({
+  200: { description, contentType: 'application/json', schema },
 });
 
-/** A public GET whose answer is described in one line. */
-export const publicDoc = (operationId: string, description: string): RouteDoc => ({
+/** A public GET whose JSON answer is described in one line and a schema. */
+export const publicDoc = (
+  operationId: string,
+  description: string,
+  schema: z.ZodType,
+  contentType = 'application/json',
+): RouteDoc => ({
   operationId,
   summary: description,
   tags: TAGS.public,
-  responses: json200(description),
+  responses: { 200: { description, contentType, schema } },
 });

@@ -4,9 +4,10 @@ import { invalidParameter } from '../../../errors.js';
 import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
+import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { DateBoundField } from './fields.js';
-import { auditCursor, PagingShape, readAuditCursor } from './paging.js';
+import { auditCursor, PaginationSchema, PagingShape, readAuditCursor } from './paging.js';
 
 const AuditQueryShape = {
   ...PagingShape,
@@ -19,6 +20,20 @@ const AuditQueryShape = {
 };
 export const AuditQuerySchema = z.object(AuditQueryShape);
 
+export const AuditPageSchema = z.object({
+  data: z.array(
+    z.object({
+      at: Timestamp,
+      actor: z.string(),
+      action: z.enum(AUDIT_ACTIONS),
+      target: z.string(),
+      reason: z.string().optional(),
+    }),
+  ),
+  pagination: PaginationSchema,
+});
+export type AuditPage = z.infer<typeof AuditPageSchema>;
+
 /** `GET /admin/audit`. */
 export const auditRoute: RouteFactory = (ctx) => ({
   method: 'get',
@@ -30,7 +45,7 @@ export const auditRoute: RouteFactory = (ctx) => ({
     summary: 'The audit log of admin changes',
     tags: TAGS.admin,
     query: AuditQuerySchema,
-    responses: json200('A page of audit entries'),
+    responses: json200('A page of audit entries', AuditPageSchema),
   },
   handler: auditLog(ctx.store.audit),
 });
@@ -66,6 +81,6 @@ export function auditLog(audit: AuditStore) {
         nextCursor: next === null ? null : auditCursor(next),
         ...(result.total === undefined ? {} : { total: result.total }),
       },
-    });
+    } satisfies AuditPage);
   };
 }

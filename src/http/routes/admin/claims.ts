@@ -37,7 +37,7 @@ export const claimsRoute: RouteFactory = (ctx) => ({
     summary: 'Import claims records into the sqlite claims provider',
     tags: TAGS.admin,
     body: ClaimsImportBodySchema,
-    responses: json200('`{ upserted }`'),
+    responses: json200('`{ upserted }`', z.object({ upserted: z.number().int() })),
     errors: ['CLAIMS_INVALID'],
   },
   handler: importClaims(ctx),

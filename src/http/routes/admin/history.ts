@@ -8,9 +8,10 @@ import type { StatusService } from '../../../status/status-service.js';
 import type { IssuanceHistoryStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
+import { DerivedStatusSchema, NonceString, Timestamp, UploadStateSchema } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { DateBoundField, SchemaIdField } from './fields.js';
-import { historyCursor, PagingShape, readHistoryCursor } from './paging.js';
+import { historyCursor, PaginationSchema, PagingShape, readHistoryCursor } from './paging.js';
 
 const HistoryQueryShape = {
   ...PagingShape,
@@ -42,6 +43,34 @@ const HistoryQueryShape = {
 };
 export const HistoryQuerySchema = z.object(HistoryQueryShape);
 
+/** Where a credential's status is published: its token status list entry (SD-JWT VC only). */
+export const StatusListEntrySchema = z.object({ idx: z.number().int(), uri: z.string() });
+
+export const HistoryPageSchema = z.object({
+  data: z.array(
+    z.object({
+      credentialId: z.string(),
+      channel: z.enum(CHANNELS),
+      holderDid: z.string(),
+      schemaId: z.string(),
+      proofType: ProofTypeSchema,
+      revocationNonce: NonceString,
+      status: DerivedStatusSchema,
+      statusList: StatusListEntrySchema.nullable(),
+      kid: z.string(),
+      createdAt: Timestamp,
+      expiresAt: Timestamp,
+      revokedAt: Timestamp.nullable(),
+      uploadState: UploadStateSchema,
+      storagePath: z.string().nullable(),
+      renewedFrom: z.string().nullable(),
+      renewedBy: z.string().nullable(),
+    }),
+  ),
+  pagination: PaginationSchema,
+});
+export type HistoryPage = z.infer<typeof HistoryPageSchema>;
+
 /** `GET /admin/issuance-history`. */
 export const historyRoute: RouteFactory = (ctx) => ({
   method: 'get',
@@ -53,7 +82,7 @@ export const historyRoute: RouteFactory = (ctx) => ({
     summary: 'Issued credentials, newest first, with their status',
     tags: TAGS.admin,
     query: HistoryQuerySchema,
-    responses: json200('A page of issuance records'),
+    responses: json200('A page of issuance records', HistoryPageSchema),
   },
   handler: issuanceHistory(ctx.store.history, ctx.status, ctx.hashEmail),
 });
@@ -113,6 +142,6 @@ export function issuanceHistory(
         nextCursor: next ? historyCursor(next, q.order) : null,
         ...(result.total === undefined ? {} : { total: result.total }),
       },
-    });
+    } satisfies HistoryPage);
   };
 }

@@ -16,8 +16,10 @@ import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
 import type { StatusService } from '../../../status/status-service.js';
 import { parseInput } from '../../middleware/validate.js';
+import { NonceString, UploadStateSchema } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField, SchemaIdField, VctField } from './fields.js';
+import { StatusListEntrySchema } from './history.js';
 
 /** A disclosure frame that does not fit the body's claims is a 400 naming the frame entry. */
 const frameFits = (
@@ -71,8 +73,23 @@ export const AdminIssueVcBodySchema = z
   .superRefine(frameFits);
 export type AdminIssueVcBody = z.infer<typeof AdminIssueVcBodySchema>;
 
+/** docs/interface.md "admin issue-vc": the credential issued (or, with onDuplicate=ignore, found). */
+export const IssuedCredentialSchema = z.object({
+  credentialId: z.string(),
+  revocationNonce: NonceString,
+  holderDid: z.string(),
+  schemaId: z.string(),
+  status: StatusListEntrySchema.nullable(),
+  storagePath: z.string().nullable(),
+  uploadState: UploadStateSchema,
+});
+export type IssuedCredential = z.infer<typeof IssuedCredentialSchema>;
+
 /** The answer of issue-vc: 201 stored upstream, 202 still being uploaded, 200 an existing one (ignore). */
-function issueAnswer(status: StatusService, result: DirectIssueResult) {
+function issueAnswer(
+  status: StatusService,
+  result: DirectIssueResult,
+): { httpStatus: number; body: IssuedCredential } {
   const r = result.record;
   return {
     httpStatus: result.outcome === 'existing' ? 200 : r.uploadState === 'uploaded' ? 201 : 202,
@@ -101,11 +118,20 @@ export const adminIssueVcRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: AdminIssueVcBodySchema,
     responses: {
-      200: { description: 'onDuplicate=ignore found a valid credential', contentType: 'application/json' },
-      201: { description: 'Issued and stored', contentType: 'application/json' },
+      200: {
+        description: 'onDuplicate=ignore found a valid credential',
+        contentType: 'application/json',
+        schema: IssuedCredentialSchema,
+      },
+      201: {
+        description: 'Issued and stored',
+        contentType: 'application/json',
+        schema: IssuedCredentialSchema,
+      },
       202: {
         description: 'Issued and recorded; the upload is retried in the background',
         contentType: 'application/json',
+        schema: IssuedCredentialSchema,
       },
     },
     errors: ['UNAUTHORIZED', 'NOT_FOUND', 'CONFLICT', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
@@ -170,7 +196,16 @@ export const validateRowsRoute: RouteFactory = (ctx) => ({
     summary: 'Check issue-vc rows without issuing',
     tags: TAGS.admin,
     body: ValidateRowsBodySchema,
-    responses: json200('`{ problems, vct, expiresInSeconds }`'),
+    responses: json200(
+      '`{ problems, vct, expiresInSeconds }`',
+      z.object({
+        problems: z.array(z.object({ row: z.number().int(), field: z.string(), message: z.string() })),
+        /** Each named schema's default vct. */
+        vct: z.record(z.string(), z.string()),
+        /** Each named schema's credential lifetime. */
+        expiresInSeconds: z.record(z.string(), z.number()),
+      }),
+    ),
     errors: ['NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
   },
   handler: validateIssueRows(ctx.direct),

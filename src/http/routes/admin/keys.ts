@@ -10,10 +10,58 @@ import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
 import { keyRotatedEvent, newWebhookEventId } from '../../../store/webhook-store.js';
 import { parseInput } from '../../middleware/validate.js';
+import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, ReasonField } from './fields.js';
 
-function describeKey(k: ManagedKey) {
+const PurposeSchema = z.enum(['credential-signing', 'partner-jwt']);
+
+/** A key as the admin API describes it (never its private half). */
+const KeySchema = z.object({
+  kid: z.string(),
+  purpose: PurposeSchema,
+  alg: z.string(),
+  createdAt: Timestamp,
+  retiredAt: Timestamp.nullable(),
+  active: z.boolean(),
+  standby: z.boolean(),
+});
+
+/** `GET /admin/keys`: signing keys also say whether they are published, compromised and in use. */
+export const KeyInventorySchema = z.object({
+  keys: z.array(
+    KeySchema.extend({
+      published: z.boolean(),
+      compromised: z.boolean().optional(),
+      lastCredentialExpiresAt: Timestamp.nullable().optional(),
+      certificateExpiresAt: Timestamp.optional(),
+    }),
+  ),
+});
+
+export const RotationSchema = z.object({
+  purpose: PurposeSchema,
+  created: KeySchema,
+  retired: z.array(KeySchema),
+  statusListsRepublished: z.number().int(),
+});
+
+/** The compromise playbook's answer; with dryRun, the plan only. */
+const CompromisedAnswerSchema = z.object({
+  kid: z.string(),
+  active: z.boolean(),
+  alreadyCompromised: z.boolean(),
+  credentials: z.number().int(),
+  /** dryRun: why the rotation away from an active key would be refused in x5c mode, else null. */
+  rotationRefused: z.string().nullable().optional(),
+  dryRun: z.literal(true).optional(),
+  compromised: z.literal(true).optional(),
+  rotatedTo: z.string().nullable().optional(),
+  jobId: z.string().optional(),
+  statusListsRepublished: z.number().int().optional(),
+});
+
+function describeKey(k: ManagedKey): z.infer<typeof KeySchema> {
   return {
     kid: k.kid,
     purpose: k.purpose,
@@ -35,7 +83,7 @@ export const listKeysRoute: RouteFactory = (ctx) => ({
     operationId: 'admin-keys',
     summary: 'Every key on disk and whether it is published',
     tags: TAGS.admin,
-    responses: json200('`{ keys: [...] }`'),
+    responses: json200('`{ keys: [...] }`', KeyInventorySchema),
   },
   handler: listKeys(ctx),
 });
@@ -51,7 +99,7 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
     summary: 'Rotate a signing or partner key',
     tags: TAGS.admin,
     body: RotateKeyBodySchema,
-    responses: json200('The new and retired keys'),
+    responses: json200('The new and retired keys', RotationSchema),
   },
   handler: rotateKeys(ctx),
 });
@@ -192,6 +240,7 @@ export const compromisedKeyRoute: RouteFactory = (ctx) => ({
     body: CompromisedKeyBodySchema,
     responses: json200(
       '`{ kid, active, compromised, credentials, rotatedTo, jobId, statusListsRepublished }` (dryRun: the plan only, with `rotationRefused`: why the rotation away from an active key would be refused in x5c mode, else null)',
+      CompromisedAnswerSchema,
     ),
     errors: ['NOT_FOUND', 'CONFLICT'],
   },

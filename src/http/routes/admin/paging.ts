@@ -16,6 +16,14 @@ export const wholeNumber = (name: string, min: number, max: number) =>
 
 export const MAX_LIMIT = 100;
 
+/** The `pagination` of a paged answer: `page` and `total` when asked for (docs/interface.md "Paging"). */
+export const PaginationSchema = z.object({
+  page: z.number().int().optional(),
+  limit: z.number().int(),
+  nextCursor: z.string().nullable(),
+  total: z.number().int().optional(),
+});
+
 export const PagingShape = {
   page: wholeNumber('page', 1, 1_000_000).optional(),
   cursor: z.string().min(1).max(200).optional(),

@@ -3,9 +3,11 @@ import { z } from 'zod';
 import type { RenewalService } from '../../../issuance/renewal.js';
 import type { StatusService } from '../../../status/status-service.js';
 import { parseInput } from '../../middleware/validate.js';
+import { Timestamp } from '../responses.js';
 import type { RouteFactory } from '../route.js';
 import { TAGS } from '../route.js';
 import { auditActor } from './fields.js';
+import { IssuedCredentialSchema } from './issue-vc.js';
 
 // docs/operations.md "Renewal": one credential on demand. Unknown fields are refused, not ignored.
 export const RenewBodySchema = z.strictObject({
@@ -22,6 +24,14 @@ export const RenewBodySchema = z.strictObject({
 });
 export type RenewBody = z.infer<typeof RenewBodySchema>;
 
+/** docs/operations.md "Renewal": the new credential, the one it renews and whether that one was revoked. */
+export const RenewedSchema = IssuedCredentialSchema.extend({
+  renewedFrom: z.string(),
+  previousRevoked: z.boolean(),
+  expiresAt: Timestamp,
+});
+export type Renewed = z.infer<typeof RenewedSchema>;
+
 /** `POST /admin/renew`: re-issue one direct credential to its holder, claims looked up again. */
 export const renewRoute: RouteFactory = (ctx) => ({
   method: 'post',
@@ -34,10 +44,15 @@ export const renewRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: RenewBodySchema,
     responses: {
-      201: { description: 'Renewed, and the new credential stored', contentType: 'application/json' },
+      201: {
+        description: 'Renewed, and the new credential stored',
+        contentType: 'application/json',
+        schema: RenewedSchema,
+      },
       202: {
         description: 'Renewed and recorded; the upload is retried in the background',
         contentType: 'application/json',
+        schema: RenewedSchema,
       },
     },
     errors: ['NOT_FOUND', 'CONFLICT', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],
@@ -63,6 +78,6 @@ export function renewCredential(renewal: RenewalService, status: StatusService) 
       expiresAt: r.expiresAt.toISOString(),
       storagePath: r.storagePath,
       uploadState: r.uploadState,
-    });
+    } satisfies Renewed);
   };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { reloadAndLog } from '../../../catalog/schema-catalog.js';
 import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
+import { ProofTypeSchema } from '../../../model.js';
 import type { LoadedSchema } from '../../../schemas/schema-registry.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
@@ -10,7 +11,15 @@ import { auditActor, ReasonField } from './fields.js';
 
 export const SchemasReloadBodySchema = z.object({ reason: ReasonField });
 
-const describe = (s: LoadedSchema) => ({
+/** A schema of the set served: what a reload answers (and, on failure, keeps). */
+export const ServedSchemaSchema = z.object({
+  schemaId: z.string(),
+  proofTypes: z.array(ProofTypeSchema),
+  vct: z.string(),
+  file: z.string(),
+});
+
+const describe = (s: LoadedSchema): z.infer<typeof ServedSchemaSchema> => ({
   schemaId: s.schemaId,
   proofTypes: s.proofTypes,
   vct: s.sdJwt.vct,
@@ -28,7 +37,10 @@ export const reloadSchemasRoute: RouteFactory = (ctx) => ({
     summary: 'Read SCHEMAS_DIR again; a set with a bad file is refused and the previous one kept',
     tags: TAGS.admin,
     body: SchemasReloadBodySchema,
-    responses: json200('`{ schemas: [{ schemaId, proofTypes, vct, file }] }`: the set now served'),
+    responses: json200(
+      '`{ schemas: [{ schemaId, proofTypes, vct, file }] }`: the set now served',
+      z.object({ schemas: z.array(ServedSchemaSchema) }),
+    ),
     errors: ['SCHEMAS_INVALID'],
   },
   handler: reloadSchemas(ctx),

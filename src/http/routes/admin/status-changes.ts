@@ -6,6 +6,7 @@ import { HolderDidSchema } from '../../../model.js';
 import type { StatusJobs } from '../../../status/status-jobs.js';
 import type { StatusJobRecord, StatusJobSelector } from '../../../store/status-job-store.js';
 import { parseInput } from '../../middleware/validate.js';
+import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor, SchemaIdField } from './fields.js';
 
@@ -60,8 +61,25 @@ export const StatusChangesBodySchema = z.strictObject({
 });
 export type StatusChangesBody = z.infer<typeof StatusChangesBodySchema>;
 
+/** A bulk status change job as `GET /admin/status-changes/:jobId` answers it. */
+export const StatusJobSchema = z.object({
+  jobId: z.string(),
+  change: z.enum(['revoke', 'suspend', 'unsuspend']),
+  state: z.enum(['running', 'done', 'failed']),
+  total: z.number().int(),
+  done: z.number().int(),
+  failed: z.number().int(),
+  reason: z.string(),
+  actor: z.string(),
+  createdAt: Timestamp,
+  finishedAt: Timestamp.nullable(),
+  /** Why a failed job stopped. */
+  error: z.string().optional(),
+});
+export type StatusJob = z.infer<typeof StatusJobSchema>;
+
 /** The answer of `GET /admin/status-changes/:jobId`. */
-export function jobAnswer(job: StatusJobRecord) {
+export function jobAnswer(job: StatusJobRecord): StatusJob {
   return {
     jobId: job.id,
     change: job.change,
@@ -89,10 +107,15 @@ export const statusChangesRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: StatusChangesBodySchema,
     responses: {
-      200: { description: 'dryRun: `{ count }`, nothing changed', contentType: 'application/json' },
+      200: {
+        description: 'dryRun: `{ count }`, nothing changed',
+        contentType: 'application/json',
+        schema: z.object({ count: z.number().int() }),
+      },
       202: {
         description: 'The job is recorded and running: `{ jobId, count }`',
         contentType: 'application/json',
+        schema: z.object({ jobId: z.string(), count: z.number().int() }),
       },
     },
   },
@@ -144,6 +167,7 @@ export const statusChangeJobRoute: RouteFactory = (ctx) => ({
     params: { jobId: JobIdSchema },
     responses: json200(
       '`{ jobId, change, state, total, done, failed, reason, actor, createdAt, finishedAt }`',
+      StatusJobSchema,
     ),
     errors: ['NOT_FOUND'],
   },

@@ -27,7 +27,10 @@ export const retryUploadsRoute: RouteFactory = (ctx) => ({
     summary: 'Queue failed uploads again (one credential, or every failed upload)',
     tags: TAGS.admin,
     body: RetryUploadsBodySchema,
-    responses: json200('`{ retried: [credentialId] }` (an id that is not a failed upload is left out)'),
+    responses: json200(
+      '`{ retried: [credentialId] }` (an id that is not a failed upload is left out)',
+      z.object({ retried: z.array(z.string()) }),
+    ),
   },
   handler: retryUploads(ctx.outbox, ctx.store.audit),
 });

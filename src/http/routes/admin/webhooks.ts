@@ -7,9 +7,10 @@ import { WEBHOOK_EVENT_TYPES } from '../../../store/webhook-store.js';
 import { type EndpointPolicy, endpointUrlProblem } from '../../../webhooks/endpoint-address.js';
 import type { Webhooks } from '../../../webhooks/webhooks.js';
 import { parseInput } from '../../middleware/validate.js';
+import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor } from './fields.js';
-import { deliveryCursor, PagingShape, readDeliveryCursor, wholeNumber } from './paging.js';
+import { deliveryCursor, PaginationSchema, PagingShape, readDeliveryCursor, wholeNumber } from './paging.js';
 
 const EventTypeSchema = z.enum(['*', ...WEBHOOK_EVENT_TYPES], {
   error: `must be * or one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
@@ -32,6 +33,34 @@ export type WebhookEndpointBody = z.infer<ReturnType<typeof webhookEndpointBodyS
 
 const WebhookIdSchema = z.string().regex(/^wh_[0-9a-f-]{36}$/, 'not a webhook id');
 
+/** An endpoint as the admin API shows it (never its secret, but in the answer that made it). */
+const WebhookEndpointSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string().nullable(),
+  createdAt: Timestamp,
+});
+const WebhooksListSchema = z.object({ webhooks: z.array(WebhookEndpointSchema) });
+const DeliveriesPageSchema = z.object({
+  deliveries: z.array(
+    z.object({
+      id: z.string(),
+      eventId: z.string(),
+      type: z.string(),
+      sequence: z.number().int(),
+      state: z.enum(['pending', 'delivered', 'failed']),
+      attempts: z.number().int(),
+      nextAttemptAt: Timestamp.nullable(),
+      lastStatus: z.number().int().nullable(),
+      lastError: z.string().nullable(),
+      deliveredAt: Timestamp.nullable(),
+      createdAt: Timestamp,
+    }),
+  ),
+  pagination: PaginationSchema.pick({ limit: true, nextCursor: true }),
+});
+
 /** `POST /admin/webhooks` → 201 `{ id, url, events, description, createdAt, secret }`. */
 export const addWebhookRoute: RouteFactory = (ctx) => {
   const schema = webhookEndpointBodySchema({
@@ -52,6 +81,7 @@ export const addWebhookRoute: RouteFactory = (ctx) => {
         201: {
           description: '`{ id, url, events, description, createdAt, secret }`',
           contentType: 'application/json',
+          schema: WebhookEndpointSchema.extend({ secret: z.string() }),
         },
       },
     },
@@ -69,7 +99,7 @@ export const listWebhooksRoute: RouteFactory = (ctx) => ({
     operationId: 'admin-webhooks-list',
     summary: 'The registered webhook endpoints (without their secrets)',
     tags: TAGS.admin,
-    responses: json200('`{ webhooks: [{ id, url, events, description, createdAt }] }`'),
+    responses: json200('`{ webhooks: [{ id, url, events, description, createdAt }] }`', WebhooksListSchema),
   },
   handler: listWebhooks(ctx.webhooks),
 });
@@ -85,7 +115,7 @@ export const removeWebhookRoute: RouteFactory = (ctx) => ({
     summary: 'Remove a webhook endpoint and its pending deliveries',
     tags: TAGS.admin,
     params: { id: WebhookIdSchema },
-    responses: json200('`{ removed: id }`'),
+    responses: json200('`{ removed: id }`', z.object({ removed: z.string() })),
     errors: ['NOT_FOUND'],
   },
   handler: removeWebhook(ctx.webhooks, audited(ctx)),
@@ -140,7 +170,10 @@ export const rotateWebhookSecretRoute: RouteFactory = (ctx) => ({
     summary: 'A new signing secret (shown once); the old one keeps signing beside it for 24 h',
     tags: TAGS.admin,
     params: { id: WebhookIdSchema },
-    responses: json200('`{ id, secret, previousValidUntil }`'),
+    responses: json200(
+      '`{ id, secret, previousValidUntil }`',
+      z.object({ id: z.string(), secret: z.string(), previousValidUntil: Timestamp }),
+    ),
     errors: ['NOT_FOUND'],
   },
   handler: async (req: Request, res: Response) => {
@@ -178,6 +211,7 @@ export const webhookDeliveriesRoute: RouteFactory = (ctx) => ({
     query: DeliveriesQuerySchema,
     responses: json200(
       '`{ deliveries: [{ id, eventId, type, sequence, state, attempts, lastStatus, lastError, … }], pagination: { limit, nextCursor } }`',
+      DeliveriesPageSchema,
     ),
     errors: ['NOT_FOUND'],
   },
@@ -207,7 +241,10 @@ export const retryFailedWebhookDeliveriesRoute: RouteFactory = (ctx) => ({
     summary: 'Queue every failed delivery of an endpoint again (same webhook-ids, attempts from 0)',
     tags: TAGS.admin,
     params: { id: WebhookIdSchema },
-    responses: json200('`{ id, retried }`: how many deliveries were queued again'),
+    responses: json200(
+      '`{ id, retried }`: how many deliveries were queued again',
+      z.object({ id: z.string(), retried: z.number().int() }),
+    ),
     errors: ['NOT_FOUND'],
   },
   handler: async (req: Request, res: Response) => {
@@ -232,7 +269,7 @@ export const retryWebhookDeliveryRoute: RouteFactory = (ctx) => ({
     summary: 'Queue a failed delivery again (same webhook-id, attempts from 0)',
     tags: TAGS.admin,
     params: { deliveryId: DeliveryIdSchema },
-    responses: json200('`{ retried: deliveryId }`'),
+    responses: json200('`{ retried: deliveryId }`', z.object({ retried: z.string() })),
     errors: ['NOT_FOUND'],
   },
   handler: async (req: Request, res: Response) => {

@@ -45,6 +45,24 @@ export const IssueVcBodySchema = z
   });
 export type IssueVcBody = z.infer<typeof IssueVcBodySchema>;
 
+/** docs/interface.md "available-vc": one preview per schema and proof type, `credentialSubject` sealed to `pubKey`. */
+export const AvailableVcAnswerSchema = z.object({
+  data: z.array(
+    z.object({
+      holderDID: z.string(),
+      schemaId: z.string(),
+      credentialSubject: z.object({
+        encryptedData: z.string(),
+        iv: z.string(),
+        authTag: z.string(),
+        dataEncPublicKey: z.string(),
+      }),
+      proofType: ProofTypeSchema,
+    }),
+  ),
+});
+export type AvailableVcAnswer = z.infer<typeof AvailableVcAnswerSchema>;
+
 /** `POST /available-vc`: encrypted previews, one per schema and proof type the holder may ask for. */
 export const availableVcRoute: RouteFactory = (ctx) => ({
   method: 'post',
@@ -60,6 +78,7 @@ export const availableVcRoute: RouteFactory = (ctx) => ({
       200: {
         description: '`{ data: [...] }`: one envelope-encrypted preview per schema and proof type',
         contentType: 'application/json',
+        schema: AvailableVcAnswerSchema,
       },
     },
     errors: ['NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
@@ -78,7 +97,7 @@ export function availableVc(issuance: HostedIssuanceService) {
       schemaId: body.schemaId,
       proofType: body.proofType,
     });
-    res.status(200).json({ data });
+    res.status(200).json({ data } satisfies AvailableVcAnswer);
   };
 }
 

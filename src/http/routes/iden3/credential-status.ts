@@ -5,6 +5,21 @@ import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 
+/** docs/interface.md "Public routes": the `SparseMerkleTreeProof` answer Iden3 status resolvers read. */
+export const CredentialStatusSchema = z.object({
+  issuer: z.object({
+    state: z.string(),
+    claimsTreeRoot: z.string(),
+    revocationTreeRoot: z.string(),
+    rootOfRoots: z.string(),
+  }),
+  mtp: z.object({
+    existence: z.boolean(),
+    siblings: z.array(z.string()),
+    node_aux: z.object({ key: z.string(), value: z.string() }).optional(),
+  }),
+});
+
 /** `GET /credential-status/:nonce`, served while the Iden3 issuer is configured. */
 export const credentialStatusRoute: RouteFactory = (ctx) =>
   ctx.iden3
@@ -18,7 +33,7 @@ export const credentialStatusRoute: RouteFactory = (ctx) =>
           summary: 'Iden3 revocation status with its Merkle proofs',
           tags: TAGS.public,
           params: { nonce: NonceSchema },
-          responses: json200('Iden3 revocation status with its Merkle proofs'),
+          responses: json200('Iden3 revocation status with its Merkle proofs', CredentialStatusSchema),
           errors: ['NOT_FOUND'],
         },
         handler: credentialStatus(ctx.iden3),

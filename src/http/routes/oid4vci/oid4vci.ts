@@ -11,7 +11,8 @@ import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
 import { auditActor, SchemaIdField } from '../admin/fields.js';
-import { json200, type Route, type RouteFactory, TAGS } from '../route.js';
+import { ErrorBodySchema, OAuthErrorBodySchema, Timestamp } from '../responses.js';
+import { type Route, type RouteFactory, TAGS } from '../route.js';
 
 /**
  * The OpenID4VCI door's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
@@ -33,8 +34,58 @@ const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 
 const door = (ctx: AppContext): Oid4vciDoor | undefined => ctx.oid4vci;
 
+/**
+ * The answers of the door are the specifications' objects, which may carry members beyond the ones
+ * named here (OpenID4VCI 1.0 §12.2.4, RFC 8414 §2): loose objects.
+ */
+const CredentialIssuerMetadataSchema = z.looseObject({
+  credential_issuer: z.string(),
+  credential_endpoint: z.string(),
+  nonce_endpoint: z.string().optional(),
+  credential_configurations_supported: z.record(z.string(), z.looseObject({ format: z.string() })),
+});
+const AuthorizationServerMetadataSchema = z.looseObject({
+  issuer: z.string(),
+  token_endpoint: z.string(),
+});
+const CredentialOfferObjectSchema = z.looseObject({
+  credential_issuer: z.string(),
+  credential_configuration_ids: z.array(z.string()),
+  grants: z.record(z.string(), z.unknown()),
+});
+const TokenAnswerSchema = z.looseObject({
+  access_token: z.string(),
+  token_type: z.enum(['Bearer', 'DPoP']),
+  expires_in: z.number().int(),
+});
+const NonceAnswerSchema = z.looseObject({ c_nonce: z.string() });
+const CredentialAnswerSchema = z.looseObject({
+  credentials: z.array(z.looseObject({ credential: z.string() })),
+});
+
+/** A refused protocol request: RFC 6749 §5.2's error body, or the kit's for a body it cannot read. */
+const PROTOCOL_ERRORS: Route['doc']['responses'] = {
+  400: {
+    description: 'OAuth 2.0 error (RFC 6749 §5.2), or the kit error body for a body it cannot read',
+    contentType: 'application/json',
+    schema: z.union([OAuthErrorBodySchema, ErrorBodySchema]),
+  },
+  401: {
+    description: 'A missing or bad access token or DPoP proof (RFC 6750 §3.1, RFC 9449 §7.1)',
+    contentType: 'application/json',
+    schema: OAuthErrorBodySchema,
+  },
+};
+
 const publicRoute = (
-  route: Omit<Route, 'group' | 'auth' | 'doc'> & { operationId: string; summary: string; status?: number },
+  route: Omit<Route, 'group' | 'auth' | 'doc'> & {
+    operationId: string;
+    summary: string;
+    answer: z.ZodType;
+    /** Answers OAuth 2.0 errors (token and credential endpoints). */
+    protocol?: true;
+    errors?: Route['doc']['errors'];
+  },
 ): Route => ({
   method: route.method,
   path: route.path,
@@ -45,7 +96,11 @@ const publicRoute = (
     operationId: route.operationId,
     summary: route.summary,
     tags: TAGS.public,
-    responses: json200(route.summary),
+    responses: {
+      200: { description: route.summary, contentType: 'application/json', schema: route.answer },
+      ...(route.protocol ? PROTOCOL_ERRORS : {}),
+    },
+    ...(route.errors ? { errors: route.errors } : {}),
   },
   handler: route.handler,
 });
@@ -60,6 +115,7 @@ export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
       path: '/.well-known/openid-credential-issuer',
       operationId: 'openid-credential-issuer',
       summary: 'OpenID4VCI 1.0 credential issuer metadata',
+      answer: CredentialIssuerMetadataSchema,
       handler: (_req, res) => {
         res.json(d.issuerMetadata().credentialIssuer);
       },
@@ -69,6 +125,7 @@ export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
       path: '/.well-known/oauth-authorization-server',
       operationId: 'oauth-authorization-server',
       summary: 'RFC 8414 authorization server metadata (pre-authorized code grant)',
+      answer: AuthorizationServerMetadataSchema,
       handler: (_req, res) => {
         res.json(d.authorizationServerMetadata());
       },
@@ -87,6 +144,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       path: '/oid4vci/offers/:offerId',
       operationId: 'oid4vci-offer',
       summary: 'A credential offer by reference (OpenID4VCI 1.0 §4.1.3)',
+      answer: CredentialOfferObjectSchema,
+      errors: ['NOT_FOUND'],
       handler: async (req, res) => {
         noStore(res).json(await d.offerObject(String(req.params.offerId)));
       },
@@ -97,6 +156,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       form: true,
       operationId: 'oid4vci-token',
       summary: 'Token endpoint: pre-authorized code → access token (OpenID4VCI 1.0 §6)',
+      answer: TokenAnswerSchema,
+      protocol: true,
       handler: async (req, res) => {
         const body = (req.body ?? {}) as Record<string, unknown>;
         noStore(res).json(await d.token(requestLike(origin, req), body));
@@ -107,6 +168,7 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       path: '/oid4vci/nonce',
       operationId: 'oid4vci-nonce',
       summary: 'Nonce endpoint: a fresh c_nonce (OpenID4VCI 1.0 §7)',
+      answer: NonceAnswerSchema,
       handler: async (_req, res) => {
         noStore(res).json(await d.nonce());
       },
@@ -116,6 +178,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       path: '/oid4vci/credential',
       operationId: 'oid4vci-credential',
       summary: 'Credential endpoint: one SD-JWT VC bound to the proof key (OpenID4VCI 1.0 §8)',
+      answer: CredentialAnswerSchema,
+      protocol: true,
       handler: async (req, res) => {
         const body = (req.body ?? {}) as Record<string, unknown>;
         noStore(res).json(await d.credential(requestLike(origin, req), body));
@@ -166,6 +230,15 @@ export const credentialOffersRoute: RouteFactory = (ctx) => {
         201: {
           description: '`{ offerId, credentialOffer, offerUri, txCode?, expiresAt }`',
           contentType: 'application/json',
+          schema: z.object({
+            offerId: z.string(),
+            credentialOffer: CredentialOfferObjectSchema,
+            /** `openid-credential-offer://?credential_offer_uri=…`, for a QR code or a link. */
+            offerUri: z.string(),
+            /** The transaction code, when asked for: given to the holder apart from the offer. */
+            txCode: z.string().optional(),
+            expiresAt: Timestamp,
+          }),
         },
       },
       errors: ['NOT_FOUND', 'CLAIMS_INVALID', 'UPSTREAM_UNAVAILABLE'],

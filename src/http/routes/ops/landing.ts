@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { z } from 'zod';
 import { type RouteFactory, TAGS } from '../route.js';
 
 /** The documents a newcomer (or a wallet developer) looks for first, by path on this origin. */
@@ -35,6 +36,17 @@ export const landingRoute: RouteFactory = (ctx) => ({
       200: {
         description: 'An HTML page, or `{ name, version, links }` with `Accept: application/json`',
         contentType: ['text/html', 'application/json'],
+        schema: z.object({
+          name: z.string(),
+          version: z.string(),
+          links: z.object({
+            docs: z.string(),
+            openapi: z.string(),
+            didDocument: z.string(),
+            jwtVcIssuer: z.string(),
+            jwks: z.string(),
+          }),
+        }),
       },
     },
   },

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { ERROR_STATUS, type ErrorCode } from '../../../errors.js';
+import { type DocumentedResponse, ErrorBodySchema, isJsonMedia, routeResponses } from '../responses.js';
 import { json200, type Route, type RouteFactory, TAGS } from '../route.js';
 
 /** `GET /openapi.json`: the document of the route table, built once on first request. */
@@ -13,11 +13,18 @@ export const openApiRoute: RouteFactory = (ctx, routes) => ({
     operationId: 'openapi',
     summary: 'This OpenAPI 3.1 document',
     tags: TAGS.ops,
-    responses: json200('OpenAPI 3.1'),
+    // Its own schema is the OpenAPI 3.1 one; checked here are the parts clients rely on.
+    responses: json200('OpenAPI 3.1', OpenApiDocumentSchema),
   },
   handler: serveOnce(() =>
     buildOpenApi(routes(), { version: ctx.version, serverUrl: ctx.config.issuerOrigin }),
   ),
+});
+
+const OpenApiDocumentSchema = z.looseObject({
+  openapi: z.literal('3.1.0'),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
 });
 
 function serveOnce(document: () => unknown) {
@@ -27,13 +34,6 @@ function serveOnce(document: () => unknown) {
     res.type('application/json').send(body);
   };
 }
-
-/** The error body every error answer carries (docs/interface.md "errors"). */
-export const ErrorBodySchema = z.object({
-  code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
-  message: z.string(),
-  details: z.unknown().optional(),
-});
 
 function jsonSchema(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
@@ -47,30 +47,17 @@ function jsonSchema(schema: z.ZodType): Record<string, unknown> {
 /** Express `:param` → OpenAPI `{param}`. */
 export const openApiPath = (path: string): string => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 
-function errorCodes(row: Route): ErrorCode[] {
-  const codes = new Set<ErrorCode>(row.doc.errors ?? []);
-  if (row.auth === 'api-key' || row.auth === 'admin-api-key') codes.add('FORBIDDEN');
-  if (row.group !== 'ops') codes.add('RATE_LIMITED');
-  if (row.doc.body) {
-    codes.add('INVALID_PARAMETER');
-    codes.add('PAYLOAD_TOO_LARGE');
-    codes.add('UNSUPPORTED_MEDIA_TYPE');
-  }
-  if (row.doc.query || row.doc.params) codes.add('INVALID_PARAMETER');
-  if (row.auth === 'metrics-token') codes.add('UNAUTHORIZED');
-  codes.add('INTERNAL');
-  // A draining instance answers every route but the probes with 503.
-  if (row.path !== '/healthz' && row.path !== '/readyz') codes.add('UNAVAILABLE');
-  return [...codes];
-}
-
-function errorResponse(code: ErrorCode) {
+function errorResponse(answer: DocumentedResponse) {
+  const codes = answer.errorCodes ?? [];
   return {
-    description: `${code} (error body)`,
+    description: answer.description,
     content: {
       'application/json': {
         schema: {
-          allOf: [{ $ref: '#/components/schemas/Error' }, { properties: { code: { const: code } } }],
+          allOf: [
+            { $ref: '#/components/schemas/Error' },
+            { properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } },
+          ],
         },
       },
     },
@@ -107,22 +94,22 @@ export function buildOpenApi(rows: readonly Route[], info: { version: string; se
       }
     }
     const responses: Record<string, unknown> = {};
-    for (const [status, r] of Object.entries(doc.responses)) {
-      const types = [r.contentType ?? 'application/json'].flat();
-      responses[status] = {
-        description: r.description,
-        ...(r.contentType || r.schema
-          ? {
-              content: Object.fromEntries(
-                types.map((type) => [type, r.schema ? { schema: jsonSchema(r.schema) } : {}]),
-              ),
-            }
-          : {}),
-      };
-    }
-    for (const code of errorCodes(row)) {
-      const status = String(ERROR_STATUS[code]);
-      responses[status] ??= errorResponse(code);
+    for (const [status, answer] of routeResponses(row)) {
+      responses[String(status)] = answer.errorCodes
+        ? errorResponse(answer)
+        : {
+            description: answer.description,
+            ...(answer.contentTypes.length > 0
+              ? {
+                  content: Object.fromEntries(
+                    answer.contentTypes.map((type) => [
+                      type,
+                      answer.schema && isJsonMedia(type) ? { schema: jsonSchema(answer.schema) } : {},
+                    ]),
+                  ),
+                }
+              : {}),
+          };
     }
     const security = SECURITY[row.auth];
     const operation: Record<string, unknown> = {

@@ -1,6 +1,27 @@
 import type { Request, Response } from 'express';
+import { z } from 'zod';
 import { type Readiness, readiness } from '../../../observability/health.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
+
+const HealthSchema = z.object({ status: z.literal('ok') });
+
+const CheckSchema = z.object({ ok: z.boolean(), error: z.string().optional() });
+/** `GET /readyz`'s answer (docs/operations.md "Health"): the checks, whether ready or not. */
+export const ReadinessSchema = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z.object({
+    database: CheckSchema,
+    keys: CheckSchema,
+    schemas: CheckSchema.extend({ count: z.number().int().optional() }),
+    recovery: CheckSchema,
+    shutdown: CheckSchema,
+    outbox: z.object({
+      pending: z.number().int().nullable(),
+      oldestAgeSeconds: z.number().nullable(),
+      failed: z.number().int().nullable(),
+    }),
+  }),
+});
 
 /** `GET /healthz`: liveness, the process can answer. */
 export const healthzRoute: RouteFactory = () => ({
@@ -12,7 +33,7 @@ export const healthzRoute: RouteFactory = () => ({
     operationId: 'healthz',
     summary: 'Liveness: `{"status":"ok"}` while the process can answer',
     tags: TAGS.ops,
-    responses: json200('`{ "status": "ok" }`'),
+    responses: json200('`{ "status": "ok" }`', HealthSchema),
   },
   handler: (_req: Request, res: Response) => {
     res.set('cache-control', 'no-store').json({ status: 'ok' });
@@ -30,8 +51,16 @@ export const readyzRoute: RouteFactory = (ctx) => ({
     summary: 'Readiness: database, keys, schemas, recovery; 503 naming the failing check or while draining',
     tags: TAGS.ops,
     responses: {
-      200: { description: '`{ status: "ready", checks }`', contentType: 'application/json' },
-      503: { description: '`{ status: "not_ready", checks }`', contentType: 'application/json' },
+      200: {
+        description: '`{ status: "ready", checks }`',
+        contentType: 'application/json',
+        schema: ReadinessSchema,
+      },
+      503: {
+        description: '`{ status: "not_ready", checks }`',
+        contentType: 'application/json',
+        schema: ReadinessSchema,
+      },
     },
   },
   handler: readyz(ctx),

@@ -1,8 +1,38 @@
 import type { Request, Response } from 'express';
+import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
 import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
+import { PublicJwkSchema } from '../responses.js';
 import { publicDoc, type RouteFactory } from '../route.js';
+
+/** The did:web document (W3C DID Core §5): one JsonWebKey2020 method per published signing key. */
+export const DidDocumentSchema = z.object({
+  '@context': z.array(z.string()),
+  id: z.string(),
+  verificationMethod: z.array(
+    z.object({
+      id: z.string(),
+      type: z.literal('JsonWebKey2020'),
+      controller: z.string(),
+      publicKeyJwk: PublicJwkSchema,
+    }),
+  ),
+  assertionMethod: z.array(z.string()),
+  service: z.array(z.object({ id: z.string(), type: z.string(), serviceEndpoint: z.string() })),
+  /** The Iden3 issuer DID, while that back-end is on. */
+  alsoKnownAs: z.array(z.string()).optional(),
+});
+
+/** SD-JWT VC issuer metadata (draft-ietf-oauth-sd-jwt-vc §5). */
+export const JwtVcIssuerSchema = z.object({
+  issuer: z.string(),
+  jwks: z.object({ keys: z.array(PublicJwkSchema) }),
+});
+
+export const JwksSchema = z.object({ keys: z.array(PublicJwkSchema) });
+
+export const PartnerInfoSchema = z.object({ partnerId: z.string() });
 
 /** `GET /.well-known/did.json`. */
 export const didDocumentRoute: RouteFactory = (ctx) => ({
@@ -10,7 +40,12 @@ export const didDocumentRoute: RouteFactory = (ctx) => ({
   path: '/.well-known/did.json',
   group: 'public',
   auth: 'none',
-  doc: publicDoc('did-document', 'The did:web document of the issuer'),
+  doc: publicDoc(
+    'did-document',
+    'The did:web document of the issuer',
+    DidDocumentSchema,
+    'application/did+json',
+  ),
   handler: didDocument(ctx),
 });
 
@@ -20,7 +55,7 @@ export const jwtVcIssuerRoute: RouteFactory = (ctx) => ({
   path: '/.well-known/jwt-vc-issuer',
   group: 'public',
   auth: 'none',
-  doc: publicDoc('jwt-vc-issuer', 'SD-JWT VC issuer metadata with its JWKS'),
+  doc: publicDoc('jwt-vc-issuer', 'SD-JWT VC issuer metadata with its JWKS', JwtVcIssuerSchema),
   handler: jwtVcIssuer(ctx),
 });
 
@@ -30,7 +65,7 @@ export const partnerJwksRoute: RouteFactory = (ctx) => ({
   path: '/.well-known/jwks.json',
   group: 'public',
   auth: 'none',
-  doc: publicDoc('partner-jwks', 'The partner JWT keys the hosting service verifies'),
+  doc: publicDoc('partner-jwks', 'The partner JWT keys the hosting service verifies', JwksSchema),
   handler: partnerJwks(ctx),
 });
 
@@ -40,7 +75,7 @@ export const partnerInfoRoute: RouteFactory = (ctx) => ({
   path: `/.well-known/${ctx.config.partnerInfoService}-partner-info`,
   group: 'public',
   auth: 'none',
-  doc: publicDoc('partner-info', '`{ partnerId }`'),
+  doc: publicDoc('partner-info', '`{ partnerId }`', PartnerInfoSchema),
   handler: partnerInfo(ctx),
 });
 

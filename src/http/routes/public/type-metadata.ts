@@ -1,7 +1,28 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
+import { z } from 'zod';
 import type { SchemaCatalog } from '../../../catalog/schema-catalog.js';
+import { TypeDisplaySchema } from '../../../schemas/schema-file.js';
 import type { ServedTypeMetadata } from '../../../schemas/type-metadata.js';
 import { publicDoc, type RouteFactory } from '../route.js';
+
+/** SD-JWT VC type metadata (draft-ietf-oauth-sd-jwt-vc §6) as `schemas/type-metadata.ts` writes it. */
+export const TypeMetadataSchema = z.object({
+  vct: z.string(),
+  name: z.string(),
+  description: z.string().optional(),
+  display: z.array(TypeDisplaySchema),
+  claims: z.array(
+    z.object({
+      path: z.array(z.string()),
+      display: z.array(
+        z.object({ locale: z.string(), label: z.string(), description: z.string().optional() }),
+      ),
+      sd: z.enum(['always', 'never']),
+    }),
+  ),
+  /** The schema's credentialSubject JSON Schema, allowing the payload's other claims. */
+  schema: z.record(z.string(), z.unknown()),
+});
 
 /**
  * One `GET <vct path>` per schema whose vct is under ISSUER_ORIGIN, in `/openapi.json`. They are
@@ -17,6 +38,7 @@ export const typeMetadataRoutes: RouteFactory = (ctx) =>
     doc: publicDoc(
       `type-metadata${served.path.replace(/[^A-Za-z0-9]+/g, '-')}`,
       'SD-JWT VC type metadata of this vct',
+      TypeMetadataSchema,
     ),
     handler: typeMetadata(served),
   }));

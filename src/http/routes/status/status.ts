@@ -1,12 +1,13 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../errors.js';
-import { ProofTypeSchema, STATUS_NAMES, type StatusChange } from '../../../model.js';
+import { ProofTypeSchema, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { AuditStore, IssuanceStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { auditActor, ReasonField } from '../admin/fields.js';
 import { NonceSchema } from '../nonce.js';
+import { NonceString, Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 
 /** `GET /statuslist/:partition`: a signed token status list (draft-ietf-oauth-status-list §8). */
@@ -60,6 +61,10 @@ export function statusListPartition(status: StatusService) {
   };
 }
 
+const StatusNameSchema = z.enum(Object.values(STATUS_NAMES) as [StatusName, ...StatusName[]]);
+
+export const RevocationStatusSchema = z.object({ isRevoked: z.boolean(), status: StatusNameSchema });
+
 /** `GET /revocation-status/:nonce` → `{ isRevoked, status }` (suspended is not revoked). */
 export const revocationStatusRoute: RouteFactory = (ctx) => ({
   method: 'get',
@@ -71,7 +76,7 @@ export const revocationStatusRoute: RouteFactory = (ctx) => ({
     summary: '`{ isRevoked, status }`',
     tags: TAGS.public,
     params: { nonce: NonceSchema },
-    responses: json200('`{ isRevoked, status }`'),
+    responses: json200('`{ isRevoked, status }`', RevocationStatusSchema),
     errors: ['NOT_FOUND'],
   },
   handler: revocationStatus(ctx.store.issuances),
@@ -85,6 +90,16 @@ export function revocationStatus(issuances: IssuanceStore) {
     res.json({ isRevoked: record.status === 1, status: STATUS_NAMES[record.status] });
   };
 }
+
+/** The answer of revoke, suspend and unsuspend: the credential's status after the change. */
+export const StatusChangeAnswerSchema = z.object({
+  revocationNonce: NonceString,
+  isRevoked: z.boolean(),
+  status: StatusNameSchema,
+  revokedAt: Timestamp.nullable(),
+  suspendedAt: Timestamp.nullable(),
+});
+export type StatusChangeAnswer = z.infer<typeof StatusChangeAnswerSchema>;
 
 export const StatusChangeBodySchema = z
   .object({
@@ -116,7 +131,10 @@ export const statusChangeRoutes: RouteFactory = (ctx) =>
       summary: `${change[0]!.toUpperCase()}${change.slice(1)} a credential by revocation nonce${change === 'revoke' ? ' (Idempotency-Key honoured)' : ''}`,
       tags: TAGS.admin,
       body: StatusChangeBodySchema,
-      responses: json200('`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`'),
+      responses: json200(
+        '`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`',
+        StatusChangeAnswerSchema,
+      ),
       errors: ['NOT_FOUND', 'CONFLICT'],
     },
     handler: changeStatus(ctx.status, change),
@@ -133,7 +151,7 @@ export function changeStatus(status: StatusService, change: StatusChange) {
       status: STATUS_NAMES[record.status],
       revokedAt: record.revokedAt?.toISOString() ?? null,
       suspendedAt: record.suspendedAt?.toISOString() ?? null,
-    });
+    } satisfies StatusChangeAnswer);
   };
 }
 
@@ -147,9 +165,15 @@ export const publishStatusListsRoute: RouteFactory = (ctx) => ({
     operationId: 'admin-publish-token-status-list',
     summary: 'Rebuild and re-sign every status list partition',
     tags: TAGS.admin,
-    responses: json200('`{ partitions: [{ partition, uri, size, iat }] }`'),
+    responses: json200('`{ partitions: [{ partition, uri, size, iat }] }`', PublishedListsSchema),
   },
   handler: publishStatusLists(ctx.status, ctx.store.audit),
+});
+
+export const PublishedListsSchema = z.object({
+  partitions: z.array(
+    z.object({ partition: z.number().int(), uri: z.string(), size: z.number().int(), iat: z.number().int() }),
+  ),
 });
 
 /** `POST /admin/publish-token-status-list` → `{ partitions: [{ partition, uri, size, iat }] }`. */
