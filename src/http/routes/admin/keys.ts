@@ -100,6 +100,8 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: RotateKeyBodySchema,
     responses: json200('The new and retired keys', RotationSchema),
+    // x5c mode without a certified standby key (docs/security.md "Issuer identification (`SD_JWT_ISSUER`)").
+    errors: ['CONFLICT'],
   },
   handler: rotateKeys(ctx),
 });
