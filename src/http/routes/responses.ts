@@ -25,7 +25,7 @@ export const isJsonMedia = (media: string): boolean =>
 /** A timestamp in an answer: ISO 8601 in UTC, as `Date.toISOString()` writes it. */
 export const Timestamp = z.iso.datetime();
 
-/** A revocation nonce in an answer: a decimal string (docs/interface.md "Revocation nonces"). */
+/** A revocation nonce in an answer: a decimal string (docs/interface.md "Field limits"). */
 export const NonceString = z.string().regex(/^\d{1,16}$/);
 
 /** A credential's status as answers give it: expiry and revocation read together (`status/derived-status.ts`). */

@@ -100,7 +100,7 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
     tags: TAGS.admin,
     body: RotateKeyBodySchema,
     responses: json200('The new and retired keys', RotationSchema),
-    // x5c mode without a certified standby key (docs/security.md "Issuer identification (`SD_JWT_ISSUER`)").
+    // x5c mode without a certified standby key (docs/security.md "Keys shared by several instances").
     errors: ['CONFLICT'],
   },
   handler: rotateKeys(ctx),
