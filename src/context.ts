@@ -464,6 +464,7 @@ export async function createContext(
         store: store.oid4vci,
         hashEmail,
         requireDpop: config.oid4vci.requireDpop,
+        dpopNonce: config.oid4vci.dpopNonce,
       })
     : undefined;
 

@@ -82,6 +82,8 @@ export class ProtocolError extends Error {
     readonly description: string,
     /** RFC 6750 §3 / RFC 9449 §7.1: the challenge a 401 carries. */
     readonly wwwAuthenticate?: string,
+    /** Other response headers the answer carries (RFC 9449 §8: `DPoP-Nonce`). */
+    readonly headers?: Readonly<Record<string, string>>,
   ) {
     super(description);
     this.name = 'ProtocolError';

@@ -95,8 +95,11 @@ export interface Config {
   renewalFinishGraceDays: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
-  /** OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`: OID4VCI_REQUIRE_DPOP=1. */
-  oid4vci: { enabled: boolean; requireDpop: boolean };
+  /**
+   * OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`:
+   * OID4VCI_REQUIRE_DPOP=1; `dpopNonce`: OID4VCI_DPOP_NONCE.
+   */
+  oid4vci: { enabled: boolean; requireDpop: boolean; dpopNonce: 'required' | 'off' };
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
   console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
 }
@@ -357,6 +360,7 @@ export function loadConfig(
       oid4vci: {
         enabled: (env.OID4VCI ?? (production ? 'off' : 'on')) === 'on',
         requireDpop: env.OID4VCI_REQUIRE_DPOP === '1',
+        dpopNonce: env.OID4VCI_DPOP_NONCE ?? 'off',
       },
       console: {
         enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',

@@ -348,6 +348,14 @@ export const EnvSchema = z.object({
       '`1`: the OpenID4VCI token and credential endpoints refuse a wallet that sends no DPoP proof (RFC 9449); without it DPoP is accepted when sent.',
     default: '`0`',
   }),
+  OID4VCI_DPOP_NONCE: z
+    .enum(['required', 'off'], 'OID4VCI_DPOP_NONCE must be required or off')
+    .optional()
+    .meta({
+      description:
+        "`required`: every DPoP proof sent to the OpenID4VCI token and credential endpoints must carry a nonce the server gave (RFC 9449 §8): a proof without one is answered `use_dpop_nonce` with a `DPoP-Nonce` header, and the wallet retries with it. `off`: freshness rests on the proof's `iat` (within 300 s) and its `jti`, remembered in the database. Requests without DPoP are not affected ([interface.md](interface.md#openid4vci-the-wallet-door)).",
+      default: '`off`',
+    }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

@@ -32,6 +32,14 @@ import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js
 import type { Oid4vciOffer, Oid4vciStore } from '../store/store.js';
 import type { EmailHasher } from './email-hash.js';
 import type { IssuanceCore } from './issuance-core.js';
+import {
+  type ChallengeError,
+  challengeHeader,
+  type DpopNonceMode,
+  DpopVerifier,
+  iatIsFresh,
+  PROOF_IAT_WINDOW_SECONDS,
+} from './oid4vci-dpop.js';
 
 /**
  * The OpenID4VCI door (OpenID for Verifiable Credential Issuance 1.0, pre-authorized code flow;
@@ -48,7 +56,11 @@ export const DEFAULT_OFFER_SECONDS = 600;
 export const MAX_OFFER_SECONDS = 7 * 24 * 3600;
 const ACCESS_TOKEN_SECONDS = 300;
 const NONCE_SECONDS = 300;
-/** Wrong transaction codes an offer takes before it is locked for good. */
+/**
+ * Transaction codes compared for one offer, at most: each check is counted before the code is
+ * compared, so no burst of requests on any number of instances gets more; the offer is locked for
+ * good when the last one is wrong.
+ */
 export const MAX_TX_CODE_ATTEMPTS = 5;
 const TX_CODE_LENGTH = 6;
 const SIGNING_ALGS = ['ES256'];
@@ -141,7 +153,15 @@ export interface Oid4vciDoorDeps {
   store: Oid4vciStore;
   hashEmail: EmailHasher;
   requireDpop: boolean;
+  /** OID4VCI_DPOP_NONCE (RFC 9449 §8); `off` when not given. */
+  dpopNonce?: DpopNonceMode;
   now?: () => Date;
+}
+
+/** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */
+export interface ProtocolAnswer {
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
 }
 
 /** What an admin asks for (`POST /admin/credential-offers`), already shape-checked at the edge. */
@@ -168,9 +188,17 @@ export class Oid4vciDoor {
   private readonly authorizationServer = new Oauth2AuthorizationServer({ callbacks });
   private readonly now: () => Date;
   private readonly metadataCache = new WeakMap<object, IssuerMetadataResult>();
+  private readonly dpop: DpopVerifier;
 
   constructor(private readonly deps: Oid4vciDoorDeps) {
     this.now = deps.now ?? (() => new Date());
+    this.dpop = new DpopVerifier({
+      authorizationServer: this.authorizationServer,
+      store: deps.store,
+      nonce: deps.dpopNonce ?? 'off',
+      signingAlgs: SIGNING_ALGS,
+      now: this.now,
+    });
     // The library refuses http URLs (its own metadata's included) unless told otherwise, and tells
     // it process-wide. Production requires an https ISSUER_ORIGIN (src/config/config.ts), so only
     // a development or test origin on http turns this on.
@@ -317,10 +345,10 @@ export class Oid4vciDoor {
 
   /**
    * Token endpoint (OpenID4VCI 1.0 §6, RFC 6749 §5): the pre-authorized code, once, before its
-   * offer expires, with the transaction code if the offer has one (a bounded number of wrong
-   * ones); DPoP (RFC 9449) checked when sent, required with OID4VCI_REQUIRE_DPOP=1.
+   * offer expires, with the transaction code if the offer has one (at most MAX_TX_CODE_ATTEMPTS
+   * compared); DPoP (RFC 9449) checked when sent, required with OID4VCI_REQUIRE_DPOP=1.
    */
-  async token(request: RequestLike, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  async token(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
     let parsed: ReturnType<Oauth2AuthorizationServer['parseAccessTokenRequest']>;
     try {
       parsed = this.authorizationServer.parseAccessTokenRequest({ request, accessTokenRequest: body });
@@ -337,38 +365,41 @@ export class Oid4vciDoor {
     if (offer.state === 'locked') throw invalidGrant('too many wrong tx_code values: the offer is locked');
     if (offer.state !== 'offered') throw invalidGrant('the pre-authorized_code was already used');
     if (offer.expiresAt <= now) throw invalidGrant('the pre-authorized_code has expired');
-    if (offer.txCodeHash !== null && grant.txCode !== undefined) {
-      if (!sameDigest(txCodeDigest(offer.codeHash, grant.txCode), offer.txCodeHash)) {
-        const state = await this.deps.store.countWrongTxCode(
-          offer.offerHash,
-          offer.txCodeAttempts,
-          MAX_TX_CODE_ATTEMPTS,
-        );
-        throw invalidGrant(state === 'locked' ? 'wrong tx_code; the offer is now locked' : 'wrong tx_code');
-      }
-    }
-    let verified: Awaited<ReturnType<Oauth2AuthorizationServer['verifyPreAuthorizedCodeAccessTokenRequest']>>;
+    // DPoP first: a proof refused (or sent back for a nonce) costs the offer no tx_code check.
+    const dpopJwt = parsed.dpop?.jwt;
+    if (this.deps.requireDpop && !dpopJwt)
+      throw new ProtocolError(400, Oauth2ErrorCodes.InvalidDpopProof, 'a DPoP proof is required');
+    const dpopJkt = dpopJwt ? await this.dpop.verify({ request, jwt: dpopJwt }) : null;
     try {
-      verified = await this.authorizationServer.verifyPreAuthorizedCodeAccessTokenRequest({
+      await this.authorizationServer.verifyPreAuthorizedCodeAccessTokenRequest({
         authorizationServerMetadata: this.authorizationServerMetadata(),
         grant,
         accessTokenRequest: parsed.accessTokenRequest,
         request,
         expectedPreAuthorizedCode: grant.preAuthorizedCode,
-        // Checked above (digest, bounded attempts); the library checks presence and absence.
+        // The library checks the tx_code's presence and absence; its value is compared below.
         expectedTxCode: offer.txCodeHash === null ? undefined : (grant.txCode ?? '\u0000missing'),
         preAuthorizedCodeExpiresAt: offer.expiresAt,
-        dpop: { required: this.deps.requireDpop, jwt: parsed.dpop?.jwt, allowedSigningAlgs: SIGNING_ALGS },
         now,
       });
     } catch (err) {
       throw protocolError(err, 'invalid token request');
     }
+    if (offer.txCodeHash !== null && grant.txCode !== undefined) {
+      // Counted before it is compared, in one conditional update: concurrent guesses on any
+      // number of instances share MAX_TX_CODE_ATTEMPTS checks.
+      const check = await this.deps.store.takeTxCodeCheck(offer.offerHash, MAX_TX_CODE_ATTEMPTS, now);
+      if (check === undefined) throw invalidGrant('no tx_code check is left: the offer is locked or used');
+      if (!sameDigest(txCodeDigest(offer.codeHash, grant.txCode), offer.txCodeHash)) {
+        if (check < MAX_TX_CODE_ATTEMPTS) throw invalidGrant('wrong tx_code');
+        // A right code being checked concurrently loses to this lock: the offer is under attack.
+        await this.deps.store.lockOffer(offer.offerHash);
+        throw invalidGrant('wrong tx_code; the offer is now locked');
+      }
+    }
     const accessToken = random(32);
-    const dpopJkt = verified.dpop?.jwkThumbprint ?? null;
     const taken = await this.deps.store.exchangeCode(
       offer.offerHash,
-      offer.txCodeAttempts,
       {
         tokenHash: sha256(accessToken),
         expiresAt: new Date(now.getTime() + ACCESS_TOKEN_SECONDS * 1000),
@@ -376,12 +407,15 @@ export class Oid4vciDoor {
       },
       now,
     );
-    // Another request took the code (or counted a wrong tx_code) in between.
+    // Another request took the code (or locked the offer) in between.
     if (!taken) throw invalidGrant('the pre-authorized_code was already used');
     return {
-      access_token: accessToken,
-      token_type: dpopJkt ? 'DPoP' : 'Bearer',
-      expires_in: ACCESS_TOKEN_SECONDS,
+      body: {
+        access_token: accessToken,
+        token_type: dpopJkt ? 'DPoP' : 'Bearer',
+        expires_in: ACCESS_TOKEN_SECONDS,
+      },
+      headers: dpopJkt ? await this.dpop.answerHeaders() : {},
     };
   }
 
@@ -398,7 +432,7 @@ export class Oid4vciDoor {
    * a nonce from the nonce endpoint) whose key becomes `cnf.jwk`. Signed, recorded (channel
    * `oid4vci`) and only then answered; any refusal issues nothing.
    */
-  async credential(request: RequestLike, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  async credential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
     const offer = await this.authorize(request);
     const metadata = this.issuerMetadata();
     const configurationId = body.credential_configuration_id;
@@ -458,50 +492,63 @@ export class Oid4vciDoor {
         Oauth2ErrorCodes.InvalidCredentialRequest,
         'the credential of this offer was already issued',
       );
-    return this.issuer.createCredentialResponse({ credentialRequest: parsed, credentials: [{ credential }] });
+    return {
+      body: this.issuer.createCredentialResponse({
+        credentialRequest: parsed,
+        credentials: [{ credential }],
+      }),
+      headers: {},
+    };
   }
 
   /** RFC 6750 §2.1 / RFC 9449 §7: the offer an access token was given for. */
   private async authorize(request: RequestLike): Promise<Oid4vciOffer> {
     const header = request.headers.get('authorization') ?? '';
     const [scheme, token] = header.split(' ', 2);
-    const challenge = (error?: { code: string; description: string }) =>
-      [this.deps.requireDpop ? undefined : 'Bearer', `DPoP algs="${SIGNING_ALGS.join(' ')}"`]
-        .filter(Boolean)
-        .map((s) => (error ? `${s} error="${error.code}", error_description="${error.description}"` : s))
-        .join(', ');
-    const invalidToken = (description: string) =>
-      new ProtocolError(401, 'invalid_token', description, challenge({ code: 'invalid_token', description }));
+    // The challenge carries only server-chosen text (oid4vci-dpop.ts `challengeHeader`); the body
+    // may say more.
+    const refuse = (
+      error: ChallengeError,
+      description: string,
+      options: { challenge?: boolean; headers?: Record<string, string> } = {},
+    ) =>
+      new ProtocolError(
+        401,
+        error,
+        description,
+        challengeHeader({
+          bearer: !this.deps.requireDpop,
+          algs: SIGNING_ALGS,
+          ...(options.challenge === false ? {} : { error }),
+        }),
+        options.headers,
+      );
     if (!token || (scheme !== 'Bearer' && scheme !== 'DPoP'))
-      throw new ProtocolError(401, 'invalid_token', 'an access token is required', challenge());
+      throw refuse('invalid_token', 'an access token is required', { challenge: false });
     const offer = await this.deps.store.offerByToken(sha256(token));
     if (!offer || offer.tokenExpiresAt === null || offer.tokenExpiresAt <= this.now())
-      throw invalidToken('unknown or expired access token');
-    if (offer.state !== 'token') throw invalidToken('the credential of this access token was already issued');
+      throw refuse('invalid_token', 'unknown or expired access token');
+    if (offer.state !== 'token')
+      throw refuse('invalid_token', 'the credential of this access token was already issued');
     if (offer.dpopJkt === null) {
-      if (scheme === 'DPoP') throw invalidToken('this access token is not DPoP-bound');
+      if (scheme === 'DPoP') throw refuse('invalid_token', 'this access token is not DPoP-bound');
       return offer;
     }
-    if (scheme !== 'DPoP') throw invalidToken('this access token is DPoP-bound: use the DPoP scheme');
+    if (scheme !== 'DPoP')
+      throw refuse('invalid_token', 'this access token is DPoP-bound: use the DPoP scheme');
     const dpopJwt = request.headers.get('dpop');
-    if (!dpopJwt) throw new ProtocolError(401, 'invalid_dpop_proof', 'a DPoP proof is required', challenge());
+    if (!dpopJwt) throw refuse('invalid_dpop_proof', 'a DPoP proof is required', { challenge: false });
     try {
-      await this.authorizationServer.verifyDpopJwt({
-        dpopJwt,
+      await this.dpop.verify({
         request,
+        jwt: dpopJwt,
         accessToken: token,
         expectedJwkThumbprint: offer.dpopJkt,
-        allowedSigningAlgs: SIGNING_ALGS,
-        now: this.now(),
       });
     } catch (err) {
-      const e = protocolError(err, 'invalid DPoP proof');
-      throw new ProtocolError(
-        401,
-        e.error,
-        e.description,
-        challenge({ code: e.error, description: e.description }),
-      );
+      if (!(err instanceof ProtocolError)) throw err;
+      const error: ChallengeError = err.error === 'use_dpop_nonce' ? 'use_dpop_nonce' : 'invalid_dpop_proof';
+      throw refuse(error, err.description, { headers: err.headers ?? {} });
     }
     return offer;
   }
@@ -537,6 +584,12 @@ export class Oid4vciDoor {
     } catch (err) {
       throw protocolError(err, 'invalid proof');
     }
+    if (!iatIsFresh(verified.payload.iat, this.now()))
+      throw new ProtocolError(
+        400,
+        Oauth2ErrorCodes.InvalidProof,
+        `the proof's iat is more than ${PROOF_IAT_WINDOW_SECONDS} s from the server's time`,
+      );
     const jwk: Jwk | undefined = verified.header.jwk;
     if (!jwk || verified.signer.method !== 'jwk')
       throw new ProtocolError(

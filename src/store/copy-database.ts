@@ -300,6 +300,8 @@ export const POSTGRES_ONLY_TABLES: Record<string, string> = {
 export const NOT_COPIED_TABLES: Record<string, string> = {
   console_sessions: 'console sign-ins: an operator signs in again on the new database',
   named_locks: 'short leases, nothing to carry over',
+  oid4vci_dpop_proofs: 'DPoP proofs seen in the last minutes: kept no longer than a proof is fresh',
+  oid4vci_dpop_nonces: 'DPoP nonces live minutes: a wallet given one is given a new one',
 };
 /** Tables the target must not hold rows in (key_ring_version always holds its seed row). */
 const MUST_BE_EMPTY = [

@@ -589,8 +589,9 @@ export interface Oid4vciOffer {
   /** Inline claims given with the offer; null: the claims provider's for `userId`, at issuance. */
   claims: Record<string, unknown> | null;
   txCodeHash: string | null;
+  /** Transaction codes compared for this offer (a bounded number, each counted before it is compared). */
   txCodeAttempts: number;
-  /** `offered` → `token` (the code exchanged) → `issued`; `locked` after too many wrong tx_codes. */
+  /** `offered` → `token` (the code exchanged) → `issued`; `locked` when its last tx_code check was wrong. */
   state: 'offered' | 'token' | 'issued' | 'locked';
   expiresAt: Date;
   tokenHash: string | null;
@@ -619,21 +620,20 @@ export interface Oid4vciStore {
   offerByCode(codeHash: string): Promise<Oid4vciOffer | undefined>;
   offerByToken(tokenHash: string): Promise<Oid4vciOffer | undefined>;
   /**
-   * Counts one wrong transaction code, if the offer is still `offered` with `seenAttempts` wrong
-   * ones; at `maxAttempts` it becomes `locked`. Undefined: another request changed it first.
+   * Takes one transaction code check before the code is compared: counts it if the offer is still
+   * `offered`, not expired at `now`, and has had fewer than `maxChecks` checks; answers the count
+   * with this one. Undefined: no check is left (locked, used, expired or unknown). One statement,
+   * so concurrent requests on any number of instances never get more than `maxChecks` between them.
    */
-  countWrongTxCode(
-    offerHash: string,
-    seenAttempts: number,
-    maxAttempts: number,
-  ): Promise<'offered' | 'locked' | undefined>;
+  takeTxCodeCheck(offerHash: string, maxChecks: number, now: Date): Promise<number | undefined>;
+  /** `offered` → `locked`: the last transaction code check an offer had was wrong. */
+  lockOffer(offerHash: string): Promise<boolean>;
   /**
    * `offered` → `token`: the pre-authorized code exchanged for an access token, if the offer is
-   * still `offered` with `seenAttempts` wrong transaction codes and not expired at `now`.
+   * still `offered` and not expired at `now`.
    */
   exchangeCode(
     offerHash: string,
-    seenAttempts: number,
     token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
     now: Date,
   ): Promise<boolean>;
@@ -642,7 +642,20 @@ export interface Oid4vciStore {
   createNonce(nonce: string, expiresAt: Date): Promise<void>;
   /** Removes a nonce and answers its expiry; undefined when there is none (unknown or taken). */
   takeNonce(nonce: string): Promise<Date | undefined>;
-  /** Drops nonces expired before `before`, and offers whose offer and access token expired before it. */
+  /**
+   * RFC 9449 §11.1: records a DPoP proof (the digest of its key thumbprint and `jti`) until
+   * `expiresAt`; false when it is recorded already and that record has not expired at `now` (a
+   * replay).
+   */
+  rememberDpopProof(proofHash: string, expiresAt: Date, now: Date): Promise<boolean>;
+  /** RFC 9449 §8: a server-provided DPoP nonce, accepted in any proof until `expiresAt`. */
+  createDpopNonce(nonce: string, expiresAt: Date): Promise<void>;
+  /** The expiry of a DPoP nonce this server gave; undefined when it gave none such. */
+  dpopNonceExpiry(nonce: string): Promise<Date | undefined>;
+  /**
+   * Drops nonces (both kinds) and remembered DPoP proofs expired before `before`, and offers whose
+   * offer and access token expired before it.
+   */
   prune(before: Date): Promise<number>;
 }
 

@@ -1372,7 +1372,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(records[0]).toMatchObject({ channel: 'oid4vci', uploadState: 'none' });
       });
 
-      it('offers: code once, token, issued; wrong tx codes counted to a lock; lookups by digest', async () => {
+      it('offers: code once, token, issued; tx code checks counted before comparing, to a lock; lookups by digest', async () => {
         const store = await open();
         const o = offer();
         await store.oid4vci.createOffer(o);
@@ -1383,19 +1383,19 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           tokenHash: null,
         });
         expect((await store.oid4vci.offerByCode(o.codeHash))?.offerHash).toBe(o.offerHash);
-        expect(await store.oid4vci.countWrongTxCode(o.offerHash, 0, 2)).toBe('offered');
-        // A stale attempt count (another request counted meanwhile) changes nothing.
-        expect(await store.oid4vci.countWrongTxCode(o.offerHash, 0, 2)).toBeUndefined();
+        expect(await store.oid4vci.takeTxCodeCheck(o.offerHash, 2, at(1000))).toBe(1);
+        // Past the offer's expiry, no check and no exchange.
+        expect(await store.oid4vci.takeTxCodeCheck(o.offerHash, 2, at(60_000))).toBeUndefined();
         const token = { tokenHash: randomUUID(), expiresAt: at(90_000), dpopJkt: 'jkt' };
-        expect(await store.oid4vci.exchangeCode(o.offerHash, 0, token, at(1000))).toBe(false);
-        // Past the offer's expiry, no exchange.
-        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(60_000))).toBe(false);
-        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(1000))).toBe(true);
-        expect(await store.oid4vci.exchangeCode(o.offerHash, 1, token, at(1000))).toBe(false);
+        expect(await store.oid4vci.exchangeCode(o.offerHash, token, at(60_000))).toBe(false);
+        expect(await store.oid4vci.exchangeCode(o.offerHash, token, at(1000))).toBe(true);
+        expect(await store.oid4vci.exchangeCode(o.offerHash, token, at(1000))).toBe(false);
+        expect(await store.oid4vci.takeTxCodeCheck(o.offerHash, 2, at(1000))).toBeUndefined();
         expect(await store.oid4vci.offerByToken(token.tokenHash)).toMatchObject({
           state: 'token',
           dpopJkt: 'jkt',
           tokenExpiresAt: at(90_000),
+          txCodeAttempts: 1,
         });
         expect(await store.oid4vci.markIssued(o.offerHash, 'cred-1')).toBe(true);
         expect(await store.oid4vci.markIssued(o.offerHash, 'cred-2')).toBe(false);
@@ -1406,10 +1406,26 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
 
         const locked = offer();
         await store.oid4vci.createOffer(locked);
-        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 0, 2)).toBe('offered');
-        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 1, 2)).toBe('locked');
-        expect(await store.oid4vci.countWrongTxCode(locked.offerHash, 2, 2)).toBeUndefined();
-        expect(await store.oid4vci.exchangeCode(locked.offerHash, 2, token, at(1000))).toBe(false);
+        expect(await store.oid4vci.takeTxCodeCheck(locked.offerHash, 2, at(1000))).toBe(1);
+        expect(await store.oid4vci.takeTxCodeCheck(locked.offerHash, 2, at(1000))).toBe(2);
+        expect(await store.oid4vci.takeTxCodeCheck(locked.offerHash, 2, at(1000))).toBeUndefined();
+        expect(await store.oid4vci.lockOffer(locked.offerHash)).toBe(true);
+        expect(await store.oid4vci.lockOffer(locked.offerHash)).toBe(false);
+        expect(await store.oid4vci.exchangeCode(locked.offerHash, token, at(1000))).toBe(false);
+        expect(await store.oid4vci.offerByHash(locked.offerHash)).toMatchObject({
+          state: 'locked',
+          txCodeAttempts: 2,
+        });
+      });
+
+      it('racing tx code checks: never more than the limit between them', async () => {
+        const store = await open();
+        const o = offer();
+        await store.oid4vci.createOffer(o);
+        const checks = await Promise.all(
+          Array.from({ length: 20 }, () => store.oid4vci.takeTxCodeCheck(o.offerHash, 5, at(1000))),
+        );
+        expect(checks.filter((c) => c !== undefined).sort()).toEqual([1, 2, 3, 4, 5]);
       });
 
       it('racing exchanges of one code: exactly one wins', async () => {
@@ -1420,13 +1436,32 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           Array.from({ length: 8 }, () =>
             store.oid4vci.exchangeCode(
               o.offerHash,
-              0,
               { tokenHash: randomUUID(), expiresAt: at(9000), dpopJkt: null },
               T0,
             ),
           ),
         );
         expect(wins.filter(Boolean)).toHaveLength(1);
+      });
+
+      // RFC 9449 §11.1 and §8
+      it('DPoP proofs are remembered until they expire; DPoP nonces are known until pruned', async () => {
+        const store = await open();
+        const seen = await Promise.all(
+          Array.from({ length: 4 }, () => store.oid4vci.rememberDpopProof('p1', at(1000), T0)),
+        );
+        expect(seen.filter(Boolean)).toHaveLength(1);
+        expect(await store.oid4vci.rememberDpopProof('p1', at(2000), at(999))).toBe(false);
+        // Once its record has expired, the proof could not be fresh any more: its digest is reusable.
+        expect(await store.oid4vci.rememberDpopProof('p1', at(5000), at(1000))).toBe(true);
+        expect(await store.oid4vci.rememberDpopProof('p1', at(6000), at(4000))).toBe(false);
+        await store.oid4vci.createDpopNonce('d1', at(1000));
+        expect(await store.oid4vci.dpopNonceExpiry('d1')).toEqual(at(1000));
+        expect(await store.oid4vci.dpopNonceExpiry('d1')).toEqual(at(1000));
+        expect(await store.oid4vci.dpopNonceExpiry('nope')).toBeUndefined();
+        expect(await store.oid4vci.prune(at(5500))).toBe(2);
+        expect(await store.oid4vci.dpopNonceExpiry('d1')).toBeUndefined();
+        expect(await store.oid4vci.rememberDpopProof('p1', at(9000), at(1000))).toBe(true);
       });
 
       it('nonces are taken once; prune drops expired nonces and spent offers', async () => {

@@ -18,6 +18,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     if (err instanceof ProtocolError && !res.headersSent) {
       // OpenID4VCI and OAuth answers: the specifications' shape, never cached (RFC 6749 §5.2).
       if (err.wwwAuthenticate) res.set('WWW-Authenticate', err.wwwAuthenticate);
+      if (err.headers) res.set(err.headers);
       res.set('Cache-Control', 'no-store');
       res.status(err.status).json({ error: err.error, error_description: err.description });
       return;

@@ -5,7 +5,7 @@ import type { PgPool } from './database.js';
 type Row = Oid4vciOfferRow<string>;
 
 /**
- * Offers and nonces of migration 013 (docs/interface.md "OpenID4VCI: the wallet door"). Each
+ * Offers and nonces of migrations 017 and 026 (docs/interface.md "OpenID4VCI: the wallet door"). Each
  * change of state is one conditional UPDATE or DELETE: of two instances racing, one row changes.
  */
 export class PostgresOid4vciStore implements Oid4vciStore {
@@ -35,30 +35,33 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     return this.one('token_hash', tokenHash);
   }
 
-  async countWrongTxCode(
-    offerHash: string,
-    seenAttempts: number,
-    maxAttempts: number,
-  ): Promise<'offered' | 'locked' | undefined> {
-    const { rows } = await this.pool.query<{ state: 'offered' | 'locked' }>(
-      `UPDATE oid4vci_offers SET tx_code_attempts = tx_code_attempts + 1,
-         state = CASE WHEN tx_code_attempts + 1 >= $1 THEN 'locked' ELSE state END
-       WHERE offer_hash = $2 AND state = 'offered' AND tx_code_attempts = $3 RETURNING state`,
-      [maxAttempts, offerHash, seenAttempts],
+  async takeTxCodeCheck(offerHash: string, maxChecks: number, now: Date): Promise<number | undefined> {
+    const { rows } = await this.pool.query<{ tx_code_attempts: number }>(
+      `UPDATE oid4vci_offers SET tx_code_attempts = tx_code_attempts + 1
+       WHERE offer_hash = $1 AND state = 'offered' AND tx_code_attempts < $2 AND expires_at > $3
+       RETURNING tx_code_attempts`,
+      [offerHash, maxChecks, now.getTime()],
     );
-    return rows[0]?.state;
+    return rows[0]?.tx_code_attempts;
+  }
+
+  async lockOffer(offerHash: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE oid4vci_offers SET state = 'locked' WHERE offer_hash = $1 AND state = 'offered'`,
+      [offerHash],
+    );
+    return rowCount === 1;
   }
 
   async exchangeCode(
     offerHash: string,
-    seenAttempts: number,
     token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
     now: Date,
   ): Promise<boolean> {
     const { rowCount } = await this.pool.query(
       `UPDATE oid4vci_offers SET state = 'token', token_hash = $1, token_expires_at = $2, dpop_jkt = $3
-       WHERE offer_hash = $4 AND state = 'offered' AND tx_code_attempts = $5 AND expires_at > $6`,
-      [token.tokenHash, token.expiresAt.getTime(), token.dpopJkt, offerHash, seenAttempts, now.getTime()],
+       WHERE offer_hash = $4 AND state = 'offered' AND expires_at > $5`,
+      [token.tokenHash, token.expiresAt.getTime(), token.dpopJkt, offerHash, now.getTime()],
     );
     return rowCount === 1;
   }
@@ -86,13 +89,44 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     return rows[0] ? new Date(Number(rows[0].expires_at)) : undefined;
   }
 
+  async rememberDpopProof(proofHash: string, expiresAt: Date, now: Date): Promise<boolean> {
+    // Of two instances given one proof at once, the second waits on the first's row, then finds
+    // it unexpired and changes nothing.
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO oid4vci_dpop_proofs (proof_hash, expires_at) VALUES ($1, $2)
+       ON CONFLICT (proof_hash) DO UPDATE SET expires_at = EXCLUDED.expires_at
+       WHERE oid4vci_dpop_proofs.expires_at <= $3`,
+      [proofHash, expiresAt.getTime(), now.getTime()],
+    );
+    return rowCount === 1;
+  }
+
+  async createDpopNonce(nonce: string, expiresAt: Date): Promise<void> {
+    await this.pool.query('INSERT INTO oid4vci_dpop_nonces (nonce, expires_at) VALUES ($1, $2)', [
+      nonce,
+      expiresAt.getTime(),
+    ]);
+  }
+
+  async dpopNonceExpiry(nonce: string): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ expires_at: string }>(
+      'SELECT expires_at FROM oid4vci_dpop_nonces WHERE nonce = $1',
+      [nonce],
+    );
+    return rows[0] ? new Date(Number(rows[0].expires_at)) : undefined;
+  }
+
   async prune(before: Date): Promise<number> {
     const at = before.getTime();
-    const nonces = await this.pool.query('DELETE FROM oid4vci_nonces WHERE expires_at < $1', [at]);
+    let dropped = 0;
+    for (const table of ['oid4vci_nonces', 'oid4vci_dpop_nonces', 'oid4vci_dpop_proofs']) {
+      const { rowCount } = await this.pool.query(`DELETE FROM ${table} WHERE expires_at < $1`, [at]);
+      dropped += rowCount ?? 0;
+    }
     const offers = await this.pool.query(
       'DELETE FROM oid4vci_offers WHERE expires_at < $1 AND (token_expires_at IS NULL OR token_expires_at < $1)',
       [at],
     );
-    return (nonces.rowCount ?? 0) + (offers.rowCount ?? 0);
+    return dropped + (offers.rowCount ?? 0);
   }
 }

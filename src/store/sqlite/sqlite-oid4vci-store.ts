@@ -2,7 +2,7 @@ import { INSERT_OFFER_COLUMNS, newOfferValues, type Oid4vciOfferRow, offerFromRo
 import type { NewOid4vciOffer, Oid4vciOffer, Oid4vciStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 
-/** Offers and nonces of migration 011 (docs/interface.md "OpenID4VCI: the wallet door"). */
+/** Offers and nonces of migrations 014 and 021 (docs/interface.md "OpenID4VCI: the wallet door"). */
 export class SqliteOid4vciStore implements Oid4vciStore {
   private readonly stmts;
 
@@ -15,15 +15,18 @@ export class SqliteOid4vciStore implements Oid4vciStore {
       byHash: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE offer_hash = ?'),
       byCode: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE code_hash = ?'),
       byToken: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE token_hash = ?'),
-      wrongTxCode: db.prepare<[number, string, number], { state: Oid4vciOffer['state'] }>(
-        `UPDATE oid4vci_offers SET tx_code_attempts = tx_code_attempts + 1,
-           state = CASE WHEN tx_code_attempts + 1 >= ? THEN 'locked' ELSE state END
-         WHERE offer_hash = ? AND state = 'offered' AND tx_code_attempts = ? RETURNING state`,
+      txCodeCheck: db.prepare<[string, number, number], { tx_code_attempts: number }>(
+        `UPDATE oid4vci_offers SET tx_code_attempts = tx_code_attempts + 1
+         WHERE offer_hash = ? AND state = 'offered' AND tx_code_attempts < ? AND expires_at > ?
+         RETURNING tx_code_attempts`,
+      ),
+      lock: db.prepare(
+        `UPDATE oid4vci_offers SET state = 'locked' WHERE offer_hash = ? AND state = 'offered'`,
       ),
       exchange: db.prepare(
         `UPDATE oid4vci_offers SET state = 'token', token_hash = @tokenHash, token_expires_at = @tokenExpiresAt,
            dpop_jkt = @dpopJkt
-         WHERE offer_hash = @offerHash AND state = 'offered' AND tx_code_attempts = @seen AND expires_at > @now`,
+         WHERE offer_hash = @offerHash AND state = 'offered' AND expires_at > @now`,
       ),
       issued: db.prepare(
         `UPDATE oid4vci_offers SET state = 'issued', credential_id = ? WHERE offer_hash = ? AND state = 'token'`,
@@ -32,7 +35,18 @@ export class SqliteOid4vciStore implements Oid4vciStore {
       takeNonce: db.prepare<[string], { expires_at: number }>(
         'DELETE FROM oid4vci_nonces WHERE nonce = ? RETURNING expires_at',
       ),
+      rememberProof: db.prepare(
+        `INSERT INTO oid4vci_dpop_proofs (proof_hash, expires_at) VALUES (?, ?)
+         ON CONFLICT (proof_hash) DO UPDATE SET expires_at = excluded.expires_at
+         WHERE oid4vci_dpop_proofs.expires_at <= ?`,
+      ),
+      insertDpopNonce: db.prepare('INSERT INTO oid4vci_dpop_nonces (nonce, expires_at) VALUES (?, ?)'),
+      dpopNonce: db.prepare<[string], { expires_at: number }>(
+        'SELECT expires_at FROM oid4vci_dpop_nonces WHERE nonce = ?',
+      ),
       pruneNonces: db.prepare('DELETE FROM oid4vci_nonces WHERE expires_at < ?'),
+      pruneDpopNonces: db.prepare('DELETE FROM oid4vci_dpop_nonces WHERE expires_at < ?'),
+      pruneDpopProofs: db.prepare('DELETE FROM oid4vci_dpop_proofs WHERE expires_at < ?'),
       pruneOffers: db.prepare(
         'DELETE FROM oid4vci_offers WHERE expires_at < ? AND (token_expires_at IS NULL OR token_expires_at < ?)',
       ),
@@ -58,25 +72,22 @@ export class SqliteOid4vciStore implements Oid4vciStore {
     return row && offerFromRow(row);
   }
 
-  async countWrongTxCode(
-    offerHash: string,
-    seenAttempts: number,
-    maxAttempts: number,
-  ): Promise<'offered' | 'locked' | undefined> {
-    const row = this.stmts.wrongTxCode.get(maxAttempts, offerHash, seenAttempts);
-    return row?.state as 'offered' | 'locked' | undefined;
+  async takeTxCodeCheck(offerHash: string, maxChecks: number, now: Date): Promise<number | undefined> {
+    return this.stmts.txCodeCheck.get(offerHash, maxChecks, now.getTime())?.tx_code_attempts;
+  }
+
+  async lockOffer(offerHash: string): Promise<boolean> {
+    return this.stmts.lock.run(offerHash).changes === 1;
   }
 
   async exchangeCode(
     offerHash: string,
-    seenAttempts: number,
     token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
     now: Date,
   ): Promise<boolean> {
     return (
       this.stmts.exchange.run({
         offerHash,
-        seen: seenAttempts,
         tokenHash: token.tokenHash,
         tokenExpiresAt: token.expiresAt.getTime(),
         dpopJkt: token.dpopJkt,
@@ -98,8 +109,26 @@ export class SqliteOid4vciStore implements Oid4vciStore {
     return row ? new Date(row.expires_at) : undefined;
   }
 
+  async rememberDpopProof(proofHash: string, expiresAt: Date, now: Date): Promise<boolean> {
+    return this.stmts.rememberProof.run(proofHash, expiresAt.getTime(), now.getTime()).changes === 1;
+  }
+
+  async createDpopNonce(nonce: string, expiresAt: Date): Promise<void> {
+    this.stmts.insertDpopNonce.run(nonce, expiresAt.getTime());
+  }
+
+  async dpopNonceExpiry(nonce: string): Promise<Date | undefined> {
+    const row = this.stmts.dpopNonce.get(nonce);
+    return row ? new Date(row.expires_at) : undefined;
+  }
+
   async prune(before: Date): Promise<number> {
     const at = before.getTime();
-    return this.stmts.pruneNonces.run(at).changes + this.stmts.pruneOffers.run(at, at).changes;
+    return (
+      this.stmts.pruneNonces.run(at).changes +
+      this.stmts.pruneDpopNonces.run(at).changes +
+      this.stmts.pruneDpopProofs.run(at).changes +
+      this.stmts.pruneOffers.run(at, at).changes
+    );
   }
 }

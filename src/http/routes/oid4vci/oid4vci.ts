@@ -160,7 +160,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       protocol: true,
       handler: async (req, res) => {
         const body = (req.body ?? {}) as Record<string, unknown>;
-        noStore(res).json(await d.token(requestLike(origin, req), body));
+        const answer = await d.token(requestLike(origin, req), body);
+        noStore(res).set(answer.headers).json(answer.body);
       },
     }),
     publicRoute({
@@ -182,7 +183,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       protocol: true,
       handler: async (req, res) => {
         const body = (req.body ?? {}) as Record<string, unknown>;
-        noStore(res).json(await d.credential(requestLike(origin, req), body));
+        const answer = await d.credential(requestLike(origin, req), body);
+        noStore(res).set(answer.headers).json(answer.body);
       },
     }),
   ];
