@@ -3,6 +3,7 @@ import { Kms } from '@credo-ts/core';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credoHolder, credoVerifier } from '../helpers/credo.js';
+import { queryStore } from '../helpers/issuer.js';
 import {
   issuerKeyOf,
   type Mode,
@@ -22,6 +23,7 @@ import { holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
  * - Credo's holder (`@credo-ts/openid4vc` 0.6.3), which uses DPoP whenever the authorization server
  *   offers it and verifies what it receives before keeping it (did:web and x5c: Credo supports no
  *   other way to find an issuer key).
+ * In x5c mode the issuer requires server-provided DPoP nonces (OID4VCI_DPOP_NONCE=required).
  * Every credential is checked by Meeco's `@meeco/sd-jwt` (and Credo's verifier where it applies)
  * with the issuer key found the mode's way, and after `/admin/revoke` its status list bit reads
  * revoked.
@@ -39,7 +41,9 @@ describe.each(['url', 'did:web', 'x5c'] as const)('SD_JWT_ISSUER=%s', (mode: Mod
   // (node-fetch uses that agent; the global fetch does not).
   let walletFetch: typeof fetch;
   beforeAll(async () => {
-    r = await start(mode, { OID4VCI: 'on' });
+    // x5c mode also requires server-provided DPoP nonces (RFC 9449 §8): both wallets retry on
+    // use_dpop_nonce by themselves.
+    r = await start(mode, { OID4VCI: 'on', ...(mode === 'x5c' ? { OID4VCI_DPOP_NONCE: 'required' } : {}) });
     savedCa = globalAgent.options.ca;
     if (mode === 'did:web') globalAgent.options.ca = r.caPem;
     walletFetch = mode === 'did:web' ? await trustingFetch() : fetch;
@@ -151,6 +155,18 @@ describe.each(['url', 'did:web', 'x5c'] as const)('SD_JWT_ISSUER=%s', (mode: Mod
           expect(payload.cnf.jwk).toEqual(boundJwk);
           if (txCode) await expectRevocable(payload);
         }
+        // With nonces required, Credo's proofs carried ones the server gave (RFC 9449 §8).
+        if (mode === 'x5c')
+          expect(
+            Number(
+              (
+                await queryStore<{ n: number | string }>(
+                  r.issuer.ctx.store,
+                  'SELECT COUNT(*) AS n FROM oid4vci_dpop_nonces',
+                )
+              )[0]!.n,
+            ),
+          ).toBeGreaterThan(0);
       } finally {
         await agent.shutdown().catch(() => undefined);
       }
