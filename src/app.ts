@@ -7,7 +7,7 @@ import {
   requireBearer,
   requireKey,
 } from './http/middleware/auth.js';
-import { errorHandler, notFoundHandler } from './http/middleware/error-handler.js';
+import { errorHandler, notFound } from './http/middleware/error-handler.js';
 import { idempotent } from './http/middleware/idempotency.js';
 import { jsonBody } from './http/middleware/json-body.js';
 import { requestObservability, requestScope } from './http/middleware/observability.js';
@@ -15,6 +15,7 @@ import { rateLimiter } from './http/middleware/rate-limit.js';
 import { responseContract } from './http/middleware/response-contract.js';
 import { consoleRouter, type DoctorItem } from './http/routes/console/console.js';
 import { routeTable } from './http/routes/index.js';
+import { oid4vciOffReason } from './http/routes/oid4vci/oid4vci.js';
 import { docsRoutes } from './http/routes/ops/docs.js';
 import { currentTypeMetadata } from './http/routes/public/type-metadata.js';
 import type { Group, Listener, Route, RouteAuth } from './http/routes/route.js';
@@ -127,7 +128,7 @@ export function createApp(
       }),
     );
 
-  app.use(notFoundHandler);
+  app.use(notFound(ctx.config.oid4vci.enabled ? undefined : oid4vciOffReason));
   app.use(errorHandler(ctx.log));
   return app;
 }

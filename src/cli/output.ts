@@ -5,6 +5,8 @@ export interface CliIo {
   /** The stream a progress bar may redraw in place. */
   errStream: NodeJS.WritableStream;
   errIsTTY: boolean;
+  /** stdout is a terminal (unset: not one): a QR code is drawn only there, never into a file or a pipe. */
+  outIsTTY?: boolean;
 }
 
 export const processIo: CliIo = {
@@ -12,6 +14,7 @@ export const processIo: CliIo = {
   err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
   errStream: process.stderr,
   errIsTTY: process.stderr.isTTY === true,
+  outIsTTY: process.stdout.isTTY === true,
 };
 
 export const json = (value: unknown): string => JSON.stringify(value, null, 2);

@@ -100,6 +100,21 @@ describe('admin CLI usability', () => {
     );
   });
 
+  it('issue: takes the claims as --claims too (the name offer gives them), naming that flag in a refusal', async () => {
+    const args = ['issue', '--email', 'ux.claims@example.org', '--schema', 'membership-v1'];
+    const run = await cli(['--json', ...args, '--claims', SUBJECT]);
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { outcome: string; credentialId: string };
+    expect(answer.outcome).toBe('issued');
+    expect((await issuer.ctx.store.issuances.get(answer.credentialId))?.schemaId).toBe('membership-v1');
+    const bad = await cli([...args, '--claims', 'not json']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--claims: not valid JSON/);
+    const both = await cli([...args, '--claims', SUBJECT, '--subject', SUBJECT]);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/--subject or --claims/);
+  });
+
   it('issue: problems name the CLI flag and list the allowed values of an enum', async () => {
     const run = await cli([
       'issue',

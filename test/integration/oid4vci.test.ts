@@ -402,23 +402,56 @@ describe('bad wallet input: the specification error, nothing issued', () => {
 });
 
 describe('npm run admin -- offer', () => {
-  const cli = (args: string[]) =>
+  const cli = (args: string[], options: { tty?: boolean } = {}) =>
     runCli(
       args,
       { ISSUER_URL: issuer.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY, KEYS_DIR: join(tempDir(), 'keys') },
       tempDir(),
+      options,
     );
+  // qrcode's terminal renderer draws with block characters.
+  const qrLines = (stdout: string) => stdout.split('\n').filter((l) => /[█▀▄]/.test(l)).length;
 
-  it('prints a QR code, the offer link and the transaction code; a wallet takes the link', async () => {
-    const run = await cli(['offer', '--schema', 'membership-v1', '--user', 'demo-user-2', '--tx-code']);
+  it('on a terminal, prints a QR code, the offer link and the transaction code; a wallet takes the link', async () => {
+    const run = await cli(['offer', '--schema', 'membership-v1', '--user', 'demo-user-2', '--tx-code'], {
+      tty: true,
+    });
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.split('\n');
-    // qrcode's terminal renderer draws with block characters.
-    expect(lines.filter((l) => /[█▀▄]/.test(l)).length).toBeGreaterThan(10);
+    expect(qrLines(run.stdout)).toBeGreaterThan(10);
     const uri = lines.find((l) => l.startsWith('openid-credential-offer://'))!;
     const txCode = /tx code\s+(\d{6})/.exec(run.stdout)![1]!;
     const { credential } = await receiveWithOpenid4vci(uri, { txCode });
     expect((await verifySdJwtVc(issuer.url, credential)).claims).toMatchObject({ givenName: 'Bram' });
+  });
+
+  it('into a file or a pipe, no QR code: the link and the transaction code only', async () => {
+    const run = await cli(['offer', '--schema', 'membership-v1', '--user', 'demo-user-2', '--tx-code']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(qrLines(run.stdout)).toBe(0);
+    expect(run.stdout.split('\n')[0]).toMatch(/^openid-credential-offer:\/\//);
+    expect(run.stdout).toMatch(/tx code\s+\d{6}/);
+  });
+
+  it('takes the claims as --subject too (the name issue gives them), naming that flag in a refusal', async () => {
+    const claims = {
+      givenName: 'Cleo',
+      familyName: 'Subject',
+      memberSince: '2021-02-03',
+      tier: 'basic',
+      memberNumber: 31,
+    };
+    const args = ['--json', 'offer', '--schema', 'membership-v1', '--email', 'cleo@example.org'];
+    const ok = await cli([...args, '--subject', JSON.stringify(claims)]);
+    expect(ok.code, ok.stderr).toBe(0);
+    const { credential } = await receiveWithOpenid4vci((JSON.parse(ok.stdout) as Offer).offerUri);
+    expect((await verifySdJwtVc(issuer.url, credential)).claims).toMatchObject({ givenName: 'Cleo' });
+    const bad = await cli(['offer', ...args.slice(2), '--subject', '{"iss":"x"}']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--subject');
+    const both = await cli([...args.slice(1), '--subject', '{}', '--claims', '{}']);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/--claims or --subject/);
   });
 
   it('a refusal names the flag; --json answers the server body', async () => {
@@ -519,5 +552,42 @@ describe('OID4VCI_REQUIRE_DPOP=1', () => {
         dpop: { signer: other.signer },
       }),
     ).rejects.toThrow(/invalid_dpop_proof|401/);
+  });
+});
+
+// docs/configuration.md `OID4VCI`: with the door off (the production default), its paths answer
+// 404 naming the setting that opens it, and `admin offer` prints that answer.
+describe('OID4VCI=off', () => {
+  let closed: TestIssuer;
+  beforeAll(async () => {
+    closed = await startIssuer({ env: { OID4VCI: 'off' } });
+  }, 120_000);
+  afterAll(async () => {
+    await closed?.close();
+  });
+
+  it('POST /admin/credential-offers is 404 NOT_FOUND saying OID4VCI=on enables it; so does admin offer', async () => {
+    const res = await closed.admin('/admin/credential-offers', {
+      schemaId: 'membership-v1',
+      userId: 'demo-user-1',
+    });
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe('NOT_FOUND');
+    expect(body.message).toMatch(/OID4VCI=on/);
+    expect(
+      ((await (await fetch(`${closed.url}/oid4vci/token`)).json()) as { message: string }).message,
+    ).toMatch(/OID4VCI=on/);
+    // Any other unknown path keeps the plain answer.
+    expect(((await (await fetch(`${closed.url}/nowhere`)).json()) as { message: string }).message).toBe(
+      'no route GET /nowhere',
+    );
+    const run = await runCli(
+      ['offer', '--schema', 'membership-v1', '--user', 'demo-user-1'],
+      { ISSUER_URL: closed.url, ADMIN_API_KEY: TEST_ADMIN_API_KEY },
+      tempDir(),
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/404 NOT_FOUND: .*OID4VCI=on enables it/);
   });
 });

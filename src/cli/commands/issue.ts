@@ -24,6 +24,7 @@ export const issueCommand: RegisterCommand = (program, act) => {
     .requiredOption('--email <email>', "(required) the holder's own email")
     .requiredOption('--schema <schemaId>', '(required) schema to issue')
     .option('--subject <json|@file>', 'credentialSubject claims (or --user)')
+    .option('--claims <json|@file>', 'the same as --subject (the name `offer` gives it)')
     .option(
       '--user <userId>',
       "the claims provider's user id: its claims for --schema are issued (or --subject)",
@@ -42,14 +43,18 @@ export const issueCommand: RegisterCommand = (program, act) => {
     .option('--reason <text>', 'why (kept in the audit log)')
     .action(
       act(async (run, opts: Record<string, string | undefined>) => {
-        if ((opts.subject === undefined) === (opts.user === undefined))
+        if (opts.subject !== undefined && opts.claims !== undefined)
+          throw new UsageError('give the claims once: --subject or --claims (the same option)');
+        const subject = opts.subject ?? opts.claims;
+        const subjectFlag = opts.subject !== undefined ? '--subject' : '--claims';
+        if ((subject === undefined) === (opts.user === undefined))
           throw new UsageError(
             "give one of --subject (the claims) or --user (the claims provider's user id)",
           );
         // Exactly one source of claims: the given ones, or the claims provider's for --user.
         const claims =
-          opts.subject !== undefined
-            ? { credentialSubject: jsonOption(opts.subject, '--subject') }
+          subject !== undefined
+            ? { credentialSubject: jsonOption(subject, subjectFlag) }
             : { claimsUserId: opts.user! };
         const disclosureFrame = opts.disclosureFrame
           ? jsonOption(opts.disclosureFrame, '--disclosure-frame')

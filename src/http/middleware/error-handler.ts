@@ -4,10 +4,17 @@ import type { Logger } from '../../model.js';
 import { DatabaseUnavailableError, databaseUnavailable } from '../../store/database-unavailable.js';
 import { requestIdOf, routeLabel } from './observability.js';
 
-/** Unknown routes → 404 JSON (docs/interface.md "errors"). */
-export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new AppError('NOT_FOUND', `no route ${req.method} ${req.path}`));
-};
+/**
+ * Unknown routes → 404 JSON (docs/interface.md "errors"). `absentBecause` names why a path the kit
+ * can serve is absent from this configuration (the setting that enables it), so the 404 says how
+ * to get it instead of only "no route".
+ */
+export function notFound(absentBecause?: (path: string) => string | undefined): RequestHandler {
+  return (req, _res, next) => {
+    const why = absentBecause?.(req.path);
+    next(new AppError('NOT_FOUND', `no route ${req.method} ${req.path}${why ? `: ${why}` : ''}`));
+  };
+}
 
 /**
  * The one place that writes error responses (docs/interface.md "errors"): `{ code, message, details? }`.

@@ -64,6 +64,15 @@ describe('examples/production.env', () => {
   });
 });
 
+// docs/configuration.md `OID4VCI`: off in production; both templates show the line that opens it.
+describe.each(['examples/production.env', 'examples/compose.env'])('%s and the OpenID4VCI door', (file) => {
+  it('shows OID4VCI=on commented out, leaving the production default (off)', () => {
+    const text = readFileSync(file, 'utf8');
+    expect(text).toMatch(/^# OID4VCI=on$/m);
+    expect((parseEnv(text) as Record<string, string>).OID4VCI).toBeUndefined();
+  });
+});
+
 describe('examples/compose.env', () => {
   const text = readFileSync('examples/compose.env', 'utf8');
   const set = parseEnv(text) as Record<string, string>;

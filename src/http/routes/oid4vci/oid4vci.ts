@@ -30,6 +30,19 @@ function requestLike(origin: string, req: Request) {
   return { method: req.method as 'POST', url: `${origin}${req.path}`, headers };
 }
 
+/**
+ * Why a path of the door 404s when OID4VCI=off (the production default; docs/configuration.md
+ * `OID4VCI`): the answer names the setting that opens it.
+ */
+export function oid4vciOffReason(path: string): string | undefined {
+  const doorPath =
+    path === '/admin/credential-offers' ||
+    path.startsWith('/oid4vci/') ||
+    path === '/.well-known/openid-credential-issuer' ||
+    path === '/.well-known/oauth-authorization-server';
+  return doorPath ? 'the OpenID4VCI door is off here; OID4VCI=on enables it (then restart)' : undefined;
+}
+
 const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 
 const door = (ctx: AppContext): Oid4vciDoor | undefined => ctx.oid4vci;
