@@ -89,6 +89,12 @@ export function createApp(
   // Each request runs on the schema set current when it reaches its handler, whatever reloads
   // happen before it ends.
   const pinSchemas: RequestHandler = (_req, _res, next) => ctx.schemaCatalog.pin(next);
+  // docs/schemas-and-claims.md "Reloading schemas": with SCHEMAS_WATCH, an admin request (a claims
+  // import, an issuance) right after a schema file is written is served with it, whatever the
+  // watch's poll; nothing to do while unwatched.
+  const catchUpSchemas: RequestHandler = (_req, _res, next) => {
+    ctx.schemaCatalog.catchUp().then(() => next(), next);
+  };
   const table = routeTable(ctx);
   for (const route of table) {
     if (serves !== 'all' && listenerOf(route) !== serves) continue;
@@ -97,6 +103,7 @@ export function createApp(
     const check = responseContract(route);
     const chain: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
     if (route.method === 'post') chain.push(route.form ? form : json);
+    if (route.group === 'admin') chain.push(catchUpSchemas);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)
       : route.handler;

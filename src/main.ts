@@ -79,6 +79,7 @@ async function main(): Promise<void> {
   // the process: that reload runs once the schemas are loaded.
   let catalog: SchemaCatalog | undefined;
   let pendingReload: string | undefined;
+  let stopWatching: (() => void) | undefined;
   const reloadSchemas = (trigger: string) => {
     const current = catalog;
     if (!current) pendingReload = trigger;
@@ -135,6 +136,9 @@ async function main(): Promise<void> {
     if (cluster.isWorker)
       catalog.propagate = () => process.send?.({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
     if (pendingReload) reloadSchemas(pendingReload);
+    // SCHEMAS_WATCH (development's default): a schema file written while the server runs is served
+    // without a reload by hand (docs/schemas-and-claims.md "Reloading schemas").
+    if (config.schemasWatch) stopWatching = catalog.watch(config.schemasDir, log);
     if (cluster.isWorker) {
       // WORKERS=N: GET /metrics answers for the whole cluster, not for the worker that took it.
       answerClusterMetrics([ctx.metrics.registry]);
@@ -157,6 +161,8 @@ async function main(): Promise<void> {
     return runDoctor(config, secrets, { allowHttp: !config.production, timeoutMs: 5000 });
   };
   const running = await serve(ctx, bound, { recoverUploads: first, admin: adminBound, doctor });
+  // CONSOLE=on: the console answers where the admin routes do (docs/operations.md "The admin console").
+  const consoleUrl = config.console.enabled ? `${(running.admin ?? running).url}/console` : undefined;
   if (cluster.isWorker) {
     log.info(
       { event: 'worker_serving', worker: cluster.worker?.id, pid: process.pid, url: running.url },
@@ -171,8 +177,9 @@ async function main(): Promise<void> {
         origin: config.issuerOrigin,
         nodeEnv: config.nodeEnv,
         docs: `${running.url}/docs`,
+        ...(consoleUrl ? { console: consoleUrl } : {}),
       },
-      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs`,
+      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs${consoleUrl ? `; admin console at ${consoleUrl}` : ''}`,
     );
   if (running.admin && !cluster.isWorker)
     log.info(
@@ -201,6 +208,7 @@ async function main(): Promise<void> {
       );
       process.exit(1);
     }, config.shutdownGraceMs + 1000).unref();
+    stopWatching?.();
     running
       .close()
       .then(() => dev?.close())

@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ClaimsProvider } from '../claims/claims-provider.js';
 import type { Logger } from '../model.js';
 import {
@@ -33,6 +35,7 @@ export class SchemaCatalog {
   readonly #pinned = new AsyncLocalStorage<SchemaSet>();
   #queue: Promise<unknown> = Promise.resolve();
   #lastReload: { at: Date; problems: SchemaFileProblem[] } | undefined;
+  #catchUp: (() => Promise<unknown>) | undefined;
   readonly schemas: SchemaRegistry;
   readonly typeMetadata: TypeMetadataRegistry;
   readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
@@ -62,6 +65,40 @@ export class SchemaCatalog {
     return this.#pinned.run(this.#current, fn);
   }
 
+  /**
+   * SCHEMAS_WATCH (docs/schemas-and-claims.md "Reloading schemas"): looks at `dir` every `pollMs`
+   * and reloads (logged with `trigger`) when its files changed since the last look; `catchUp`
+   * looks at once. Returns the stop.
+   */
+  watch(dir: string, log: Logger, pollMs = 1000): () => void {
+    let seen = folderState(dir);
+    let pending: Promise<unknown> = Promise.resolve();
+    const look = (): Promise<unknown> => {
+      const now = folderState(dir);
+      if (now !== seen) {
+        seen = now;
+        pending = reloadAndLog(this, log, 'SCHEMAS_DIR changed');
+      }
+      return pending;
+    };
+    this.#catchUp = look;
+    const timer = setInterval(() => void look(), pollMs);
+    timer.unref();
+    return () => {
+      clearInterval(timer);
+      this.#catchUp = undefined;
+    };
+  }
+
+  /**
+   * While watched: reloads first when SCHEMAS_DIR changed since the last look, so that a request
+   * right after a file is written is served with it, whatever the poll's timing. Resolves once the
+   * set to serve is in place (a refused reload keeps the previous set, as every reload does).
+   */
+  async catchUp(): Promise<void> {
+    await this.#catchUp?.();
+  }
+
   /** This process's latest reload and the files it refused (none once a reload succeeds). */
   lastReload(): { at: Date; problems: SchemaFileProblem[] } | undefined {
     return this.#lastReload;
@@ -89,6 +126,29 @@ export class SchemaCatalog {
       return { ok: false, schemas: this.#current.registry.all(), problems };
     }
   }
+}
+
+/**
+ * What a reload would read, as one string: every file under `dir` (sub-folders hold contexts and
+ * claims modules) with its size and modification time; a folder that cannot be read is its error.
+ */
+function folderState(dir: string): string {
+  let names: string[];
+  try {
+    names = (readdirSync(dir, { recursive: true }) as string[]).sort();
+  } catch (err) {
+    return `unreadable: ${(err as NodeJS.ErrnoException).code ?? ''}`;
+  }
+  return names
+    .map((name) => {
+      try {
+        const st = statSync(join(dir, name));
+        return st.isFile() ? `${name}:${st.size}:${st.mtimeMs}` : '';
+      } catch {
+        return '';
+      }
+    })
+    .join('\n');
 }
 
 /** A read-only Map that reads through to whichever map `source` returns now. */

@@ -37,6 +37,8 @@ export interface Config {
    */
   keyBackend: KeyBackendConfig;
   schemasDir: string;
+  /** SCHEMAS_WATCH: reload the schemas when SCHEMAS_DIR changes (development's default). */
+  schemasWatch: boolean;
   /** Unset in dev: generated and kept in the keys folder. */
   partnerId: string | undefined;
   /** Unset in dev: `npm start` runs the bundled emulator beside the server and passes its URL in. */
@@ -315,6 +317,7 @@ export function loadConfig(
       keysDir: resolve(cwd, env.KEYS_DIR ?? './keys'),
       keyBackend: pkcs11.backend,
       schemasDir: resolve(cwd, env.SCHEMAS_DIR ?? './schemas'),
+      schemasWatch: (env.SCHEMAS_WATCH ?? (production ? 'off' : 'on')) === 'on',
       partnerId: env.PARTNER_ID,
       serviceBaseUrl,
       statusList: {

@@ -65,6 +65,11 @@ export const EnvSchema = z.object({
       'Folder of the schema files, one `*.json` per credential type ([schemas-and-claims.md](schemas-and-claims.md)).',
     default: '`./schemas`',
   }),
+  SCHEMAS_WATCH: z.enum(['on', 'off'], 'SCHEMAS_WATCH must be on or off').optional().meta({
+    description:
+      '`on`: the server looks at `SCHEMAS_DIR` every second and reloads the schemas when a file is added, changed or removed, and an admin request first reloads a folder that changed since the set it serves was read ([schemas-and-claims.md](schemas-and-claims.md#reloading-schemas)); `off`: only a restart, `SIGHUP` or `POST /admin/schemas/reload` reads it again.',
+    default: '`on` in development, `off` in production',
+  }),
   API_KEY: z.string().optional().meta({
     description: 'What the hosting service sends as `x-api-key` on the holder-facing routes. Secret.',
     default: 'generated once into `keys/dev-secrets.json` (never logged)',

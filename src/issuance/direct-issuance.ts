@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, invalidParameter, upstreamUnavailable } from '../errors.js';
 import type { AuditActor } from '../model.js';
+import { unknownSchema } from '../schemas/schema-file.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
 import type { StatusService } from '../status/status-service.js';
@@ -328,7 +329,7 @@ export class DirectIssuanceService {
     row: DirectClaims & { schemaId: string; disclosureFrame?: Record<string, unknown> | undefined },
   ): Promise<InputProblem[]> {
     const schema = this.deps.schemas.get(row.schemaId);
-    if (!schema) return [{ field: 'schemaId', message: `unknown schema ${row.schemaId}` }];
+    if (!schema) return [{ field: 'schemaId', message: unknownSchema(row.schemaId) }];
     if (!this.deps.core.issues(schema, 'SD_JWT_VC'))
       return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as SD_JWT_VC` }];
     const claims = await this.claimsOf(row, schema);

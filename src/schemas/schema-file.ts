@@ -133,6 +133,15 @@ export function defaultVct(issuerOrigin: string, schemaId: string): string {
   return `${issuerOrigin.replace(/\/+$/, '')}/vct/${encodeURIComponent(schemaId)}`;
 }
 
+/**
+ * The answer naming a schema the server does not serve, with how to make it read a new file
+ * (docs/schemas-and-claims.md "Reloading schemas"): the server reads SCHEMAS_DIR at start, and
+ * again only on a reload (or by itself with SCHEMAS_WATCH=on).
+ */
+export function unknownSchema(schemaId: string): string {
+  return `unknown schema ${schemaId}: not among the schemas this server read from SCHEMAS_DIR; after adding its file there, run \`npm run admin -- schemas reload\` (POST /admin/schemas/reload, or SIGHUP) and try again`;
+}
+
 /** A schema file as loaded: the validated file plus where it came from. */
 export interface CredentialSchema extends Omit<SchemaFile, 'sdJwt'> {
   /** Absolute path of the schema file (for error messages). */

@@ -2,9 +2,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import type { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { ProofType } from '../model.js';
-import { type CredentialSchema, defaultVct, RESERVED_CLAIMS, SchemaFileSchema } from './schema-file.js';
+import {
+  type CredentialSchema,
+  defaultVct,
+  RESERVED_CLAIMS,
+  SchemaFileSchema,
+  unknownSchema,
+} from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -98,31 +105,35 @@ function parseSchemaFile(file: string, ajv: Ajv2020, issuerOrigin: string): Load
     throw fail([`not valid JSON (${(err as Error).message})`]);
   }
   const parsed = SchemaFileSchema.safeParse(raw);
-  if (!parsed.success) {
-    throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
-  }
-  const data = parsed.data;
-  const problems: string[] = [];
-  if (data.proofTypes.includes('BJJ_SIG_2021') && !data.iden3) {
+  // Every problem in one pass: the checks below read their own part of the file, so they run
+  // even when another part fails the format (docs/schemas-and-claims.md "Reloading schemas").
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+  const parts = parsed.success ? parsed.data : partsOf(raw);
+  if (parts.proofTypes?.includes('BJJ_SIG_2021') && !parts.iden3) {
     problems.push('iden3: required when proofTypes lists BJJ_SIG_2021');
   }
-  const subjectSchema = withoutSubjectId(data.credentialSubject);
-  const properties = (subjectSchema as { properties?: Record<string, unknown> }).properties ?? {};
-  const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
-  if (reserved.length > 0) {
-    problems.push(`credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
+  let validate: ValidateFunction | undefined;
+  if (parts.credentialSubject) {
+    const subjectSchema = withoutSubjectId(parts.credentialSubject);
+    const properties = (subjectSchema as { properties?: Record<string, unknown> }).properties ?? {};
+    const reserved = RESERVED_CLAIMS.filter((c) => c in properties);
+    if (reserved.length > 0) {
+      problems.push(`credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
+    }
+    try {
+      validate = ajv.compile(subjectSchema);
+    } catch (err) {
+      problems.push(`credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
+    }
   }
-  const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(data.sdJwt?.disclosureFrame).has(c));
+  const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(parts.sdJwt?.disclosureFrame).has(c));
   if (frameReserved.length > 0) {
     problems.push(`sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`);
   }
-  let validate: ValidateFunction | undefined;
-  try {
-    validate = ajv.compile(subjectSchema);
-  } catch (err) {
-    problems.push(`credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
-  }
-  if (problems.length > 0 || !validate) throw fail(problems);
+  if (!parsed.success || problems.length > 0 || !validate) throw fail(problems);
+  const data = parsed.data;
   const validClaims = validate;
   return {
     ...data,
@@ -174,6 +185,53 @@ function withoutSubjectId(schema: Record<string, unknown>): Record<string, unkno
   return { ...schema, properties: rest, ...(required === undefined ? {} : { required }) };
 }
 
+/** The parts of a file that fails the format which are right on their own, for the other checks. */
+function partsOf(raw: unknown): {
+  proofTypes?: string[] | undefined;
+  credentialSubject?: Record<string, unknown> | undefined;
+  sdJwt?: { disclosureFrame?: Record<string, unknown> | undefined } | undefined;
+  iden3?: unknown;
+} {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
+  const shape = SchemaFileSchema.shape;
+  const part = <T>(schema: z.ZodType<T>, value: unknown): T | undefined => {
+    const r = schema.safeParse(value);
+    return r.success ? r.data : undefined;
+  };
+  const file = raw as Record<string, unknown>;
+  return {
+    proofTypes: part(shape.proofTypes, file.proofTypes),
+    credentialSubject: part(shape.credentialSubject, file.credentialSubject),
+    sdJwt: part(shape.sdJwt, file.sdJwt),
+    iden3: file.iden3,
+  };
+}
+
+/**
+ * The claims source and Iden3 block of a schema file, each when it is right on its own (whatever the
+ * rest of the file; the Iden3 block only when `proofTypes` lists BJJ_SIG_2021, as the server reads
+ * it only then): `admin schemas validate` checks the module and the JSON-LD context of a file
+ * that also fails the format, so one run names every problem.
+ */
+export function schemaFileParts(file: string): {
+  claims?: z.infer<typeof SchemaFileSchema.shape.claims> | undefined;
+  iden3?: z.infer<typeof SchemaFileSchema.shape.iden3> | undefined;
+} {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {};
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
+  const { claims, iden3, proofTypes } = raw as Record<string, unknown>;
+  const shape = SchemaFileSchema.shape;
+  const c = shape.claims.safeParse(claims);
+  const i = shape.iden3.safeParse(iden3);
+  const bjj = Array.isArray(proofTypes) && proofTypes.includes('BJJ_SIG_2021');
+  return { claims: c.success ? c.data : undefined, iden3: bjj && i.success ? i.data : undefined };
+}
+
 /** Top-level claim names a disclosure frame makes disclosable or descends into. */
 function disclosedNames(frame: Record<string, unknown> | undefined): Set<string> {
   if (!frame) return new Set();
@@ -210,7 +268,7 @@ export class SchemaRegistry {
   require(schemaId: string): LoadedSchema {
     const schema = this.byId.get(schemaId);
     if (!schema)
-      throw new AppError('NOT_FOUND', `schemaId: unknown schema ${schemaId}`, { field: 'schemaId' });
+      throw new AppError('NOT_FOUND', `schemaId: ${unknownSchema(schemaId)}`, { field: 'schemaId' });
     return schema;
   }
 

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -98,6 +98,41 @@ describe('admin CLI usability', () => {
     expect(other.stderr).toMatch(
       /warning: --vct urn:vct:other differs from the schema's vct https:\/\/issuer.example\/vct\/membership-v1/,
     );
+  });
+
+  it('schemas validate: every layer of problems in one run (format, JSON Schema, claims module, Iden3 context)', async () => {
+    const dir = join(work, 'layers');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'layers-v1.json'),
+      JSON.stringify({
+        schemaId: 'layers-v1',
+        proofTypes: ['SD_JWT_VC', 'BJJ_SIG_2021'],
+        expiresInSeconds: -1,
+        credentialSubject: { type: 'object', properties: { iss: { type: 'string' }, n: { type: 'nope' } } },
+        claims: { provider: 'module', path: 'missing-provider.mjs' },
+        iden3: {
+          type: 'Layers',
+          contextUrl: 'https://issuer.example/contexts/layers-v1.jsonld',
+          contextFile: 'contexts/missing.jsonld',
+          jsonSchemaUrl: 'https://issuer.example/schemas/layers-v1.json',
+        },
+      }),
+    );
+    const run = await cli(['schemas', 'validate', join(dir, 'layers-v1.json')]);
+    expect(run.code).toBe(1);
+    const lines = run.stderr.trim().split('\n');
+    for (const layer of [
+      /: expiresInSeconds: /,
+      /: credentialSubject.properties: reserved claim names iss/,
+      /: credentialSubject: not a valid JSON Schema/,
+      /: claims.path missing-provider.mjs: cannot be read/,
+      /: iden3.contextFile: /,
+    ])
+      expect(
+        lines.filter((l) => layer.test(l)),
+        String(layer),
+      ).toHaveLength(1);
   });
 
   it('issue: takes the claims as --claims too (the name offer gives them), naming that flag in a refusal', async () => {

@@ -79,6 +79,14 @@ describe('admin console', () => {
     removeDir(schemasDir);
   });
 
+  it('in development, the Overview labels the doctor as production readiness, its FAILs expected', async () => {
+    const overview = await (await get('/console')).text();
+    expect(overview).toContain('<h2 id="h-doctor">Production readiness</h2>');
+    expect(overview).toMatch(/runs in development: .*FAIL lines are expected here until you go live/);
+    const fragment = await (await get('/console/doctor')).text();
+    expect(fragment).toMatch(/<caption>admin doctor: production readiness, FAIL expected in development, /);
+  });
+
   it('rotates a key through the admin handler: the signed-in name and the reason are audited; no reason, no rotation', async () => {
     // A live credential keeps the key it was signed with published once retired.
     await issue('csv.one@example.org');

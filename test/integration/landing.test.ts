@@ -26,6 +26,7 @@ describe('GET / (landing page)', () => {
         '/.well-known/did.json',
         '/.well-known/jwks.json',
         '/.well-known/jwt-vc-issuer',
+        '/console',
         '/docs',
         '/openapi.json',
       ].sort(),
@@ -44,7 +45,13 @@ describe('GET / (landing page)', () => {
       expect(res.headers.get('content-type'), accept).toMatch(/^text\/html/);
       const html = await res.text();
       expect(html).toContain(version);
-      for (const href of ['/docs', '/openapi.json', '/.well-known/did.json', '/.well-known/jwt-vc-issuer'])
+      for (const href of [
+        '/console',
+        '/docs',
+        '/openapi.json',
+        '/.well-known/did.json',
+        '/.well-known/jwt-vc-issuer',
+      ])
         expect(html).toContain(`href="${href}"`);
     }
   });

@@ -9,7 +9,7 @@ import { tempDir } from '../helpers/tmp.js';
 // src/main.ts as a process; the landing page itself is tested in test/integration/landing.test.ts.
 describe('start-up log', () => {
   // `npm run dev` as a newcomer runs it: development, every secret generated.
-  it('the listening line names the API docs URL, and that URL serves the docs', async () => {
+  it('the listening line names the API docs and admin console URLs, and each answers', async () => {
     const dir = tempDir();
     const child = spawn(process.execPath, entryArgs('src/main.ts'), {
       env: {
@@ -24,9 +24,10 @@ describe('start-up log', () => {
     });
     const exited = once(child, 'exit');
     try {
-      let listening: { url?: string; docs?: string; msg?: string } | undefined;
+      type Listening = { event?: string; url?: string; docs?: string; console?: string; msg?: string };
+      let listening: Listening | undefined;
       for await (const line of createInterface({ input: child.stdout! })) {
-        const record = JSON.parse(line) as { event?: string; url?: string; docs?: string; msg?: string };
+        const record = JSON.parse(line) as Listening;
         if (record.event === 'listening') {
           listening = record;
           break;
@@ -38,6 +39,13 @@ describe('start-up log', () => {
       expect(docs.status).toBe(200);
       expect(docs.headers.get('content-type')).toMatch(/^text\/html/);
       await docs.body?.cancel();
+      // CONSOLE is on in development: the line names it, and it leads to its sign-in page.
+      expect(listening?.console).toBe(`${listening?.url}/console`);
+      expect(listening?.msg).toContain(`admin console at ${listening?.console}`);
+      const signIn = await fetch(listening!.console!);
+      expect(signIn.status).toBe(200);
+      expect(signIn.url).toMatch(/\/console\/sign-in/);
+      await signIn.body?.cancel();
     } finally {
       child.kill('SIGTERM');
       await exited;

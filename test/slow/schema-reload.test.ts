@@ -45,6 +45,8 @@ describe('schema reload', () => {
       KEYS_DIR: join(dir, 'keys'),
       DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
       SCHEMAS_DIR: schemasDir,
+      // The reloads by hand alone: the watch would read the new files first.
+      SCHEMAS_WATCH: 'off',
       SERVICE_V1_BASE_URL: emulator.url,
       LOG_FORMAT: 'json',
     });
@@ -180,6 +182,8 @@ describe('schema reload', () => {
       KEYS_DIR: join(dir, 'keys'),
       DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
       SCHEMAS_DIR: schemasDir,
+      // The reloads by hand alone: the watch would read the new files first.
+      SCHEMAS_WATCH: 'off',
       SERVICE_V1_BASE_URL: emulator.url,
       LOG_FORMAT: 'json',
     });
@@ -216,5 +220,63 @@ describe('schema reload', () => {
     expect(byRoute.map((l) => l.trigger).sort()).toEqual(['admin admin', 'primary']);
     expect(new Set(byRoute.map((l) => l.pid)).size).toBe(2);
     for (const l of byRoute) expect(l.schemaIds).toEqual(['first-v1', 'second-v1', 'third-v1']);
+  });
+
+  it('SCHEMAS_WATCH (on in development): a new file is served at once by the next admin request, a changed one after the poll; an unknown schema says how to reload', async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const schemasDir = join(dir, 'schemas');
+    mkdirSync(schemasDir);
+    writeFileSync(join(schemasDir, 'first-v1.json'), JSON.stringify(schema('first-v1')));
+    const child = await startMainProcess({
+      KEYS_DIR: join(dir, 'keys'),
+      DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+      SCHEMAS_DIR: schemasDir,
+      LOG_FORMAT: 'json',
+    });
+    cleanup.push(async () => {
+      if (child.proc.exitCode === null && child.proc.signalCode === null) {
+        child.proc.kill('SIGTERM');
+        await once(child.proc, 'exit');
+      }
+    });
+    const { adminApiKey } = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
+      adminApiKey: string;
+    };
+    const cliEnv = { ISSUER_URL: child.url, ADMIN_API_KEY: adminApiKey };
+    const csv = join(dir, 'claims.csv');
+    writeFileSync(csv, 'userId,schemaId,credentialSubject.name\nu-1,second-v1,Ada\n');
+
+    // Before the file exists: refused, and the answer says how to make the server read it.
+    const unknown = await runCli(['claims', 'import', csv], cliEnv, dir);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/unknown schema second-v1.*npm run admin -- schemas reload/);
+    expect(unknown.stderr).toMatch(/nothing was imported/);
+
+    // Written, then imported at once: the admin request looks at the folder before it is served.
+    writeFileSync(join(schemasDir, 'second-v1.json'), JSON.stringify(schema('second-v1')));
+    const imported = await runCli(['claims', 'import', csv], cliEnv, dir);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(await child.waitFor('schemas_reloaded')).toMatchObject({
+      trigger: 'SCHEMAS_DIR changed',
+      schemaIds: ['first-v1', 'second-v1'],
+    });
+
+    // A change no request asks about is read by the poll.
+    const before = child.lines.length;
+    writeFileSync(
+      join(schemasDir, 'first-v1.json'),
+      JSON.stringify(schema('first-v1', { title: 'First, renamed' })),
+    );
+    expect(await child.waitFor('schemas_reloaded', before)).toMatchObject({ trigger: 'SCHEMAS_DIR changed' });
+    const types = await fetch(`${child.url}/vct/first-v1`);
+    expect(((await types.json()) as { name?: string }).name).toBe('First, renamed');
+
+    // A broken file is refused as any reload is: the set in service stays.
+    const beforeBroken = child.lines.length;
+    writeFileSync(join(schemasDir, 'broken.json'), '{');
+    expect(await child.waitFor('schemas_reload_failed', beforeBroken)).toMatchObject({
+      schemaIds: ['first-v1', 'second-v1'],
+    });
   });
 });

@@ -23,26 +23,23 @@ export const schemasCommand: RegisterCommand = (program, act) => {
     .action(
       act(async (run, file: string, opts: { schemasDir?: string }) => {
         // Loaded here: Ajv and the Iden3 libraries are heavy, and only this command needs them.
-        const [{ loadSchemaFile, SchemaFileError }, { iden3ContextProblems }, { loadModuleClaimsProvider }] =
-          await Promise.all([
-            import('../../schemas/schema-registry.js'),
-            import('../../issuers/iden3/iden3-bjj-issuer.js'),
-            import('../../claims/module-claims-provider.js'),
-          ]);
+        const [
+          { loadSchemaFile, SchemaFileError, schemaFileParts },
+          { iden3ContextProblems },
+          { loadModuleClaimsProvider },
+        ] = await Promise.all([
+          import('../../schemas/schema-registry.js'),
+          import('../../issuers/iden3/iden3-bjj-issuer.js'),
+          import('../../claims/module-claims-provider.js'),
+        ]);
         const path = resolve(run.settings.cwd, file);
         const dir = resolve(run.settings.cwd, opts.schemasDir ?? dirname(path));
         // The origin only shapes the default vct shown.
         const origin = run.settings.env.ISSUER_ORIGIN || 'http://localhost:3000';
-        let problems: Problem[] = [];
+        const problems: Problem[] = [];
         let described: Described | undefined;
         try {
           const schema = loadSchemaFile(path, origin);
-          problems = schema.proofTypes.includes('BJJ_SIG_2021') ? iden3ContextProblems([schema], dir) : [];
-          if (schema.claims.provider === 'module') {
-            await loadModuleClaimsProvider(schema.claims.path, dir, path).catch((err: Error) => {
-              problems.push({ file: path, message: err.message.replace(`${path}: `, '') });
-            });
-          }
           described = {
             schemaId: schema.schemaId,
             proofTypes: schema.proofTypes,
@@ -51,7 +48,16 @@ export const schemasCommand: RegisterCommand = (program, act) => {
           };
         } catch (err) {
           if (!(err instanceof SchemaFileError)) throw err;
-          problems = err.problems;
+          problems.push(...err.problems);
+        }
+        // The claims module and the Iden3 context are checked whatever else fails, so one run
+        // names every problem (docs/schemas-and-claims.md "Reloading schemas").
+        const parts = schemaFileParts(path);
+        if (parts.iden3) problems.push(...iden3ContextProblems([{ file: path, iden3: parts.iden3 }], dir));
+        if (parts.claims?.provider === 'module') {
+          await loadModuleClaimsProvider(parts.claims.path, dir, path).catch((err: Error) => {
+            problems.push({ file: path, message: err.message.replace(`${path}: `, '') });
+          });
         }
         const ok = problems.length === 0;
         if (run.json) run.io.out(json({ ok, problems, ...(ok ? { schema: described } : {}) }));

@@ -156,7 +156,7 @@ function subjectTerms(contextDoc: unknown, type: string, file: string): Readonly
  * SCHEMAS_DIR, defines the type, and one context URL is served from one file.
  */
 export function iden3ContextProblems(
-  schemas: readonly CredentialSchema[],
+  schemas: ReadonlyArray<Pick<CredentialSchema, 'file' | 'iden3'>>,
   schemasDir: string,
   running?: Pick<Iden3BjjIssuer, 'servedContext'>,
 ): Array<{ file: string; message: string }> {

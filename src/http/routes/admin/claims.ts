@@ -4,6 +4,7 @@ import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
 import type { InputProblem } from '../../../issuance/direct-input.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
+import { unknownSchema } from '../../../schemas/schema-file.js';
 import type { ClaimsRecord, Store } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
@@ -54,8 +55,7 @@ export function importClaims(ctx: Pick<AppContext, 'schemas'> & { store: Pick<St
     const badClaims: InputProblem[] = [];
     body.records.forEach((r, i) => {
       const schema = ctx.schemas.get(r.schemaId);
-      if (!schema)
-        badSchema.push({ field: `records.${i}.schemaId`, message: `unknown schema ${r.schemaId}` });
+      if (!schema) badSchema.push({ field: `records.${i}.schemaId`, message: unknownSchema(r.schemaId) });
       else if (schema.claims.provider !== 'sqlite')
         badSchema.push({
           field: `records.${i}.schemaId`,

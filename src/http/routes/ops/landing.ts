@@ -11,7 +11,11 @@ const LINKS = {
   jwks: '/.well-known/jwks.json',
 } as const;
 
-const TITLES: Record<keyof typeof LINKS, string> = {
+/** The admin console (docs/operations.md "The admin console"), listed where it answers. */
+const CONSOLE = '/console';
+
+const TITLES: Record<keyof typeof LINKS | 'console', string> = {
+  console: 'Admin console (sign in with an admin key)',
   docs: 'API documentation (Swagger UI)',
   openapi: 'OpenAPI 3.1 document',
   didDocument: 'did:web document',
@@ -50,12 +54,17 @@ export const landingRoute: RouteFactory = (ctx) => ({
       },
     },
   },
-  handler: landing('issuer-kit', ctx.version),
+  // The console answers on this listener when it is on and no ADMIN_PORT takes it elsewhere.
+  handler: landing(
+    'issuer-kit',
+    ctx.version,
+    ctx.config.console.enabled && !ctx.config.admin ? { console: CONSOLE, ...LINKS } : LINKS,
+  ),
 });
 
-function landing(name: string, version: string) {
-  const body = { name, version, links: LINKS };
-  const html = page(name, version);
+function landing(name: string, version: string, links: Record<string, string>) {
+  const body = { name, version, links };
+  const html = page(name, version, links);
   return (req: Request, res: Response) => {
     res.vary('Accept').set('cache-control', 'no-cache');
     if (req.accepts(['html', 'json']) === 'json') res.json(body);
@@ -65,11 +74,11 @@ function landing(name: string, version: string) {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function page(name: string, version: string): string {
-  const items = Object.entries(LINKS)
+function page(name: string, version: string, links: Record<string, string>): string {
+  const items = Object.entries(links)
     .map(
       ([key, href]) =>
-        `<li><a href="${href}">${escapeHtml(TITLES[key as keyof typeof LINKS])}</a> <code>${href}</code></li>`,
+        `<li><a href="${href}">${escapeHtml(TITLES[key as keyof typeof TITLES])}</a> <code>${href}</code></li>`,
     )
     .join('\n');
   return `<!doctype html>
