@@ -102,7 +102,8 @@ export function createApp(
     // The test suite's check of each answer against the route's description (no-op otherwise).
     const check = responseContract(route);
     const chain: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
-    if (route.method === 'post') chain.push(route.form ? form : json);
+    if (route.method === 'post')
+      chain.push(route.form ? form : route.jsonLimit ? jsonBody(undefined, route.jsonLimit) : json);
     if (route.group === 'admin') chain.push(catchUpSchemas);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)

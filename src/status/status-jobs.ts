@@ -85,6 +85,7 @@ export class StatusJobs {
     change: StatusChange,
     selector: StatusJobSelector,
     audit: AuditActor & { reason: string },
+    expectedCount?: number,
   ): Promise<StatusJobRecord> {
     const job = await this.deps.store.create(
       {
@@ -94,6 +95,7 @@ export class StatusJobs {
         reason: audit.reason,
         actor: audit.actor,
         createdAt: this.now(),
+        expectedCount,
       },
       this.owner,
       this.leaseMs,

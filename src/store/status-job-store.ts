@@ -31,6 +31,22 @@ export interface NewStatusJob {
   reason: string;
   actor: string;
   createdAt: Date;
+  /**
+   * The count the operator confirmed (docs/operations.md "Bulk status changes"): when the selection
+   * made now holds another number, nothing is recorded and `create` throws {@link SelectionChanged}.
+   */
+  expectedCount?: number | undefined;
+}
+
+/** The selection no longer holds the count the operator confirmed: no job was recorded. */
+export class SelectionChanged extends Error {
+  override name = 'SelectionChanged';
+  constructor(
+    readonly expectedCount: number,
+    readonly count: number,
+  ) {
+    super(`the selector now matches ${count} credential(s), not the ${expectedCount} expected`);
+  }
 }
 
 export interface StatusJobRecord {

@@ -156,7 +156,7 @@ describe('admin issuance history', () => {
 
   it('answers records with exactly the documented fields and never a claim value', async () => {
     const res = await page('?limit=100&total=true');
-    expect(res.pagination).toEqual({ limit: 100, nextCursor: null, total: 12 });
+    expect(res.pagination).toEqual({ page: 1, limit: 100, nextCursor: null, total: 12 });
     for (const r of res.data) expect(Object.keys(r).sort()).toEqual(RECORD_FIELDS);
     const text = JSON.stringify(res);
     for (const secret of ['Secretvalue', 'Secretrole', 'Dirk', 'Acme', 'alice.history'])
@@ -186,9 +186,9 @@ describe('admin issuance history', () => {
     expect(res.data.find((r) => r.credentialId === bjjCredentialId)!.statusList).toBeNull();
   });
 
-  it('defaults to the first 25 by cursor, newest first, without a total', async () => {
+  it('defaults to page 1 of 25, newest first, with a total (docs/interface.md "Paging")', async () => {
     const res = await page('');
-    expect(res.pagination).toEqual({ limit: 25, nextCursor: null });
+    expect(res.pagination).toEqual({ page: 1, limit: 25, total: 12, nextCursor: null });
     expect(res.data[0]!.credentialId).toBe(pending.credentialId);
     const times = res.data.map((r) => r.createdAt);
     expect([...times].sort().reverse()).toEqual(times);

@@ -28,7 +28,7 @@ export const auditCommand: RegisterCommand = (program, act) => {
             all?: boolean;
           },
         ) => {
-          const fetchPage = async (at: { page?: string; cursor?: string }) =>
+          const fetchPage = async (at: { page?: string; cursor?: string; total?: 'false' }) =>
             (
               await run.client.call<AuditPage>('GET', '/admin/audit', {
                 query: {
@@ -40,7 +40,8 @@ export const auditCommand: RegisterCommand = (program, act) => {
               })
             ).body;
           let body: AuditPage;
-          if (opts.all) body = await walkAllPages(fetchPage);
+          // The walk counts the entries itself: its first page asks for no total.
+          if (opts.all) body = await walkAllPages((at) => fetchPage(at.cursor ? at : { total: 'false' }));
           else if (opts.cursor !== undefined) {
             body = await fetchPage({
               cursor: opts.cursor,

@@ -74,7 +74,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
           order: opts.order as string | undefined,
           limit: opts.all ? '100' : (opts.limit as string),
         };
-        const fetchPage = async (at: { page?: string; cursor?: string }) => {
+        const fetchPage = async (at: { page?: string; cursor?: string; total?: 'false' }) => {
           try {
             return (
               await run.client.call<Page>('GET', '/admin/issuance-history', { query: { ...query, ...at } })
@@ -84,7 +84,8 @@ export const historyCommand: RegisterCommand = (program, act) => {
           }
         };
         let result: Page;
-        if (opts.all) result = await walkAllPages(fetchPage);
+        // The walk counts the rows itself: its first page asks for no total.
+        if (opts.all) result = await walkAllPages((at) => fetchPage(at.cursor ? at : { total: 'false' }));
         else if (typeof opts.cursor === 'string') {
           // With --page as well, the route refuses the pair and names `cursor`.
           result = await fetchPage({

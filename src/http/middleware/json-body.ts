@@ -24,7 +24,8 @@ export function tooDeepAt(value: unknown, maxDepth: number): string[] | undefine
   return undefined;
 }
 
-const LIMIT_BYTES = 100 * 1024;
+/** The default body limit (docs/interface.md "Field limits"); a route may set its own. */
+export const LIMIT_BYTES = 100 * 1024;
 
 /** The content types the short path reads (lower-cased); any other goes to express.json. */
 const PLAIN_JSON = new Set([
@@ -43,7 +44,11 @@ const bodyError = (message: string, type: string) =>
  * dropped, only an object or array at the top, an empty body as `{}`), without its per-request
  * content-type parsing, decoder and stream helpers. Returns false for any other request.
  */
-function readPlainJson(req: Request, done: (err: Error | undefined, body?: unknown) => void): boolean {
+function readPlainJson(
+  req: Request,
+  limitBytes: number,
+  done: (err: Error | undefined, body?: unknown) => void,
+): boolean {
   const type = req.headers['content-type'];
   const length = req.headers['content-length'];
   if (type === undefined || length === undefined || req.headers['transfer-encoding'] !== undefined)
@@ -52,7 +57,7 @@ function readPlainJson(req: Request, done: (err: Error | undefined, body?: unkno
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return false;
   const size = Number(length);
-  if (!Number.isSafeInteger(size) || size <= 0 || size > LIMIT_BYTES || !/^\d+$/.test(length)) return false;
+  if (!Number.isSafeInteger(size) || size <= 0 || size > limitBytes || !/^\d+$/.test(length)) return false;
 
   const chunks: Buffer[] = [];
   const onData = (chunk: Buffer) => chunks.push(chunk);
@@ -99,8 +104,8 @@ function readPlainJson(req: Request, done: (err: Error | undefined, body?: unkno
  * A plain JSON request (the hosting service's every call) is read by `readPlainJson`; every other
  * (no length, another charset or type, compressed, too large) by express.json, as before.
  */
-export function jsonBody(maxDepth = MAX_BODY_DEPTH): RequestHandler {
-  const parse = express.json({ limit: LIMIT_BYTES, strict: true });
+export function jsonBody(maxDepth = MAX_BODY_DEPTH, limitBytes = LIMIT_BYTES): RequestHandler {
+  const parse = express.json({ limit: limitBytes, strict: true });
   return (req, res, next) => {
     const parsed = (err?: unknown) => {
       if (err) {
@@ -119,7 +124,7 @@ export function jsonBody(maxDepth = MAX_BODY_DEPTH): RequestHandler {
         }),
       );
     };
-    const plain = readPlainJson(req, (err, body) => {
+    const plain = readPlainJson(req, limitBytes, (err, body) => {
       if (err === undefined) req.body = body;
       parsed(err);
     });

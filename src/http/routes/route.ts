@@ -56,6 +56,8 @@ export interface Route {
   mountedByPath?: true;
   /** The POST body is `application/x-www-form-urlencoded` (an OAuth token request), not JSON. */
   form?: true;
+  /** The JSON body's limit in bytes when a route needs more than the default 100 kB. */
+  jsonLimit?: number;
   /** `Idempotency-Key` is honoured, its answers kept under this scope. */
   idempotency?: string;
   doc: RouteDoc;

@@ -5,6 +5,7 @@ import {
   itemAction,
   jobAudit,
   type NewStatusJob,
+  SelectionChanged,
   type StatusJobRecord,
   type StatusJobSelector,
   type StatusJobState,
@@ -125,6 +126,10 @@ export class PostgresStatusJobStore implements StatusJobStore {
         `INSERT INTO status_job_items (job_id, credential_id) SELECT $1, credential_id FROM issuances WHERE ${sql}`,
         [job.id, ...values],
       );
+      // Thrown inside the transaction: the job and its items are rolled back with it.
+      const total = inserted.rowCount ?? 0;
+      if (job.expectedCount !== undefined && total !== job.expectedCount)
+        throw new SelectionChanged(job.expectedCount, total);
       await insertAudit(client, {
         at: job.createdAt,
         actor: job.actor,

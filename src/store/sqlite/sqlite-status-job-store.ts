@@ -5,6 +5,7 @@ import {
   itemAction,
   jobAudit,
   type NewStatusJob,
+  SelectionChanged,
   type StatusJobRecord,
   type StatusJobSelector,
   type StatusJobState,
@@ -195,6 +196,9 @@ export class SqliteStatusJobStore implements StatusJobStore {
           createdAt: job.createdAt.toISOString(),
         });
         const total = insertItems.run({ ...params, jobId: job.id }).changes;
+        // Thrown inside the transaction: the job and its items are rolled back with it.
+        if (job.expectedCount !== undefined && total !== job.expectedCount)
+          throw new SelectionChanged(job.expectedCount, total);
         this.stmts.setTotal.run(total, job.id);
         this.audit.insertAudit({
           at: job.createdAt,

@@ -7,7 +7,7 @@ import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { DateBoundField } from './fields.js';
-import { auditCursor, PaginationSchema, PagingShape, readAuditCursor } from './paging.js';
+import { auditCursor, PaginationSchema, PagingShape, readAuditCursor, requestedPage } from './paging.js';
 
 const AuditQueryShape = {
   ...PagingShape,
@@ -28,6 +28,7 @@ export const AuditPageSchema = z.object({
       action: z.enum(AUDIT_ACTIONS),
       target: z.string(),
       reason: z.string().optional(),
+      jobId: z.string().optional(),
     }),
   ),
   pagination: PaginationSchema,
@@ -52,7 +53,7 @@ export const auditRoute: RouteFactory = (ctx) => ({
 
 /**
  * `GET /admin/audit`: who did what, newest first, paginated like the issuance history:
- * `{ data: [{ at, actor, action, target, reason? }], pagination: { limit, nextCursor, page?, total? } }`.
+ * `{ data: [{ at, actor, action, target, reason?, jobId? }], pagination: { page, limit, total, nextCursor } }`.
  */
 export function auditLog(audit: AuditStore) {
   return async (req: Request, res: Response) => {
@@ -65,7 +66,8 @@ export function auditLog(audit: AuditStore) {
     const after = cursor === undefined ? undefined : readAuditCursor(cursor);
     if (cursor !== undefined && after === undefined)
       throw invalidParameter('cursor', 'not a cursor of this route');
-    const result = await audit.list({ ...q, after, total: q.total ?? q.page !== undefined });
+    const { page, total } = requestedPage({ ...q, cursor });
+    const result = await audit.list({ ...q, page, after, total });
     const { records, next } = result;
     res.json({
       data: records.map((r) => ({
@@ -74,9 +76,11 @@ export function auditLog(audit: AuditStore) {
         action: r.action,
         target: r.target,
         ...(r.reason === undefined ? {} : { reason: r.reason }),
+        // docs/admin-cli.md "Audit log": what a bulk job changed carries its id.
+        ...(r.jobId === undefined ? {} : { jobId: r.jobId }),
       })),
       pagination: {
-        ...(q.page === undefined ? {} : { page: q.page }),
+        ...(page === undefined ? {} : { page }),
         limit: q.limit,
         nextCursor: next === null ? null : auditCursor(next),
         ...(result.total === undefined ? {} : { total: result.total }),

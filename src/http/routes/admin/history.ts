@@ -11,7 +11,7 @@ import { NonceSchema } from '../nonce.js';
 import { DerivedStatusSchema, NonceString, Timestamp, UploadStateSchema } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { DateBoundField, SchemaIdField } from './fields.js';
-import { historyCursor, PaginationSchema, PagingShape, readHistoryCursor } from './paging.js';
+import { historyCursor, PaginationSchema, PagingShape, readHistoryCursor, requestedPage } from './paging.js';
 
 const HistoryQueryShape = {
   ...PagingShape,
@@ -88,8 +88,8 @@ export const historyRoute: RouteFactory = (ctx) => ({
 });
 
 /**
- * `GET /admin/issuance-history`: `{ data, pagination: { limit, nextCursor, page?, total? } }`, never
- * claims. Paging as docs/interface.md "Paging".
+ * `GET /admin/issuance-history`: `{ data, pagination: { page, limit, total, nextCursor } }` (after a
+ * `cursor`: `{ limit, nextCursor, total? }`), never claims. Paging as docs/interface.md "Paging".
  */
 export function issuanceHistory(
   history: IssuanceHistoryStore,
@@ -109,9 +109,8 @@ export function issuanceHistory(
     }
     const now = new Date();
     const emailHash = email === undefined ? undefined : await hashEmail(email);
-    // OFFSET paging answered a total on every page: scripts written for it still get one.
-    const total = q.total ?? q.page !== undefined;
-    const result = await history.list({ ...q, after, total, emailHash, now });
+    const { page, total } = requestedPage({ ...q, cursor });
+    const result = await history.list({ ...q, page, after, total, emailHash, now });
     const { records, next } = result;
     // docs/operations.md "Renewal": the link both ways, one indexed read for the page.
     const links = await history.renewalLinks(records.map((r) => r.credentialId));
@@ -137,7 +136,7 @@ export function issuanceHistory(
         renewedBy: links.get(r.credentialId)?.renewedBy ?? null,
       })),
       pagination: {
-        ...(q.page === undefined ? {} : { page: q.page }),
+        ...(page === undefined ? {} : { page }),
         limit: q.limit,
         nextCursor: next ? historyCursor(next, q.order) : null,
         ...(result.total === undefined ? {} : { total: result.total }),

@@ -24,6 +24,23 @@ export const PaginationSchema = z.object({
   total: z.number().int().optional(),
 });
 
+/**
+ * Which page a history or audit read answers (docs/interface.md "Paging"): after a `cursor`, the
+ * next keyset page, counted only with `total=true`; otherwise a numbered page, page 1 when no
+ * `page` is given (the contract since the first release), counted unless `total=false`.
+ */
+export function requestedPage(q: {
+  page?: number | undefined;
+  cursor?: string | undefined;
+  total?: boolean | undefined;
+}): {
+  page: number | undefined;
+  total: boolean;
+} {
+  if (q.cursor !== undefined) return { page: undefined, total: q.total ?? false };
+  return { page: q.page ?? 1, total: q.total ?? true };
+}
+
 export const PagingShape = {
   page: wholeNumber('page', 1, 1_000_000).optional(),
   cursor: z.string().min(1).max(200).optional(),

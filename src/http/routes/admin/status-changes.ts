@@ -4,7 +4,11 @@ import { AppError, notFound } from '../../../errors.js';
 import type { EmailHasher } from '../../../issuance/email-hash.js';
 import { HolderDidSchema } from '../../../model.js';
 import type { StatusJobs } from '../../../status/status-jobs.js';
-import type { StatusJobRecord, StatusJobSelector } from '../../../store/status-job-store.js';
+import {
+  SelectionChanged,
+  type StatusJobRecord,
+  type StatusJobSelector,
+} from '../../../store/status-job-store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
@@ -12,6 +16,13 @@ import { auditActor, SchemaIdField } from './fields.js';
 
 /** The most credential ids one request may name (docs/admin-cli.md "Bulk status changes"). */
 export const MAX_SELECTOR_IDS = 10_000;
+
+/**
+ * The body limit of this route: 10,000 ids of the longest allowed (255 characters, quoted, with a
+ * comma) and the rest of the body, so that the documented maximum is a 400 naming `credentialIds`
+ * past it rather than the default 100 kB limit's 413 from about 2,500 ids.
+ */
+export const STATUS_CHANGES_BODY_BYTES = MAX_SELECTOR_IDS * 258 + 16 * 1024;
 
 const IsoDateTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with an offset' });
 
@@ -58,6 +69,15 @@ export const StatusChangesBodySchema = z.strictObject({
     .min(1, 'must not be empty')
     .max(1000),
   dryRun: z.boolean().optional(),
+  /**
+   * The count the operator confirmed (the dry run's): when the selector now matches another
+   * number, 409 and nothing is changed (docs/operations.md "Bulk status changes").
+   */
+  expectedCount: z
+    .number({ error: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(0, 'must be at least 0')
+    .optional(),
 });
 export type StatusChangesBody = z.infer<typeof StatusChangesBodySchema>;
 
@@ -101,6 +121,7 @@ export const statusChangesRoute: RouteFactory = (ctx) => ({
   path: '/admin/status-changes',
   group: 'admin',
   auth: 'admin-api-key',
+  jsonLimit: STATUS_CHANGES_BODY_BYTES,
   doc: {
     operationId: 'admin-status-changes',
     summary: 'Bulk status change: a job over every credential the selector matches (dryRun: the count only)',
@@ -118,6 +139,7 @@ export const statusChangesRoute: RouteFactory = (ctx) => ({
         schema: z.object({ jobId: z.string(), count: z.number().int() }),
       },
     },
+    errors: ['CONFLICT'],
   },
   handler: startStatusChanges(ctx.statusJobs, ctx.hashEmail, ctx.config.statusList.bits),
 });
@@ -141,16 +163,33 @@ export function startStatusChanges(jobs: StatusJobs, hashEmail: EmailHasher, bit
       ...(issuedBefore === undefined ? {} : { issuedBefore: new Date(issuedBefore) }),
     };
     if (body.dryRun) {
-      res.json({ count: await jobs.count(selector) });
+      const count = await jobs.count(selector);
+      if (body.expectedCount !== undefined && count !== body.expectedCount)
+        throw selectionChanged(new SelectionChanged(body.expectedCount, count));
+      res.json({ count });
       return;
     }
-    const job = await jobs.create(body.change, selector, {
-      ...auditActor(res, body.reason),
-      reason: body.reason,
-    });
-    res.status(202).json({ jobId: job.id, count: job.total });
+    try {
+      const job = await jobs.create(
+        body.change,
+        selector,
+        { ...auditActor(res, body.reason), reason: body.reason },
+        body.expectedCount,
+      );
+      res.status(202).json({ jobId: job.id, count: job.total });
+    } catch (err) {
+      throw err instanceof SelectionChanged ? selectionChanged(err) : err;
+    }
   };
 }
+
+/** docs/operations.md "Bulk status changes": both numbers, so the console can show them. */
+const selectionChanged = (err: SelectionChanged) =>
+  new AppError('CONFLICT', `expectedCount: ${err.message}; nothing was changed`, {
+    field: 'expectedCount',
+    expectedCount: err.expectedCount,
+    count: err.count,
+  });
 
 const JobIdSchema = z.string().regex(/^sj_[0-9a-f-]{36}$/, 'not a status change job id');
 

@@ -124,8 +124,14 @@ function bulkPage(form) {
     event.preventDefault();
     if (counted === undefined || typed.value.trim() !== String(counted)) return;
     start.disabled = true;
-    const answer = await post(form.dataset.api, bodyOf(form));
-    if (answer !== undefined) follow(answer.jobId);
+    // The count the operator typed: if the selection has changed since, the server answers 409
+    // and changes nothing (docs/operations.md "Bulk status changes"); a new count is needed.
+    const answer = await post(form.dataset.api, {
+      ...bodyOf(form),
+      expectedCount: Number(typed.value.trim()),
+    });
+    if (answer === undefined) reset();
+    else follow(answer.jobId);
   });
 }
 
