@@ -9,6 +9,7 @@ import { benchBulk } from './bench/bulk.js';
 import { benchBulkCrash } from './bench/bulk-crash.js';
 import { benchCliStart } from './bench/cli-start.js';
 import { benchConsole } from './bench/console.js';
+import { benchHistoryCount } from './bench/history-count.js';
 import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
@@ -93,6 +94,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   cli: benchCliStart,
   // Admin history pages by cursor as the issuances table grows (BENCH_SCALE_ROWS).
   scale: benchScale,
+  // Hosted issue-vc p99 while an admin reads page 1 (with its total) of BENCH_HISTORY_COUNT_ROWS issuances.
+  'history-count': benchHistoryCount,
   // The admin console's pages over BENCH_CONSOLE_ROWS issuances (default a million), beside /healthz.
   console: benchConsole,
   // The same hosted run on SQLite and on PostgreSQL, each with one and two processes

@@ -109,6 +109,11 @@ export async function benchHostedIssueVc(
     env?: Record<string, string>;
     /** More figures taken from the running issuer after the hosted run, before it stops. */
     after?: (server: BenchServer) => Promise<Row[]>;
+    /**
+     * Other load on the issuer during the measured window: started just before it, after the
+     * warm-up; the function it answers ends that load once the window is over and gives its figures.
+     */
+    beside?: (server: BenchServer) => Promise<() => Promise<Row[]>>;
   } = {},
 ): Promise<Row[]> {
   const workers = options.workers ?? 1;
@@ -272,10 +277,12 @@ export async function benchHostedIssueVc(
       : undefined;
     const backends0 = database ? backendCpuMs(database) : undefined;
     if (loopFile) server.child.kill('SIGUSR2');
+    const stopBeside = await options.beside?.(server);
     const cpu0 = processTreeCpuMs(server.child.pid!);
     const main0 = mainThreadCpuMs(server.child.pid!);
     const start = performance.now();
     const latencies = await run(seconds * 1000);
+    const besideRows = (await stopBeside?.()) ?? [];
     const elapsed = (performance.now() - start) / 1000;
     const cpu1 = processTreeCpuMs(server.child.pid!);
     const main1 = mainThreadCpuMs(server.child.pid!);
@@ -358,6 +365,7 @@ export async function benchHostedIssueVc(
           { name: `${tag}: GC ${kind} pause max`, value: k.maxMs, unit: 'ms' },
         );
     }
+    rows.push(...besideRows);
     if (options.after) rows.push(...(await options.after(server)));
     return rows;
   } finally {

@@ -10,6 +10,7 @@ import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
 import { SqliteLockStore } from './sqlite-lock-store.js';
 import { SqliteOid4vciStore } from './sqlite-oid4vci-store.js';
+import { SqliteReader } from './sqlite-reader.js';
 import { SqliteRenewalStore } from './sqlite-renewal-store.js';
 import { SqliteStatusJobStore } from './sqlite-status-job-store.js';
 import { SqliteStatusStore } from './sqlite-status-store.js';
@@ -31,7 +32,9 @@ export function openSqliteStore(path: string): SqliteStore {
 
 /** The store over an already open (and migrated) database: `doctor` opens it without migrating (inspect.ts). */
 export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
-  const audit = new SqliteAuditStore(db);
+  // docs/interface.md "Paging": counts and OFFSET pages off this thread, where a file can be opened again.
+  const reader = db.memory ? undefined : new SqliteReader(db.name);
+  const audit = new SqliteAuditStore(db, reader);
   const webhooks = new SqliteWebhookStore(db);
   const status = new SqliteStatusStore(db, audit, webhooks);
   const issuances = new SqliteIssuanceStore(db, audit, webhooks);
@@ -44,7 +47,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     meta: new SqliteMetaStore(db),
     iden3: new SqliteIden3Store(db, status),
     claims: new SqliteClaimsStore(db, audit),
-    history: new SqliteHistoryStore(db),
+    history: new SqliteHistoryStore(db, reader),
     idempotency: new SqliteIdempotencyStore(db),
     webhooks,
     oid4vci: new SqliteOid4vciStore(db),
@@ -57,6 +60,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
       db.prepare('SELECT 1').get();
     },
     async close() {
+      await reader?.close();
       // Writes queued for this turn's group commit are committed, not dropped with the connection.
       issuances.flushWrites();
       db.close();

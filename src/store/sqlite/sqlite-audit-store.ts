@@ -2,6 +2,7 @@ import type { AuditAction } from '../../model.js';
 import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import type { SqliteReader } from './sqlite-reader.js';
 
 export interface AuditRow {
   id: number;
@@ -20,7 +21,11 @@ export interface AuditRow {
 export class SqliteAuditStore implements AuditStore {
   private readonly insert;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    /** Where the reads that look at every matching entry run (a file database's); else this thread. */
+    private readonly reader?: SqliteReader,
+  ) {
     this.insert = db.prepare(
       'INSERT INTO audit_log (at, actor, action, target, reason, job_id) VALUES (@at, @actor, @action, @target, @reason, @jobId)',
     );
@@ -43,6 +48,23 @@ export class SqliteAuditStore implements AuditStore {
 
   async list(q: AuditQuery): Promise<AuditPage> {
     const { page, scanEnd, count } = auditStatements(q);
+    // docs/interface.md "Paging": a total or an OFFSET page reads every entry it matches or skips.
+    if (this.reader && (q.total || q.page !== undefined)) {
+      const read = await this.reader.read<AuditRow, { id: number }>({
+        page,
+        scanEnd,
+        count: q.total ? count : undefined,
+        limit: q.limit,
+      });
+      const { rows: kept, next } = pageOf(
+        read.rows,
+        q.limit,
+        (r) => r.id,
+        () => read.end?.id ?? null,
+      );
+      const records = kept.map(toEntry);
+      return read.n === undefined ? { records, next } : { records, next, total: read.n };
+    }
     const read = this.db.transaction((): AuditPage => {
       const rows = this.db.prepare<Params, AuditRow>(page.sql).all(page.params);
       const { rows: kept, next } = pageOf(

@@ -19,6 +19,7 @@ import type {
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
+import type { SqliteReader } from './sqlite-reader.js';
 
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.
 const COLUMNS = `credential_id, channel, holder_did, schema_id, proof_type, revocation_nonce, status_partition, status_index,
@@ -146,7 +147,11 @@ const keyOf = (r: { created_at: string; row_key: number }): HistoryCursor => ({
 export class SqliteHistoryStore implements IssuanceHistoryStore {
   private readonly active;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    /** Where the reads that look at every matching row run (a file database's); else this thread. */
+    private readonly reader?: SqliteReader,
+  ) {
     this.active = db.prepare<[string, string, string], SummaryRow>(
       // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
       `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = 'SD_JWT_VC' AND status != 1 AND expires_at > ?
@@ -156,6 +161,20 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
 
   async list(q: HistoryQuery): Promise<HistoryPage> {
     const { page, scanEnd, count } = historyStatements(q);
+    // docs/interface.md "Paging": a total or an OFFSET page reads every row it matches or skips.
+    if (this.reader && (q.total || q.page !== undefined)) {
+      const read = await this.reader.read<KeyedRow, { created_at: string; row_key: number }>({
+        page,
+        scanEnd,
+        count: q.total ? count : undefined,
+        limit: q.limit,
+      });
+      const { rows: kept, next } = pageOf(read.rows, q.limit, keyOf, () =>
+        read.end ? keyOf(read.end) : null,
+      );
+      const records = kept.map(rowToSummary);
+      return read.n === undefined ? { records, next } : { records, next, total: read.n };
+    }
     const read = this.db.transaction((): HistoryPage => {
       const rows = this.db.prepare<Params, KeyedRow>(page.sql).all(page.params);
       const { rows: kept, next } = pageOf(rows, q.limit, keyOf, () => {
