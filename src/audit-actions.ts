@@ -20,5 +20,6 @@ export const AUDIT_ACTIONS = [
   'keys.compromised',
   'renew',
   'renewal.skipped',
+  'console.session-end',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -9,6 +9,7 @@ import { batchIssueCommand } from './commands/batch-issue.js';
 import { claimsCommand } from './commands/claims.js';
 import type { Act, RegisterCommand, Run } from './commands/command.js';
 import { completionCommand } from './commands/completion.js';
+import { consoleCommand } from './commands/console.js';
 import { dbCommand } from './commands/db.js';
 import { didCommand } from './commands/did.js';
 import { doctorCommand } from './commands/doctor.js';
@@ -45,6 +46,7 @@ const COMMANDS: RegisterCommand[] = [
   keysCommand,
   didCommand,
   auditCommand,
+  consoleCommand,
   backupCommand,
   dbCommand,
   doctorCommand,

@@ -103,7 +103,13 @@ export interface Config {
    */
   oid4vci: { enabled: boolean; requireDpop: boolean; dpopNonce: 'required' | 'off' };
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
-  console: { enabled: boolean; idleSeconds: number; absoluteSeconds: number };
+  console: {
+    enabled: boolean;
+    idleSeconds: number;
+    absoluteSeconds: number;
+    /** CONSOLE_ORIGIN, or its default: the origins a console request's `Origin` must be one of. */
+    origins: string[];
+  };
 }
 
 export type KeyBackendConfig =
@@ -194,6 +200,23 @@ export function loadConfig(
     if (!production && url.protocol !== 'https:' && url.protocol !== 'http:')
       problems.push('ISSUER_ORIGIN: must be http or https');
     return value;
+  }
+
+  // docs/security.md "The admin console": the console's own origin comes from configuration; the
+  // request's Host (which a DNS-rebound page chooses) never says what is same-origin.
+  const loopback = (p: number) => [`http://localhost:${p}`, `http://127.0.0.1:${p}`, `http://[::1]:${p}`];
+  const consoleOrigins =
+    env.CONSOLE_ORIGIN !== undefined
+      ? env.CONSOLE_ORIGIN.split(',').map((o) => o.trim())
+      : env.ADMIN_PORT !== undefined
+        ? loopback(env.ADMIN_PORT)
+        : [issuerOrigin, ...(production ? [] : loopback(port))];
+  for (const origin of env.CONSOLE_ORIGIN === undefined ? [] : consoleOrigins) {
+    const url = URL.canParse(origin) ? new URL(origin) : undefined;
+    if (url?.origin !== origin || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      problems.push(
+        `CONSOLE_ORIGIN: ${JSON.stringify(origin)} is not an origin (http(s)://host[:port], no path, no trailing slash)`,
+      );
   }
 
   const databaseUrl = env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
@@ -369,6 +392,7 @@ export function loadConfig(
         enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
         idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,
         absoluteSeconds: env.CONSOLE_SESSION_ABSOLUTE_SECONDS ?? 28_800,
+        origins: consoleOrigins,
       },
     },
     secrets: {

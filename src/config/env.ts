@@ -372,6 +372,12 @@ export const EnvSchema = z.object({
     default: '`on` in development, `off` in production',
     production: 'on only when set to `on`; `admin doctor` then lists it',
   }),
+  CONSOLE_ORIGIN: z.string().min(1).optional().meta({
+    description:
+      "The origins the console is opened at (`scheme://host[:port]`, comma-separated): a sign-in or change whose `Origin` is none of them is refused. Configuration, never the request's `Host`.",
+    default:
+      '`ISSUER_ORIGIN` without `ADMIN_PORT`; with it, `http://localhost:<ADMIN_PORT>`, `http://127.0.0.1:<ADMIN_PORT>` and `http://[::1]:<ADMIN_PORT>`; outside production also the same loopback names of `PORT`',
+  }),
   CONSOLE_SESSION_IDLE_SECONDS: int('CONSOLE_SESSION_IDLE_SECONDS', 60, 86_400).optional().meta({
     description: 'A console session ends after this long without a request.',
     default: '`1800` (30 minutes)',

@@ -662,6 +662,8 @@ export interface Oid4vciStore {
 /** A signed-in console session (the cookie's value is never stored, only its SHA-256). */
 export interface ConsoleSessionRecord {
   actor: string;
+  /** The fingerprint of the admin key that opened it (null: a session from before it was kept). */
+  keyHash: string | null;
   createdAt: Date;
   lastSeenAt: Date;
 }
@@ -682,7 +684,7 @@ export interface HourlyIssuances {
 
 /** The admin console's sessions (shared by every instance) and its own reads, each through an index. */
 export interface ConsoleStore {
-  createSession(idHash: string, actor: string, at: Date): Promise<void>;
+  createSession(idHash: string, actor: string, keyHash: string, at: Date): Promise<void>;
   /**
    * The live console sign-in under `idHash`, its last request moved to `now`; undefined when there is none
    * or it has ended (idle or too old), and then it is removed.
@@ -692,7 +694,13 @@ export interface ConsoleStore {
     now: Date,
     limits: ConsoleSessionLimits,
   ): Promise<ConsoleSessionRecord | undefined>;
-  endSession(idHash: string): Promise<void>;
+  /** Removes the session under `idHash`; answers whether there was one. */
+  endSession(idHash: string): Promise<boolean>;
+  /** The live console sign-ins (not idle, not too old), oldest first, with their `idHash`. */
+  listSessions(
+    now: Date,
+    limits: ConsoleSessionLimits,
+  ): Promise<Array<ConsoleSessionRecord & { idHash: string }>>;
   /** Removes every console sign-in that has ended; answers how many. */
   endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number>;
   /** Issuances created at or after `since`, per hour, channel and proof type (issuances_created). */

@@ -1102,10 +1102,11 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
 
       it('sessions: a request moves the last use; idle or too old, a session has ended and is removed', async () => {
         const store = await open();
-        await store.console.createSession('h1', 'ops-alice', at(0));
-        await store.console.createSession('h2', 'ops-bob', at(0));
+        await store.console.createSession('h1', 'ops-alice', 'k-ops-alice', at(0));
+        await store.console.createSession('h2', 'ops-bob', 'k-ops-bob', at(0));
         expect(await store.console.useSession('h1', at(1000_000), limits)).toEqual({
           actor: 'ops-alice',
+          keyHash: 'k-ops-alice',
           createdAt: at(0),
           lastSeenAt: at(1000_000),
         });
@@ -1122,11 +1123,15 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect(await store.console.useSession('h1', at(limits.absoluteMs), limits)).toBeUndefined();
         expect(await store.console.useSession('unknown', at(0), limits)).toBeUndefined();
 
-        await store.console.createSession('h3', 'a', at(0));
-        await store.console.createSession('h4', 'b', at(5000_000));
-        await store.console.endSession('h4');
+        await store.console.createSession('h3', 'a', 'k-a', at(0));
+        await store.console.createSession('h4', 'b', 'k-b', at(5000_000));
+        expect(await store.console.endSession('h4')).toBe(true);
+        expect(await store.console.endSession('h4')).toBe(false);
         expect(await store.console.useSession('h4', at(5000_001), limits)).toBeUndefined();
-        await store.console.createSession('h5', 'c', at(5000_000));
+        await store.console.createSession('h5', 'c', 'k-c', at(5000_000));
+        expect(await store.console.listSessions(at(5000_000), limits)).toEqual([
+          { idHash: 'h5', actor: 'c', keyHash: 'k-c', createdAt: at(5000_000), lastSeenAt: at(5000_000) },
+        ]);
         expect(await store.console.endExpiredSessions(at(5000_000), limits)).toBe(1);
         expect((await store.console.useSession('h5', at(5000_001), limits))?.actor).toBe('c');
       });

@@ -1,8 +1,10 @@
 import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGN_IN_FAILURES_PER_MIN } from '../../src/http/routes/console/console.js';
+import { expectError } from '../helpers/errors.js';
 import {
   queryStore,
   removeDir,
@@ -148,14 +150,64 @@ describe('admin console', () => {
     for (let i = 0; i <= SIGN_IN_FAILURES_PER_MIN; i++) statuses.push((await signIn(`wrong-${i}`)).status);
     expect(statuses.slice(0, SIGN_IN_FAILURES_PER_MIN).every((s) => s === 403)).toBe(true);
     expect(statuses[SIGN_IN_FAILURES_PER_MIN]).toBe(429);
-    // The right key is refused too until the window ends: the limit is per address, not per key.
-    expect((await signIn(OPERATOR_KEY)).status).toBe(429);
+    // The limit is on failures: others' failures from the same address never lock the right key out.
+    const right = await signIn(OPERATOR_KEY);
+    expect(right.status).toBe(303);
+    expect(right.headers.get('set-cookie')).toMatch(/^console_session=/);
+    expect((await signIn('wrong-again')).status).toBe(429);
     const events = logs.records().map((r) => r.event);
     expect(events.filter((e) => e === 'console_sign_in_failed')).toHaveLength(SIGN_IN_FAILURES_PER_MIN);
     expect(events).toContain('console_refused');
     for (const line of logs.lines) {
       expect(line).not.toContain('wrong-');
       expect(line).not.toContain(OPERATOR_KEY);
+    }
+  });
+
+  it('the own origin is configuration, not Host: a request naming another host as both Host and Origin is refused', async () => {
+    const { port } = new URL(issuer.url);
+    const foreign = `http://rebound.example:${port}`;
+    const status = await new Promise<number>((done, fail) => {
+      const req = request(
+        `${issuer.url}/console/sign-in`,
+        {
+          method: 'POST',
+          headers: {
+            host: `rebound.example:${port}`,
+            origin: foreign,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+        },
+        (res) => {
+          res.resume();
+          done(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', fail);
+      req.end(new URLSearchParams({ key: OPERATOR_KEY }).toString());
+    });
+    expect(status).toBe(403);
+    expect(logs.records().some((r) => r.event === 'console_refused' && r.origin === foreign)).toBe(true);
+  });
+
+  it('an asset name that is a property of every object is 404; a sign-in without a form body is 400 naming key', async () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])
+      expect((await fetch(`${issuer.url}/console/assets/${name}`)).status).toBe(404);
+    expect((await fetch(`${issuer.url}/console/assets/console.css`)).status).toBe(200);
+    const bodies: Array<[string | undefined, string | undefined]> = [
+      ['application/json', JSON.stringify({ key: OPERATOR_KEY })],
+      ['text/plain', `key=${OPERATOR_KEY}`],
+      [undefined, undefined],
+      ['application/x-www-form-urlencoded', ''],
+    ];
+    for (const [type, body] of bodies) {
+      const res = await fetch(`${issuer.url}/console/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: issuer.url, ...(type ? { 'content-type': type } : {}) },
+        ...(body === undefined ? {} : { body }),
+      });
+      await expectError(res, 400, 'INVALID_PARAMETER', 'key');
     }
   });
 

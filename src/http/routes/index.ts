@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { auditRoute } from './admin/audit.js';
 import { claimsRoute } from './admin/claims.js';
+import { endConsoleSessionRoute, listConsoleSessionsRoute } from './admin/console-sessions.js';
 import { historyRoute } from './admin/history.js';
 import { adminIssueVcRoute, validateRowsRoute } from './admin/issue-vc.js';
 import { compromisedKeyRoute, listKeysRoute, rotateKeysRoute } from './admin/keys.js';
@@ -68,6 +69,8 @@ export const ROUTES: readonly RouteFactory[] = [
   webhookDeliveriesRoute,
   retryWebhookDeliveryRoute,
   retryFailedWebhookDeliveriesRoute,
+  listConsoleSessionsRoute,
+  endConsoleSessionRoute,
   credentialOffersRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,

@@ -10,18 +10,27 @@ import { type AuditRow, toEntry } from './postgres-audit-store.js';
 
 interface SessionRow {
   actor: string;
+  key_hash: string | null;
   created_at: string;
   last_seen_at: string;
 }
 
-/** Console sessions and reads (migration 015); epoch ms come back as bigint text. */
+const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
+  actor: row.actor,
+  keyHash: row.key_hash,
+  createdAt: new Date(Number(row.created_at)),
+  lastSeenAt: new Date(Number(row.last_seen_at)),
+});
+
+/** Console sessions and reads (migrations 015 and 026); epoch ms come back as bigint text. */
 export class PostgresConsoleStore implements ConsoleStore {
   constructor(private readonly pool: PgPool) {}
 
-  async createSession(idHash: string, actor: string, at: Date): Promise<void> {
+  async createSession(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
     await this.pool.query(
-      'INSERT INTO console_sessions (id_hash, actor, created_at, last_seen_at) VALUES ($1, $2, $3, $3)',
-      [idHash, actor, at.getTime()],
+      `INSERT INTO console_sessions (id_hash, actor, key_hash, created_at, last_seen_at)
+       VALUES ($1, $2, $3, $4, $4)`,
+      [idHash, actor, keyHash, at.getTime()],
     );
   }
 
@@ -33,7 +42,7 @@ export class PostgresConsoleStore implements ConsoleStore {
     const t = now.getTime();
     const { rows } = await this.pool.query<SessionRow>(
       `UPDATE console_sessions SET last_seen_at = $1 WHERE id_hash = $2 AND last_seen_at > $3 AND created_at > $4
-       RETURNING actor, created_at, last_seen_at`,
+       RETURNING actor, key_hash, created_at, last_seen_at`,
       [t, idHash, t - limits.idleMs, t - limits.absoluteMs],
     );
     const row = rows[0];
@@ -41,15 +50,25 @@ export class PostgresConsoleStore implements ConsoleStore {
       await this.endSession(idHash);
       return undefined;
     }
-    return {
-      actor: row.actor,
-      createdAt: new Date(Number(row.created_at)),
-      lastSeenAt: new Date(Number(row.last_seen_at)),
-    };
+    return toRecord(row);
   }
 
-  async endSession(idHash: string): Promise<void> {
-    await this.pool.query('DELETE FROM console_sessions WHERE id_hash = $1', [idHash]);
+  async listSessions(
+    now: Date,
+    limits: ConsoleSessionLimits,
+  ): Promise<Array<ConsoleSessionRecord & { idHash: string }>> {
+    const t = now.getTime();
+    const { rows } = await this.pool.query<SessionRow & { id_hash: string }>(
+      `SELECT id_hash, actor, key_hash, created_at, last_seen_at FROM console_sessions
+       WHERE last_seen_at > $1 AND created_at > $2 ORDER BY created_at, id_hash`,
+      [t - limits.idleMs, t - limits.absoluteMs],
+    );
+    return rows.map((row) => ({ idHash: row.id_hash, ...toRecord(row) }));
+  }
+
+  async endSession(idHash: string): Promise<boolean> {
+    const result = await this.pool.query('DELETE FROM console_sessions WHERE id_hash = $1', [idHash]);
+    return (result.rowCount ?? 0) > 0;
   }
 
   async endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number> {

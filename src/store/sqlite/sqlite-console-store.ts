@@ -10,22 +10,34 @@ import { type AuditRow, toEntry } from './sqlite-audit-store.js';
 
 interface SessionRow {
   actor: string;
+  key_hash: string | null;
   created_at: number;
   last_seen_at: number;
 }
 
-/** Console sessions and reads (migration 012). */
+const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
+  actor: row.actor,
+  keyHash: row.key_hash,
+  createdAt: new Date(row.created_at),
+  lastSeenAt: new Date(row.last_seen_at),
+});
+
+/** Console sessions and reads (migrations 012 and 021). */
 export class SqliteConsoleStore implements ConsoleStore {
   private readonly stmts;
 
   constructor(private readonly db: SqliteDatabase) {
     this.stmts = {
       create: db.prepare(
-        'INSERT INTO console_sessions (id_hash, actor, created_at, last_seen_at) VALUES (?, ?, ?, ?)',
+        'INSERT INTO console_sessions (id_hash, actor, key_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)',
       ),
       use: db.prepare<[number, string, number, number], SessionRow>(
         `UPDATE console_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at > ? AND created_at > ?
-         RETURNING actor, created_at, last_seen_at`,
+         RETURNING actor, key_hash, created_at, last_seen_at`,
+      ),
+      list: db.prepare<[number, number], SessionRow & { id_hash: string }>(
+        `SELECT id_hash, actor, key_hash, created_at, last_seen_at FROM console_sessions
+         WHERE last_seen_at > ? AND created_at > ? ORDER BY created_at, id_hash`,
       ),
       end: db.prepare('DELETE FROM console_sessions WHERE id_hash = ?'),
       expired: db.prepare('DELETE FROM console_sessions WHERE last_seen_at <= ? OR created_at <= ?'),
@@ -36,8 +48,8 @@ export class SqliteConsoleStore implements ConsoleStore {
     };
   }
 
-  async createSession(idHash: string, actor: string, at: Date): Promise<void> {
-    this.stmts.create.run(idHash, actor, at.getTime(), at.getTime());
+  async createSession(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
+    this.stmts.create.run(idHash, actor, keyHash, at.getTime(), at.getTime());
   }
 
   async useSession(
@@ -51,11 +63,21 @@ export class SqliteConsoleStore implements ConsoleStore {
       this.stmts.end.run(idHash);
       return undefined;
     }
-    return { actor: row.actor, createdAt: new Date(row.created_at), lastSeenAt: new Date(row.last_seen_at) };
+    return toRecord(row);
   }
 
-  async endSession(idHash: string): Promise<void> {
-    this.stmts.end.run(idHash);
+  async listSessions(
+    now: Date,
+    limits: ConsoleSessionLimits,
+  ): Promise<Array<ConsoleSessionRecord & { idHash: string }>> {
+    const t = now.getTime();
+    return this.stmts.list
+      .all(t - limits.idleMs, t - limits.absoluteMs)
+      .map((row) => ({ idHash: row.id_hash, ...toRecord(row) }));
+  }
+
+  async endSession(idHash: string): Promise<boolean> {
+    return this.stmts.end.run(idHash).changes > 0;
   }
 
   async endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number> {

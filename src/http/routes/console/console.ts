@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
 import { invalidParameter } from '../../../errors.js';
 import { adminKeyMatcher } from '../../middleware/auth.js';
@@ -36,17 +37,27 @@ const ACTIONS: Record<string, { reasonRequired: boolean }> = {
   '/admin/schemas/reload': { reasonRequired: false },
 };
 
-/** Failed sign-ins counted per client address and minute; past it, 429 until the window ends. */
+/**
+ * Failed sign-ins counted per client address and minute; past it, a wrong key is 429 until the
+ * window ends (the right key still signs in).
+ */
 export const SIGN_IN_FAILURES_PER_MIN = 10;
 
 const ASSETS_DIR = new URL('./assets/', import.meta.url);
-const ASSETS: Record<string, { type: string; body: Buffer }> = {
-  'console.js': {
-    type: 'text/javascript; charset=utf-8',
-    body: readFileSync(new URL('console.js', ASSETS_DIR)),
-  },
-  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('console.css', ASSETS_DIR)) },
-};
+// A Map, not an object: `constructor`, `__proto__` or `toString` are no asset (404, never Object's own).
+const ASSETS = new Map<string, { type: string; body: Buffer }>([
+  [
+    'console.js',
+    { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('console.js', ASSETS_DIR)) },
+  ],
+  [
+    'console.css',
+    { type: 'text/css; charset=utf-8', body: readFileSync(new URL('console.css', ASSETS_DIR)) },
+  ],
+]);
+
+/** The sign-in form: the key (form-encoded; any other body has no `key` and is a 400). */
+const SignInSchema = z.object({ key: z.string().min(1) });
 
 export interface ConsoleOptions {
   /** The app's route table: the console mounts the admin handlers it calls from it. */
@@ -90,7 +101,7 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
     next();
   });
   router.get('/assets/:name', (req, res, next) => {
-    const asset = ASSETS[String(req.params.name)];
+    const asset = ASSETS.get(String(req.params.name));
     if (!asset) {
       next();
       return;
@@ -100,35 +111,52 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
   });
 
   router.get('/sign-in', (req, res) => signInPage(res, nextOf(req)));
-  router.post(
-    '/sign-in',
-    origin,
-    rateLimiter('admin', SIGN_IN_FAILURES_PER_MIN, ctx.rateLimitStore?.('admin'), undefined, {
+  // docs/operations.md "The admin console": failed sign-ins are counted per address, and past the
+  // limit a wrong key is 429; the right key is checked first, so others' failures never lock it out.
+  const failedSignIns = rateLimiter(
+    'admin',
+    SIGN_IN_FAILURES_PER_MIN,
+    ctx.rateLimitStore?.('admin'),
+    undefined,
+    {
       counter: 'console-sign-in',
-      failuresOnly: true,
       message: 'console: too many failed sign-ins from this address; wait a minute',
-    }),
-    form,
-    (req, res, next) => {
-      const body = req.body as Record<string, unknown>;
-      const actor = matchKey(body.key);
-      if (actor === undefined) {
+    },
+  );
+  router.post('/sign-in', origin, form, (req, res, next) => {
+    const parsed = SignInSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      next(
+        invalidParameter(
+          'key',
+          'required: the admin key, as a form field (application/x-www-form-urlencoded)',
+        ),
+      );
+      return;
+    }
+    const actor = matchKey(parsed.data.key);
+    if (actor === undefined) {
+      failedSignIns(req, res, (err?: unknown) => {
+        if (err) {
+          next(err);
+          return;
+        }
         // Never the key itself: where from, and that it failed.
         ctx.log.warn(
           { event: 'console_sign_in_failed', ip: req.ip },
           `console: failed sign-in from ${req.ip ?? 'unknown'}`,
         );
         signInPage(res, nextOf(req), 'That key is not an admin key of this issuer.', 403);
-        return;
-      }
-      startSession(ctx, res, actor)
-        .then(() => {
-          ctx.log.info({ event: 'console_sign_in', actor, ip: req.ip }, `console: ${actor} signed in`);
-          res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
-        })
-        .catch(next);
-    },
-  );
+      });
+      return;
+    }
+    startSession(ctx, res, actor, parsed.data.key)
+      .then(() => {
+        ctx.log.info({ event: 'console_sign_in', actor, ip: req.ip }, `console: ${actor} signed in`);
+        res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
+      })
+      .catch(next);
+  });
   router.post('/sign-out', origin, session, form, csrf, (req, res, next) => {
     const actor = (res.locals.console as { actor: string }).actor;
     endSession(ctx, req, res)

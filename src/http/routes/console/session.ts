@@ -15,6 +15,13 @@ const sha256 = (s: string) => hash('sha256', s, 'hex');
 export const csrfTokenOf = (sessionId: string): string =>
   hash('sha256', `console-csrf\0${sessionId}`, 'base64url');
 
+/**
+ * The fingerprint of the admin key a session was opened with, kept beside it: a session ends when
+ * its key is no longer configured (docs/security.md "The admin console"). A one-way digest of a
+ * secret of at least 96 bits (the production rule), never the key.
+ */
+export const keyFingerprint = (key: string): string => hash('sha256', `console-session-key\0${key}`, 'hex');
+
 /** What a signed-in request carries in `res.locals.console`. */
 export interface ConsoleRequest {
   actor: string;
@@ -40,13 +47,21 @@ const sessionIdOf = (req: Request): string | undefined => {
   return id && /^[A-Za-z0-9_-]{43}$/.test(id) ? id : undefined;
 };
 
-/** Starts a session for `actor`: a random id in the cookie, its SHA-256 in the database. */
-export async function startSession(ctx: Pick<AppContext, 'config' | 'store'>, res: Response, actor: string) {
+/**
+ * Starts a session for `actor`, signed in with `key`: a random id in the cookie, its SHA-256 and
+ * the key's fingerprint in the database.
+ */
+export async function startSession(
+  ctx: Pick<AppContext, 'config' | 'store'>,
+  res: Response,
+  actor: string,
+  key: string,
+) {
   const id = randomBytes(32).toString('base64url');
   const now = new Date();
   // Sessions that ended are removed as new ones start: the table holds live ones and a few more.
   await ctx.store.console.endExpiredSessions(now, sessionLimits(ctx));
-  await ctx.store.console.createSession(sha256(id), actor, now);
+  await ctx.store.console.createSession(sha256(id), actor, keyFingerprint(key), now);
   res.append(
     'Set-Cookie',
     serializeCookie(SESSION_COOKIE, id, {
@@ -64,18 +79,35 @@ export async function endSession(ctx: Pick<AppContext, 'config' | 'store'>, req:
 }
 
 /**
+ * Whether a session's key is one this process accepts: the same name with the same key (a key
+ * removed from ADMIN_API_KEYS, or ADMIN_API_KEY changed, ends the sessions it opened).
+ */
+export function liveKeyCheck(
+  ctx: Pick<AppContext, 'secrets'>,
+): (session: { actor: string; keyHash: string | null }) => boolean {
+  const live = new Set(ctx.secrets.adminApiKeys.map((k) => `${k.name}\0${keyFingerprint(k.key)}`));
+  return (session) => session.keyHash !== null && live.has(`${session.actor}\0${session.keyHash}`);
+}
+
+/**
  * A signed-in session or, for a page, a redirect to the sign-in page (an API call gets 401). The
  * session's last request moves to now; one idle past CONSOLE_SESSION_IDLE_SECONDS or older than
- * CONSOLE_SESSION_ABSOLUTE_SECONDS has ended and is removed.
+ * CONSOLE_SESSION_ABSOLUTE_SECONDS, or whose admin key is no longer configured, has ended and is
+ * removed.
  */
 export function requireSession(
-  ctx: Pick<AppContext, 'config' | 'store'>,
+  ctx: Pick<AppContext, 'config' | 'store' | 'secrets'>,
   kind: 'page' | 'api',
 ): RequestHandler {
   const limits = sessionLimits(ctx);
+  const keyIsLive = liveKeyCheck(ctx);
   return async (req, res, next) => {
     const id = sessionIdOf(req);
-    const session = id ? await ctx.store.console.useSession(sha256(id), new Date(), limits) : undefined;
+    let session = id ? await ctx.store.console.useSession(sha256(id), new Date(), limits) : undefined;
+    if (id && session && !keyIsLive(session)) {
+      await ctx.store.console.endSession(sha256(id));
+      session = undefined;
+    }
     if (!session || !id) {
       if (id)
         res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, '', { ...cookieOptions(ctx), maxAge: 0 }));
@@ -94,22 +126,18 @@ export function requireSession(
   };
 }
 
-/** The origin the browser shows for this listener (behind TRUST_PROXY, the proxy's). */
-const ownOrigin = (req: Request) => `${req.protocol}://${req.get('host') ?? ''}`;
-
 /**
- * A state-changing request must come from a console page: from our own origin (`Origin`, and
+ * A state-changing request must come from a console page: from one of the console's origins
+ * (CONSOLE_ORIGIN or its default, configuration and never the request's `Host`: `Origin`, and
  * `Sec-Fetch-Site` when the browser sends it) and, once signed in, with the session's CSRF token
  * (`x-csrf-token`, or `_csrf` in a form). Anything else is 403, and logged.
  */
-export function sameOrigin(ctx: Pick<AppContext, 'log'>): RequestHandler {
+export function sameOrigin(ctx: Pick<AppContext, 'log' | 'config'>): RequestHandler {
+  const own = new Set(ctx.config.console.origins);
   return (req, _res, next) => {
     const origin = req.get('origin');
     const site = req.get('sec-fetch-site');
-    if (
-      (origin !== undefined && origin !== ownOrigin(req)) ||
-      (site !== undefined && site !== 'same-origin')
-    ) {
+    if ((origin !== undefined && !own.has(origin)) || (site !== undefined && site !== 'same-origin')) {
       refuse(ctx, req, next, 'foreign origin');
       return;
     }

@@ -21,7 +21,7 @@ async function signInCookie(production: boolean): Promise<{ cookie: string; stor
   };
   const res = { append: (_name: string, value: string) => headers.push(value) } as unknown as Response;
   // The parts startSession reads; the rest of a context is not needed.
-  await startSession(ctx as never, res, 'ops-alice');
+  await startSession(ctx as never, res, 'ops-alice', 'ops-alice-key');
   return { cookie: headers[0]!, stored };
 }
 
