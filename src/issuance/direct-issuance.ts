@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, invalidParameter, upstreamUnavailable } from '../errors.js';
-import type { AuditActor } from '../model.js';
+import { type AuditActor, HolderDidSchema } from '../model.js';
 import { unknownSchema } from '../schemas/schema-file.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
@@ -182,6 +182,7 @@ export class DirectIssuanceService {
       if (problem) throw invalidParameter(problem.field, problem.message);
     }
     const user = await this.initializeUser(req.email, deadline);
+    checkHolderDid(user);
     const encryptTo = holderKey(user);
     const emailHash = await this.deps.hashEmail(req.email);
 
@@ -348,6 +349,23 @@ const NOT_ELIGIBLE = (schemaId: string) => `the claims provider has no ${schemaI
 /** A user the claims provider has no credential of this schema for: 404, as in hosted issue-vc. */
 const notEligible = (schemaId: string): AppError =>
   new AppError('NOT_FOUND', `claimsUserId: ${NOT_ELIGIBLE(schemaId)}`, { field: 'claimsUserId' });
+
+/**
+ * The holder DID initialize-user answers is signed into `sub`: it follows the rules of
+ * `/issue-vc`'s holderDID (src/model.ts, W3C DID Core §3.1, at most MAX_ID_BYTES), or the issuance
+ * stops here, before anything is signed or recorded.
+ */
+function checkHolderDid(user: InitializedUser): void {
+  const problem = HolderDidSchema.safeParse(user.did).error?.issues[0]?.message;
+  if (problem !== undefined)
+    throw upstreamUnavailable(
+      `initialize-user answered a holder did that is refused (${problem}); nothing was signed`,
+      {
+        upstream: 'auth/initialize-user',
+        field: 'did',
+      },
+    );
+}
 
 function holderKey(user: InitializedUser): HolderPublicKey {
   try {

@@ -10,6 +10,7 @@ import { HistoryQuerySchema } from '../admin/history.js';
 import { keyInventory } from '../admin/keys.js';
 import { auditCursor, historyCursor, readAuditCursor, readHistoryCursor } from '../admin/paging.js';
 import { hourlyChart } from './chart.js';
+import { neutraliseFormula } from './csv-cell.js';
 import { type Html, html, queryString, when } from './html.js';
 import { type PageId, page, problem } from './layout.js';
 
@@ -223,6 +224,7 @@ export async function issuancesCsv(p: ConsolePages, req: Request, res: Response)
   const { query } = await historyQuery(ctx, req, 100);
   const { stringify } = await import('csv-stringify');
   const csv = stringify({
+    cast: { string: neutraliseFormula },
     header: true,
     columns: [
       'credentialId',
