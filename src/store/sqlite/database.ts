@@ -45,18 +45,18 @@ export const databaseFiles = (path: string): string[] => [path, `${path}-wal`, `
 /**
  * The files of an existing database (made by an older version, or copied in) that group or others
  * may read or write are made owner-only before SQLite opens them, since new `-wal`/`-shm` files
- * take the database file's mode (docs/security.md "Files on disk"). Answers the files changed.
- * The folder is left alone: it may be shared, and without read access to the files it exposes
- * only their names. A file this process may not chmod (another owner) is left as it is: the
- * server still starts, and `admin doctor` fails the database item naming the file.
+ * take the database file's mode, and so is its folder, as a new one is made (docs/security.md
+ * "Files on disk"): 0600 and 0700. Answers what changed. A file or folder this process may not
+ * chmod (another owner, such as a shared `/tmp`) is left as it is: the server still starts, and
+ * `admin doctor` fails the database item naming it.
  */
 export function tightenDatabaseFiles(path: string): string[] {
   const changed: string[] = [];
-  for (const file of databaseFiles(path)) {
+  for (const file of [dirname(path), ...databaseFiles(path)]) {
     if (!existsSync(file)) continue;
     if ((statSync(file).mode & 0o077) === 0) continue;
     try {
-      chmodSync(file, 0o600);
+      chmodSync(file, file === dirname(path) ? 0o700 : 0o600);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EPERM' || code === 'EACCES') continue;
@@ -67,9 +67,9 @@ export function tightenDatabaseFiles(path: string): string[] {
   return changed;
 }
 
-/** The database files whose mode lets group or others in (read-only: for doctor). */
+/** The database's folder and files whose mode lets group or others in (read-only: for doctor). */
 export function looseDatabaseFiles(path: string): { file: string; mode: string }[] {
-  return databaseFiles(path)
+  return [dirname(path), ...databaseFiles(path)]
     .filter((file) => existsSync(file))
     .map((file) => ({ file, mode: (statSync(file).mode & 0o777).toString(8).padStart(4, '0') }))
     .filter(({ mode }) => (Number.parseInt(mode, 8) & 0o077) !== 0);

@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InspectedMigration, StoreInspection } from '../engine.js';
 import { looseDatabaseFiles, planMigrations, type SqliteDatabase } from './database.js';
@@ -21,9 +22,10 @@ export function inspectSqlite(path: string): StoreInspection<SqliteStore> {
   if (path === ':memory:' || !existsSync(path))
     return refused(`DATABASE_URL: no database at ${path} (the server creates it at its first start)`);
   // Read before opening: opening may create the -wal and -shm files.
-  const loose = looseDatabaseFiles(path).map(
-    ({ file, mode }) =>
-      `DATABASE_URL: ${file} is mode ${mode}: group or others may read the claims and issuance records; chmod 600 ${file} (the server tightens it when it starts)`,
+  const loose = looseDatabaseFiles(path).map(({ file, mode }) =>
+    file === dirname(path)
+      ? `DATABASE_URL: the database's folder ${file} is mode ${mode}: group or others may list it; chmod 700 ${file} (the server tightens it when it starts)`
+      : `DATABASE_URL: ${file} is mode ${mode}: group or others may read the claims and issuance records; chmod 600 ${file} (the server tightens it when it starts)`,
   );
   let db: SqliteDatabase;
   try {

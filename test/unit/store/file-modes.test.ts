@@ -39,4 +39,17 @@ describe('SQLite file modes', () => {
     again.close();
     db.close();
   });
+
+  it('an existing database in a 0755 folder: the folder is made 0700 when opened, and named while it is loose', () => {
+    const folder = join(dir, 'shared');
+    const path = join(folder, 'issuer.db');
+    openSqlite(path).close();
+    chmodSync(folder, 0o755);
+    expect(looseDatabaseFiles(path)).toEqual([{ file: folder, mode: '0755' }]);
+    const db = openSqlite(path);
+    expect(mode(folder)).toBe(0o700);
+    expect(mode(path)).toBe(0o600);
+    expect(looseDatabaseFiles(path)).toEqual([]);
+    db.close();
+  });
 });
