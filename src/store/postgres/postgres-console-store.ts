@@ -22,7 +22,7 @@ const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
   lastSeenAt: new Date(Number(row.last_seen_at)),
 });
 
-/** Console sessions and reads (migrations 015 and 026); epoch ms come back as bigint text. */
+/** Console sessions and reads (migrations 015 and 027); epoch ms come back as bigint text. */
 export class PostgresConsoleStore implements ConsoleStore {
   constructor(private readonly pool: PgPool) {}
 

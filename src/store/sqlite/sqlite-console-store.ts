@@ -22,7 +22,7 @@ const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
   lastSeenAt: new Date(row.last_seen_at),
 });
 
-/** Console sessions and reads (migrations 012 and 021). */
+/** Console sessions and reads (migrations 012 and 022). */
 export class SqliteConsoleStore implements ConsoleStore {
   private readonly stmts;
 
