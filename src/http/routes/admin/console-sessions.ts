@@ -4,11 +4,25 @@ import type { AppContext } from '../../../context.js';
 import { notFound } from '../../../errors.js';
 import { parseInput } from '../../middleware/validate.js';
 import { liveKeyCheck, sessionLimits } from '../console/session.js';
+import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { auditActor } from './fields.js';
 
 /** A session's id here: the SHA-256 the database keeps of its cookie, never the cookie. */
 const SessionIdSchema = z.string().regex(/^[0-9a-f]{64}$/, 'not a console session id (64 hex digits)');
+
+const ConsoleSessionsSchema = z.object({
+  sessions: z.array(
+    z.object({
+      id: z.string(),
+      actor: z.string(),
+      createdAt: Timestamp,
+      lastSeenAt: Timestamp,
+      endsAt: Timestamp,
+    }),
+  ),
+});
+const EndedSessionSchema = z.object({ ended: z.string() });
 
 /**
  * `GET /admin/console/sessions` → `{ sessions: [{ id, actor, createdAt, lastSeenAt, endsAt }] }`:
@@ -24,7 +38,7 @@ export const listConsoleSessionsRoute: RouteFactory = (ctx) => ({
     operationId: 'admin-console-sessions-list',
     summary: 'The live admin console sessions',
     tags: TAGS.admin,
-    responses: json200('`{ sessions: [{ id, actor, createdAt, lastSeenAt, endsAt }] }`'),
+    responses: json200('The live console sessions, oldest first', ConsoleSessionsSchema),
   },
   handler: listConsoleSessions(ctx),
 });
@@ -45,7 +59,7 @@ export function listConsoleSessions(ctx: Pick<AppContext, 'config' | 'store' | '
           Math.min(s.lastSeenAt.getTime() + limits.idleMs, s.createdAt.getTime() + limits.absoluteMs),
         ).toISOString(),
       })),
-    });
+    } satisfies z.infer<typeof ConsoleSessionsSchema>);
   };
 }
 
@@ -60,7 +74,7 @@ export const endConsoleSessionRoute: RouteFactory = (ctx) => ({
     summary: 'End an admin console session at once, on every instance',
     tags: TAGS.admin,
     params: { id: SessionIdSchema },
-    responses: json200('`{ ended: id }`'),
+    responses: json200('The session ended', EndedSessionSchema),
     errors: ['NOT_FOUND'],
   },
   handler: async (req: Request, res: Response) => {
@@ -72,6 +86,6 @@ export const endConsoleSessionRoute: RouteFactory = (ctx) => ({
       action: 'console.session-end',
       target: id,
     });
-    res.json({ ended: id });
+    res.json({ ended: id } satisfies z.infer<typeof EndedSessionSchema>);
   },
 });
