@@ -76,7 +76,7 @@ export interface NewIssuance {
    * the admin history's `email` filter; never the address. Written only, never read back.
    */
   emailHash?: string | undefined;
-  /** The batch-issue run it belongs to (a bulk status change's `batchId` selector). Written only. */
+  /** The batch-issue run it belongs to (a bulk status change's `batchId` selector); read by `history.batchOf`. */
   batchId?: string | undefined;
   /** The credential this one renews. Written only. */
   renewedFrom?: string | undefined;
@@ -338,6 +338,8 @@ export interface IssuanceHistoryStore {
    * renews, and the one that renews it. Credentials with neither are absent.
    */
   renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>>;
+  /** The batch-issue run a credential was issued in (issuances.batch_id); null when none. */
+  batchOf(credentialId: string): Promise<string | null>;
 }
 
 export type IdempotencyBegin =

@@ -1545,6 +1545,11 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
             [renewing.credentialId, { renewedFrom: old.credentialId, renewedBy: null }],
           ]),
         );
+        // The console's credential page reads the batch id written with the issuance.
+        const batched = await insert(store, issuance({ channel: 'direct', batchId: 'batch-0123abcd' }));
+        expect(await store.history.batchOf(batched.credentialId)).toBe('batch-0123abcd');
+        expect(await store.history.batchOf(old.credentialId)).toBeNull();
+        expect(await store.history.batchOf('x')).toBeNull();
         const write = {
           outcome: 'renewed' as const,
           renewedBy: renewing.credentialId,

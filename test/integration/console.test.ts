@@ -235,9 +235,14 @@ describe('admin console', () => {
         expiresAt: null,
       },
     ]);
-    expect(await (await get(`/console/credentials/${credentialId}`)).text()).toContain(
-      'data-api="/console/api/admin/renew"',
+    const before = await (await get(`/console/credentials/${credentialId}`)).text();
+    expect(before).toContain('data-api="/console/api/admin/renew"');
+    // The flash after an action says what was done to which credential.
+    expect(before).toContain(
+      `data-done="Revoked credential ${credentialId} (revocation nonce ${(await issuer.ctx.store.issuances.get(credentialId))!.revocationNonce}, schema membership-v1)."`,
     );
+    expect(before).toContain(`data-done="Renewed credential ${credentialId}: a new credential was issued`);
+    expect(before).not.toContain('<dt>Batch</dt>');
     expect((await act('/admin/renew', { credentialId })).status).toBe(400);
     const renewed = await act('/admin/renew', { credentialId, reason: 'from the console' });
     expect(renewed.status).toBe(201);
@@ -251,6 +256,33 @@ describe('admin console', () => {
     expect((await audit('renew')).filter((e) => e.target === credentialId)).toEqual([
       { actor: 'ops-bob', target: credentialId, reason: 'from the console' },
     ]);
+  });
+
+  it('a credential of a batch-issue run shows its batch id; the revoke form names what it did to which credential', async () => {
+    const res = await issuer.admin('/admin/issue-vc', {
+      userId: 'console.batch@example.org',
+      schemaId: 'membership-v1',
+      vct: 'https://issuer.example/vct/membership-v1',
+      expiration: new Date(Date.now() + 86_400_000).toISOString(),
+      batchId: 'batch-console-0001',
+      credentialSubject: {
+        givenName: 'B',
+        familyName: 'A',
+        memberSince: '2020-01-01',
+        tier: 'gold',
+        memberNumber: 3,
+      },
+    });
+    expect([201, 202]).toContain(res.status);
+    const { credentialId } = (await res.json()) as { credentialId: string };
+    const page = await (await get(`/console/credentials/${credentialId}`)).text();
+    expect(page).toContain('<dt>Batch</dt><dd><code>batch-console-0001</code>');
+    expect(page).toContain('status bulk revoke --batch batch-console-0001');
+    expect(page).toMatch(
+      new RegExp(
+        `data-done="Revoked credential ${credentialId} \\(revocation nonce \\d+, schema membership-v1\\)\\."`,
+      ),
+    );
   });
 
   it('the admin routes themselves still refuse a browser, and the console API refuses the admin key alone', async () => {

@@ -206,4 +206,13 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
     });
     return mergeLinks(rows);
   }
+
+  async batchOf(credentialId: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ batch_id: string | null }>({
+      name: 'pg-batch-of',
+      text: 'SELECT batch_id FROM issuances WHERE credential_id = $1',
+      values: [credentialId],
+    });
+    return rows[0]?.batch_id ?? null;
+  }
 }

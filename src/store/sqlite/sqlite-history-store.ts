@@ -209,6 +209,15 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     return mergeLinks(rows);
   }
 
+  async batchOf(credentialId: string): Promise<string | null> {
+    const row = this.db
+      .prepare<[string], { batch_id: string | null }>(
+        'SELECT batch_id FROM issuances WHERE credential_id = ?',
+      )
+      .get(credentialId);
+    return row?.batch_id ?? null;
+  }
+
   async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {
     return this.active.all(holderDid, schemaId, now.toISOString()).map(rowToSummary);
   }

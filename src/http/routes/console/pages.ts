@@ -289,10 +289,11 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
   }
   const now = new Date();
   const nonce = String(record.revocationNonce);
-  const [trail, deliveries, links] = await Promise.all([
+  const [trail, deliveries, links, batchId] = await Promise.all([
     ctx.store.console.auditTrail([id, nonce], 100),
     ctx.store.webhooks.listCredentialDeliveries(id, 50),
     ctx.store.history.renewalLinks([id]),
+    ctx.store.history.batchOf(id),
   ]);
   const link = links.get(id);
   const credentialLink = (other: string | null | undefined) =>
@@ -300,8 +301,10 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
   const derived = derivedStatus(record, now);
   const uri = record.statusSlot ? ctx.status.uri(record.statusSlot.partition) : undefined;
   const twoBits = ctx.config.statusList.bits === 2;
+  // The flash after the page reloads says what was done to which credential, not "Done.".
+  const DONE = { revoke: 'Revoked', suspend: 'Suspended', unsuspend: 'Unsuspended' } as const;
   const action = (change: 'revoke' | 'suspend' | 'unsuspend', verb: string, warning: string) =>
-    html`<form class="action" data-api="/console/api/admin/${change}" data-confirm="${verb} credential ${id}? ${warning}">
+    html`<form class="action" data-api="/console/api/admin/${change}" data-confirm="${verb} credential ${id}? ${warning}" data-done="${DONE[change]} credential ${id} (revocation nonce ${nonce}, schema ${record.schemaId}).">
 <input type="hidden" name="revocationNonce" value="${nonce}">
 <fieldset><legend>${verb}</legend>
 <label for="${change}-reason">Reason (required, kept in the audit log)</label>
@@ -316,14 +319,14 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
     actions.push(action('unsuspend', 'Unsuspend', 'It becomes valid again.'));
   // docs/operations.md "Renewal": a valid direct credential not renewed yet.
   if (record.channel === 'direct' && record.status === 0 && !link?.renewedBy)
-    actions.push(html`<form class="action" data-api="/console/api/admin/renew" data-confirm="Renew credential ${id}? A new credential is issued to the same holder with the claims looked up again.">
+    actions.push(html`<form class="action" data-api="/console/api/admin/renew" data-confirm="Renew credential ${id}? A new credential is issued to the same holder with the claims looked up again." data-done="Renewed credential ${id}: a new credential was issued to the same holder (linked below).">
 <input type="hidden" name="credentialId" value="${id}">
 <fieldset><legend>Renew</legend>
 <label for="renew-reason">Reason (required, kept in the audit log)</label>
 <textarea id="renew-reason" name="reason" required maxlength="1000" rows="2"></textarea>
 <button type="submit">Renew…</button></fieldset></form>`);
   if (record.uploadState === 'failed')
-    actions.push(html`<form class="action" data-api="/console/api/admin/uploads/retry" data-confirm="Queue the upload of credential ${id} again?">
+    actions.push(html`<form class="action" data-api="/console/api/admin/uploads/retry" data-confirm="Queue the upload of credential ${id} again?" data-done="Queued the upload of credential ${id} again.">
 <input type="hidden" name="credentialId" value="${id}">
 <fieldset><legend>Retry the upload</legend>
 <label for="retry-reason">Reason (optional)</label>
@@ -348,6 +351,12 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
 <dt>Signing key</dt><dd><code>${record.kid}</code></dd>
 <dt>Renews</dt><dd>${credentialLink(link?.renewedFrom)}</dd>
 <dt>Renewed by</dt><dd>${credentialLink(link?.renewedBy)}</dd>
+${
+  // docs/operations.md "Bulk status changes": a batch-issue run's credentials change together with `status bulk --batch`.
+  batchId
+    ? html`<dt>Batch</dt><dd><code>${batchId}</code> (the whole run: <code>npm run admin -- status bulk revoke --batch ${batchId} --reason …</code>)</dd>`
+    : ''
+}
 <dt>Upload</dt><dd>${record.uploadState}, ${record.uploadAttempts} attempt(s)${record.uploadedAt ? html`, stored ${when(record.uploadedAt)}` : ''}${record.nextAttemptAt && record.uploadState === 'pending' ? html`, next attempt ${when(record.nextAttemptAt)}` : ''}</dd>
 <dt>Last upload error</dt><dd>${record.lastError ?? '—'}</dd>
 </dl></section>
@@ -443,7 +452,7 @@ ${purposes.map((purpose) => {
           : ''
       }</tr>`,
   )}</tbody></table>
-<form class="action" data-api="/console/api/admin/keys/rotate" data-confirm="Rotate the ${purpose} key? The active key is retired (still published while credentials it signed are live) and a new one signs from now on.">
+<form class="action" data-api="/console/api/admin/keys/rotate" data-confirm="Rotate the ${purpose} key? The active key is retired (still published while credentials it signed are live) and a new one signs from now on." data-done="Rotated the ${purpose} key: a new key signs from now on.">
 <input type="hidden" name="purpose" value="${purpose}">
 <fieldset><legend>Rotate the ${purpose} key</legend>
 <label for="rotate-${purpose}-reason">Reason (required, kept in the audit log)</label>
@@ -476,7 +485,7 @@ export async function schemas(p: ConsolePages, _req: Request, res: Response): Pr
               (x) => html`<tr><td><code>${x.file}</code></td><td>${x.message}</td></tr>`,
             )}</tbody></table>`
     }</section>
-<form class="action" data-api="/console/api/admin/schemas/reload" data-confirm="Read SCHEMAS_DIR again? A set with a bad file is refused and the current one kept.">
+<form class="action" data-api="/console/api/admin/schemas/reload" data-confirm="Read SCHEMAS_DIR again? A set with a bad file is refused and the current one kept." data-done="Reloaded the schema files from SCHEMAS_DIR.">
 <fieldset><legend>Reload the schema files</legend>
 <label for="reload-reason">Reason (optional, kept in the audit log)</label>
 <textarea id="reload-reason" name="reason" maxlength="1000" rows="2"></textarea>
