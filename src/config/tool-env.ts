@@ -70,6 +70,11 @@ export const ToolEnvSchema = z.object({
     '`100000`',
     '`npm run bench -- bulk-crash`',
   ),
+  BENCH_HISTORY_COUNT_ROWS: tool(
+    'Issuances the history-count section seeds on SQLite before measuring hosted `/issue-vc` beside an admin reading page 1 with its total.',
+    '`3000000`',
+    '`npm run bench -- history-count`',
+  ),
   BENCH_RENEWAL_COUNT: tool(
     'Direct credentials the renewal section issues, then has the renewal sweep renew.',
     '`300`',

@@ -44,6 +44,7 @@ export const landingRoute: RouteFactory = (ctx) => ({
           name: z.string(),
           version: z.string(),
           links: z.object({
+            console: z.string().optional(),
             docs: z.string(),
             openapi: z.string(),
             didDocument: z.string(),
