@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shortDid } from '../../src/short-did.js';
 import { fetchList } from '../fixtures/status.js';
 import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
 
@@ -32,17 +33,25 @@ interface AxeResult {
   violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown }> }>;
 }
 
-/** axe-core's scan of the page as it is: the serious and critical violations. */
-async function seriousViolations(page: Page): Promise<string[]> {
+/** axe-core's scan of the page as it is: every violation, whatever its impact. */
+async function axeViolations(page: Page): Promise<AxeResult['violations']> {
   // The console's CSP refuses inline script: axe's source is evaluated through the DevTools protocol.
   await page.evaluate(AXE);
   const result = (await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run: (ctx: unknown) => Promise<AxeResult> } }).axe;
     return axe.run(document);
   })) as AxeResult;
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+  return result.violations;
+}
+
+const describeViolations = (violations: AxeResult['violations']) =>
+  violations.map((v) => `${v.impact} ${v.id}: ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+
+/** axe-core's scan of the page as it is: the serious and critical violations. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  return describeViolations(
+    (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+  );
 }
 
 // The admin console (docs/operations.md "The admin console") in Debian's Chromium.
@@ -245,6 +254,75 @@ describe.skipIf(!available)('the admin console in a browser', () => {
     await page.screenshot({ path: join(SHOTS, 'sign-in.png') });
     problems.push(...(await seriousViolations(page)).map((v) => `/console/sign-in: ${v}`));
     expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('at 420 px wide the Issuances table scrolls in its own region, the page does not; holder DIDs are shortened as the CLI shows them', async () => {
+    const page = await newPage();
+    await page.setViewportSize({ width: 420, height: 900 });
+    await signIn(page);
+    await page.goto(`${issuer.url}/console/issuances`);
+    const rows = page.locator('main table tbody tr');
+    await expect.poll(() => rows.count()).toBeGreaterThan(1);
+    await page.screenshot({ path: join(SHOTS, 'issuances-420.png'), fullPage: true });
+    const layout = await page.evaluate(() => {
+      const region = document.querySelector('.table-scroll');
+      const header = document.querySelector('header.top').getBoundingClientRect();
+      return {
+        viewport: window.innerWidth,
+        pageWidth: document.documentElement.scrollWidth,
+        header: { left: header.left, right: header.right },
+        region: { scrollWidth: region.scrollWidth, clientWidth: region.clientWidth },
+        overflowX: window.getComputedStyle(region).overflowX,
+        // A header cell is cut when its text is wider than the cell or broken over lines.
+        cutHeaders: [...document.querySelectorAll('main table thead th')]
+          .filter((th: any) => {
+            const text = document.createRange();
+            text.selectNodeContents(th);
+            return th.scrollWidth > th.clientWidth || text.getClientRects().length !== 1;
+          })
+          .map((th: any) => th.textContent),
+      };
+    });
+    expect(layout.viewport).toBe(420);
+    expect(layout.pageWidth).toBeLessThanOrEqual(layout.viewport);
+    expect(layout.header.left).toBeGreaterThanOrEqual(0);
+    expect(layout.header.right).toBeLessThanOrEqual(layout.viewport);
+    expect(layout.overflowX).toBe('auto');
+    expect(layout.region.scrollWidth).toBeGreaterThan(layout.region.clientWidth);
+    expect(layout.cutHeaders).toEqual([]);
+    // Scrolled to its end, the table's last header cell is inside the region.
+    const lastHeader = await page.evaluate(() => {
+      const region = document.querySelector('.table-scroll');
+      region.scrollLeft = region.scrollWidth;
+      const box = region.getBoundingClientRect();
+      const th = [...document.querySelectorAll('main table thead th')].at(-1).getBoundingClientRect();
+      return { inside: th.left >= box.left - 0.5 && th.right <= box.right + 0.5, text: th.width > 0 };
+    });
+    expect(lastHeader).toEqual({ inside: true, text: true });
+
+    const cells = await page
+      .locator('main table tbody td.did')
+      .evaluateAll((tds) =>
+        tds.map((td: any) => ({ text: td.textContent, title: td.getAttribute('title') })),
+      );
+    expect(cells.length).toBeGreaterThan(1);
+    for (const cell of cells) {
+      expect(cell.title).toMatch(/^did:/);
+      expect(cell.title!.length).toBeGreaterThan(24);
+      expect(cell.text).toBe(shortDid(cell.title!));
+    }
+    // The holder DID cell is one line, not six-character fragments.
+    const lines = await page
+      .locator('main table tbody td.did')
+      .first()
+      .evaluate((td: any) => {
+        const text = document.createRange();
+        text.selectNodeContents(td);
+        return text.getClientRects().length;
+      });
+    expect(lines).toBe(1);
+    expect(describeViolations(await axeViolations(page))).toEqual([]);
     await page.close();
   });
 

@@ -1,3 +1,4 @@
+import { shortDid } from '../../short-did.js';
 import { AdminApiError } from '../admin-client.js';
 import { json, table } from '../output.js';
 import { type KeysetPage, walkAllPages } from '../paging.js';
@@ -120,8 +121,6 @@ export const historyCommand: RegisterCommand = (program, act) => {
       }),
     );
 };
-
-const shortDid = (did: string) => (did.length > 24 ? `${did.slice(0, 8)}…${did.slice(-12)}` : did);
 
 /** The route's `statusList: { idx, uri } | null` (the `status_list` reference of draft-ietf-oauth-status-list). */
 const statusListOf = (r: Record<string, unknown>): { idx?: unknown; uri?: unknown } | undefined =>

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
 import { AUDIT_ACTIONS, CHANNELS, STATUS_NAMES } from '../../../model.js';
+import { shortDid } from '../../../short-did.js';
 import { derivedStatus } from '../../../status/derived-status.js';
 import type { AuditEntry, HistoryQuery, IssuanceSummary } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
@@ -177,10 +178,12 @@ export async function issuances(p: ConsolePages, req: Request, res: Response): P
     results = html`${
       found.records.length === 0
         ? html`<p>No issuance on this page matches.</p>`
-        : html`<table><caption>Issuances, newest first</caption><thead><tr><th scope="col">Created</th><th scope="col">Credential</th><th scope="col">Holder DID</th><th scope="col">Schema</th><th scope="col">Proof type</th><th scope="col">Status</th><th scope="col">Upload</th></tr></thead><tbody>${found.records.map(
+        : // At a phone's width the table scrolls inside its own region, focusable for the keyboard
+          // (WCAG 2.1.1), and the holder DID is shortened as the CLI's history shows it.
+          html`<div class="table-scroll" role="region" aria-labelledby="issuances-caption" tabindex="0"><table><caption id="issuances-caption">Issuances, newest first</caption><thead><tr><th scope="col">Created</th><th scope="col">Credential</th><th scope="col">Holder DID</th><th scope="col">Schema</th><th scope="col">Proof type</th><th scope="col">Status</th><th scope="col">Upload</th></tr></thead><tbody>${found.records.map(
             (r) =>
-              html`<tr><td>${when(r.createdAt)}</td><td><a href="${credentialHref(r.credentialId)}">${r.credentialId}</a></td><td class="did">${r.holderDid}</td><td>${r.schemaId}</td><td>${r.proofType}</td><td>${statusOf(r, query.now)}</td><td>${r.uploadState}</td></tr>`,
-          )}</tbody></table>`
+              html`<tr><td>${when(r.createdAt)}</td><td><a href="${credentialHref(r.credentialId)}">${r.credentialId}</a></td><td class="did" title="${r.holderDid}">${shortDid(r.holderDid)}</td><td>${r.schemaId}</td><td>${r.proofType}</td><td>${statusOf(r, query.now)}</td><td>${r.uploadState}</td></tr>`,
+          )}</tbody></table></div>`
     }
 <p class="pager">${
       found.next
