@@ -18,8 +18,8 @@ const shown = (file: string) => relative('.', file) || file;
  */
 export async function developmentStateProblems(config: Config, secrets: Secrets): Promise<string[]> {
   const problems: string[] = [];
-  // Only each key file's `environment` field: a key a token holds (docs/security.md "Keys in a
-  // hardware security module") opens only with that backend, which the key loader opens later.
+  // Only each key file's `environment` field: a key a token holds opens only with that backend,
+  // which the key loader opens later (docs/security.md "Keys in a hardware security module").
   const keyFiles = existsSync(config.keysDir) ? readdirSync(config.keysDir).filter(isKeyFileName).sort() : [];
   for (const file of keyFiles.map((name) => join(config.keysDir, name)))
     if (readEnvironmentField(file) === 'development')

@@ -69,7 +69,7 @@ describe.each([
       ADMIN_API_KEY,
       PARTNER_ID,
       SERVICE_V1_BASE_URL: emulator.url,
-      // The emulator listens on http (docs/configuration.md "ALLOW_INSECURE_UPSTREAM").
+      // The emulator listens on http: ALLOW_INSECURE_UPSTREAM lets production use it.
       ALLOW_INSECURE_UPSTREAM: '1',
     };
     const generated = await runScript('scripts/keys-generate.ts', [], env);
