@@ -12,6 +12,13 @@ export interface CompromisedKey {
   reason: string;
 }
 
+/** What the playbook did for a kid: the key it rotated to, the status lists it re-signed, its revoke job. */
+export interface CompromiseOutcome {
+  rotatedTo: string | null;
+  statusListsRepublished: number;
+  jobId: string;
+}
+
 export interface CompromisedKeyStore {
   /** The compromised kids, oldest first. */
   list(): Promise<CompromisedKey[]>;
@@ -20,4 +27,8 @@ export interface CompromisedKeyStore {
    * (and nothing written) when it was recorded before.
    */
   mark(kid: string, at: Date, audit: AuditActor & { reason: string }): Promise<boolean>;
+  /** What the playbook recorded for `kid` once its revoke job existed; undefined before. */
+  outcome(kid: string): Promise<CompromiseOutcome | undefined>;
+  /** Records what the playbook did for `kid` (a marked kid). */
+  recordOutcome(kid: string, outcome: CompromiseOutcome): Promise<void>;
 }

@@ -211,7 +211,12 @@ export const COPIED_TABLES: TableSpec[] = [
   {
     table: 'compromised_keys',
     key: ['kid'],
-    columns: [...text('kid'), ...time('at'), ...text('actor', 'reason')],
+    columns: [
+      ...text('kid'),
+      ...time('at'),
+      ...text('actor', 'reason', 'rotated_to', 'job_id'),
+      ...int('lists_republished'),
+    ],
   },
   {
     table: 'renewals',

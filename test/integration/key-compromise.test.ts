@@ -1,5 +1,5 @@
 import { createPublicKey, verify as cryptoVerify, X509Certificate } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { digest } from '@sd-jwt/crypto-nodejs';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
@@ -22,6 +22,7 @@ import {
   type TestIssuer,
   tempDir,
 } from '../helpers/issuer.js';
+import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 interface Job {
   state: 'running' | 'done' | 'failed';
@@ -364,3 +365,117 @@ describe('key-compromise playbook, SD_JWT_ISSUER=x5c', () => {
     expect((await verifySdJwtVc(issuer.url, fresh.compact)).header.kid).toBe(next);
   });
 });
+
+interface PlaybookAnswer {
+  kid: string;
+  active: boolean;
+  alreadyCompromised: boolean;
+  credentials: number;
+  rotatedTo: string | null;
+  jobId: string;
+}
+
+/**
+ * Two runs of the playbook on one kid at once, through `first` and `second` (one instance twice, or
+ * two instances on one database): one rotation, one revoke job, and both answers name them.
+ */
+async function runTwiceAtOnce(first: TestIssuer, second: TestIssuer, signed: number) {
+  const kid = first.ctx.keys.current().signing.kid;
+  const body = { kid, reason: 'leaked twice' };
+  const responses = await Promise.all([
+    first.admin('/admin/keys/compromised', body),
+    second.admin('/admin/keys/compromised', body),
+  ]);
+  expect(responses.map((r) => r.status)).toEqual([200, 200]);
+  const answers = (await Promise.all(responses.map((r) => r.json()))) as PlaybookAnswer[];
+  const [a, b] = answers as [PlaybookAnswer, PlaybookAnswer];
+  expect(a.rotatedTo).toEqual(expect.any(String));
+  expect(a.rotatedTo).not.toBe(kid);
+  expect(b.rotatedTo).toBe(a.rotatedTo);
+  expect(b.jobId).toBe(a.jobId);
+  for (const answer of answers)
+    expect(answer).toMatchObject({ kid, active: true, credentials: signed, compromised: true });
+  // One of the two ran the playbook, the other answered what it did.
+  expect(answers.map((x) => x.alreadyCompromised).sort()).toEqual([false, true]);
+
+  const store = first.ctx.store;
+  const rotations = await queryStore(store, "SELECT target FROM audit_log WHERE action = 'keys.rotate'");
+  expect(rotations).toEqual([{ target: a.rotatedTo }]);
+  const jobs = await queryStore(store, 'SELECT id FROM status_jobs');
+  expect(jobs).toEqual([{ id: a.jobId }]);
+  const marks = await queryStore(store, "SELECT target FROM audit_log WHERE action = 'keys.compromised'");
+  expect(marks).toEqual([{ target: kid }]);
+  await expect
+    .poll(async () => ((await (await first.admin(`/admin/status-changes/${a.jobId}`)).json()) as Job).state, {
+      timeout: 60_000,
+    })
+    .toBe('done');
+
+  // Later, a third run: the same answer, nothing more done.
+  const again = await second.admin('/admin/keys/compromised', body);
+  expect(again.status).toBe(200);
+  expect(await again.json()).toMatchObject({
+    rotatedTo: a.rotatedTo,
+    jobId: a.jobId,
+    alreadyCompromised: true,
+  });
+  expect(await queryStore(store, 'SELECT id FROM status_jobs')).toEqual([{ id: a.jobId }]);
+  expect(await queryStore(store, "SELECT target FROM audit_log WHERE action = 'keys.rotate'")).toHaveLength(
+    1,
+  );
+}
+
+// docs/operations.md "A signing key is compromised": the playbook runs once per kid.
+describe('key-compromise playbook run twice at once, SQLite', () => {
+  let issuer: TestIssuer;
+  const dir = tempDir();
+
+  beforeAll(async () => {
+    issuer = await startIssuer({ dir: join(dir, 'issuer'), context: { direct: { baseDelayMs: 1 } } });
+  });
+  afterAll(async () => {
+    await issuer.close();
+    removeDir(dir);
+  });
+
+  it('one rotation and one revoke job; both answers name them, and so does a later run', async () => {
+    await Promise.all([issueOpened(issuer, 201), issueOpened(issuer, 202)]);
+    await runTwiceAtOnce(issuer, issuer, 2);
+  });
+});
+
+const pgAvailable = await postgresAvailable('the key-compromise playbook on PostgreSQL');
+
+describe.skipIf(!pgAvailable)(
+  'key-compromise playbook run twice at once, two instances on PostgreSQL',
+  () => {
+    let db: TempDatabase;
+    let a: TestIssuer;
+    let b: TestIssuer;
+    const dirs = [tempDir(), tempDir()];
+
+    beforeAll(async () => {
+      db = await createTempDatabase();
+      const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: 'a1'.repeat(32) };
+      a = await startIssuer({ dir: dirs[0], env, context: { direct: { baseDelayMs: 1 } } });
+      mkdirSync(join(dirs[1]!, 'keys'));
+      b = await startIssuer({
+        dir: dirs[1],
+        env: { ...env, SERVICE_V1_BASE_URL: a.ctx.config.serviceBaseUrl! },
+        exampleClaimsFile: '',
+      });
+    });
+    afterAll(async () => {
+      await b?.close();
+      await a?.close();
+      await db?.drop();
+      for (const d of dirs) removeDir(d);
+    });
+
+    it('one rotation and one revoke job between the instances; both answers name them', async () => {
+      await Promise.all([issueOpened(a, 301), issueOpened(a, 302), issueOpened(a, 303)]);
+      expect(b.ctx.keys.current().signing.kid).toBe(a.ctx.keys.current().signing.kid);
+      await runTwiceAtOnce(a, b, 3);
+    });
+  },
+);

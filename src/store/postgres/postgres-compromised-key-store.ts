@@ -1,4 +1,4 @@
-import type { CompromisedKey, CompromisedKeyStore } from '../compromised-key-store.js';
+import type { CompromisedKey, CompromisedKeyStore, CompromiseOutcome } from '../compromised-key-store.js';
 import type { AuditActor } from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
@@ -24,5 +24,21 @@ export class PostgresCompromisedKeyStore implements CompromisedKeyStore {
       await insertAudit(client, { ...audit, at, action: 'keys.compromised', target: kid });
       return true;
     });
+  }
+
+  async outcome(kid: string): Promise<CompromiseOutcome | undefined> {
+    const { rows } = await this.pool.query<CompromiseOutcome>(
+      `SELECT rotated_to AS "rotatedTo", coalesce(lists_republished, 0) AS "statusListsRepublished", job_id AS "jobId"
+       FROM compromised_keys WHERE kid = $1 AND job_id IS NOT NULL`,
+      [kid],
+    );
+    return rows[0];
+  }
+
+  async recordOutcome(kid: string, outcome: CompromiseOutcome): Promise<void> {
+    await this.pool.query(
+      'UPDATE compromised_keys SET rotated_to = $2, lists_republished = $3, job_id = $4 WHERE kid = $1',
+      [kid, outcome.rotatedTo, outcome.statusListsRepublished, outcome.jobId],
+    );
   }
 }

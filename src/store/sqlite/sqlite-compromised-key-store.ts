@@ -1,4 +1,4 @@
-import type { CompromisedKey, CompromisedKeyStore } from '../compromised-key-store.js';
+import type { CompromisedKey, CompromisedKeyStore, CompromiseOutcome } from '../compromised-key-store.js';
 import type { AuditActor } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
@@ -23,6 +23,15 @@ export class SqliteCompromisedKeyStore implements CompromisedKeyStore {
       insert: db.prepare(
         'INSERT INTO compromised_keys (kid, at, actor, reason) VALUES (?, ?, ?, ?) ON CONFLICT (kid) DO NOTHING',
       ),
+      outcome: db.prepare<
+        [string],
+        { rotated_to: string | null; lists_republished: number | null; job_id: string }
+      >(
+        'SELECT rotated_to, lists_republished, job_id FROM compromised_keys WHERE kid = ? AND job_id IS NOT NULL',
+      ),
+      recordOutcome: db.prepare<[string | null, number, string, string]>(
+        'UPDATE compromised_keys SET rotated_to = ?, lists_republished = ?, job_id = ? WHERE kid = ?',
+      ),
     } as const;
   }
 
@@ -39,5 +48,16 @@ export class SqliteCompromisedKeyStore implements CompromisedKeyStore {
         return true;
       })
       .immediate();
+  }
+
+  async outcome(kid: string): Promise<CompromiseOutcome | undefined> {
+    const row = this.stmts.outcome.get(kid);
+    return row
+      ? { rotatedTo: row.rotated_to, statusListsRepublished: row.lists_republished ?? 0, jobId: row.job_id }
+      : undefined;
+  }
+
+  async recordOutcome(kid: string, outcome: CompromiseOutcome): Promise<void> {
+    this.stmts.recordOutcome.run(outcome.rotatedTo, outcome.statusListsRepublished, outcome.jobId, kid);
   }
 }

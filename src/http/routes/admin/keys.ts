@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { AppError, notFound } from '../../../errors.js';
+import { compromisedKeyOf, compromisePlaybook } from '../../../keys/compromise-playbook.js';
 import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { x5cRotation, x5cRotationRefusal } from '../../../keys/rotation-certificate.js';
@@ -250,66 +250,55 @@ export const compromisedKeyRoute: RouteFactory = (ctx) => ({
 });
 
 export function compromisedKey(ctx: AppContext) {
+  const run = compromisePlaybook({
+    keys: ctx.keys,
+    compromisedKeys: ctx.store.compromisedKeys,
+    locks: ctx.store.locks,
+    rotate: async (actor) => {
+      const rotated = await rotateKey(ctx, 'credential-signing', actor);
+      return { kid: rotated.created.kid, statusListsRepublished: rotated.statusListsRepublished };
+    },
+    publishAll: async () => (await ctx.status.publishAll()).length,
+    compromisedEvent: (kid, actor, at) =>
+      ctx.store.webhooks.recordEvent(
+        {
+          id: newWebhookEventId(),
+          type: 'key.compromised',
+          data: JSON.stringify({ kid, actor: actor.actor, reason: actor.reason }),
+        },
+        at,
+      ),
+    revokeJob: (kid, actor) => ctx.statusJobs.create('revoke', { kid }, actor),
+    jobTotal: async (jobId) => (await ctx.statusJobs.get(jobId))?.total,
+  });
   return async (req: Request, res: Response) => {
     const body = parseInput(CompromisedKeyBodySchema, req.body);
-    const ring = ctx.keys.current();
-    const key = ring.signingKeys.find((k) => k.kid === body.kid);
-    if (!key) throw notFound(`kid: no credential-signing key ${body.kid}`);
-    if (key.standby)
-      throw new AppError(
-        'CONFLICT',
-        `kid: ${body.kid} is a standby key that has signed nothing; remove it instead (and prepare another)`,
-        { field: 'kid' },
-      );
-    const active = ring.signing.kid === key.kid;
-    const alreadyCompromised = (await compromisedKids(ctx.store.compromisedKeys)).has(key.kid);
-    const credentials = await ctx.statusJobs.count({ kid: key.kid });
-    const plan = { kid: key.kid, active, alreadyCompromised, credentials };
+    const key = compromisedKeyOf(ctx.keys, body.kid);
     if (body.dryRun) {
+      const active = ctx.keys.current().signing.kid === key.kid;
+      const alreadyCompromised = (await compromisedKids(ctx.store.compromisedKeys)).has(key.kid);
+      const credentials = await ctx.statusJobs.count({ kid: key.kid });
       // In x5c mode the rotation away from an active key may be refused (no certified standby
       // key): the rehearsal says so, read from the keys as they are now (a standby key may have
       // been prepared by another process since this ring was loaded).
       const x5c = active ? x5cRotation(ctx.config) : undefined;
       const rotationRefused = x5c ? ((await x5cRotationRefusal(x5c, await ctx.keys.reload())) ?? null) : null;
-      res.json({ ...plan, rotationRefused, dryRun: true });
+      res.json({ kid: key.kid, active, alreadyCompromised, credentials, rotationRefused, dryRun: true });
       return;
     }
-    const actor = { ...auditActor(res, body.reason), reason: body.reason };
-    // 1. No new credential is signed with it: rotate away first (in x5c mode a standby key with a
-    //    chain must exist, else 409 and nothing else is done).
-    const rotated = active ? await rotateKey(ctx, 'credential-signing', actor) : undefined;
-    // 2. Never published again, by any instance, from its next read of the metadata.
-    const now = new Date();
-    if (await ctx.store.compromisedKeys.mark(key.kid, now, actor))
-      await ctx.store.webhooks.recordEvent(
-        {
-          id: newWebhookEventId(),
-          type: 'key.compromised',
-          data: JSON.stringify({ kid: key.kid, actor: actor.actor, reason: actor.reason }),
-        },
-        now,
-      );
-    // 3. The lists re-signed by a key still trusted (a rotation did it already).
-    const lists = rotated ? rotated.statusListsRepublished : (await ctx.status.publishAll()).length;
-    // 4. Everything it signed revoked, as one bulk job.
-    const job = await ctx.statusJobs.create('revoke', { kid: key.kid }, actor);
+    // One run per kid, whoever asks and how often: a repeat answers the first run's rotation and job.
+    const answer = await run(key.kid, { ...auditActor(res, body.reason), reason: body.reason });
     ctx.log.warn(
       {
         event: 'key_compromised',
-        kid: key.kid,
-        rotatedTo: rotated?.created.kid ?? null,
-        jobId: job.id,
-        credentials: job.total,
+        kid: answer.kid,
+        rotatedTo: answer.rotatedTo,
+        jobId: answer.jobId,
+        credentials: answer.credentials,
+        repeat: answer.alreadyCompromised,
       },
-      `signing key ${key.kid} declared compromised: unpublished; revoking ${job.total} credential(s) in job ${job.id}`,
+      `signing key ${answer.kid} declared compromised: unpublished; revoking ${answer.credentials} credential(s) in job ${answer.jobId}`,
     );
-    res.json({
-      ...plan,
-      compromised: true,
-      rotatedTo: rotated?.created.kid ?? null,
-      jobId: job.id,
-      credentials: job.total,
-      statusListsRepublished: lists,
-    });
+    res.json(answer);
   };
 }
