@@ -1,7 +1,0 @@
--- What the key-compromise playbook did for a kid (docs/operations.md "A signing key is
--- compromised"): the key it rotated to and the revoke job it started, so a second run on the kid
--- (at once, or later, from any process) answers these instead of rotating and revoking again.
--- Null job_id: a run that stopped before its job (or one recorded before this migration).
-ALTER TABLE compromised_keys ADD COLUMN rotated_to TEXT;
-ALTER TABLE compromised_keys ADD COLUMN job_id TEXT;
-ALTER TABLE compromised_keys ADD COLUMN lists_republished INTEGER;
