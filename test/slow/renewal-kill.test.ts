@@ -238,7 +238,13 @@ describe.each(engines)('a renewal sweep SIGKILLed mid-way ($name)', ({ sweepers,
     };
 
     // Seeded by a process that never sweeps, so that the sweep starts with every credential due.
-    const seeder = await start('seeder', { RENEWAL_SWEEP_INTERVAL_MS: '86400000' });
+    // The seeder never sweeps; its issuances wait for their uploads however busy the machine is
+    // (the sweepers' short deadline is for the lease takeover, not for seeding).
+    const seeder = await start('seeder', {
+      RENEWAL_SWEEP_INTERVAL_MS: '86400000',
+      ADMIN_ISSUE_DEADLINE_MS: '60000',
+      RENEWAL_SWEEP_LEASE_MS: '121000',
+    });
     const target = parseDatabaseUrl(db.url, process.cwd());
     if (typeof target === 'string') throw new Error(target);
     const store: OpenedStore = await openStore(target, { poolMax: 2 });
