@@ -664,7 +664,7 @@ export interface Oid4vciStore {
 /** A signed-in console session (the cookie's value is never stored, only its SHA-256). */
 export interface ConsoleSessionRecord {
   actor: string;
-  /** The fingerprint of the admin key that opened it (null: a session from before it was kept). */
+  /** The fingerprint of the admin key that opened it (null: a console sign-in recorded before migrations 022/027 added the column). */
   keyHash: string | null;
   createdAt: Date;
   lastSeenAt: Date;
