@@ -17,7 +17,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import { DEV_EMULATOR_FILE } from '../src/development/development-files.js';
 import { x25519DidKey } from '../src/development/emulator/index.js';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../src/envelope/index.js';
-import { DocumentFetcher, verifyCredential } from '../src/verify/index.js';
+import { DocumentFetcher, verifyCredential } from '../src/formats/verify.js';
 
 const USAGE = 'usage: npm run demo [-- --user <userId> --schema <schemaId> --out <file>]';
 

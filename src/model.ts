@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 /**
  * The words every room shares: the bottom floor. It imports nothing of ours, so any module may
- * import it without climbing (http → issuance/issuers/status → store/envelope → model).
+ * import it without climbing (http → issuance/formats/status → store/envelope → model).
  */
 
 /**

@@ -1,11 +1,11 @@
 import wabtInit from 'wabt';
 
 /**
- * The WebAssembly text of src/issuers/iden3/poseidon.wasm: Poseidon's permutation (js-crypto's
+ * The WebAssembly text of src/formats/iden3-bjj/poseidon.wasm: Poseidon's permutation (js-crypto's
  * optimized form, the same steps as the BigInt version it replaced) over BN254 in Montgomery form,
  * eight 32-bit limbs held in i64 (a limb product plus two limbs fits 64 bits). The loops are written
  * below as text; only the limb arithmetic (`$mul`, `$add`) is unrolled by this generator.
- * `npm run build:wasm` writes the .wat and its .wasm; test/unit/iden3/poseidon-wasm.test.ts checks
+ * `npm run build:wasm` writes the .wat and its .wasm; test/unit/formats/iden3-bjj/poseidon-wasm.test.ts checks
  * that both committed files are what this source gives.
  */
 

@@ -1,6 +1,6 @@
 import type { ClaimsProvider } from '../claims/claims-provider.js';
 import { createClaimsProvider, SqliteClaimsProvider } from '../claims/index.js';
-import { type Iden3BjjIssuer, iden3ContextProblems } from '../issuers/iden3/iden3-bjj-issuer.js';
+import { type Iden3BjjIssuer, iden3ContextProblems } from '../formats/iden3-bjj/iden3-bjj-issuer.js';
 import { SchemaFileError, type SchemaFileProblem, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { buildTypeMetadata } from '../schemas/type-metadata.js';
 import type { ClaimsStore } from '../store/store.js';

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { DEVELOPMENT_KEYS_SUBDIR, DEVELOPMENT_ONLY_FILES } from '../development/development-files.js';
-import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../issuers/iden3/bjj-key.js';
+import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../formats/iden3-bjj/bjj-key.js';
 import type { KeyBackend } from '../keys/key-backend.js';
 import { generateKey, isActive, type KeyPurpose, readKeys } from '../keys/key-ring.js';
 

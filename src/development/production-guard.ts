@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Config, Secrets } from '../config/config.js';
-import { BJJ_KEY_FILE } from '../issuers/iden3/bjj-key.js';
+import { BJJ_KEY_FILE } from '../formats/iden3-bjj/bjj-key.js';
 import { isKeyFileName } from '../keys/key-ring.js';
 import type { Store } from '../store/store.js';
 import { readClaimsFile, readDevSecrets } from './development-files.js';

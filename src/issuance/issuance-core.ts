@@ -8,7 +8,7 @@ import {
   sealEnvelope,
 } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
-import type { Issuer } from '../issuers/issuer.js';
+import type { Issuer } from '../formats/issuer.js';
 import type {
   AuditActor,
   Channel as IssuanceChannel,

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from '../../src/claims/index.js';
+import type { IssuedCredential, IssueInput, Issuer } from '../../src/formats/issuer.js';
 import type { UploadOutbox } from '../../src/issuance/outbox.js';
-import type { IssuedCredential, IssueInput, Issuer } from '../../src/issuers/issuer.js';
 import type { ProofType } from '../../src/model.js';
 import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
 import { envelopeSha256, insertedRecord } from '../../src/store/issuance-row.js';

@@ -7,7 +7,7 @@ import { decodeProtectedHeader, type JWK } from 'jose';
  * Holder/verifier side, for the tests: verifies an SD-JWT VC as a wallet would, with keys only
  * from the issuer's published `/.well-known/jwt-vc-issuer`, status lists fetched over HTTP, and
  * the library's own verify() (signature, disclosures, exp, status), independently of the kit's
- * own checks in src/verify/.
+ * own checks in src/verify/ and each format's verifier.ts (src/formats/).
  */
 export async function verifySdJwtVc(
   issuerUrl: string,

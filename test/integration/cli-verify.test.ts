@@ -13,7 +13,7 @@ import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../
 import { DEV_CA_PEM, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { runCli } from '../helpers/cli.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { holderIden3Did } from '../unit/iden3/fixtures.js';
+import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 /**
  * `npm run admin -- verify`: credentials issued by the real app (hosted and direct, each

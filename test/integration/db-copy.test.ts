@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readBjjKeyFile } from '../../src/issuers/iden3/bjj-key.js';
+import { readBjjKeyFile } from '../../src/formats/iden3-bjj/bjj-key.js';
 import { COPIED_TABLES, POSTGRES_ONLY_TABLES } from '../../src/store/copy-database.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqlite, runMigrations } from '../../src/store/sqlite/database.js';
@@ -9,7 +9,7 @@ import { fetchList, holder, type IssuedSdJwt, issueOverHttp } from '../fixtures/
 import { runCli } from '../helpers/cli.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
-import { holderIden3Did } from '../unit/iden3/fixtures.js';
+import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 const available = await postgresAvailable('the db copy tests');
 const KEK = 'b2'.repeat(32);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPreviewFields, generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import { didResolverFor } from '../helpers/did-resolver.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { HOLDER_DID_KEY, holderIden3Did } from '../unit/iden3/fixtures.js';
+import { HOLDER_DID_KEY, holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 type Json = Record<string, any>;
 

@@ -20,7 +20,7 @@ import { runCli } from '../helpers/cli.js';
 import { didResolverFor } from '../helpers/did-resolver.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
-import { holderIden3Did } from '../unit/iden3/fixtures.js';
+import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 const available = await postgresAvailable('the two-instance tests');
 const KEK = 'a1'.repeat(32);

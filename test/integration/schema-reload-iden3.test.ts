@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import { expectError } from '../helpers/errors.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { holderIden3Did } from '../unit/iden3/fixtures.js';
+import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 const CLUB_CONTEXT = {
   '@context': [

@@ -7,14 +7,14 @@ import {
   merklizeCredential,
   schemaHashFromTypeIri,
   subjectIdFromDid,
-} from '../../src/issuers/iden3/core-claim.js';
+} from '../../src/formats/iden3-bjj/core-claim.js';
 import {
   IDEN3_PROOFS_CONTEXT_URL,
   LocalDocumentLoader,
   VC_2018_CONTEXT_URL,
-} from '../../src/issuers/iden3/document-loader.js';
-import { holderIden3Did } from '../unit/iden3/fixtures.js';
-import { referenceMerklize } from '../unit/iden3/reference-merklize.js';
+} from '../../src/formats/iden3-bjj/document-loader.js';
+import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
+import { referenceMerklize } from '../unit/formats/iden3-bjj/reference-merklize.js';
 
 // The kit's merklizer (merklize.ts, poseidon.ts) gives the root, the core claim
 // and the signed message that @iden3/js-jsonld-merklization + @iden3/js-merkletree + js-crypto give,

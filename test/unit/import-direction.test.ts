@@ -16,8 +16,8 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['development/'], // the development start, its files, the production guard, the emulator
   ['webhooks/'], // endpoints, signing and the delivery worker
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
-  ['claims/', 'verify/'], // claims providers; a relying party's checks
-  ['issuers/', 'status/', 'service-client/', 'observability/'],
+  ['claims/', 'formats/'], // claims providers; the credential formats (issuer, verifier, status, start-up)
+  ['issuers/', 'verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/'],

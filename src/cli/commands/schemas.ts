@@ -29,7 +29,7 @@ export const schemasCommand: RegisterCommand = (program, act) => {
           { loadModuleClaimsProvider },
         ] = await Promise.all([
           import('../../schemas/schema-registry.js'),
-          import('../../issuers/iden3/iden3-bjj-issuer.js'),
+          import('../../formats/iden3-bjj/iden3-bjj-issuer.js'),
           import('../../claims/module-claims-provider.js'),
         ]);
         const path = resolve(run.settings.cwd, file);

@@ -56,7 +56,7 @@ export const verifyCommand: RegisterCommand = (program, act) => {
           if (now !== undefined && Number.isNaN(now.getTime()))
             throw new UsageError('--at: not an ISO 8601 time');
           const { DocumentFetcher, trustAnchorsFromPem, verifyCredential } = await import(
-            '../../verify/index.js'
+            '../../formats/verify.js'
           );
           let trustAnchors: ReturnType<typeof trustAnchorsFromPem> | undefined;
           if (opts.trust !== undefined) {

@@ -6,7 +6,7 @@ import {
   BjjSigner,
   BN254_FIELD_ORDER,
   packBjjPoint,
-} from '../../../src/issuers/iden3/bjj-signer.js';
+} from '../../../src/formats/iden3-bjj/bjj-signer.js';
 
 // docs/dependencies.md: the hand-written EdDSA-Poseidon signer must be js-crypto's scheme byte for byte.
 

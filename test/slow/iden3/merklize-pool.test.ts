@@ -6,11 +6,11 @@ import { W3CCredential } from '@0xpolygonid/js-sdk';
 import { Claim } from '@iden3/js-iden3-core';
 import { Merklizer, PoseidonHasher } from '@iden3/js-jsonld-merklization';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BN254_FIELD_ORDER } from '../../../src/issuers/iden3/bjj-signer.js';
-import { MemoizedPoseidonHasher } from '../../../src/issuers/iden3/core-claim.js';
-import { Iden3BjjIssuer } from '../../../src/issuers/iden3/iden3-bjj-issuer.js';
-import { MerklizePool } from '../../../src/issuers/iden3/merklize-pool.js';
-import type { IssueInput } from '../../../src/issuers/issuer.js';
+import { BN254_FIELD_ORDER } from '../../../src/formats/iden3-bjj/bjj-signer.js';
+import { MemoizedPoseidonHasher } from '../../../src/formats/iden3-bjj/core-claim.js';
+import { Iden3BjjIssuer } from '../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
+import { MerklizePool } from '../../../src/formats/iden3-bjj/merklize-pool.js';
+import type { IssueInput } from '../../../src/formats/issuer.js';
 import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
 import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
 import {
@@ -19,7 +19,7 @@ import {
   MEMBERSHIP_CLAIMS,
   membershipSchema,
   SCHEMAS_DIR,
-} from '../../unit/iden3/fixtures.js';
+} from '../../unit/formats/iden3-bjj/fixtures.js';
 
 // docs/interface.md "What an SD-JWT VC contains" and docs/dependencies.md: what the kit does to merklize faster (a worker pool, a memoized Poseidon hasher)
 // must not change a byte of the core claim. The reference is the library's straightforward path:

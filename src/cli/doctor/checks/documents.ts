@@ -1,5 +1,5 @@
 import type { JWK } from 'jose';
-import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
+import { didWebFromOrigin } from '../../../formats/sd-jwt-vc/issuer-identification.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { keysLine } from '../fetch.js';
 import { line } from '../line.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Secrets } from '../../../config/config.js';
-import { BJJ_KEY_FILE, readBjjKeyFile } from '../../../issuers/iden3/bjj-key.js';
-import { bjjKeyToImport, openStoredBjjKey } from '../../../issuers/iden3/database-bjj-key.js';
+import { BJJ_KEY_FILE, readBjjKeyFile } from '../../../formats/iden3-bjj/bjj-key.js';
+import { bjjKeyToImport, openStoredBjjKey } from '../../../formats/iden3-bjj/database-bjj-key.js';
 import { KeyError } from '../../../keys/key-ring.js';
 import { SealedKeyFormatError } from '../../../keys/sealed-key.js';
 import { loadSchemas } from '../../../schemas/schema-registry.js';
@@ -14,7 +14,7 @@ const item = 'iden3 key';
 /**
  * The Iden3 issuer key as the server would open it, read-only. Where the engine keeps keys in the
  * database: the sealed row, opened with KEY_ENCRYPTION_KEY by the issuer's own code
- * (src/issuers/iden3/database-bjj-key.ts), or, with no row yet, what the first start would import.
+ * (src/formats/iden3-bjj/database-bjj-key.ts), or, with no row yet, what the first start would import.
  * Otherwise: the KEYS_DIR file. Only reported when the database can be read.
  */
 export const iden3Key: DoctorCheck = {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEV_EMULATOR_FILE, DEV_SECRETS_FILE } from '../../../development/development-files.js';
-import { BJJ_KEY_FILE } from '../../../issuers/iden3/bjj-key.js';
+import { BJJ_KEY_FILE } from '../../../formats/iden3-bjj/bjj-key.js';
 import { isKeyFileName } from '../../../keys/key-ring.js';
 import type { DoctorCheck, DoctorContext } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Iden3BjjIssuer } from '../../../issuers/iden3/index.js';
+import type { Iden3BjjIssuer } from '../../../formats/iden3-bjj/index.js';
 import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';

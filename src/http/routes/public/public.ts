@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { didWebFromOrigin } from '../../../issuers/sd-jwt/issuer-identification.js';
+import { didWebFromOrigin } from '../../../formats/sd-jwt-vc/issuer-identification.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { PublicJwkSchema } from '../responses.js';
 import { publicDoc, type RouteFactory } from '../route.js';

@@ -9,7 +9,7 @@ import { poseidonHash } from './poseidon.js';
  * plain affine BigInt formulas (~24 signs/s); this does the same scheme on `@noble/curves`'
  * extended-coordinates Edwards arithmetic with a precomputed window table for iden3's Base8, and
  * keeps js-crypto's Poseidon. Keys, nonces and signatures are byte for byte those of js-crypto
- * (test/unit/iden3/bjj-signer.test.ts checks it against js-crypto for fixed keys and messages).
+ * (test/slow/iden3/bjj-signer.test.ts checks it against js-crypto for fixed keys and messages).
  */
 
 /** The BN254 scalar field: BabyJubJub's base field and Poseidon's field. */

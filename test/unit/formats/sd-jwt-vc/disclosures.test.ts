@@ -2,8 +2,8 @@ import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { digest, generateSalt } from '@sd-jwt/crypto-nodejs';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { describe, expect, it } from 'vitest';
-import { CheckFailure } from '../../../src/verify/check.js';
-import { processDisclosures } from '../../../src/verify/disclosures.js';
+import { processDisclosures } from '../../../../src/formats/sd-jwt-vc/disclosures.js';
+import { CheckFailure } from '../../../../src/verify/check.js';
 
 // RFC 9901 §7.1 step 3 on payloads made by the reference library and by hand.
 const encode = (d: unknown[]) => Buffer.from(JSON.stringify(d)).toString('base64url');

@@ -1,10 +1,10 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDIDType, DID } from '@iden3/js-iden3-core';
-import type { CredentialSchema } from '../../../src/schemas/schema-file.js';
-import { loadSchemaFile } from '../../../src/schemas/schema-registry.js';
+import type { CredentialSchema } from '../../../../src/schemas/schema-file.js';
+import { loadSchemaFile } from '../../../../src/schemas/schema-registry.js';
 
-export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../schemas');
+export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../schemas');
 
 /** The example schema as the loader would give it (docs/schemas-and-claims.md). */
 export function membershipSchema(): CredentialSchema {

@@ -4,7 +4,7 @@ import { decodeSdJwt } from '@sd-jwt/decode';
 import { createHeaderAndPayload, StatusList } from '@sd-jwt/jwt-status-list';
 import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
 import { describe, expect, it } from 'vitest';
-import { issueSdJwtVc } from '../../../src/issuers/sd-jwt/assemble.js';
+import { issueSdJwtVc } from '../../../../src/formats/sd-jwt-vc/assemble.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const sign = async (data: Uint8Array) =>

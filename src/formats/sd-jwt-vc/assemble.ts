@@ -11,7 +11,7 @@ import { pooledRandomBytes } from '../../random-pool.js';
  * `SDJwtVcInstance`'s reserved-name check. Only `pack` (`@sd-jwt/core` 0.19.0, src/index.ts) is
  * followed here step by step without its `await`s: the library's async `pack`, `digest`, signer and
  * salt generator cost a promise chain per claim, several times the hashing they wrap.
- * test/unit/issuers/sd-jwt-assemble.test.ts verifies our output with the library's verifier and
+ * test/unit/formats/sd-jwt-vc/assemble.test.ts verifies our output with the library's verifier and
  * compares its structure with the library's own `issue()`.
  */
 

@@ -20,12 +20,15 @@ import { buildDIDType, Claim, DID, IdPosition, MerklizedRootPosition } from '@id
 import { Merklizer } from '@iden3/js-jsonld-merklization';
 import { Hash, hashElems, Proof, verifyProof } from '@iden3/js-merkletree';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError } from '../../../src/errors.js';
-import { type CredentialStatusAnswer, Iden3BjjIssuer } from '../../../src/issuers/iden3/iden3-bjj-issuer.js';
-import type { IssueInput } from '../../../src/issuers/issuer.js';
-import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
-import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
-import { SqliteIssuanceStore } from '../../../src/store/sqlite/sqlite-issuance-store.js';
+import { AppError } from '../../../../src/errors.js';
+import {
+  type CredentialStatusAnswer,
+  Iden3BjjIssuer,
+} from '../../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
+import type { IssueInput } from '../../../../src/formats/issuer.js';
+import { openSqlite, type SqliteDatabase } from '../../../../src/store/sqlite/database.js';
+import { sqliteIden3Store } from '../../../../src/store/sqlite/index.js';
+import { SqliteIssuanceStore } from '../../../../src/store/sqlite/sqlite-issuance-store.js';
 import {
   HOLDER_DID_KEY,
   holderIden3Did,

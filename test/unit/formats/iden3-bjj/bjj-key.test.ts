@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PrivateKey } from '@iden3/js-crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BJJ_KEY_FILE, generateBjjKey, loadOrCreateBjjKey } from '../../../src/issuers/iden3/bjj-key.js';
+import {
+  BJJ_KEY_FILE,
+  generateBjjKey,
+  loadOrCreateBjjKey,
+} from '../../../../src/formats/iden3-bjj/bjj-key.js';
 
 describe('BabyJubJub key file (KEYS_DIR/iden3-bjj.json)', () => {
   let dir: string;

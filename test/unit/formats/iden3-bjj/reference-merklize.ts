@@ -1,7 +1,10 @@
 import { poseidon } from '@iden3/js-crypto';
 import { type Hasher, Merklizer, Path } from '@iden3/js-jsonld-merklization';
-import { CREDENTIAL_SUBJECT_IRI, type MerklizedCredential } from '../../../src/issuers/iden3/core-claim.js';
-import type { LocalDocumentLoaderFn } from '../../../src/issuers/iden3/document-loader.js';
+import {
+  CREDENTIAL_SUBJECT_IRI,
+  type MerklizedCredential,
+} from '../../../../src/formats/iden3-bjj/core-claim.js';
+import type { LocalDocumentLoaderFn } from '../../../../src/formats/iden3-bjj/document-loader.js';
 
 /**
  * js-crypto's Poseidon behind a memo: the hasher the kit used before its own merklizer. Path keys

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Disclosure } from '@sd-jwt/utils';
-import { refuse } from './check.js';
+import { refuse } from '../../verify/check.js';
 
 // RFC 9901 §4.1.1 names the hash by its IANA "Named Information Hash Algorithm" name.
 const HASHES: Record<string, string> = { 'sha-256': 'sha256', 'sha-384': 'sha384', 'sha-512': 'sha512' };

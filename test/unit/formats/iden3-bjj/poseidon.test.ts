@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { poseidon } from '@iden3/js-crypto';
 import { describe, expect, it } from 'vitest';
-import { FIELD_ORDER, poseidonHash, poseidonHashBytes } from '../../../src/issuers/iden3/poseidon.js';
+import { FIELD_ORDER, poseidonHash, poseidonHashBytes } from '../../../../src/formats/iden3-bjj/poseidon.js';
 
 // docs/dependencies.md: the kit's Poseidon is @iden3/js-crypto's function, for every
 // width the merklizer, the tree and the signer use (1–16 inputs), on random field elements.

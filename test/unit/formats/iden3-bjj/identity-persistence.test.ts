@@ -2,10 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateBjjKey } from '../../../src/issuers/iden3/bjj-key.js';
-import { Iden3BjjIssuer, type Iden3BjjIssuerOptions } from '../../../src/issuers/iden3/iden3-bjj-issuer.js';
-import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
-import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
+import { generateBjjKey } from '../../../../src/formats/iden3-bjj/bjj-key.js';
+import {
+  Iden3BjjIssuer,
+  type Iden3BjjIssuerOptions,
+} from '../../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
+import { openSqlite, type SqliteDatabase } from '../../../../src/store/sqlite/database.js';
+import { sqliteIden3Store } from '../../../../src/store/sqlite/index.js';
 import { SCHEMAS_DIR } from './fixtures.js';
 
 // docs/several-instances.md "Storage engines": the trees and states live in SQLite; reopening the same database with the same key

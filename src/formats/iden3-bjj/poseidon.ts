@@ -6,7 +6,7 @@ import { OPT } from '@iden3/js-crypto';
  * (the "optimized" form with sparse partial rounds, and its round constants, `OPT`), run in
  * WebAssembly: poseidon.wasm does the permutation in Montgomery form on 32-bit limbs (V8's BigInt
  * multiplication and reduction of 254-bit numbers was the cost). Its source is poseidon.wat, generated
- * by scripts/wasm/poseidon-wat.ts (`npm run build:wasm`); test/unit/iden3/poseidon.test.ts checks
+ * by scripts/wasm/poseidon-wat.ts (`npm run build:wasm`); test/unit/formats/iden3-bjj/poseidon.test.ts checks
  * every width 1–16 against js-crypto, and poseidon-wasm.test.ts that the committed files match the
  * source. The module is bundled: nothing is fetched.
  */

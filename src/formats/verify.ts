@@ -1,10 +1,10 @@
-import type { VerifyResult } from './check.js';
-import { type Iden3VerifyOptions, isW3cCredential, verifyIden3Credential } from './iden3.js';
-import { type SdJwtVcVerifyOptions, verifySdJwtVc } from './sd-jwt-vc.js';
+import type { VerifyResult } from '../verify/check.js';
+import { type Iden3VerifyOptions, isW3cCredential, verifyIden3Credential } from './iden3-bjj/verifier.js';
+import { type SdJwtVcVerifyOptions, verifySdJwtVc } from './sd-jwt-vc/verifier.js';
 
-export type { Check, VerifyResult } from './check.js';
-export { DocumentFetcher } from './fetch-document.js';
-export { trustAnchorsFromPem } from './issuer-keys.js';
+export type { Check, VerifyResult } from '../verify/check.js';
+export { DocumentFetcher } from '../verify/fetch-document.js';
+export { trustAnchorsFromPem } from '../verify/issuer-keys.js';
 
 export type VerifyOptions = SdJwtVcVerifyOptions & Iden3VerifyOptions;
 

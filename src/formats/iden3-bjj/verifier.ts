@@ -3,18 +3,18 @@ import { PublicKey, Signature } from '@iden3/js-crypto';
 import { Claim, DID, SchemaHash } from '@iden3/js-iden3-core';
 import { Hash, Proof, type ProofJSON, verifyProof } from '@iden3/js-merkletree';
 import { z } from 'zod';
+import { loadSchemas } from '../../schemas/schema-registry.js';
+import { Checks, refuse, type VerifyResult } from '../../verify/check.js';
+import type { DocumentFetcher } from '../../verify/fetch-document.js';
 import {
   buildCoreClaim,
   claimSignedMessage,
   merklizeCredential,
   schemaHashFromTypeIri,
   subjectIdFromDid,
-} from '../issuers/iden3/core-claim.js';
-import { type LoadedDocument, LocalDocumentLoader } from '../issuers/iden3/document-loader.js';
-import { identityStateHash } from '../issuers/iden3/identity.js';
-import { loadSchemas } from '../schemas/schema-registry.js';
-import { Checks, refuse, type VerifyResult } from './check.js';
-import type { DocumentFetcher } from './fetch-document.js';
+} from './core-claim.js';
+import { type LoadedDocument, LocalDocumentLoader } from './document-loader.js';
+import { identityStateHash } from './identity.js';
 
 export interface Iden3VerifyOptions {
   fetcher: DocumentFetcher;

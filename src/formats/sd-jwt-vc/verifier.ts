@@ -9,11 +9,11 @@ import {
   type JWSHeaderParameters,
   jwtVerify,
 } from 'jose';
-import { type StatusBits, StatusList, StatusValue } from '../status/status-list.js';
-import { CheckFailure, Checks, refuse, type VerifyResult } from './check.js';
+import { type StatusBits, StatusList, StatusValue } from '../../status/status-list.js';
+import { CheckFailure, Checks, refuse, type VerifyResult } from '../../verify/check.js';
+import type { DocumentFetcher } from '../../verify/fetch-document.js';
+import { IssuerKeys, SIGNATURE_ALGORITHMS } from '../../verify/issuer-keys.js';
 import { processDisclosures, sdHasher } from './disclosures.js';
-import type { DocumentFetcher } from './fetch-document.js';
-import { IssuerKeys, SIGNATURE_ALGORITHMS } from './issuer-keys.js';
 
 export interface SdJwtVcVerifyOptions {
   fetcher: DocumentFetcher;
