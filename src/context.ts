@@ -14,7 +14,6 @@ import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { type EmailHasher, emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
 import { IssuanceCore } from './issuance/issuance-core.js';
-import { Oid4vciDoor } from './issuance/oid4vci-door.js';
 import { UploadOutbox } from './issuance/outbox.js';
 import { RenewalService } from './issuance/renewal.js';
 import { databaseKeyHolder, fileKeyHolder, type KeyHolder } from './keys/key-holder.js';
@@ -26,6 +25,7 @@ import { Lifecycle } from './observability/lifecycle.js';
 import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
+import { Oid4vciChannel } from './oid4vci/channel.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { loadSchemas, type SchemaRegistry } from './schemas/schema-registry.js';
 import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
@@ -75,7 +75,7 @@ export interface AppContext {
   /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
   /** The OpenID4VCI door (docs/interface.md "OpenID4VCI: the wallet door"), when OID4VCI=on. */
-  oid4vci: Oid4vciDoor | undefined;
+  oid4vci: Oid4vciChannel | undefined;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;
   status: StatusService;
@@ -457,7 +457,7 @@ export async function createContext(
     );
 
   const oid4vci = config.oid4vci.enabled
-    ? new Oid4vciDoor({
+    ? new Oid4vciChannel({
         issuerOrigin: config.issuerOrigin,
         schemas,
         core: issuance,

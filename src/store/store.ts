@@ -576,7 +576,7 @@ export interface NamedLockStore {
 }
 
 /**
- * A credential offer of the OpenID4VCI door as stored (src/issuance/oid4vci-door.ts). Secrets are
+ * A credential offer of the OpenID4VCI channel as stored (src/oid4vci/offers.ts). Secrets are
  * kept only as SHA-256 digests: the offer id, the pre-authorized code, the transaction code, the
  * access token.
  */

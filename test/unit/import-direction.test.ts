@@ -14,7 +14,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['http/'], // routes and middleware
   ['context.ts'], // builds the parts once
   ['development/'], // the development start, its files, the production guard, the emulator
-  ['webhooks/'], // endpoints, signing and the delivery worker
+  ['webhooks/', 'oid4vci/'], // endpoints, signing and the delivery worker; the OpenID4VCI channel
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
   ['claims/', 'formats/'], // claims providers; the credential formats (issuer, verifier, status, start-up)
   ['issuers/', 'verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks

@@ -2,13 +2,10 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
 import { CredentialSubjectSchema } from '../../../issuance/direct-input.js';
-import {
-  DEFAULT_OFFER_SECONDS,
-  MAX_OFFER_SECONDS,
-  type Oid4vciDoor,
-} from '../../../issuance/oid4vci-door.js';
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
+import type { Oid4vciChannel } from '../../../oid4vci/channel.js';
+import { DEFAULT_OFFER_SECONDS, MAX_OFFER_SECONDS } from '../../../oid4vci/offers.js';
 import { parseInput } from '../../middleware/validate.js';
 import { auditActor, SchemaIdField } from '../admin/fields.js';
 import { ErrorBodySchema, OAuthErrorBodySchema, Timestamp } from '../responses.js';
@@ -17,7 +14,7 @@ import { type Route, type RouteFactory, TAGS } from '../route.js';
 /**
  * The OpenID4VCI door's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
  * OID4VCI=off. Each handler turns the Express request into the protocol library's request shape
- * and hands it to `Oid4vciDoor`, which owns every rule.
+ * and hands it to `Oid4vciChannel` (src/oid4vci/), which owns every rule.
  */
 
 /** The request as `@openid4vc/oauth2` reads it: DPoP's `htu` is the public URL, so ISSUER_ORIGIN's. */
@@ -45,7 +42,7 @@ export function oid4vciOffReason(path: string): string | undefined {
 
 const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 
-const door = (ctx: AppContext): Oid4vciDoor | undefined => ctx.oid4vci;
+const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 
 /**
  * The answers of the door are the specifications' objects, which may carry members beyond the ones
@@ -120,7 +117,7 @@ const publicRoute = (
 
 /** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
 export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
-  const d = door(ctx);
+  const d = channel(ctx);
   if (!d) return [];
   return [
     publicRoute({
@@ -148,7 +145,7 @@ export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
 
 /** The wallet's steps: the offer by reference, token, nonce, credential. */
 export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
-  const d = door(ctx);
+  const d = channel(ctx);
   if (!d) return [];
   const origin = ctx.config.issuerOrigin;
   return [
@@ -229,7 +226,7 @@ export const CredentialOfferBodySchema = z
 
 /** `POST /admin/credential-offers`: an offer for a wallet to take (QR code or link). */
 export const credentialOffersRoute: RouteFactory = (ctx) => {
-  const d = door(ctx);
+  const d = channel(ctx);
   if (!d) return [];
   return {
     method: 'post',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { challengeHeader, iatIsFresh, PROOF_IAT_WINDOW_SECONDS } from '../../../src/issuance/oid4vci-dpop.js';
+import { challengeHeader, iatIsFresh, PROOF_IAT_WINDOW_SECONDS } from '../../../src/oid4vci/dpop.js';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const SECONDS = NOW.getTime() / 1000;

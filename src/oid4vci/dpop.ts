@@ -1,15 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
 import {
   type Oauth2AuthorizationServer,
-  Oauth2ErrorCodes,
   Oauth2ServerErrorResponseError,
   type RequestLike,
 } from '@openid4vc/oauth2';
-import { ProtocolError } from '../errors.js';
 import type { Oid4vciStore } from '../store/store.js';
+import { invalidDpopProof, useDpopNonce } from './errors.js';
+import { random, sha256 } from './library.js';
 
 /**
- * DPoP on the OpenID4VCI door (RFC 9449; docs/interface.md "OpenID4VCI: the wallet door"). The
+ * DPoP on the OpenID4VCI channel (RFC 9449; docs/interface.md "OpenID4VCI: the wallet door"). The
  * proof's form, signature, `htm`, `htu`, `ath` and key thumbprint are checked by
  * `@openid4vc/oauth2`; what it leaves to the server is checked here, against state in the
  * database so that every instance agrees: the proof's age, its `jti` seen once, and the
@@ -27,8 +26,6 @@ export const DPOP_NONCE_SECONDS = 300;
 /** OID4VCI_DPOP_NONCE: `required` asks every DPoP proof for a nonce of ours (RFC 9449 §8). */
 export const DPOP_NONCE_MODES = ['required', 'off'] as const;
 export type DpopNonceMode = (typeof DPOP_NONCE_MODES)[number];
-
-const sha256 = (value: string): string => createHash('sha256').update(value).digest('base64url');
 
 /** Whether a JWT's `iat` (seconds) lies within PROOF_IAT_WINDOW_SECONDS of `now`. */
 export function iatIsFresh(iat: unknown, now: Date): boolean {
@@ -112,24 +109,23 @@ export class DpopVerifier {
       });
     } catch (err) {
       if (err instanceof Oauth2ServerErrorResponseError)
-        throw invalidProof(err.errorResponse.error_description ?? 'invalid DPoP proof');
+        throw invalidDpopProof(err.errorResponse.error_description ?? 'invalid DPoP proof');
       throw err;
     }
     const { payload, jwkThumbprint } = verified;
     // RFC 9449 §4.3 check 11 and §11.1.
     if (!iatIsFresh(payload.iat, now))
-      throw invalidProof(`the proof's iat is more than ${PROOF_IAT_WINDOW_SECONDS} s from the server's time`);
+      throw invalidDpopProof(
+        `the proof's iat is more than ${PROOF_IAT_WINDOW_SECONDS} s from the server's time`,
+      );
     // RFC 9449 §8 (token endpoint) and §9 (resource server).
     if (this.deps.nonce === 'required') {
       const expiry =
         typeof payload.nonce === 'string' ? await this.deps.store.dpopNonceExpiry(payload.nonce) : undefined;
       if (expiry === undefined || expiry <= now)
-        throw new ProtocolError(
-          400,
-          Oauth2ErrorCodes.UseDpopNonce,
+        throw useDpopNonce(
           'the DPoP proof must carry the nonce of the DPoP-Nonce header',
-          undefined,
-          { 'DPoP-Nonce': await this.issueNonce(now) },
+          await this.issueNonce(now),
         );
     }
     // RFC 9449 §11.1: a proof is accepted once, by any instance, for as long as its iat is fresh.
@@ -139,7 +135,7 @@ export class DpopVerifier {
       expiresAt,
       now,
     );
-    if (!first) throw invalidProof('this DPoP proof (its jti) was already used');
+    if (!first) throw invalidDpopProof('this DPoP proof (its jti) was already used');
     return jwkThumbprint;
   }
 
@@ -150,11 +146,8 @@ export class DpopVerifier {
   }
 
   private async issueNonce(now: Date): Promise<string> {
-    const nonce = randomBytes(24).toString('base64url');
+    const nonce = random(24);
     await this.deps.store.createDpopNonce(nonce, new Date(now.getTime() + DPOP_NONCE_SECONDS * 1000));
     return nonce;
   }
 }
-
-const invalidProof = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidDpopProof, description);

@@ -1,0 +1,81 @@
+import type { AuthorizationServerMetadata, RequestLike } from '@openid4vc/oauth2';
+import type { IssuerMetadataResult } from '@openid4vc/openid4vci';
+import { credential } from './credential.js';
+import { DpopVerifier } from './dpop.js';
+import { protocolLibraries, SIGNING_ALGS } from './library.js';
+import { ChannelMetadata } from './metadata.js';
+import { nonce } from './nonce.js';
+import { type CreatedOffer, createOffer, type OfferRequest, offerObject } from './offers.js';
+import type { ChannelParts, Oid4vciChannelDeps, ProtocolAnswer } from './parts.js';
+import { token } from './token.js';
+
+/**
+ * The OpenID4VCI channel (OpenID for Verifiable Credential Issuance 1.0, pre-authorized code flow;
+ * docs/interface.md "OpenID4VCI: the wallet door"): an admin's credential offer, the token
+ * endpoint that exchanges its pre-authorized code, the nonce endpoint and the credential endpoint,
+ * one file per step beside this one. The protocol messages are parsed and checked by
+ * `@openid4vc/openid4vci` and `@openid4vc/oauth2` (library.ts); what is ours is the state (offers,
+ * codes, tokens and nonces in the database, so any instance answers any step) and the issuance,
+ * which is the core's like every other channel's.
+ */
+export class Oid4vciChannel {
+  private readonly parts: ChannelParts;
+
+  constructor(deps: Oid4vciChannelDeps) {
+    const now = deps.now ?? (() => new Date());
+    const libraries = protocolLibraries(deps.issuerOrigin);
+    this.parts = {
+      ...libraries,
+      deps,
+      now,
+      metadata: new ChannelMetadata({
+        issuerOrigin: deps.issuerOrigin,
+        schemas: deps.schemas,
+        core: deps.core,
+        libraries,
+      }),
+      dpop: new DpopVerifier({
+        authorizationServer: libraries.authorizationServer,
+        store: deps.store,
+        nonce: deps.dpopNonce ?? 'off',
+        signingAlgs: SIGNING_ALGS,
+        now,
+      }),
+    };
+  }
+
+  /** RFC 8414 authorization server metadata (metadata.ts). */
+  authorizationServerMetadata(): AuthorizationServerMetadata {
+    return this.parts.metadata.authorizationServer();
+  }
+
+  /** OpenID4VCI 1.0 §12.2 credential issuer metadata (metadata.ts). */
+  issuerMetadata(): IssuerMetadataResult {
+    return this.parts.metadata.issuer();
+  }
+
+  /** An admin's credential offer (offers.ts). */
+  createOffer(req: OfferRequest): Promise<CreatedOffer> {
+    return createOffer(this.parts, req);
+  }
+
+  /** The offer served by reference (offers.ts). */
+  offerObject(offerId: string): Promise<Record<string, unknown>> {
+    return offerObject(this.parts, offerId);
+  }
+
+  /** Token endpoint (token.ts). */
+  token(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
+    return token(this.parts, request, body);
+  }
+
+  /** Nonce endpoint (nonce.ts). */
+  nonce(): Promise<Record<string, unknown>> {
+    return nonce(this.parts);
+  }
+
+  /** Credential endpoint (credential.ts). */
+  credential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
+    return credential(this.parts, request, body);
+  }
+}

@@ -1,0 +1,35 @@
+import { AppError } from '../errors.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
+import { credentialRequestDenied } from './errors.js';
+import { PROOF_TYPE } from './metadata.js';
+import type { ChannelParts } from './parts.js';
+
+/**
+ * The claims provider's claims for `userId`, checked against the schema (404 when it has none):
+ * an offer's claims unless the admin gave them.
+ */
+export async function providerClaims(
+  parts: ChannelParts,
+  schema: LoadedSchema,
+  userId: string,
+): Promise<Record<string, unknown>> {
+  const answer = await parts.deps.core.lookupClaims(schema, userId, PROOF_TYPE);
+  if (!answer.eligible)
+    throw new AppError(
+      'NOT_FOUND',
+      `userId: the claims provider has no ${schema.schemaId} credential for this user`,
+      {
+        field: 'userId',
+      },
+    );
+  const { id: _id, ...claims } = answer.credentialSubject;
+  parts.deps.schemas.assertClaims(schema, claims);
+  return claims;
+}
+
+/** A claims lookup that fails at redemption: the wallet is refused, not told why. */
+export function denied(err: unknown): never {
+  if (err instanceof AppError && err.status < 500)
+    throw credentialRequestDenied('the issuer has no such credential for this offer any more');
+  throw err;
+}

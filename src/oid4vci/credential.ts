@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import type { RequestLike } from '@openid4vc/oauth2';
+import type { Openid4vciIssuer } from '@openid4vc/openid4vci';
+import { ProtocolError } from '../errors.js';
+import type { HolderBindingJwk } from '../issuers/holder-binding-key.js';
+import type { Oid4vciOffer } from '../store/store.js';
+import { denied, providerClaims } from './claims.js';
+import { type ChallengeError, challengeHeader } from './dpop.js';
+import {
+  credentialRequestDenied,
+  fromLibrary,
+  invalidCredentialRequest,
+  invalidProof,
+  unauthorized,
+  unknownCredentialConfiguration,
+} from './errors.js';
+import { SIGNING_ALGS, sha256 } from './library.js';
+import { PROOF_TYPE } from './metadata.js';
+import type { ChannelParts, ProtocolAnswer } from './parts.js';
+import { verifyProof } from './proofs.js';
+
+type CredentialRequest = ReturnType<Openid4vciIssuer['parseCredentialRequest']>;
+
+/** The credential id of an offer's credential: one offer, one credential, whoever asks twice. */
+function credentialIdOf(offerHash: string): string {
+  const h = createHash('sha256').update(`oid4vci credential\u0000${offerHash}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x80;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** did:jwk (W3C CCG did:jwk method): the holder, as the proof's key names it. */
+const didJwk = (jwk: HolderBindingJwk): string =>
+  `did:jwk:${Buffer.from(JSON.stringify(jwk)).toString('base64url')}`;
+
+/**
+ * Credential endpoint (OpenID4VCI 1.0 §8): the access token (and its DPoP proof when bound to
+ * one), the offer's credential configuration, one `jwt` proof of possession (`aud` this issuer,
+ * a nonce from the nonce endpoint) whose key becomes `cnf.jwk`. Signed, recorded (channel
+ * `oid4vci`) and only then answered; any refusal issues nothing.
+ */
+export async function credential(
+  parts: ChannelParts,
+  request: RequestLike,
+  body: Record<string, unknown>,
+): Promise<ProtocolAnswer> {
+  const { deps } = parts;
+  const offer = await authorize(parts, request);
+  const metadata = parts.metadata.issuer();
+  const configurationId = body.credential_configuration_id;
+  if (typeof configurationId === 'string' && !(configurationId in metadata.knownCredentialConfigurations))
+    throw unknownCredentialConfiguration(`unknown credential_configuration_id ${configurationId}`);
+  let parsed: CredentialRequest;
+  try {
+    parsed = parts.issuer.parseCredentialRequest({ issuerMetadata: metadata, credentialRequest: body });
+  } catch (err) {
+    throw fromLibrary(err, 'invalid credential request');
+  }
+  if (parsed.credentialConfigurationId !== offer.configurationId)
+    throw invalidCredentialRequest(
+      `this access token is for credential_configuration_id ${offer.configurationId}`,
+    );
+  const jwts = parsed.proofs?.jwt;
+  if (jwts?.length !== 1) throw invalidProof('exactly one proofs.jwt is required');
+  const holderJwk = await verifyProof(parts, jwts[0]!, metadata);
+
+  const schema = deps.schemas.get(offer.schemaId);
+  if (!schema || !parts.metadata.offers(schema))
+    throw credentialRequestDenied('this credential is no longer issued');
+  const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId).catch(denied));
+  const now = parts.now();
+  const { record, credential } = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
+    deps.core.signForResponse({
+      issuer: deps.core.requireIssuer(schema, PROOF_TYPE),
+      credentialId: credentialIdOf(offer.offerHash),
+      channel: 'oid4vci',
+      userId: offer.userId,
+      holderDid: didJwk(holderJwk),
+      schema,
+      proofType: PROOF_TYPE,
+      claims,
+      expiresAt: new Date(now.getTime() + schema.expiresInSeconds * 1000),
+      holderJwk,
+      dedupe: false,
+      emailHash: offer.emailHash ?? undefined,
+      audit: { actor: offer.createdBy, reason: 'OpenID4VCI credential offer' },
+    }),
+  );
+  await deps.store.markIssued(offer.offerHash, record.credentialId);
+  if (credential === undefined)
+    throw invalidCredentialRequest('the credential of this offer was already issued');
+  return { body: credentialResponse(parts.issuer, parsed, credential), headers: {} };
+}
+
+/** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued SD-JWT VC. */
+function credentialResponse(
+  issuer: Openid4vciIssuer,
+  credentialRequest: CredentialRequest,
+  credential: string | Record<string, unknown>,
+): Record<string, unknown> {
+  return issuer.createCredentialResponse({ credentialRequest, credentials: [{ credential }] });
+}
+
+/** RFC 6750 §2.1 / RFC 9449 §7: the offer an access token was given for. */
+async function authorize(parts: ChannelParts, request: RequestLike): Promise<Oid4vciOffer> {
+  const { deps } = parts;
+  const header = request.headers.get('authorization') ?? '';
+  const [scheme, token] = header.split(' ', 2);
+  // The challenge carries only server-chosen text (dpop.ts `challengeHeader`); the body may say more.
+  const refuse = (
+    error: ChallengeError,
+    description: string,
+    options: { challenge?: boolean; headers?: Record<string, string> } = {},
+  ) =>
+    unauthorized(
+      error,
+      description,
+      challengeHeader({
+        bearer: !deps.requireDpop,
+        algs: SIGNING_ALGS,
+        ...(options.challenge === false ? {} : { error }),
+      }),
+      options.headers,
+    );
+  if (!token || (scheme !== 'Bearer' && scheme !== 'DPoP'))
+    throw refuse('invalid_token', 'an access token is required', { challenge: false });
+  const offer = await deps.store.offerByToken(sha256(token));
+  if (!offer || offer.tokenExpiresAt === null || offer.tokenExpiresAt <= parts.now())
+    throw refuse('invalid_token', 'unknown or expired access token');
+  if (offer.state !== 'token')
+    throw refuse('invalid_token', 'the credential of this access token was already issued');
+  if (offer.dpopJkt === null) {
+    if (scheme === 'DPoP') throw refuse('invalid_token', 'this access token is not DPoP-bound');
+    return offer;
+  }
+  if (scheme !== 'DPoP')
+    throw refuse('invalid_token', 'this access token is DPoP-bound: use the DPoP scheme');
+  const dpopJwt = request.headers.get('dpop');
+  if (!dpopJwt) throw refuse('invalid_dpop_proof', 'a DPoP proof is required', { challenge: false });
+  try {
+    await parts.dpop.verify({
+      request,
+      jwt: dpopJwt,
+      accessToken: token,
+      expectedJwkThumbprint: offer.dpopJkt,
+    });
+  } catch (err) {
+    if (!(err instanceof ProtocolError)) throw err;
+    const error: ChallengeError = err.error === 'use_dpop_nonce' ? 'use_dpop_nonce' : 'invalid_dpop_proof';
+    throw refuse(error, err.description, { headers: err.headers ?? {} });
+  }
+  return offer;
+}

@@ -1,0 +1,134 @@
+import { type AuthorizationServerMetadata, preAuthorizedCodeGrantIdentifier } from '@openid4vc/oauth2';
+import {
+  type CredentialConfigurationsSupported,
+  type CredentialIssuerMetadata,
+  type IssuerMetadataResult,
+  Openid4vciVersion,
+} from '@openid4vc/openid4vci';
+import type { IssuanceCore } from '../issuance/issuance-core.js';
+import type { ProofType } from '../model.js';
+import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
+
+/**
+ * The channel's metadata (OpenID4VCI 1.0 §12.2, RFC 8414) and where each of its endpoints answers
+ * (docs/interface.md "OpenID4VCI: the wallet door").
+ */
+
+/** The format every offered schema is issued in: one credential configuration per such schema. */
+export const PROOF_TYPE = 'SD_JWT_VC' satisfies ProofType;
+
+export interface ChannelMetadataDeps {
+  issuerOrigin: string;
+  schemas: SchemaRegistry;
+  core: IssuanceCore;
+  libraries: ProtocolLibraries;
+}
+
+export class ChannelMetadata {
+  private readonly cache = new WeakMap<object, IssuerMetadataResult>();
+
+  constructor(private readonly deps: ChannelMetadataDeps) {}
+
+  private get origin(): string {
+    return this.deps.issuerOrigin;
+  }
+
+  /** Where each endpoint of the channel answers (docs/interface.md "OpenID4VCI: the wallet door"). */
+  get endpoints() {
+    return {
+      token: `${this.origin}/oid4vci/token`,
+      nonce: `${this.origin}/oid4vci/nonce`,
+      credential: `${this.origin}/oid4vci/credential`,
+      offer: (offerId: string) => `${this.origin}/oid4vci/offers/${offerId}`,
+    };
+  }
+
+  /** Whether `schema` is offered: the core issues it in the channel's format. */
+  offers(schema: LoadedSchema): boolean {
+    return this.deps.core.issues(schema, PROOF_TYPE);
+  }
+
+  /** RFC 8414 authorization server metadata: the pre-authorized code grant and its token endpoint. */
+  authorizationServer(): AuthorizationServerMetadata {
+    return this.deps.libraries.authorizationServer.createAuthorizationServerMetadata({
+      issuer: this.origin,
+      token_endpoint: this.endpoints.token,
+      grant_types_supported: [preAuthorizedCodeGrantIdentifier],
+      token_endpoint_auth_methods_supported: ['none'],
+      'pre-authorized_grant_anonymous_access_supported': true,
+      dpop_signing_alg_values_supported: SIGNING_ALGS,
+    });
+  }
+
+  /**
+   * OpenID4VCI 1.0 §12.2 credential issuer metadata, one credential configuration per offered
+   * schema (its id is the schema id). Built once per schema set.
+   */
+  issuer(): IssuerMetadataResult {
+    const set = this.deps.schemas.entries();
+    const cached = this.cache.get(set);
+    if (cached) return cached;
+    const { issuer } = this.deps.libraries;
+    const configurations: CredentialConfigurationsSupported = {};
+    for (const schema of this.deps.schemas.all().filter((s) => this.offers(s)))
+      configurations[schema.schemaId] = configurationFor(schema);
+    const credentialIssuer: CredentialIssuerMetadata = issuer.createCredentialIssuerMetadata({
+      credential_issuer: this.origin,
+      credential_endpoint: this.endpoints.credential,
+      nonce_endpoint: this.endpoints.nonce,
+      credential_configurations_supported: configurations,
+    });
+    const result: IssuerMetadataResult = {
+      originalDraftVersion: Openid4vciVersion.V1,
+      credentialIssuer,
+      authorizationServers: [this.authorizationServer()],
+      knownCredentialConfigurations: issuer.getKnownCredentialConfigurationsSupported(credentialIssuer),
+    };
+    this.cache.set(set, result);
+    return result;
+  }
+}
+
+/**
+ * One credential configuration (OpenID4VCI 1.0 Appendix A.3.2, SD-JWT VC) from a schema, `display`
+ * and `claims` from its type metadata.
+ */
+export function configurationFor(schema: LoadedSchema): CredentialConfigurationsSupported[string] {
+  const title = schema.title ?? schema.schemaId;
+  const display = (
+    schema.sdJwt.display ?? [
+      { locale: 'en', name: title, ...(schema.description ? { description: schema.description } : {}) },
+    ]
+  ).map((d) => ({
+    name: d.name,
+    locale: d.locale,
+    ...(d.description ? { description: d.description } : {}),
+    ...(d.rendering?.simple?.logo ? { logo: d.rendering.simple.logo } : {}),
+    ...(d.rendering?.simple?.background_color
+      ? { background_color: d.rendering.simple.background_color }
+      : {}),
+    ...(d.rendering?.simple?.text_color ? { text_color: d.rendering.simple.text_color } : {}),
+  }));
+  const locale = display[0]!.locale;
+  const properties = (schema.credentialSubject.properties ?? {}) as Record<string, { title?: unknown }>;
+  const required = new Set(
+    Array.isArray(schema.credentialSubject.required) ? (schema.credentialSubject.required as string[]) : [],
+  );
+  return {
+    format: 'dc+sd-jwt',
+    vct: schema.sdJwt.vct,
+    scope: schema.schemaId,
+    cryptographic_binding_methods_supported: ['jwk'],
+    credential_signing_alg_values_supported: SIGNING_ALGS,
+    proof_types_supported: { jwt: { proof_signing_alg_values_supported: SIGNING_ALGS } },
+    credential_metadata: {
+      display,
+      claims: Object.entries(properties).map(([name, p]) => ({
+        path: [name],
+        mandatory: required.has(name),
+        display: [{ name: typeof p.title === 'string' ? p.title : name, locale }],
+      })),
+    },
+  } as CredentialConfigurationsSupported[string];
+}

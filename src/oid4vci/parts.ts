@@ -1,0 +1,34 @@
+import type { EmailHasher } from '../issuance/email-hash.js';
+import type { IssuanceCore } from '../issuance/issuance-core.js';
+import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import type { Oid4vciStore } from '../store/store.js';
+import type { DpopNonceMode, DpopVerifier } from './dpop.js';
+import type { ProtocolLibraries } from './library.js';
+import type { ChannelMetadata } from './metadata.js';
+
+/** What the OpenID4VCI channel is built from (src/context.ts). */
+export interface Oid4vciChannelDeps {
+  issuerOrigin: string;
+  schemas: SchemaRegistry;
+  core: IssuanceCore;
+  store: Oid4vciStore;
+  hashEmail: EmailHasher;
+  requireDpop: boolean;
+  /** OID4VCI_DPOP_NONCE (RFC 9449 §8); `off` when not given. */
+  dpopNonce?: DpopNonceMode;
+  now?: () => Date;
+}
+
+/** What every step of the channel works with, built once by `Oid4vciChannel`. */
+export interface ChannelParts extends ProtocolLibraries {
+  deps: Oid4vciChannelDeps;
+  now: () => Date;
+  metadata: ChannelMetadata;
+  dpop: DpopVerifier;
+}
+
+/** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */
+export interface ProtocolAnswer {
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
