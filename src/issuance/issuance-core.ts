@@ -53,6 +53,11 @@ export interface SignRequest {
   schema: LoadedSchema;
   proofType: ProofType;
   claims: Record<string, unknown>;
+  /**
+   * The caller checked `claims` against `schema` in this request (`SchemaRegistry.assertClaims`)
+   * and answers a misfit in its own words: the core does not check them again.
+   */
+  claimsChecked?: true | undefined;
   expiresAt: Date;
   /**
    * The holder's key the credential is sealed to for the upload. Absent (the oid4vci channel):
@@ -218,7 +223,7 @@ export class IssuanceCore {
 
   private async signRecord(req: SignRequest): Promise<SignedForResponse> {
     const issuer = req.issuer;
-    this.deps.schemas.assertClaims(req.schema, req.claims);
+    if (!req.claimsChecked) this.deps.schemas.assertClaims(req.schema, req.claims);
     // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
     const now = wholeSeconds(this.now());
     const expiresAt = wholeSeconds(req.expiresAt);

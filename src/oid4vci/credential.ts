@@ -68,6 +68,8 @@ export async function credential(
   const schema = deps.schemas.get(offer.schemaId);
   if (!schema || !parts.metadata.offers(schema))
     throw credentialRequestDenied('this credential is no longer issued');
+  // The admin's claims are checked by the core as it signs (a misfit is its CLAIMS_INVALID); the
+  // claims provider's are checked here, once, and a misfit denies the request.
   const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId).catch(denied));
   const now = parts.now();
   const { record, credential } = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
@@ -80,6 +82,7 @@ export async function credential(
       schema,
       proofType: PROOF_TYPE,
       claims,
+      claimsChecked: offer.claims === null ? true : undefined,
       expiresAt: new Date(now.getTime() + schema.expiresInSeconds * 1000),
       holderJwk,
       dedupe: false,
