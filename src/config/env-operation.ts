@@ -1,0 +1,238 @@
+import { z } from 'zod';
+import { int } from './env-number.js';
+import { TrustProxySchema } from './trust-proxy.js';
+
+/**
+ * The variables of how the server operates: status lists, the Iden3 identity, rate limits,
+ * logging, uploads, the background sweeps, webhooks, OpenID4VCI and the console. Part of
+ * `EnvSchema` (`env.ts`), in the order the configuration reference lists them.
+ */
+export const operationVariables = {
+  STATUS_LIST_PARTITION_SIZE: int('STATUS_LIST_PARTITION_SIZE', 8, 1 << 26)
+    .refine((n) => n % 8 === 0, 'STATUS_LIST_PARTITION_SIZE must be a multiple of 8')
+    .optional()
+    .meta({ description: 'Statuses per token status list partition, a multiple of 8.', default: '`131072`' }),
+  STATUS_LIST_TTL_SECONDS: int('STATUS_LIST_TTL_SECONDS', 1, 31_536_000).optional().meta({
+    description: 'Status list `ttl` and `Cache-Control: max-age`; a token is re-signed once it is this old.',
+    default: '`300`',
+  }),
+  STATUS_LIST_BITS: z
+    .enum(['1', '2'], 'STATUS_LIST_BITS must be 1 or 2')
+    .transform(Number)
+    .optional()
+    .meta({ description: '`1`, or `2` to allow SUSPENDED.', default: '`1`' }),
+  PARTNER_INFO_SERVICE: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'PARTNER_INFO_SERVICE must be lower-case letters, digits and -')
+    .optional()
+    .meta({ description: 'The `<svc>` of `/.well-known/<svc>-partner-info`.', default: '`svc`' }),
+  IDEN3_METHOD: z
+    .string()
+    .regex(/^[a-z0-9]+$/)
+    .optional()
+    .meta({
+      description: 'Method of the Iden3 issuer DID (`did:<method>:<blockchain>:<network>:…`).',
+      default: '`iden3`',
+    }),
+  IDEN3_BLOCKCHAIN: z
+    .string()
+    .regex(/^[a-z0-9]+$/)
+    .optional()
+    .meta({ description: 'Blockchain of the Iden3 issuer DID.', default: '`privado`' }),
+  IDEN3_NETWORK: z
+    .string()
+    .regex(/^[a-z0-9]+$/)
+    .optional()
+    .meta({ description: 'Network of the Iden3 issuer DID.', default: '`test`' }),
+  IDEN3_METHOD_BYTE: int('IDEN3_METHOD_BYTE', 1, 254).optional().meta({
+    description: 'Only for a DID method js-iden3-core does not know: its byte (registered at start).',
+    default: 'unset',
+  }),
+  IDEN3_NETWORK_FLAG: int('IDEN3_NETWORK_FLAG', 0, 255).optional().meta({
+    description: 'Only for a blockchain/network js-iden3-core does not know: its flag (registered at start).',
+    default: 'unset',
+  }),
+  IDEN3_MERKLIZE_WORKERS: int('IDEN3_MERKLIZE_WORKERS', 0, 64).optional().meta({
+    description: 'Worker threads merklizing BJJ credentials (`0` = on the main thread).',
+    default: 'one per core, at most 8',
+  }),
+  RATE_LIMIT_HOLDER_PER_MIN: int('RATE_LIMIT_HOLDER_PER_MIN', 0, 10_000_000).optional().meta({
+    description: 'Requests per minute per client address on the holder-facing routes; `0` = off.',
+    default: '`10000`',
+  }),
+  RATE_LIMIT_ADMIN_PER_MIN: int('RATE_LIMIT_ADMIN_PER_MIN', 0, 10_000_000).optional().meta({
+    description:
+      'Requests per minute per client address on the admin routes; `0` = off. CSV batches are paced by it.',
+    default: '`1200`',
+  }),
+  RATE_LIMIT_PUBLIC_PER_MIN: int('RATE_LIMIT_PUBLIC_PER_MIN', 0, 10_000_000).optional().meta({
+    description: 'Requests per minute per client address on the public routes; `0` = off.',
+    default: '`6000`',
+  }),
+  RATE_LIMIT_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'RATE_LIMIT_REDIS_PREFIX must be 1 to 64 letters, digits and : . _ -')
+    .optional()
+    .meta({
+      description:
+        'Prefix of the rate-limit keys in Redis (with `REDIS_URL`): deployments sharing one Redis need different ones, or they share counters.',
+      default: '`rl:`',
+    }),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 10, 600_000).optional().meta({
+    description:
+      'Longest a rate-limit count may wait on Redis (with `REDIS_URL`); past it the request goes through uncounted (the limit fails open, logged and counted in metrics).',
+    default: '`500`',
+  }),
+  TRUST_PROXY: TrustProxySchema.optional().meta({
+    description:
+      'Whose `X-Forwarded-For` to believe, so rate limits key on the client: `false` (or `0`), a hop count (at most 5), or a comma-separated list of addresses, CIDR subnets and `loopback`, `linklocal`, `uniquelocal` ([security.md](security.md#client-addresses-behind-a-proxy)).',
+    default: '`false`',
+    production: '`true` refused',
+  }),
+  UPLOAD_TIMEOUT_MS: int('UPLOAD_TIMEOUT_MS', 100, 120_000).optional().meta({
+    description:
+      'How long `/issue-vc` waits for the upload before answering 502 (the upload keeps being retried).',
+    default: '`10000`',
+  }),
+  SD_JWT_ISSUER: z
+    .enum(['url', 'did:web', 'x5c'], 'SD_JWT_ISSUER must be url, did:web or x5c')
+    .optional()
+    .meta({
+      description:
+        'How verifiers find the credential-signing key: `url`, `did:web` or `x5c` ([security.md](security.md#issuer-identification-sd_jwt_issuer)).',
+      default: '`url`',
+    }),
+  WORKERS: z
+    .union([z.literal('auto'), int('WORKERS', 1, 256)], 'WORKERS must be auto or a whole number from 1')
+    .optional()
+    .meta({
+      description:
+        'Worker processes behind one listener (`node:cluster`); `auto` = one per core ([several-instances.md](several-instances.md)).',
+      default: '`1`',
+    }),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      error: 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .optional()
+    .meta({
+      description: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.',
+      default: '`info`',
+    }),
+  LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'LOG_FORMAT: must be json or pretty' }).optional().meta({
+    description: '`json` (one object per line) or `pretty` (pino-pretty, for reading in development).',
+    default: '`json`',
+  }),
+  METRICS_TOKEN: z.string().min(1).optional().meta({
+    description: 'When set, `GET /metrics` requires `Authorization: Bearer <token>` (401 otherwise). Secret.',
+    default: 'unset: `/metrics` is open',
+    production: 'follows the secret rule; unset is a start-up warning',
+  }),
+  SHUTDOWN_GRACE_MS: int('SHUTDOWN_GRACE_MS', 0, 600_000).optional().meta({
+    description: 'How long a SIGTERM/SIGINT drain lets in-flight requests finish.',
+    default: '`10000`',
+  }),
+  UPLOAD_MAX_ATTEMPTS: int('UPLOAD_MAX_ATTEMPTS', 1, 1000).optional().meta({
+    description:
+      'Attempts before an upload becomes `failed` (3 when the hosting service refuses it for good: a 4xx other than 408/429).',
+    default: '`10`',
+  }),
+  UPLOAD_LEASE_MS: int('UPLOAD_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns an upload it has taken; an upload left by an instance that died is taken over by another once this has passed. Must be longer than `UPLOAD_TIMEOUT_MS`.',
+    default: '`60000`, or `UPLOAD_TIMEOUT_MS` + 1000 when that is longer',
+  }),
+  OUTBOX_SWEEP_MS: int('OUTBOX_SWEEP_MS', 100, 600_000).optional().meta({
+    description:
+      'How often each instance looks in the database for due uploads it was not told about (retries left by other instances, uploads of an instance that died, and on PostgreSQL uploads an instance of a version before its migration 023 queued again): when nothing is due, one indexed query on SQLite, two on PostgreSQL.',
+    default: '`5000`',
+  }),
+  STATUS_JOB_LEASE_MS: int('STATUS_JOB_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns a bulk status change job between two of its chunks; a job left by an instance that died is taken over by another (whose sweep runs every `OUTBOX_SWEEP_MS`) once this has passed.',
+    default: '`30000`',
+  }),
+  RENEWAL_SWEEP_INTERVAL_MS: int('RENEWAL_SWEEP_INTERVAL_MS', 100, 86_400_000).optional().meta({
+    description:
+      'How often each instance runs the renewal sweep (docs/operations.md "Renewal"): one instance at a time re-issues the direct credentials of schemas that declare `renewal` once they are inside their window.',
+    default: '`300000` (5 minutes)',
+  }),
+  RENEWAL_SWEEP_LEASE_MS: int('RENEWAL_SWEEP_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long a renewal sweep holds the named lock `renewal-sweep` (docs/operations.md "Renewal"); it takes no new credential past half of it, and the sweep of an instance that died is taken over by another once it has passed. Half of it must be longer than `ADMIN_ISSUE_DEADLINE_MS`, which bounds the hosting service\'s part of one renewal (let it outlast the claims source\'s timeout as well).',
+    default: '`300000` (5 minutes), or twice `ADMIN_ISSUE_DEADLINE_MS` + 1000 when that is longer',
+  }),
+  RENEWAL_FINISH_GRACE_DAYS: int('RENEWAL_FINISH_GRACE_DAYS', 0, 3650).optional().meta({
+    description:
+      'How many days after a credential expired the renewal sweep still finishes a renewal of it that was cut short (its new credential recorded, the outcome not yet): the previous credential revoked when the schema says so, the outcome, the `renew` audit row and the `credential.renewed` event (docs/operations.md "Renewal"). It never starts a renewal of an expired credential. Each sweep also reads, per schema, the credentials with no outcome that expired within this many days (for each, one index probe for a renewing credential); `0`: only credentials not yet expired. Past it, `POST /admin/renew` finishes such a renewal by hand.',
+    default: '`30`',
+  }),
+  WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 1, 100).optional().meta({
+    description:
+      'Attempts of one webhook delivery (backoff doubling from `WEBHOOK_RETRY_BASE_MS`, 30 s, capped at 3 h, with jitter: about a day at 15) before it is `failed`.',
+    default: '`15`',
+  }),
+  WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 10, 3_600_000).optional().meta({
+    description:
+      'The first wait before a failed webhook delivery is tried again; each further wait doubles it (capped at 3 h), with jitter.',
+    default: '`30000`',
+  }),
+  WEBHOOK_LEASE_MS: int('WEBHOOK_LEASE_MS', 1000, 3_600_000).optional().meta({
+    description:
+      'How long an instance owns a webhook delivery it is attempting; a delivery left by an instance that died is taken over by another once this has passed. Keep it longer than an attempt (10 s at most), or a slow receiver may get the same webhook-id twice.',
+    default: '`60000`',
+  }),
+  WEBHOOK_RETENTION_DAYS: int('WEBHOOK_RETENTION_DAYS', 0, 3650).optional().meta({
+    description:
+      'Days a delivered webhook delivery is kept (listed by `GET /admin/webhooks/:id/deliveries`) before an instance deletes it, with its event once no delivery of it is left; failed and pending deliveries are kept whatever their age. `0` keeps every delivery.',
+    default: '`30`',
+  }),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1'], 'WEBHOOK_ALLOW_PRIVATE must be 1 (or unset)').optional().meta({
+    description:
+      '`1` lets production webhooks reach loopback, private and link-local addresses (a receiver inside the same network); a warning is printed at every start.',
+    default: 'unset',
+  }),
+  OID4VCI: z.enum(['on', 'off'], 'OID4VCI must be on or off').optional().meta({
+    description:
+      'The OpenID4VCI door beside the hosted one: credential issuer and authorization server metadata, `POST /admin/credential-offers`, the token, nonce and credential endpoints ([interface.md](interface.md#openid4vci-the-wallet-door)).',
+    default: '`on` in development, `off` in production',
+  }),
+  OID4VCI_REQUIRE_DPOP: z.enum(['0', '1'], 'OID4VCI_REQUIRE_DPOP must be 0 or 1').optional().meta({
+    description:
+      '`1`: the OpenID4VCI token and credential endpoints refuse a wallet that sends no DPoP proof (RFC 9449); without it DPoP is accepted when sent.',
+    default: '`0`',
+  }),
+  OID4VCI_DPOP_NONCE: z
+    .enum(['required', 'off'], 'OID4VCI_DPOP_NONCE must be required or off')
+    .optional()
+    .meta({
+      description:
+        "`required`: every DPoP proof sent to the OpenID4VCI token and credential endpoints must carry a nonce the server gave (RFC 9449 §8): a proof without one is answered `use_dpop_nonce` with a `DPoP-Nonce` header, and the wallet retries with it. `off`: freshness rests on the proof's `iat` (within 300 s) and its `jti`, remembered in the database. Requests without DPoP are not affected ([interface.md](interface.md#openid4vci-the-wallet-door)).",
+      default: '`off`',
+    }),
+  ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
+    description:
+      'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',
+    default: '`15000`',
+  }),
+  CONSOLE: z.enum(['on', 'off'], 'CONSOLE must be on or off').optional().meta({
+    description:
+      'The admin console at `/console` on the admin listener ([operations.md](operations.md#the-admin-console)): sign-in with an admin key, server-side sessions in the database.',
+    default: '`on` in development, `off` in production',
+    production: 'on only when set to `on`; `admin doctor` then lists it',
+  }),
+  CONSOLE_ORIGIN: z.string().min(1).optional().meta({
+    description:
+      "The origins the console is opened at (`scheme://host[:port]`, comma-separated): a sign-in or change whose `Origin` is none of them is refused. Configuration, never the request's `Host`.",
+    default:
+      '`ISSUER_ORIGIN` without `ADMIN_PORT`; with it, `http://localhost:<ADMIN_PORT>`, `http://127.0.0.1:<ADMIN_PORT>` and `http://[::1]:<ADMIN_PORT>`; outside production also the same loopback names of `PORT`',
+  }),
+  CONSOLE_SESSION_IDLE_SECONDS: int('CONSOLE_SESSION_IDLE_SECONDS', 60, 86_400).optional().meta({
+    description: 'A console session ends after this long without a request.',
+    default: '`1800` (30 minutes)',
+  }),
+  CONSOLE_SESSION_ABSOLUTE_SECONDS: int('CONSOLE_SESSION_ABSOLUTE_SECONDS', 60, 604_800).optional().meta({
+    description: 'A console session ends this long after its sign-in, however active.',
+    default: '`28800` (8 hours)',
+  }),
+};
