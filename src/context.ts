@@ -74,7 +74,7 @@ export interface AppContext {
   hosted: HostedIssuanceService;
   /** Direct issuance by email (docs/interface.md "admin issue-vc"), over `issuance`. */
   direct: DirectIssuanceService;
-  /** The OpenID4VCI door (docs/interface.md "OpenID4VCI: the wallet door"), when OID4VCI=on. */
+  /** The OpenID4VCI channel (docs/interface.md "OpenID4VCI: the wallet door"), when OID4VCI=on. */
   oid4vci: Oid4vciChannel | undefined;
   /** Keyed hash of a recipient email: stored with direct issuances, the history's `email` filter. */
   hashEmail: EmailHasher;

@@ -72,7 +72,7 @@ export const upstreamUnavailable = (message: string, details?: unknown, cause?: 
 /**
  * An OAuth 2.0 or OpenID4VCI protocol error, answered in the shape those specifications give it
  * (`{ error, error_description }`: RFC 6749 §5.2, RFC 6750 §3.1, OpenID4VCI 1.0 §8.3.1.2) rather
- * than as `{ code, message }`, because the wallets that call the OpenID4VCI door read that shape.
+ * than as `{ code, message }`, because the wallets that call the OpenID4VCI channel read that shape.
  */
 export class ProtocolError extends Error {
   constructor(

@@ -7,7 +7,7 @@ import { processCpuMs, startBenchServer } from './server.js';
 
 /**
  * The OpenID4VCI credential endpoint beside the hosted `POST /issue-vc`, on one server in one run
- * (docs/benchmarks.md "The OpenID4VCI door"): server CPU per credential of each, and their ratio.
+ * (docs/benchmarks.md "The OpenID4VCI channel"): server CPU per credential of each, and their ratio.
  * Both sign one SD-JWT VC with the same key and record it; the hosted one also seals and uploads it
  * (to the bundled emulator, in the same process), the OpenID4VCI one checks a proof JWT and a
  * nonce instead. The wallet's earlier steps (offer, token, nonce) are made before the measured

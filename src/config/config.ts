@@ -98,7 +98,7 @@ export interface Config {
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /**
-   * OID4VCI: the OpenID4VCI door (on by default outside production); `requireDpop`:
+   * OID4VCI: the OpenID4VCI channel (on by default outside production); `requireDpop`:
    * OID4VCI_REQUIRE_DPOP=1; `dpopNonce`: OID4VCI_DPOP_NONCE.
    */
   oid4vci: { enabled: boolean; requireDpop: boolean; dpopNonce: 'required' | 'off' };

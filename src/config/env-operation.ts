@@ -194,7 +194,7 @@ export const operationVariables = {
   }),
   OID4VCI: z.enum(['on', 'off'], 'OID4VCI must be on or off').optional().meta({
     description:
-      'The OpenID4VCI door beside the hosted one: credential issuer and authorization server metadata, `POST /admin/credential-offers`, the token, nonce and credential endpoints ([interface.md](interface.md#openid4vci-the-wallet-door)).',
+      'The OpenID4VCI channel beside the hosted one: credential issuer and authorization server metadata, `POST /admin/credential-offers`, the token, nonce and credential endpoints ([interface.md](interface.md#openid4vci-the-wallet-door)).',
     default: '`on` in development, `off` in production',
   }),
   OID4VCI_REQUIRE_DPOP: z.enum(['0', '1'], 'OID4VCI_REQUIRE_DPOP must be 0 or 1').optional().meta({

@@ -612,7 +612,7 @@ export type NewOid4vciOffer = Omit<
 >;
 
 /**
- * Offers, codes, tokens and nonces of the OpenID4VCI door, in the database so that any instance
+ * Offers, codes, tokens and nonces of the OpenID4VCI channel, in the database so that any instance
  * answers any step. Each change of state is one conditional write: of two instances racing on one
  * code, token or nonce, exactly one wins.
  */

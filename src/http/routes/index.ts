@@ -81,7 +81,7 @@ export const ROUTES: readonly RouteFactory[] = [
   statusListRoute,
   typeMetadataRoutes,
   credentialStatusRoute,
-  // The OpenID4VCI door (OID4VCI=on): read and called by standards wallets.
+  // The OpenID4VCI channel (OID4VCI=on): read and called by standards wallets.
   oid4vciMetadataRoutes,
   oid4vciWalletRoutes,
   // Operations: probes, metrics, the contract itself and the landing page; no rate limit.

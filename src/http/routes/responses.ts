@@ -10,7 +10,7 @@ export const ErrorBodySchema = z.object({
 });
 
 /**
- * The OAuth 2.0 error body of the OpenID4VCI door (RFC 6749 §5.2, OpenID4VCI 1.0 §8.3.1.2), which
+ * The OAuth 2.0 error body of the OpenID4VCI channel (RFC 6749 §5.2, OpenID4VCI 1.0 §8.3.1.2), which
  * its handlers answer instead of `{ code, message }`.
  */
 export const OAuthErrorBodySchema = z.object({

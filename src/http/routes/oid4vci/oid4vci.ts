@@ -12,7 +12,7 @@ import { ErrorBodySchema, OAuthErrorBodySchema, Timestamp } from '../responses.j
 import { type Route, type RouteFactory, TAGS } from '../route.js';
 
 /**
- * The OpenID4VCI door's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
+ * The OpenID4VCI channel's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
  * OID4VCI=off. Each handler turns the Express request into the protocol library's request shape
  * and hands it to `Oid4vciChannel` (src/oid4vci/), which owns every rule.
  */
@@ -28,16 +28,17 @@ function requestLike(origin: string, req: Request) {
 }
 
 /**
- * Why a path of the door 404s when OID4VCI=off (the production default; docs/configuration.md
+ * Why a path of the channel 404s when OID4VCI=off (the production default; docs/configuration.md
  * `OID4VCI`): the answer names the setting that opens it.
  */
 export function oid4vciOffReason(path: string): string | undefined {
-  const doorPath =
+  const channelPath =
     path === '/admin/credential-offers' ||
     path.startsWith('/oid4vci/') ||
     path === '/.well-known/openid-credential-issuer' ||
     path === '/.well-known/oauth-authorization-server';
-  return doorPath ? 'the OpenID4VCI door is off here; OID4VCI=on enables it (then restart)' : undefined;
+  // The answer's words are published as they were first written, 'door' included.
+  return channelPath ? 'the OpenID4VCI door is off here; OID4VCI=on enables it (then restart)' : undefined;
 }
 
 const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
@@ -45,7 +46,7 @@ const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 
 /**
- * The answers of the door are the specifications' objects, which may carry members beyond the ones
+ * The answers of the channel are the specifications' objects, which may carry members beyond the ones
  * named here (OpenID4VCI 1.0 §12.2.4, RFC 8414 §2): loose objects.
  */
 const CredentialIssuerMetadataSchema = z.looseObject({
