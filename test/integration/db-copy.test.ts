@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBjjKeyFile } from '../../src/formats/iden3-bjj/bjj-key.js';
-import { COPIED_TABLES, POSTGRES_ONLY_TABLES } from '../../src/store/copy-database.js';
+import { COPIED_TABLES, POSTGRES_ONLY_TABLES } from '../../src/store/copy-database-tables.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqlite, runMigrations } from '../../src/store/sqlite/database.js';
 import { fetchList, holder, type IssuedSdJwt, issueOverHttp } from '../fixtures/status.js';

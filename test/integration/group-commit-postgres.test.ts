@@ -5,7 +5,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import {
   DUPLICATES_AND_PROPOSALS_SQL,
   PROPOSE_SQL,
-} from '../../src/store/postgres/postgres-issuance-store.js';
+} from '../../src/store/postgres/postgres-slot-proposals.js';
 import type { NewIssuance, StatusSlot } from '../../src/store/store.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 

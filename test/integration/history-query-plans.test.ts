@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { auditStatements as pgAudit } from '../../src/store/postgres/postgres-audit-store.js';
 import { historyStatements as pgHistory } from '../../src/store/postgres/postgres-history-store.js';
-import { OUTBOX_SQL, STALE_HEAD, UNSEEN_PAGE } from '../../src/store/postgres/postgres-issuance-store.js';
+import { OUTBOX_SQL, STALE_HEAD, UNSEEN_PAGE } from '../../src/store/postgres/postgres-outbox-sql.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
 import { auditStatements as sqliteAudit } from '../../src/store/sqlite/sqlite-audit-store.js';
 import { historyStatements as sqliteHistory } from '../../src/store/sqlite/sqlite-history-store.js';

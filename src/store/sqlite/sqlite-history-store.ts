@@ -18,7 +18,7 @@ import type {
   RenewalLinks,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
-import { rowToSummary, type SummaryRow } from './sqlite-issuance-store.js';
+import { rowToSummary, type SummaryRow } from './sqlite-issuance-rows.js';
 import type { SqliteReader } from './sqlite-reader.js';
 
 // Never `claims`, `subject_hash` or `envelope`: history shows metadata only.

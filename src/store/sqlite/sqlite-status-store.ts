@@ -13,7 +13,7 @@ import type {
 import { type NewWebhookEvent, statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
-import { rowToIssuance } from './sqlite-issuance-store.js';
+import { rowToIssuance } from './sqlite-issuance-rows.js';
 import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
 type PartitionRow = PartitionColumns<string>;
