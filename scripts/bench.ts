@@ -14,6 +14,7 @@ import { benchHostedIssueVc } from './bench/hosted.js';
 import { benchIden3 } from './bench/iden3.js';
 import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js';
 import { benchKeySigning } from './bench/key-signing.js';
+import { benchMerklizeEquivalence } from './bench/merklize-equivalence.js';
 import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchRenewal } from './bench/renewal.js';
@@ -81,6 +82,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   oid4vci: () => benchOid4vci(),
   status: benchStatusList,
   iden3: benchIden3,
+  // The merklization equivalence test's check over BENCH_MERKLIZE_CREDENTIALS generated credentials.
+  'merklize-equivalence': benchMerklizeEquivalence,
   batch: () => benchBatch(),
   // A bulk revocation job on each engine against single revocations (BENCH_BULK_COUNT).
   bulk: benchBulk,

@@ -75,6 +75,11 @@ export const ToolEnvSchema = z.object({
     '`3000000`',
     '`npm run bench -- history-count`',
   ),
+  BENCH_MERKLIZE_CREDENTIALS: tool(
+    'Generated credentials the merklization equivalence section compares (the test compares the first 250).',
+    '`1000`',
+    '`npm run bench -- merklize-equivalence`',
+  ),
   BENCH_RENEWAL_COUNT: tool(
     'Direct credentials the renewal section issues, then has the renewal sweep renew.',
     '`300`',
@@ -113,7 +118,7 @@ export const ToolEnvSchema = z.object({
   ),
   MERKLIZE_CREDENTIALS: tool(
     'How many generated credentials the merklization equivalence test compares.',
-    '`1000`',
+    '`250`',
     'tests',
   ),
   DOCS_SCREENSHOT: tool('A file for a screenshot of `/docs` taken by the browser test.', 'unset', 'tests'),
