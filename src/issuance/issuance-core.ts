@@ -8,6 +8,7 @@ import {
   sealEnvelope,
 } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
+import { credentialIssuedEvent } from '../events/builders.js';
 import type { Issuer } from '../formats/issuer.js';
 import type {
   AuditActor,
@@ -21,7 +22,6 @@ import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
-import { newWebhookEventId } from '../store/webhook-store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
@@ -293,20 +293,16 @@ export class IssuanceCore {
         batchId: req.batchId,
         renewedFrom: req.renewedFrom,
         // docs/operations.md "Webhooks": no claim values, ciphertext, keys or tokens.
-        event: {
-          id: newWebhookEventId(),
-          type: 'credential.issued',
-          data: JSON.stringify({
-            credentialId,
-            schemaId: req.schema.schemaId,
-            proofType: req.proofType,
-            channel: req.channel,
-            holderDid: req.holderDid,
-            revocationNonce,
-            ...(slot ? { status: { uri: this.statusListUri(slot.partition), idx: slot.index } } : {}),
-            expiresAt: expiresAt.toISOString(),
-          }),
-        },
+        event: credentialIssuedEvent({
+          credentialId,
+          schemaId: req.schema.schemaId,
+          proofType: req.proofType,
+          channel: req.channel,
+          holderDid: req.holderDid,
+          revocationNonce,
+          ...(slot ? { status: { uri: this.statusListUri(slot.partition), idx: slot.index } } : {}),
+          expiresAt: expiresAt.toISOString(),
+        }),
         envelope: sealed
           ? {
               holderDid: req.holderDid,

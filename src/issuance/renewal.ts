@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { AppError, notFound } from '../errors.js';
+import { credentialRenewedEvent } from '../events/builders.js';
 import type { RecipientSealing } from '../keys/recipient-sealing.js';
 import type { AuditActor, Logger } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
 import type { StatusService } from '../status/status-service.js';
 import type { RenewalOutcome, RenewalRecord, RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
-import { newWebhookEventId } from '../store/webhook-store.js';
 import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
 import type { IssuanceCore } from './issuance-core.js';
 
@@ -343,15 +343,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
       at: this.now(),
       audit: { ...audit, action: 'renew' },
       // docs/operations.md "Webhooks": no claim values.
-      event: {
-        id: newWebhookEventId(),
-        type: 'credential.renewed',
-        data: JSON.stringify({
-          credentialId: record.credentialId,
-          renewedFrom: credentialId,
-          schemaId: schema.schemaId,
-        }),
-      },
+      event: credentialRenewedEvent(record.credentialId, credentialId, schema.schemaId),
     });
     this.deps.log?.info(
       { event: 'renewed', credentialId: record.credentialId, renewedFrom: credentialId, actor: audit.actor },

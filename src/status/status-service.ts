@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { AppError, notFound } from '../errors.js';
+import { statusListPublishedEvent } from '../events/builders.js';
 import type { ManagedKey } from '../keys/key-ring.js';
 import type { AuditActor, StatusChange, Telemetry } from '../model.js';
 import type { IssuanceRecord, PartitionRecord, StatusChangeRequest, StatusStore } from '../store/store.js';
-import { newWebhookEventId } from '../store/webhook-store.js';
 import { StatusList, signStatusListToken } from './status-list.js';
 
 export interface PublishedPartition {
@@ -135,11 +135,14 @@ export class StatusService {
       { sign: key.sign, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
-    await this.deps.store.savePartitionToken(partition, token, etag, now, ticket, {
-      id: newWebhookEventId(),
-      type: 'status_list.published',
-      data: JSON.stringify({ partition, uri: this.uri(partition) }),
-    });
+    await this.deps.store.savePartitionToken(
+      partition,
+      token,
+      etag,
+      now,
+      ticket,
+      statusListPublishedEvent(partition, this.uri(partition)),
+    );
     this.deps.telemetry?.emit('statusListBuilt', {
       partition,
       seconds: (performance.now() - started) / 1000,

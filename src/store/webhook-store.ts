@@ -1,5 +1,19 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { AuditActor, StatusChange } from '../model.js';
+import type { NewWebhookEvent } from '../events/catalogue.js';
+
+// The event catalogue lives in src/events; these names stay importable from here.
+export {
+  keyRotatedEvent,
+  newWebhookEventId,
+  STATUS_EVENT_TYPE,
+  statusChangeEvent,
+} from '../events/builders.js';
+export {
+  type NewWebhookEvent,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_EVENTS,
+  type WebhookEventType,
+} from '../events/catalogue.js';
 /**
  * Webhook endpoints, the event outbox and its deliveries (docs/operations.md "Webhooks"). Events
  * are written by the issuance and status stores in the transaction of the change they report,
@@ -26,47 +40,6 @@ export interface WebhookEndpointRecord extends Omit<NewWebhookEndpoint, 'secret'
   secret: string;
   previousSecret: string | null;
   previousUntil: Date | null;
-}
-
-/**
- * Every webhook event type and the fields of its `data`: the one list of them. The admin API
- * accepts these names in an endpoint's `events`, and docs/operations.md "Webhooks" documents
- * exactly these (a test holds the two together). To add a type: a row here, the event written in
- * the transaction of the change it reports (a `NewWebhookEvent` of that type), and its row in the
- * docs. `data` never holds claim values, ciphertext, keys or tokens.
- */
-export const WEBHOOK_EVENTS = {
-  'credential.issued': [
-    'credentialId',
-    'schemaId',
-    'proofType',
-    'channel',
-    'holderDid',
-    'revocationNonce',
-    'status',
-    'expiresAt',
-  ],
-  'credential.delivered': ['credentialId', 'storagePath', 'attempts'],
-  'credential.delivery_failed': ['credentialId', 'attempts', 'lastError'],
-  'credential.revoked': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
-  'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
-  'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
-  'credential.renewed': ['credentialId', 'renewedFrom', 'schemaId'],
-  'key.rotated': ['purpose', 'kid', 'retiredKid'],
-  'key.compromised': ['kid', 'actor', 'reason'],
-  'status_list.published': ['partition', 'uri'],
-} as const satisfies Record<string, readonly string[]>;
-
-export type WebhookEventType = keyof typeof WEBHOOK_EVENTS;
-
-/** The event types, in the order of `WEBHOOK_EVENTS`. */
-export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as WebhookEventType[];
-
-/** An event written beside its change: `data` is its JSON, never claim values or secrets. */
-export interface NewWebhookEvent {
-  id: string;
-  type: WebhookEventType;
-  data: string;
 }
 
 /** One leased delivery with what its attempt needs. */
@@ -201,46 +174,9 @@ export function pruneRange(
 /** The `purpose` a sealed webhook secret is bound to (src/keys/sealed-key.ts), with the endpoint id as its kid. */
 export const WEBHOOK_SECRET_PURPOSE = 'webhook-secret';
 
-/** A new event id. */
-export const newWebhookEventId = (): string => `evt_${uuidv7()}`;
-
 /** A new delivery id: the `webhook-id` of every attempt of one event to one endpoint. */
 export const newWebhookDeliveryId = (): string => `msg_${uuidv7()}`;
 
 /** Whether an endpoint subscribed to `events` (a list of types, or `['*']`) receives `type`. */
 export const subscribes = (events: readonly string[], type: string): boolean =>
   events.includes('*') || events.includes(type);
-
-export const STATUS_EVENT_TYPE: Record<StatusChange, WebhookEventType> = {
-  revoke: 'credential.revoked',
-  suspend: 'credential.suspended',
-  unsuspend: 'credential.unsuspended',
-};
-
-/** The `key.rotated` event of a rotation of `purpose` that made `kid` sign and retired `retired`. */
-export function keyRotatedEvent(purpose: string, kid: string, retired: readonly string[]): NewWebhookEvent {
-  return {
-    id: newWebhookEventId(),
-    type: 'key.rotated',
-    data: JSON.stringify({ purpose, kid, retiredKid: retired[0] ?? null }),
-  };
-}
-
-/** The event of a status change that changed something (docs/operations.md "Webhooks"). */
-export function statusChangeEvent(
-  record: { credentialId: string; revocationNonce: number },
-  change: StatusChange,
-  audit: AuditActor | undefined,
-): NewWebhookEvent {
-  return {
-    id: newWebhookEventId(),
-    type: STATUS_EVENT_TYPE[change],
-    data: JSON.stringify({
-      credentialId: record.credentialId,
-      revocationNonce: record.revocationNonce,
-      actor: audit?.actor ?? null,
-      reason: audit?.reason ?? null,
-      ...(audit?.jobId ? { jobId: audit.jobId } : {}),
-    }),
-  };
-}

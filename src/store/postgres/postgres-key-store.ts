@@ -1,5 +1,6 @@
+import { keyRotatedEvent } from '../../events/builders.js';
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
-import { keyRotatedEvent, WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
+import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
 import { LOCK_KEYS, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
 import { insertEventSql } from './postgres-webhook-store.js';
 

@@ -1,3 +1,4 @@
+import { statusChangeEvent } from '../../events/builders.js';
 import type { StatusChange } from '../../model.js';
 import {
   type ChunkOutcome,
@@ -13,7 +14,6 @@ import {
   selectorJson,
 } from '../status-job-store.js';
 import type { CredentialStatus } from '../store.js';
-import { statusChangeEvent } from '../webhook-store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 

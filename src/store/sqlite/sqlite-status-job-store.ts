@@ -1,3 +1,4 @@
+import { statusChangeEvent } from '../../events/builders.js';
 import type { StatusChange } from '../../model.js';
 import {
   type ChunkOutcome,
@@ -13,7 +14,6 @@ import {
   selectorJson,
 } from '../status-job-store.js';
 import type { CredentialStatus } from '../store.js';
-import { statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { SqliteWebhookStore } from './sqlite-webhook-store.js';

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { statusChangeEvent } from '../../events/builders.js';
+import type { NewWebhookEvent } from '../../events/catalogue.js';
 import { RECORD_SELECT } from '../issuance-row.js';
 import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
@@ -10,7 +12,6 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
-import { type NewWebhookEvent, statusChangeEvent } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { rowToIssuance } from './sqlite-issuance-rows.js';

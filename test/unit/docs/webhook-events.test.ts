@@ -1,10 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  WEBHOOK_EVENT_TYPES,
-  WEBHOOK_EVENTS,
-  type WebhookEventType,
-} from '../../../src/store/webhook-store.js';
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_EVENTS, type WebhookEventType } from '../../../src/events/catalogue.js';
 
 // docs/operations.md "Webhooks" documents exactly the event types of `WEBHOOK_EVENTS`, each with
 // every field of its `data`: a type added in the code without its row here fails.

@@ -2,13 +2,13 @@ import { X509Certificate } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
+import { keyCompromisedEvent, keyRotatedEvent } from '../../../events/builders.js';
 import { compromisedKeyOf, compromisePlaybook } from '../../../keys/compromise-playbook.js';
 import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { x5cRotation, x5cRotationRefusal } from '../../../keys/rotation-certificate.js';
 import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
-import { keyRotatedEvent, newWebhookEventId } from '../../../store/webhook-store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
@@ -259,15 +259,7 @@ export function compromisedKey(ctx: AppContext) {
       return { kid: rotated.created.kid, statusListsRepublished: rotated.statusListsRepublished };
     },
     publishAll: async () => (await ctx.status.publishAll()).length,
-    compromisedEvent: (kid, actor, at) =>
-      ctx.store.webhooks.recordEvent(
-        {
-          id: newWebhookEventId(),
-          type: 'key.compromised',
-          data: JSON.stringify({ kid, actor: actor.actor, reason: actor.reason }),
-        },
-        at,
-      ),
+    compromisedEvent: (kid, actor, at) => ctx.store.webhooks.recordEvent(keyCompromisedEvent(kid, actor), at),
     revokeJob: (kid, actor) => ctx.statusJobs.create('revoke', { kid }, actor),
     jobTotal: async (jobId) => (await ctx.statusJobs.get(jobId))?.total,
   });

@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { invalidParameter, notFound } from '../../../errors.js';
+import { WEBHOOK_EVENT_TYPES } from '../../../events/catalogue.js';
 import type { AuditAction } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
-import { WEBHOOK_EVENT_TYPES } from '../../../store/webhook-store.js';
 import { type EndpointPolicy, endpointUrlProblem } from '../../../webhooks/endpoint-address.js';
 import type { Webhooks } from '../../../webhooks/webhooks.js';
 import { parseInput } from '../../middleware/validate.js';
