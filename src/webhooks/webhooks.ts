@@ -1,71 +1,20 @@
-import { type KeyObject, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { setTimeout as delay } from 'node:timers/promises';
 import { backoffWithJitter } from '../issuance/backoff.js';
-import { openSealedKey, sealJson } from '../keys/sealed-key.js';
-import type { Logger } from '../model.js';
-import type { NamedLockStore } from '../store/store.js';
-import {
-  WEBHOOK_SECRET_PURPOSE,
-  type WebhookDeliveryRecord,
-  type WebhookDeliveryState,
-  type WebhookEndpointRecord,
-  type WebhookStore,
+import type {
+  WebhookDeliveryRecord,
+  WebhookDeliveryState,
+  WebhookEndpointRecord,
+  WebhookStore,
 } from '../store/webhook-store.js';
 import { type DeliveryResult, type OutgoingDelivery, WebhookSender } from './deliver.js';
-import type { EndpointPolicy } from './endpoint-address.js';
-import { newWebhookSecret, webhookHeaders, webhookSigningKey } from './signature.js';
+import { addEndpoint, rotateEndpointSecret } from './endpoints.js';
+import { WebhookPruner } from './prune.js';
+import { webhookHeaders } from './signature.js';
+import { WebhookSigningKeys } from './signing-keys.js';
+import { deliveryView, endpointView, type WebhookDeliveryView, type WebhookEndpointView } from './views.js';
+import { DEFAULT_RETENTION_DAYS, NEW_EVENT_LOOK_MS, type WebhookOptions } from './webhook-options.js';
 
-const SEAL_PURPOSE = WEBHOOK_SECRET_PURPOSE;
-/** How long a replaced secret keeps signing beside the new one. */
-export const ROTATION_OVERLAP_MS = 24 * 3600_000;
-
-export interface WebhookOptions {
-  policy: EndpointPolicy;
-  /** Seals secrets at rest (PostgreSQL, like the keys); undefined: stored as they are. */
-  kek: Buffer | undefined;
-  /** WEBHOOK_MAX_ATTEMPTS: attempts before a delivery is `failed`. */
-  maxAttempts: number;
-  /** Retry delays: doubling from `baseBackoffMs` up to `maxBackoffMs`, with jitter. */
-  baseBackoffMs?: number;
-  maxBackoffMs?: number;
-  /** The sweep interval, shared with the upload outbox (OUTBOX_SWEEP_MS). */
-  sweepMs: number;
-  leaseMs?: number;
-  batchSize?: number;
-  /**
-   * WEBHOOK_RETENTION_DAYS in ms: delivered deliveries, and events with no delivery left, older
-   * than this are deleted; 0 keeps them. Default 30 days.
-   */
-  retentionMs?: number;
-  /** How often the purge runs (default hourly), and the events per purge step (default 200). */
-  pruneEveryMs?: number;
-  pruneBatch?: number;
-  /** How often the worker looks for new events between sweeps (default `NEW_EVENT_LOOK_MS`). */
-  lookMs?: number;
-  /** How long a receiver has to answer (default `DELIVERY_TIMEOUT_MS`, docs/operations.md "Webhooks"). */
-  deliveryTimeoutMs?: number;
-  /** Shared by every process on the database: one purge at a time among them. */
-  locks?: NamedLockStore | undefined;
-  log?: Logger;
-}
-
-/**
- * The worker's look for new events: a committed event goes out within about this long, from
- * whichever process wrote it (another instance, a worker, the admin CLI), instead of at the next
- * sweep. One index page per look. Not LISTEN/NOTIFY: PostgreSQL serialises the commits of every
- * transaction that notifies (a lock held through the commit's WAL flush), and the kit's writes of
- * every instance would then commit one at a time.
- */
-export const NEW_EVENT_LOOK_MS = 250;
-/** The purge's lock, and its lease (renewed at each step). */
-const PRUNE_LOCK = 'webhook-prune';
-const PRUNE_LEASE_MS = 60_000;
-/** The pause between two purge steps, so that the purge never holds the database's writes for long. */
-const PRUNE_PAUSE_MS = 20;
-
-/** WEBHOOK_RETENTION_DAYS' default. */
-export const DEFAULT_RETENTION_DAYS = 30;
+export { ROTATION_OVERLAP_MS } from './endpoints.js';
 
 /**
  * How many batches of deliveries may wait on their answers at once: a receiver that does not
@@ -86,52 +35,6 @@ export interface WebhookEvents {
   gave_up: [delivery: WebhookDeliveryRecord, error: string, attempts: number];
 }
 
-/** An endpoint as the admin API shows it: never its secret. */
-export interface WebhookEndpointView {
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  createdAt: string;
-}
-
-/** A delivery as the admin API shows it. */
-export interface WebhookDeliveryView {
-  id: string;
-  eventId: string;
-  type: string;
-  sequence: number;
-  state: WebhookDeliveryState;
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastStatus: number | null;
-  lastError: string | null;
-  deliveredAt: string | null;
-  createdAt: string;
-}
-
-const deliveryView = (d: WebhookDeliveryRecord): WebhookDeliveryView => ({
-  id: d.id,
-  eventId: d.eventId,
-  type: d.type,
-  sequence: d.sequence,
-  state: d.state,
-  attempts: d.attempts,
-  nextAttemptAt: d.nextAttemptAt?.toISOString() ?? null,
-  lastStatus: d.lastStatus,
-  lastError: d.lastError,
-  deliveredAt: d.deliveredAt?.toISOString() ?? null,
-  createdAt: d.createdAt.toISOString(),
-});
-
-const view = (e: WebhookEndpointRecord): WebhookEndpointView => ({
-  id: e.id,
-  url: e.url,
-  events: e.events,
-  description: e.description,
-  createdAt: e.createdAt.toISOString(),
-});
-
 /**
  * Webhook endpoints and the delivery worker. Events come from the event outbox the stores write
  * beside each change; every instance sweeps it every `sweepMs` (fan-out, then due deliveries under
@@ -145,7 +48,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   private looker: NodeJS.Timeout | undefined;
   private looking = false;
   private pruner: NodeJS.Timeout | undefined;
-  private pruning: Promise<{ deliveries: number; events: number }> | undefined;
+  private readonly purge: WebhookPruner;
   private running = false;
   private readonly maxBackoffMs: number;
   private readonly baseBackoffMs: number;
@@ -154,7 +57,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   /** WEBHOOK_RETENTION_DAYS in ms; 0 keeps everything. */
   private readonly retentionMs: number;
   private readonly sender: WebhookSender;
-  private readonly signingKeys = new Map<string, KeyObject>();
+  private readonly signingKeys: WebhookSigningKeys;
   /** Deliveries sent and not yet settled (answered, and a failure's mark written), in all and per endpoint. */
   private inFlight = 0;
   private readonly inFlightTo = new Map<string, number>();
@@ -177,56 +80,30 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.batchSize = options.batchSize ?? 64;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_DAYS * 86_400_000;
     this.sender = new WebhookSender(options.policy, options.deliveryTimeoutMs);
+    this.signingKeys = new WebhookSigningKeys(options.kek);
+    this.purge = new WebhookPruner(
+      store,
+      { retentionMs: this.retentionMs, batch: options.pruneBatch, locks: options.locks, log: options.log },
+      () => this.running,
+    );
   }
 
-  /** Registers an endpoint; answers it with its secret, which is shown this once. */
-  async add(input: {
-    url: string;
-    events: string[];
-    description?: string | undefined;
-  }): Promise<WebhookEndpointView & { secret: string }> {
-    const id = `wh_${randomUUID()}`;
-    const secret = newWebhookSecret();
-    const createdAt = new Date();
-    await this.store.addEndpoint({
-      id,
-      url: input.url,
-      events: input.events,
-      description: input.description ?? null,
-      secret: this.options.kek ? sealJson(this.options.kek, id, SEAL_PURPOSE, secret) : secret,
-      createdAt,
-    });
-    return {
-      id,
-      url: input.url,
-      events: input.events,
-      description: input.description ?? null,
-      createdAt: createdAt.toISOString(),
-      secret,
-    };
+  /** Registers an endpoint; answers it with its secret, which is shown this once (endpoints.ts). */
+  add(input: { url: string; events: string[]; description?: string | undefined }) {
+    return addEndpoint(this.store, this.signingKeys, input);
   }
 
   async list(): Promise<WebhookEndpointView[]> {
-    return (await this.store.listEndpoints()).map(view);
+    return (await this.store.listEndpoints()).map(endpointView);
   }
 
   remove(id: string): Promise<boolean> {
     return this.store.removeEndpoint(id);
   }
 
-  /**
-   * A new secret for the endpoint, shown this once; the old one keeps signing beside it (a
-   * second `v1,` signature) for `ROTATION_OVERLAP_MS`, so receivers can switch without a gap.
-   * Undefined when there is no such endpoint.
-   */
-  async rotateSecret(
-    id: string,
-  ): Promise<{ id: string; secret: string; previousValidUntil: string } | undefined> {
-    const secret = newWebhookSecret();
-    const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
-    const stored = this.options.kek ? sealJson(this.options.kek, id, SEAL_PURPOSE, secret) : secret;
-    if (!(await this.store.rotateSecret(id, stored, until))) return undefined;
-    return { id, secret, previousValidUntil: until.toISOString() };
+  /** A new secret for the endpoint, the old one signing beside it for a while (endpoints.ts). */
+  rotateSecret(id: string) {
+    return rotateEndpointSecret(this.store, this.signingKeys, id);
   }
 
   /**
@@ -296,7 +173,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.pruner = undefined;
     if (this.looker) clearInterval(this.looker);
     this.looker = undefined;
-    await this.pruning?.catch(() => undefined);
+    await this.purge.settled();
     await this.sweeping;
     await this.sender.close();
   }
@@ -338,56 +215,11 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   /**
-   * Deletes delivered deliveries older than the retention, and the events left with no delivery
-   * (docs/operations.md "Webhooks"), a bounded step (one short transaction) at a time, pausing
-   * between steps so that other writes go in between. Failed and pending deliveries stay. One purge
-   * at a time among the processes sharing `locks` (another's running purge: this one does nothing);
-   * a stopping worker ends its purge after the current step, and the next run goes on from the
-   * oldest event. `now`: the clock the age is measured against.
+   * One retention purge (docs/operations.md "Webhooks", prune.ts); a stopping worker ends it after
+   * the current step. `now`: the clock the age is measured against.
    */
   prune(now = new Date()): Promise<{ deliveries: number; events: number }> {
-    if (this.pruning) return this.pruning;
-    const total = { deliveries: 0, events: 0 };
-    if (this.retentionMs <= 0) return Promise.resolve(total);
-    const before = new Date(now.getTime() - this.retentionMs);
-    const locks = this.options.locks;
-    const owner = randomUUID();
-    this.pruning = (async () => {
-      let locked = false;
-      try {
-        let after: number | null = 0;
-        while (after !== null && this.running) {
-          if (locks) {
-            // Taken, then renewed at each step, so that a long purge keeps it; released at the end.
-            locked = locked
-              ? await locks.renew(PRUNE_LOCK, owner, PRUNE_LEASE_MS)
-              : await locks.tryAcquire(PRUNE_LOCK, owner, PRUNE_LEASE_MS);
-            if (!locked) break;
-          }
-          const step = await this.store.pruneDelivered(before, after, this.options.pruneBatch ?? 200);
-          total.deliveries += step.deliveries;
-          total.events += step.events;
-          after = step.next;
-          if (after !== null) await delay(PRUNE_PAUSE_MS);
-        }
-      } catch (err) {
-        this.options.log?.error(
-          { event: 'webhook_prune_error', err },
-          'webhook retention purge failed; retried at the next run',
-        );
-        throw err;
-      } finally {
-        if (locked) await locks?.release(PRUNE_LOCK, owner).catch(() => undefined);
-        this.pruning = undefined;
-        if (total.deliveries + total.events > 0)
-          this.options.log?.info(
-            { event: 'webhook_pruned', ...total, before: before.toISOString() },
-            'old webhook deliveries deleted',
-          );
-      }
-      return total;
-    })();
-    return this.pruning;
+    return this.purge.prune(now);
   }
 
   /**
@@ -454,31 +286,6 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     return answered;
   }
 
-  /** The signing keys of `endpoint` now: its secret's, then a replaced one's while it still signs. */
-  private keys(endpoint: WebhookEndpointRecord, now: Date): KeyObject[] {
-    const keys = [this.keyOf(endpoint.id, endpoint.secret)];
-    if (endpoint.previousSecret && endpoint.previousUntil && endpoint.previousUntil > now)
-      keys.push(this.keyOf(endpoint.id, endpoint.previousSecret));
-    return keys;
-  }
-
-  /** A stored (maybe sealed) secret's HMAC key, opened once and kept while the secret is in use. */
-  private keyOf(endpointId: string, stored: string): KeyObject {
-    const cacheKey = `${endpointId} ${stored}`;
-    let key = this.signingKeys.get(cacheKey);
-    if (!key) {
-      const secret =
-        this.options.kek && !stored.startsWith('whsec_')
-          ? (openSealedKey(this.options.kek, endpointId, SEAL_PURPOSE, stored) as string)
-          : stored;
-      // Rotated and removed endpoints leave stale entries: start afresh rather than grow.
-      if (this.signingKeys.size >= 1024) this.signingKeys.clear();
-      key = webhookSigningKey(secret);
-      this.signingKeys.set(cacheKey, key);
-    }
-    return key;
-  }
-
   /** Emits `delivered` for marks once they are written. */
   private announce(answered: Answered | undefined): void {
     if (!answered) return;
@@ -504,7 +311,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.eventAt.toISOString()}","sequence":${d.sequence},"data":${d.data}}`;
       outgoing.push({
         url: endpoint.url,
-        headers: webhookHeaders(this.keys(endpoint, now), d.id, now, body),
+        headers: webhookHeaders(this.signingKeys.keys(endpoint, now), d.id, now, body),
         body,
       });
       sent.push(d);

@@ -4,7 +4,7 @@ import {
   CREDENTIAL_DELIVERIES_SQL,
   deliveriesPageSql,
   WAITING_EVENTS_SQL,
-} from '../../src/store/sqlite/sqlite-webhook-store.js';
+} from '../../src/store/sqlite/sqlite-webhook-rows.js';
 import type { DeliveryQuery } from '../../src/store/webhook-store.js';
 
 /**
