@@ -7,39 +7,29 @@ import { ProtocolError } from '../errors.js';
  * `error_description`) with its status and headers.
  */
 
+/** A 400 refusal with `error` = `code` and the words given. */
+const refusal =
+  (code: Oauth2ErrorCodes) =>
+  (description: string): ProtocolError =>
+    new ProtocolError(400, code, description);
+
 // RFC 6749 §5.2: the token endpoint.
-
-export const invalidGrant = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidGrant, description);
-
-export const unsupportedGrantType = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.UnsupportedGrantType, description);
+export const invalidGrant = refusal(Oauth2ErrorCodes.InvalidGrant);
+export const unsupportedGrantType = refusal(Oauth2ErrorCodes.UnsupportedGrantType);
 
 // RFC 9449 §7.1 and §8: DPoP proofs at the token endpoint (the credential endpoint's are 401s).
-
-export const invalidDpopProof = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidDpopProof, description);
+export const invalidDpopProof = refusal(Oauth2ErrorCodes.InvalidDpopProof);
 
 /** RFC 9449 §8: the proof lacks our nonce; `nonce` is the one to use, sent as `DPoP-Nonce`. */
 export const useDpopNonce = (description: string, nonce: string) =>
   new ProtocolError(400, Oauth2ErrorCodes.UseDpopNonce, description, undefined, { 'DPoP-Nonce': nonce });
 
 // OpenID4VCI 1.0 §8.3.1.2: the credential endpoint.
-
-export const invalidCredentialRequest = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidCredentialRequest, description);
-
-export const unknownCredentialConfiguration = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.UnknownCredentialConfiguration, description);
-
-export const invalidProof = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidProof, description);
-
-export const invalidNonce = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.InvalidNonce, description);
-
-export const credentialRequestDenied = (description: string) =>
-  new ProtocolError(400, Oauth2ErrorCodes.CredentialRequestDenied, description);
+export const invalidCredentialRequest = refusal(Oauth2ErrorCodes.InvalidCredentialRequest);
+export const unknownCredentialConfiguration = refusal(Oauth2ErrorCodes.UnknownCredentialConfiguration);
+export const invalidProof = refusal(Oauth2ErrorCodes.InvalidProof);
+export const invalidNonce = refusal(Oauth2ErrorCodes.InvalidNonce);
+export const credentialRequestDenied = refusal(Oauth2ErrorCodes.CredentialRequestDenied);
 
 /**
  * RFC 6750 §3.1 / RFC 9449 §7.1: the credential endpoint's 401 (`invalid_token`,
