@@ -1,3 +1,4 @@
+import type { RequestLike } from '@openid4vc/oauth2';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
@@ -6,10 +7,20 @@ import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
 import type { Oid4vciChannel } from '../../../oid4vci/channel.js';
 import { DEFAULT_OFFER_SECONDS, MAX_OFFER_SECONDS } from '../../../oid4vci/offers.js';
+import type { ProtocolAnswer } from '../../../oid4vci/parts.js';
 import { parseInput } from '../../middleware/validate.js';
 import { auditActor, SchemaIdField } from '../admin/fields.js';
-import { ErrorBodySchema, OAuthErrorBodySchema, Timestamp } from '../responses.js';
+import { Timestamp } from '../responses.js';
 import { type Route, type RouteFactory, TAGS } from '../route.js';
+import {
+  AuthorizationServerMetadataSchema,
+  CredentialAnswerSchema,
+  CredentialIssuerMetadataSchema,
+  CredentialOfferObjectSchema,
+  NonceAnswerSchema,
+  publicRoute,
+  TokenAnswerSchema,
+} from './answers.js';
 
 /**
  * The OpenID4VCI channel's endpoints (docs/interface.md "OpenID4VCI: the wallet door"): none when
@@ -45,76 +56,16 @@ const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 
 const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 
-/**
- * The answers of the channel are the specifications' objects, which may carry members beyond the ones
- * named here (OpenID4VCI 1.0 §12.2.4, RFC 8414 §2): loose objects.
- */
-const CredentialIssuerMetadataSchema = z.looseObject({
-  credential_issuer: z.string(),
-  credential_endpoint: z.string(),
-  nonce_endpoint: z.string().optional(),
-  credential_configurations_supported: z.record(z.string(), z.looseObject({ format: z.string() })),
-});
-const AuthorizationServerMetadataSchema = z.looseObject({
-  issuer: z.string(),
-  token_endpoint: z.string(),
-});
-const CredentialOfferObjectSchema = z.looseObject({
-  credential_issuer: z.string(),
-  credential_configuration_ids: z.array(z.string()),
-  grants: z.record(z.string(), z.unknown()),
-});
-const TokenAnswerSchema = z.looseObject({
-  access_token: z.string(),
-  token_type: z.enum(['Bearer', 'DPoP']),
-  expires_in: z.number().int(),
-});
-const NonceAnswerSchema = z.looseObject({ c_nonce: z.string() });
-const CredentialAnswerSchema = z.looseObject({
-  credentials: z.array(z.looseObject({ credential: z.string() })),
-});
-
-/** A refused protocol request: RFC 6749 §5.2's error body, or the kit's for a body it cannot read. */
-const PROTOCOL_ERRORS: Route['doc']['responses'] = {
-  400: {
-    description: 'OAuth 2.0 error (RFC 6749 §5.2), or the kit error body for a body it cannot read',
-    contentType: 'application/json',
-    schema: z.union([OAuthErrorBodySchema, ErrorBodySchema]),
-  },
-  401: {
-    description: 'A missing or bad access token or DPoP proof (RFC 6750 §3.1, RFC 9449 §7.1)',
-    contentType: 'application/json',
-    schema: OAuthErrorBodySchema,
-  },
-};
-
-const publicRoute = (
-  route: Omit<Route, 'group' | 'auth' | 'doc'> & {
-    operationId: string;
-    summary: string;
-    answer: z.ZodType;
-    /** Answers OAuth 2.0 errors (token and credential endpoints). */
-    protocol?: true;
-    errors?: Route['doc']['errors'];
-  },
-): Route => ({
-  method: route.method,
-  path: route.path,
-  group: 'public',
-  auth: 'none',
-  ...(route.form ? { form: true as const } : {}),
-  doc: {
-    operationId: route.operationId,
-    summary: route.summary,
-    tags: TAGS.public,
-    responses: {
-      200: { description: route.summary, contentType: 'application/json', schema: route.answer },
-      ...(route.protocol ? PROTOCOL_ERRORS : {}),
-    },
-    ...(route.errors ? { errors: route.errors } : {}),
-  },
-  handler: route.handler,
-});
+/** A step answering with a protocol answer (token, credential): its body and headers, never cached. */
+const protocolStep =
+  (
+    origin: string,
+    step: (request: RequestLike, body: Record<string, unknown>) => Promise<ProtocolAnswer>,
+  ): Route['handler'] =>
+  async (req, res) => {
+    const answer = await step(requestLike(origin, req), (req.body ?? {}) as Record<string, unknown>);
+    noStore(res).set(answer.headers).json(answer.body);
+  };
 
 /** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
 export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
@@ -169,11 +120,7 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       summary: 'Token endpoint: pre-authorized code → access token (OpenID4VCI 1.0 §6)',
       answer: TokenAnswerSchema,
       protocol: true,
-      handler: async (req, res) => {
-        const body = (req.body ?? {}) as Record<string, unknown>;
-        const answer = await d.token(requestLike(origin, req), body);
-        noStore(res).set(answer.headers).json(answer.body);
-      },
+      handler: protocolStep(origin, (request, body) => d.token(request, body)),
     }),
     publicRoute({
       method: 'post',
@@ -192,11 +139,7 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       summary: 'Credential endpoint: one SD-JWT VC bound to the proof key (OpenID4VCI 1.0 §8)',
       answer: CredentialAnswerSchema,
       protocol: true,
-      handler: async (req, res) => {
-        const body = (req.body ?? {}) as Record<string, unknown>;
-        const answer = await d.credential(requestLike(origin, req), body);
-        noStore(res).set(answer.headers).json(answer.body);
-      },
+      handler: protocolStep(origin, (request, body) => d.credential(request, body)),
     }),
   ];
 };

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { ErrorBodySchema, OAuthErrorBodySchema } from '../responses.js';
+import { type Route, TAGS } from '../route.js';
+
+/** What the OpenAPI document says the OpenID4VCI channel's public routes answer. */
+
+/**
+ * The answers of the channel are the specifications' objects, which may carry members beyond the ones
+ * named here (OpenID4VCI 1.0 §12.2.4, RFC 8414 §2): loose objects.
+ */
+export const CredentialIssuerMetadataSchema = z.looseObject({
+  credential_issuer: z.string(),
+  credential_endpoint: z.string(),
+  nonce_endpoint: z.string().optional(),
+  credential_configurations_supported: z.record(z.string(), z.looseObject({ format: z.string() })),
+});
+export const AuthorizationServerMetadataSchema = z.looseObject({
+  issuer: z.string(),
+  token_endpoint: z.string(),
+});
+export const CredentialOfferObjectSchema = z.looseObject({
+  credential_issuer: z.string(),
+  credential_configuration_ids: z.array(z.string()),
+  grants: z.record(z.string(), z.unknown()),
+});
+export const TokenAnswerSchema = z.looseObject({
+  access_token: z.string(),
+  token_type: z.enum(['Bearer', 'DPoP']),
+  expires_in: z.number().int(),
+});
+export const NonceAnswerSchema = z.looseObject({ c_nonce: z.string() });
+export const CredentialAnswerSchema = z.looseObject({
+  credentials: z.array(z.looseObject({ credential: z.string() })),
+});
+
+/** A refused protocol request: RFC 6749 §5.2's error body, or the kit's for a body it cannot read. */
+const PROTOCOL_ERRORS: Route['doc']['responses'] = {
+  400: {
+    description: 'OAuth 2.0 error (RFC 6749 §5.2), or the kit error body for a body it cannot read',
+    contentType: 'application/json',
+    schema: z.union([OAuthErrorBodySchema, ErrorBodySchema]),
+  },
+  401: {
+    description: 'A missing or bad access token or DPoP proof (RFC 6750 §3.1, RFC 9449 §7.1)',
+    contentType: 'application/json',
+    schema: OAuthErrorBodySchema,
+  },
+};
+
+export const publicRoute = (
+  route: Omit<Route, 'group' | 'auth' | 'doc'> & {
+    operationId: string;
+    summary: string;
+    answer: z.ZodType;
+    /** Answers OAuth 2.0 errors (token and credential endpoints). */
+    protocol?: true;
+    errors?: Route['doc']['errors'];
+  },
+): Route => ({
+  method: route.method,
+  path: route.path,
+  group: 'public',
+  auth: 'none',
+  ...(route.form ? { form: true as const } : {}),
+  doc: {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: TAGS.public,
+    responses: {
+      200: { description: route.summary, contentType: 'application/json', schema: route.answer },
+      ...(route.protocol ? PROTOCOL_ERRORS : {}),
+    },
+    ...(route.errors ? { errors: route.errors } : {}),
+  },
+  handler: route.handler,
+});
