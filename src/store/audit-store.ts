@@ -38,4 +38,6 @@ export interface AuditStore {
   record(entry: AuditEntry): Promise<void>;
   /** Newest first. */
   list(q: AuditQuery): Promise<AuditPage>;
+  /** Entries whose target is one of `targets`, newest first (audit_log_target; a credential's page in the console). */
+  trail(targets: string[], limit: number): Promise<AuditEntry[]>;
 }

@@ -73,6 +73,14 @@ export interface HistoryPage {
   total?: number | undefined;
 }
 
+/** Issuances recorded in one hour (`hour`: `YYYY-MM-DDTHH`, UTC) of one channel and proof type. */
+export interface HourlyIssuances {
+  hour: string;
+  channel: Channel;
+  proofType: ProofType;
+  count: number;
+}
+
 export interface IssuanceHistoryStore {
   list(q: HistoryQuery): Promise<HistoryPage>;
   /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
@@ -84,4 +92,6 @@ export interface IssuanceHistoryStore {
   renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>>;
   /** The batch-issue run a credential was issued in (issuances.batch_id); null when none. */
   batchOf(credentialId: string): Promise<string | null>;
+  /** Issuances created at or after `since`, per hour, channel and proof type (issuances_created; the console's chart). */
+  issuancesPerHour(since: Date): Promise<HourlyIssuances[]>;
 }

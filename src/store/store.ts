@@ -10,7 +10,7 @@ import type {
 import type { AuditStore } from './audit-store.js';
 import type { ClaimsStore } from './claims-store.js';
 import type { CompromisedKeyStore } from './compromised-key-store.js';
-import type { ConsoleStore } from './console-store.js';
+import type { ConsoleSessionStore } from './console-session-store.js';
 import type { IssuanceHistoryStore } from './history-store.js';
 import type { IdempotencyStore } from './idempotency-store.js';
 import type { Iden3Store } from './iden3-store.js';
@@ -26,7 +26,7 @@ import type { WebhookStore } from './webhook-store.js';
 
 export type * from './audit-store.js';
 export type * from './claims-store.js';
-export type * from './console-store.js';
+export type * from './console-session-store.js';
 export type * from './history-store.js';
 export type * from './idempotency-store.js';
 export type * from './iden3-store.js';
@@ -80,8 +80,8 @@ export interface Store {
   compromisedKeys: CompromisedKeyStore;
   /** What renewing each direct credential needs, and what came of it (docs/operations.md "Renewal"). */
   renewals: RenewalStore;
-  /** The admin console's sessions and the reads only its pages make. */
-  console: ConsoleStore;
+  /** The admin console's sign-ins. */
+  consoleSessions: ConsoleSessionStore;
   /**
    * One round trip to the database (readiness); rejects when it cannot answer, and, given
    * `timeoutMs`, when it does not answer within it (the connection is then given up).

@@ -1102,38 +1102,38 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
 
       it('sessions: a request moves the last use; idle or too old, a session has ended and is removed', async () => {
         const store = await open();
-        await store.console.createSession('h1', 'ops-alice', 'k-ops-alice', at(0));
-        await store.console.createSession('h2', 'ops-bob', 'k-ops-bob', at(0));
-        expect(await store.console.useSession('h1', at(1000_000), limits)).toEqual({
+        await store.consoleSessions.create('h1', 'ops-alice', 'k-ops-alice', at(0));
+        await store.consoleSessions.create('h2', 'ops-bob', 'k-ops-bob', at(0));
+        expect(await store.consoleSessions.use('h1', at(1000_000), limits)).toEqual({
           actor: 'ops-alice',
           keyHash: 'k-ops-alice',
           createdAt: at(0),
           lastSeenAt: at(1000_000),
         });
         // h1 was used at 1000 s: still live at 2700 s; h2, unused since 0, has been idle too long.
-        expect((await store.console.useSession('h1', at(2700_000), limits))?.actor).toBe('ops-alice');
-        expect(await store.console.useSession('h2', at(2700_000), limits)).toBeUndefined();
-        expect(await store.console.useSession('h2', at(0), limits)).toBeUndefined();
+        expect((await store.consoleSessions.use('h1', at(2700_000), limits))?.actor).toBe('ops-alice');
+        expect(await store.consoleSessions.use('h2', at(2700_000), limits)).toBeUndefined();
+        expect(await store.consoleSessions.use('h2', at(0), limits)).toBeUndefined();
         // However active, a session ends 8 hours after its sign-in.
         let t = 2700_000;
         while (t + 1000_000 < limits.absoluteMs) {
           t += 1000_000;
-          expect(await store.console.useSession('h1', at(t), limits)).toBeDefined();
+          expect(await store.consoleSessions.use('h1', at(t), limits)).toBeDefined();
         }
-        expect(await store.console.useSession('h1', at(limits.absoluteMs), limits)).toBeUndefined();
-        expect(await store.console.useSession('unknown', at(0), limits)).toBeUndefined();
+        expect(await store.consoleSessions.use('h1', at(limits.absoluteMs), limits)).toBeUndefined();
+        expect(await store.consoleSessions.use('unknown', at(0), limits)).toBeUndefined();
 
-        await store.console.createSession('h3', 'a', 'k-a', at(0));
-        await store.console.createSession('h4', 'b', 'k-b', at(5000_000));
-        expect(await store.console.endSession('h4')).toBe(true);
-        expect(await store.console.endSession('h4')).toBe(false);
-        expect(await store.console.useSession('h4', at(5000_001), limits)).toBeUndefined();
-        await store.console.createSession('h5', 'c', 'k-c', at(5000_000));
-        expect(await store.console.listSessions(at(5000_000), limits)).toEqual([
+        await store.consoleSessions.create('h3', 'a', 'k-a', at(0));
+        await store.consoleSessions.create('h4', 'b', 'k-b', at(5000_000));
+        expect(await store.consoleSessions.end('h4')).toBe(true);
+        expect(await store.consoleSessions.end('h4')).toBe(false);
+        expect(await store.consoleSessions.use('h4', at(5000_001), limits)).toBeUndefined();
+        await store.consoleSessions.create('h5', 'c', 'k-c', at(5000_000));
+        expect(await store.consoleSessions.list(at(5000_000), limits)).toEqual([
           { idHash: 'h5', actor: 'c', keyHash: 'k-c', createdAt: at(5000_000), lastSeenAt: at(5000_000) },
         ]);
-        expect(await store.console.endExpiredSessions(at(5000_000), limits)).toBe(1);
-        expect((await store.console.useSession('h5', at(5000_001), limits))?.actor).toBe('c');
+        expect(await store.consoleSessions.endExpired(at(5000_000), limits)).toBe(1);
+        expect((await store.consoleSessions.use('h5', at(5000_001), limits))?.actor).toBe('c');
       });
 
       it('issuances per hour by channel and proof type, from a time on', async () => {
@@ -1144,7 +1144,7 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         await insert(store, issuance({ createdAt: at(h - 1) }));
         await insert(store, issuance({ createdAt: at(h), channel: 'direct' }));
         await insert(store, issuance({ createdAt: at(h + 5), proofType: 'BJJ_SIG_2021' }));
-        expect(await store.console.issuancesPerHour(at(0))).toEqual([
+        expect(await store.history.issuancesPerHour(at(0))).toEqual([
           { hour: '2030-01-01T00', channel: 'hosted', proofType: 'SD_JWT_VC', count: 2 },
           { hour: '2030-01-01T01', channel: 'direct', proofType: 'SD_JWT_VC', count: 1 },
           { hour: '2030-01-01T01', channel: 'hosted', proofType: 'BJJ_SIG_2021', count: 1 },
@@ -1155,14 +1155,12 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         const store = await open();
         for (const [i, target] of ['cred-1', '42', 'cred-2', 'cred-1'].entries())
           await store.audit.record({ at: at(i), actor: 'ops', action: 'issue', target, reason: `r${i}` });
-        expect(
-          (await store.console.auditTrail(['cred-1', '42'], 10)).map((e) => [e.target, e.reason]),
-        ).toEqual([
+        expect((await store.audit.trail(['cred-1', '42'], 10)).map((e) => [e.target, e.reason])).toEqual([
           ['cred-1', 'r3'],
           ['42', 'r1'],
           ['cred-1', 'r0'],
         ]);
-        expect(await store.console.auditTrail([], 10)).toEqual([]);
+        expect(await store.audit.trail([], 10)).toEqual([]);
       });
 
       it('history filters by channel and creation dates, keyset and OFFSET alike', async () => {

@@ -6,7 +6,7 @@ import { createPool, migrate, type PgPool } from './database.js';
 import { PostgresAuditStore, PostgresMetaStore } from './postgres-audit-store.js';
 import { PostgresClaimsStore } from './postgres-claims-store.js';
 import { PostgresCompromisedKeyStore } from './postgres-compromised-key-store.js';
-import { PostgresConsoleStore } from './postgres-console-store.js';
+import { PostgresConsoleSessionStore } from './postgres-console-session-store.js';
 import { PostgresHistoryStore } from './postgres-history-store.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency-store.js';
 import { PostgresIden3Store } from './postgres-iden3-store.js';
@@ -72,7 +72,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     statusJobs: new PostgresStatusJobStore(pool),
     compromisedKeys: new PostgresCompromisedKeyStore(pool),
     renewals: new PostgresRenewalStore(pool),
-    console: new PostgresConsoleStore(pool),
+    consoleSessions: new PostgresConsoleSessionStore(pool),
     async ping(timeoutMs) {
       // pg reads a per-query `query_timeout` (lib/client.js), which @types/pg does not declare.
       const query = { text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig;

@@ -45,6 +45,16 @@ export class PostgresAuditStore implements AuditStore {
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
     );
   }
+
+  async trail(targets: string[], limit: number): Promise<AuditEntry[]> {
+    if (targets.length === 0) return [];
+    const { rows } = await this.pool.query<AuditRow>(
+      `SELECT id, at, actor, action, target, reason FROM audit_log WHERE target = ANY($1::text[])
+       ORDER BY id DESC LIMIT $2`,
+      [targets, limit],
+    );
+    return rows.map(toEntry);
+  }
 }
 
 export interface AuditRow {

@@ -12,6 +12,7 @@ import type {
   HistoryCursor,
   HistoryPage,
   HistoryQuery,
+  HourlyIssuances,
   IssuanceHistoryStore,
   IssuanceSummary,
   RenewalLinks,
@@ -214,5 +215,20 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
       values: [credentialId],
     });
     return rows[0]?.batch_id ?? null;
+  }
+
+  async issuancesPerHour(since: Date): Promise<HourlyIssuances[]> {
+    const { rows } = await this.pool.query<{ hour: string; channel: string; proof_type: string; n: number }>(
+      `SELECT to_char(date_trunc('hour', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24') AS hour,
+         channel, proof_type, count(*)::int AS n
+       FROM issuances WHERE created_at >= $1 GROUP BY 1, 2, 3 ORDER BY 1`,
+      [since],
+    );
+    return rows.map((r) => ({
+      hour: r.hour,
+      channel: r.channel as HourlyIssuances['channel'],
+      proofType: r.proof_type as HourlyIssuances['proofType'],
+      count: r.n,
+    }));
   }
 }

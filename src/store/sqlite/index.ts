@@ -3,7 +3,7 @@ import { openSqlite, type SqliteDatabase } from './database.js';
 import { SqliteAuditStore, SqliteMetaStore } from './sqlite-audit-store.js';
 import { SqliteClaimsStore } from './sqlite-claims-store.js';
 import { SqliteCompromisedKeyStore } from './sqlite-compromised-key-store.js';
-import { SqliteConsoleStore } from './sqlite-console-store.js';
+import { SqliteConsoleSessionStore } from './sqlite-console-session-store.js';
 import { SqliteHistoryStore } from './sqlite-history-store.js';
 import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
@@ -54,7 +54,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
     renewals: new SqliteRenewalStore(db, audit, webhooks),
-    console: new SqliteConsoleStore(db),
+    consoleSessions: new SqliteConsoleSessionStore(db),
     locks: new SqliteLockStore(db),
     async ping() {
       db.prepare('SELECT 1').get();

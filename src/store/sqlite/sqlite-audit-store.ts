@@ -82,6 +82,18 @@ export class SqliteAuditStore implements AuditStore {
     });
     return read.deferred();
   }
+
+  async trail(targets: string[], limit: number): Promise<AuditEntry[]> {
+    if (targets.length === 0) return [];
+    const marks = targets.map(() => '?').join(', ');
+    return this.db
+      .prepare<unknown[], AuditRow>(
+        `SELECT id, at, actor, action, target, reason FROM audit_log WHERE target IN (${marks})
+         ORDER BY id DESC LIMIT ?`,
+      )
+      .all(...targets, limit)
+      .map(toEntry);
+  }
 }
 
 export const toEntry = (r: AuditRow): AuditEntry => ({

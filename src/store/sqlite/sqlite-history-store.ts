@@ -13,6 +13,7 @@ import type {
   HistoryPage,
   HistoryQuery,
   HistoryStatusFilter,
+  HourlyIssuances,
   IssuanceHistoryStore,
   IssuanceSummary,
   RenewalLinks,
@@ -146,6 +147,7 @@ const keyOf = (r: { created_at: string; row_key: number }): HistoryCursor => ({
 /** `GET /admin/issuance-history` (docs/interface.md) over the issuances table. */
 export class SqliteHistoryStore implements IssuanceHistoryStore {
   private readonly active;
+  private readonly perHour;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -156,6 +158,10 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
       // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
       `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = 'SD_JWT_VC' AND status != 1 AND expires_at > ?
        ORDER BY created_at DESC, rowid DESC`,
+    );
+    this.perHour = db.prepare<[string], { hour: string; channel: string; proof_type: string; n: number }>(
+      `SELECT substr(created_at, 1, 13) AS hour, channel, proof_type, COUNT(*) AS n FROM issuances
+         WHERE created_at >= ? GROUP BY hour, channel, proof_type ORDER BY hour`,
     );
   }
 
@@ -220,5 +226,14 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
 
   async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {
     return this.active.all(holderDid, schemaId, now.toISOString()).map(rowToSummary);
+  }
+
+  async issuancesPerHour(since: Date): Promise<HourlyIssuances[]> {
+    return this.perHour.all(since.toISOString()).map((r) => ({
+      hour: r.hour,
+      channel: r.channel as HourlyIssuances['channel'],
+      proofType: r.proof_type as HourlyIssuances['proofType'],
+      count: r.n,
+    }));
   }
 }

@@ -47,7 +47,7 @@ export function listConsoleSessions(ctx: Pick<AppContext, 'config' | 'store' | '
   const limits = sessionLimits(ctx);
   const keyIsLive = liveKeyCheck(ctx);
   return async (_req: Request, res: Response) => {
-    const sessions = await ctx.store.console.listSessions(new Date(), limits);
+    const sessions = await ctx.store.consoleSessions.list(new Date(), limits);
     res.json({
       sessions: sessions.filter(keyIsLive).map((s) => ({
         id: s.idHash,
@@ -79,7 +79,7 @@ export const endConsoleSessionRoute: RouteFactory = (ctx) => ({
   },
   handler: async (req: Request, res: Response) => {
     const { id } = parseInput(z.object({ id: SessionIdSchema }), req.params, 'query');
-    if (!(await ctx.store.console.endSession(id))) throw notFound(`id: no console session ${id}`);
+    if (!(await ctx.store.consoleSessions.end(id))) throw notFound(`id: no console session ${id}`);
     await ctx.store.audit.record({
       ...auditActor(res, undefined),
       at: new Date(),

@@ -66,7 +66,7 @@ export async function overview(p: ConsolePages, _req: Request, res: Response): P
   const now = new Date();
   const since = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS);
   const [hourly, pending, failed, partitions, endpoints] = await Promise.all([
-    ctx.store.console.issuancesPerHour(since),
+    ctx.store.history.issuancesPerHour(since),
     ctx.store.issuances.countPendingUploads(),
     ctx.store.issuances.countFailedUploads(),
     ctx.store.status.listPartitions(),
@@ -293,7 +293,7 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
   const now = new Date();
   const nonce = String(record.revocationNonce);
   const [trail, deliveries, links, batchId] = await Promise.all([
-    ctx.store.console.auditTrail([id, nonce], 100),
+    ctx.store.audit.trail([id, nonce], 100),
     ctx.store.webhooks.listCredentialDeliveries(id, 50),
     ctx.store.history.renewalLinks([id]),
     ctx.store.history.batchOf(id),

@@ -60,8 +60,8 @@ export async function startSession(
   const id = randomBytes(32).toString('base64url');
   const now = new Date();
   // Sessions that ended are removed as new ones start: the table holds live ones and a few more.
-  await ctx.store.console.endExpiredSessions(now, sessionLimits(ctx));
-  await ctx.store.console.createSession(sha256(id), actor, keyFingerprint(key), now);
+  await ctx.store.consoleSessions.endExpired(now, sessionLimits(ctx));
+  await ctx.store.consoleSessions.create(sha256(id), actor, keyFingerprint(key), now);
   res.append(
     'Set-Cookie',
     serializeCookie(SESSION_COOKIE, id, {
@@ -74,7 +74,7 @@ export async function startSession(
 /** Ends the request's session on the server and clears the cookie. */
 export async function endSession(ctx: Pick<AppContext, 'config' | 'store'>, req: Request, res: Response) {
   const id = sessionIdOf(req);
-  if (id) await ctx.store.console.endSession(sha256(id));
+  if (id) await ctx.store.consoleSessions.end(sha256(id));
   res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, '', { ...cookieOptions(ctx), maxAge: 0 }));
 }
 
@@ -103,9 +103,9 @@ export function requireSession(
   const keyIsLive = liveKeyCheck(ctx);
   return async (req, res, next) => {
     const id = sessionIdOf(req);
-    let session = id ? await ctx.store.console.useSession(sha256(id), new Date(), limits) : undefined;
+    let session = id ? await ctx.store.consoleSessions.use(sha256(id), new Date(), limits) : undefined;
     if (id && session && !keyIsLive(session)) {
-      await ctx.store.console.endSession(sha256(id));
+      await ctx.store.consoleSessions.end(sha256(id));
       session = undefined;
     }
     if (!session || !id) {

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, html } from '../../../../../src/http/routes/console/html.js';
 import { csrfTokenOf, startSession } from '../../../../../src/http/routes/console/session.js';
-import type { ConsoleStore } from '../../../../../src/store/store.js';
+import type { ConsoleSessionStore } from '../../../../../src/store/store.js';
 
 /** The Set-Cookie line of a sign-in under a configuration. */
 async function signInCookie(production: boolean): Promise<{ cookie: string; stored: string[] }> {
@@ -11,12 +11,12 @@ async function signInCookie(production: boolean): Promise<{ cookie: string; stor
   const ctx = {
     config: { production, console: { enabled: true, idleSeconds: 1800, absoluteSeconds: 28_800 } },
     store: {
-      console: {
-        endExpiredSessions: async () => 0,
-        createSession: async (idHash: string, actor: string) => {
+      consoleSessions: {
+        endExpired: async () => 0,
+        create: async (idHash: string, actor: string) => {
           stored.push(idHash, actor);
         },
-      } as unknown as ConsoleStore,
+      } as unknown as ConsoleSessionStore,
     },
   };
   const res = { append: (_name: string, value: string) => headers.push(value) } as unknown as Response;

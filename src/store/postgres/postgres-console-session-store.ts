@@ -1,12 +1,5 @@
-import type {
-  AuditEntry,
-  ConsoleSessionLimits,
-  ConsoleSessionRecord,
-  ConsoleStore,
-  HourlyIssuances,
-} from '../store.js';
+import type { ConsoleSessionLimits, ConsoleSessionRecord, ConsoleSessionStore } from '../store.js';
 import type { PgPool } from './database.js';
-import { type AuditRow, toEntry } from './postgres-audit-store.js';
 
 interface SessionRow {
   actor: string;
@@ -22,11 +15,11 @@ const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
   lastSeenAt: new Date(Number(row.last_seen_at)),
 });
 
-/** Console sessions and reads (migrations 015 and 027); epoch ms come back as bigint text. */
-export class PostgresConsoleStore implements ConsoleStore {
+/** Console sessions (migrations 015 and 027); epoch ms come back as bigint text. */
+export class PostgresConsoleSessionStore implements ConsoleSessionStore {
   constructor(private readonly pool: PgPool) {}
 
-  async createSession(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
+  async create(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
     await this.pool.query(
       `INSERT INTO console_sessions (id_hash, actor, key_hash, created_at, last_seen_at)
        VALUES ($1, $2, $3, $4, $4)`,
@@ -34,7 +27,7 @@ export class PostgresConsoleStore implements ConsoleStore {
     );
   }
 
-  async useSession(
+  async use(
     idHash: string,
     now: Date,
     limits: ConsoleSessionLimits,
@@ -47,13 +40,13 @@ export class PostgresConsoleStore implements ConsoleStore {
     );
     const row = rows[0];
     if (!row) {
-      await this.endSession(idHash);
+      await this.end(idHash);
       return undefined;
     }
     return toRecord(row);
   }
 
-  async listSessions(
+  async list(
     now: Date,
     limits: ConsoleSessionLimits,
   ): Promise<Array<ConsoleSessionRecord & { idHash: string }>> {
@@ -66,42 +59,17 @@ export class PostgresConsoleStore implements ConsoleStore {
     return rows.map((row) => ({ idHash: row.id_hash, ...toRecord(row) }));
   }
 
-  async endSession(idHash: string): Promise<boolean> {
+  async end(idHash: string): Promise<boolean> {
     const result = await this.pool.query('DELETE FROM console_sessions WHERE id_hash = $1', [idHash]);
     return (result.rowCount ?? 0) > 0;
   }
 
-  async endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number> {
+  async endExpired(now: Date, limits: ConsoleSessionLimits): Promise<number> {
     const t = now.getTime();
     const result = await this.pool.query(
       'DELETE FROM console_sessions WHERE last_seen_at <= $1 OR created_at <= $2',
       [t - limits.idleMs, t - limits.absoluteMs],
     );
     return result.rowCount ?? 0;
-  }
-
-  async issuancesPerHour(since: Date): Promise<HourlyIssuances[]> {
-    const { rows } = await this.pool.query<{ hour: string; channel: string; proof_type: string; n: number }>(
-      `SELECT to_char(date_trunc('hour', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24') AS hour,
-         channel, proof_type, count(*)::int AS n
-       FROM issuances WHERE created_at >= $1 GROUP BY 1, 2, 3 ORDER BY 1`,
-      [since],
-    );
-    return rows.map((r) => ({
-      hour: r.hour,
-      channel: r.channel as HourlyIssuances['channel'],
-      proofType: r.proof_type as HourlyIssuances['proofType'],
-      count: r.n,
-    }));
-  }
-
-  async auditTrail(targets: string[], limit: number): Promise<AuditEntry[]> {
-    if (targets.length === 0) return [];
-    const { rows } = await this.pool.query<AuditRow>(
-      `SELECT id, at, actor, action, target, reason FROM audit_log WHERE target = ANY($1::text[])
-       ORDER BY id DESC LIMIT $2`,
-      [targets, limit],
-    );
-    return rows.map(toEntry);
   }
 }

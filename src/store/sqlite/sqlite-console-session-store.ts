@@ -1,12 +1,5 @@
-import type {
-  AuditEntry,
-  ConsoleSessionLimits,
-  ConsoleSessionRecord,
-  ConsoleStore,
-  HourlyIssuances,
-} from '../store.js';
+import type { ConsoleSessionLimits, ConsoleSessionRecord, ConsoleSessionStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
-import { type AuditRow, toEntry } from './sqlite-audit-store.js';
 
 interface SessionRow {
   actor: string;
@@ -22,11 +15,11 @@ const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
   lastSeenAt: new Date(row.last_seen_at),
 });
 
-/** Console sessions and reads (migrations 012 and 022). */
-export class SqliteConsoleStore implements ConsoleStore {
+/** Console sessions (migrations 012 and 022). */
+export class SqliteConsoleSessionStore implements ConsoleSessionStore {
   private readonly stmts;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(db: SqliteDatabase) {
     this.stmts = {
       create: db.prepare(
         'INSERT INTO console_sessions (id_hash, actor, key_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)',
@@ -41,18 +34,14 @@ export class SqliteConsoleStore implements ConsoleStore {
       ),
       end: db.prepare('DELETE FROM console_sessions WHERE id_hash = ?'),
       expired: db.prepare('DELETE FROM console_sessions WHERE last_seen_at <= ? OR created_at <= ?'),
-      perHour: db.prepare<[string], { hour: string; channel: string; proof_type: string; n: number }>(
-        `SELECT substr(created_at, 1, 13) AS hour, channel, proof_type, COUNT(*) AS n FROM issuances
-         WHERE created_at >= ? GROUP BY hour, channel, proof_type ORDER BY hour`,
-      ),
     };
   }
 
-  async createSession(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
+  async create(idHash: string, actor: string, keyHash: string, at: Date): Promise<void> {
     this.stmts.create.run(idHash, actor, keyHash, at.getTime(), at.getTime());
   }
 
-  async useSession(
+  async use(
     idHash: string,
     now: Date,
     limits: ConsoleSessionLimits,
@@ -66,7 +55,7 @@ export class SqliteConsoleStore implements ConsoleStore {
     return toRecord(row);
   }
 
-  async listSessions(
+  async list(
     now: Date,
     limits: ConsoleSessionLimits,
   ): Promise<Array<ConsoleSessionRecord & { idHash: string }>> {
@@ -76,33 +65,12 @@ export class SqliteConsoleStore implements ConsoleStore {
       .map((row) => ({ idHash: row.id_hash, ...toRecord(row) }));
   }
 
-  async endSession(idHash: string): Promise<boolean> {
+  async end(idHash: string): Promise<boolean> {
     return this.stmts.end.run(idHash).changes > 0;
   }
 
-  async endExpiredSessions(now: Date, limits: ConsoleSessionLimits): Promise<number> {
+  async endExpired(now: Date, limits: ConsoleSessionLimits): Promise<number> {
     const t = now.getTime();
     return this.stmts.expired.run(t - limits.idleMs, t - limits.absoluteMs).changes;
-  }
-
-  async issuancesPerHour(since: Date): Promise<HourlyIssuances[]> {
-    return this.stmts.perHour.all(since.toISOString()).map((r) => ({
-      hour: r.hour,
-      channel: r.channel as HourlyIssuances['channel'],
-      proofType: r.proof_type as HourlyIssuances['proofType'],
-      count: r.n,
-    }));
-  }
-
-  async auditTrail(targets: string[], limit: number): Promise<AuditEntry[]> {
-    if (targets.length === 0) return [];
-    const marks = targets.map(() => '?').join(', ');
-    return this.db
-      .prepare<unknown[], AuditRow>(
-        `SELECT id, at, actor, action, target, reason FROM audit_log WHERE target IN (${marks})
-         ORDER BY id DESC LIMIT ?`,
-      )
-      .all(...targets, limit)
-      .map(toEntry);
   }
 }
