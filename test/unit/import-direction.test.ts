@@ -21,6 +21,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/'],
+  ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
 ];
