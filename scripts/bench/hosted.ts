@@ -60,13 +60,24 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/**
+ * One POST on a keep-alive socket. The issuer closes a socket idle for its keep-alive timeout (5 s,
+ * Node's default), and a request written on it as it closes meets a reset before any answer: the
+ * server never read it, so it is sent again once on a new socket (nodejs.org/api/http.html,
+ * `request.reusedSocket`). Such an idle socket is one whose warm-up request ended long before the
+ * slowest one did, on a loaded machine.
+ */
 function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
-    req.on('error', reject);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (req.reusedSocket && err.code === 'ECONNRESET')
+        post(agent, url, body, headers).then(resolve, reject);
+      else reject(err);
+    });
     req.end(body);
   });
 }
@@ -107,6 +118,11 @@ export async function benchHostedIssueVc(
     tag?: string;
     /** More environment for the issuer. */
     env?: Record<string, string>;
+    /**
+     * The issuer's key folder, made on first use and kept (default: a new one per run). Runs on one
+     * database share it: the database records the Iden3 identity of the keys that first used it.
+     */
+    keysDir?: string;
     /** More figures taken from the running issuer after the hosted run, before it stops. */
     after?: (server: BenchServer) => Promise<Row[]>;
     /**
@@ -114,6 +130,13 @@ export async function benchHostedIssueVc(
      * warm-up; the function it answers ends that load once the window is over and gives its figures.
      */
     beside?: (server: BenchServer) => Promise<() => Promise<Row[]>>;
+    /**
+     * With `beside`: this many rounds of two windows in this one issuer, one alone, then one beside
+     * that load, so that the machine's other load weighs on both alike. Rows are named
+     * `… alone #N` and `… beside #N` (issuances/s, p50, p99, non-201 answers), then what `beside`
+     * gave for that window. Unset: one window, beside the load.
+     */
+    besideRounds?: number;
   } = {},
 ): Promise<Row[]> {
   const workers = options.workers ?? 1;
@@ -138,7 +161,8 @@ export async function benchHostedIssueVc(
         )
       : undefined;
     if (backend) closers.push(() => backend.close());
-    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true, backend });
+    const keysDir = options.keysDir ?? join(dir, 'keys');
+    const ring = await loadKeyRing(keysDir, { generateIfMissing: true, backend });
     const jwks = JSON.stringify({ keys: ring.partnerKeys.map((k) => k.publicJwk) });
     const jwksServer = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(jwks);
@@ -174,6 +198,7 @@ export async function benchHostedIssueVc(
         SCHEMAS_DIR: schemasDir,
         SERVICE_V1_BASE_URL: emulator.url,
         WORKERS: String(workers),
+        KEYS_DIR: keysDir,
         ...(options.floor ? { FLOOR_WITH: options.floor } : {}),
         ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
         ...(token?.env ?? {}),
@@ -216,6 +241,13 @@ export async function benchHostedIssueVc(
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(body)),
         'x-api-key': server.apiKey,
+      }).catch((err: Error) => {
+        // Whether the issuer is still there tells a crash (its last words are on stderr) from the network.
+        const { exitCode, signalCode } = server.child;
+        const gone = exitCode !== null || signalCode !== null;
+        throw new Error(
+          `POST /issue-vc: ${err.message} (${gone ? `the issuer exited: ${exitCode ?? signalCode}` : 'the issuer is running'})`,
+        );
       });
       if (status !== 201) failures++;
       else created++;
@@ -237,6 +269,33 @@ export async function benchHostedIssueVc(
     await run(2000);
     await hook?.caughtUp(created);
     failures = 0;
+    if (options.beside && options.besideRounds) {
+      const rows: Row[] = [];
+      for (let round = 1; round <= options.besideRounds; round++)
+        for (const state of ['alone', 'beside'] as const) {
+          failures = 0;
+          const stop = state === 'beside' ? await options.beside(server) : undefined;
+          const start = performance.now();
+          const latencies = await run(seconds * 1000);
+          // The holders' window, without the wait for the other load's last operation to end.
+          const elapsed = (performance.now() - start) / 1000;
+          const besideRows = (await stop?.()) ?? [];
+          latencies.sort((a, b) => a - b);
+          const name = `${tag} ${state} #${round}`;
+          rows.push(
+            {
+              name: `${name}: issuances/s at ${concurrency} in flight`,
+              value: (latencies.length - failures) / elapsed,
+              unit: '/s',
+            },
+            { name: `${name}: p50 latency`, value: percentile(latencies, 50), unit: 'ms' },
+            { name: `${name}: p99 latency`, value: percentile(latencies, 99), unit: 'ms' },
+            { name: `${name}: non-201 answers`, value: failures, unit: '' },
+            ...besideRows,
+          );
+        }
+      return rows;
+    }
     if (hook) {
       const rows: Row[] = [];
       const pid = server.child.pid!;

@@ -38,11 +38,11 @@ const POSTGRES_SIZES = sizes(process.env.BENCH_SCALE_POSTGRES_ROWS, '300000');
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const MINUTE = 60_000;
-const PARTITION_SIZE = 131_072;
+export const PARTITION_SIZE = 131_072;
 // An SD-JWT VC of the shipped schema is about 1.6 KB; its envelope's ciphertext, base64, about 2.2 KB.
 const CIPHERTEXT_BYTES = 1650;
 
-function issuance(i: number, createdAtMs = T0 + i * MINUTE): NewIssuance {
+export function issuance(i: number, createdAtMs = T0 + i * MINUTE): NewIssuance {
   const credentialId = randomUUID();
   const createdAt = new Date(createdAtMs);
   // Valid for 30 days: a table of years holds mostly expired credentials.

@@ -65,7 +65,8 @@ export async function startBenchServer(
   });
   child.stdout!.resume();
   const startMs = performance.now() - spawnedAt;
-  const secrets = JSON.parse(readFileSync(join(dir, 'keys', 'dev-secrets.json'), 'utf8')) as {
+  const keysDir = env.KEYS_DIR ?? join(dir, 'keys');
+  const secrets = JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8')) as {
     apiKey: string;
     adminApiKey: string;
   };
