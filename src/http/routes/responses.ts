@@ -103,9 +103,24 @@ export function routeResponses(row: Route): Map<number, DocumentedResponse> {
     answers.set(status, {
       description: `${codes.join(' or ')} (error body)`,
       contentTypes: ['application/json'],
-      schema: ErrorBodySchema.extend({ code: z.enum(codes as [ErrorCode, ...ErrorCode[]]) }),
+      schema: errorBodyOf(codes),
       errorCodes: codes,
     });
   }
   return answers;
+}
+
+/**
+ * The error body schema of one set of codes, built once per process: every app (and the test
+ * suite builds hundreds) shares it, and zod compiles a schema's parser on its first parse.
+ */
+const errorBodies = new Map<string, z.ZodType>();
+function errorBodyOf(codes: readonly ErrorCode[]): z.ZodType {
+  const key = codes.join(',');
+  let schema = errorBodies.get(key);
+  if (!schema) {
+    schema = ErrorBodySchema.extend({ code: z.enum(codes as [ErrorCode, ...ErrorCode[]]) });
+    errorBodies.set(key, schema);
+  }
+  return schema;
 }
