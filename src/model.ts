@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
+import { PROOF_TYPES } from './formats/names.js';
 
 /**
- * The words every room shares: the bottom floor. It imports nothing of ours, so any module may
- * import it without climbing (http → issuance/formats/status → store/envelope → model).
+ * The words every room shares: the bottom floor. It imports nothing of ours but the formats' names
+ * (src/formats/names.ts), so any module may import it without climbing (http →
+ * issuance/formats/status → store/envelope → model).
  */
 
 /**
@@ -37,8 +39,8 @@ export const HolderDidSchema = boundedText(MAX_ID_BYTES).refine(
   'must be a DID: did:<method>:<method-specific-id>, the method lower-case letters and digits',
 );
 
-/** A credential format a schema can be issued in (docs/schemas-and-claims.md). */
-export const ProofTypeSchema = z.enum(['SD_JWT_VC', 'BJJ_SIG_2021']);
+/** A credential format a schema can be issued in (docs/schemas-and-claims.md): one per format. */
+export const ProofTypeSchema = z.enum(PROOF_TYPES);
 export type ProofType = z.infer<typeof ProofTypeSchema>;
 
 /** Token status list values (draft-ietf-oauth-status-list §7.1). */

@@ -8,7 +8,10 @@ export interface StatusListEntry {
   uri: string;
 }
 
-/** Everything a back-end needs to sign one credential. Claims are already validated. */
+/**
+ * Everything a back-end needs to sign one credential. Claims are already validated. What only one
+ * format reads travels in `options`, that format's own object (e.g. `SdJwtVcIssueOptions`).
+ */
 export interface IssueInput {
   /** Credential id and upload `externalId`: a UUID. Written as `urn:uuid:<id>`. */
   credentialId: string;
@@ -20,13 +23,12 @@ export interface IssueInput {
   expiresAt: Date;
   /** Non-negative integer below 2^53 (docs/schemas-and-claims.md). */
   revocationNonce: number;
-  /** SD-JWT only: the token status list slot. */
+  /** The token status list slot, for a format whose `usesStatusList`. */
   status?: StatusListEntry | undefined;
-  /** SD-JWT only: holder key for `cnf` (hosted issuance with `signingKey`). */
+  /** The holder's key the credential binds (SD-JWT VC `cnf`), when the request gave one. */
   holderJwk?: JWK | undefined;
-  /** SD-JWT only: overrides from direct issuance. */
-  vct?: string | undefined;
-  disclosureFrame?: Record<string, unknown> | undefined;
+  /** The format's own issue options (direct issuance's overrides), checked by that format. */
+  options?: unknown;
 }
 
 export interface IssuedCredential {

@@ -1,32 +1,33 @@
 import type { VerifyResult } from '../verify/check.js';
-import { type Iden3VerifyOptions, isW3cCredential, verifyIden3Credential } from './iden3-bjj/verifier.js';
-import { type SdJwtVcVerifyOptions, verifySdJwtVc } from './sd-jwt-vc/verifier.js';
+import type { VerifyOptions } from './format.js';
+import { FORMATS } from './index.js';
 
 export type { Check, VerifyResult } from '../verify/check.js';
 export { DocumentFetcher } from '../verify/fetch-document.js';
 export { trustAnchorsFromPem } from '../verify/issuer-keys.js';
-
-export type VerifyOptions = SdJwtVcVerifyOptions & Iden3VerifyOptions;
+export type { VerifyOptions } from './format.js';
 
 /**
- * Verifies a credential as text: a compact SD-JWT VC (or a presentation of one), or the JSON of an
- * Iden3 W3C credential (`BJJ_SIG_2021`).
+ * Verifies a credential as text with the verifier of the format it is: a compact serialization
+ * (an SD-JWT VC, or a presentation of one) or a JSON document (an Iden3 W3C credential).
  */
 export async function verifyCredential(text: string, options: VerifyOptions): Promise<VerifyResult> {
   const trimmed = text.trim();
-  if (trimmed.startsWith('{')) {
-    let json: unknown;
+  const json = trimmed.startsWith('{');
+  let input: unknown = trimmed;
+  if (json) {
     try {
-      json = JSON.parse(trimmed);
+      input = JSON.parse(trimmed);
     } catch {
       return unknown('the input starts with "{" but is not JSON');
     }
-    if (isW3cCredential(json)) return verifyIden3Credential(json, options);
-    return unknown('JSON, but not a W3C credential with a BJJSignature2021 proof');
   }
-  if (/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*~/.test(trimmed))
-    return verifySdJwtVc(trimmed, options);
-  return unknown('neither a compact SD-JWT VC nor an Iden3 credential JSON');
+  const candidates = FORMATS.filter((f) => (f.verifier.input === 'json') === json);
+  const format = candidates.find((f) => f.verifier.recognizes(input));
+  if (format) return format.verifier.verify(input, options);
+  const expected = candidates.map((f) => f.verifier.expects).join(' or ');
+  if (json) return unknown(`JSON, but not ${expected}`);
+  return unknown(`neither ${FORMATS.map((f) => f.verifier.expects).join(' nor ')}`);
 }
 
 function unknown(detail: string): VerifyResult {

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, invalidParameter, upstreamUnavailable } from '../errors.js';
+import { channelFormat } from '../formats/index.js';
 import { type AuditActor, HolderDidSchema } from '../model.js';
 import { unknownSchema } from '../schemas/schema-file.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
@@ -97,6 +98,9 @@ const PASSED_ON: Readonly<Record<number, ErrorCode>> = {
   409: 'CONFLICT',
 };
 
+/** The format direct issuance signs (SD-JWT VC: the request's `vct` and `disclosureFrame` are its). */
+const DIRECT = channelFormat('direct');
+
 /**
  * Direct issuance (docs/interface.md "admin issue-vc"): resolve the holder by email, sign an
  * SD-JWT VC with no `cnf`, encrypt it to the holder's key, record it with a status slot and nonce,
@@ -121,11 +125,11 @@ export class DirectIssuanceService {
   async issue(req: DirectIssueRequest): Promise<DirectIssueResult> {
     const deadline = Date.now() + this.deadlineMs;
     const schema = this.deps.schemas.require(req.schemaId);
-    const recorded = await this.deps.core.untilRecorded('SD_JWT_VC', 'direct', () =>
+    const recorded = await this.deps.core.untilRecorded(DIRECT, 'direct', () =>
       this.record(req, schema, deadline),
     );
     if (recorded.outcome === 'existing') {
-      this.deps.core.report('SD_JWT_VC', 'direct', 'existing');
+      this.deps.core.report(DIRECT, 'direct', 'existing');
       return recorded;
     }
     try {
@@ -163,7 +167,7 @@ export class DirectIssuanceService {
     schema: LoadedSchema,
   ): Promise<Record<string, unknown> | undefined> {
     if ('credentialSubject' in req) return req.credentialSubject;
-    const answer = await this.deps.core.lookupClaims(schema, req.claimsUserId, 'SD_JWT_VC');
+    const answer = await this.deps.core.lookupClaims(schema, req.claimsUserId, DIRECT);
     if (!answer.eligible) return undefined;
     const { id: _id, ...claims } = answer.credentialSubject;
     return claims;
@@ -171,7 +175,7 @@ export class DirectIssuanceService {
 
   /** Up to the committed record: resolve the holder, then sign and record (or find the existing one). */
   private async record(req: DirectIssueRequest, schema: LoadedSchema, deadline: number) {
-    const issuer = this.deps.core.requireIssuer(schema, 'SD_JWT_VC');
+    const issuer = this.deps.core.requireIssuer(schema, DIRECT);
     // Known and checked before initialize-user, so a request that cannot succeed creates no account upstream.
     const claims = await this.claimsOf(req, schema);
     if (!claims) throw notEligible(schema.schemaId);
@@ -216,14 +220,13 @@ export class DirectIssuanceService {
           userId: user.userId,
           holderDid: user.did,
           schema,
-          proofType: 'SD_JWT_VC',
+          proofType: DIRECT,
           claims,
           expiresAt: req.expiresAt,
           encryptTo,
-          vct: req.vct,
-          // docs/interface.md "admin issue-vc": the default frame is every top-level claim, whatever
-          // the schema file says.
-          disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) },
+          // The format's own options (SD-JWT VC). docs/interface.md "admin issue-vc": the default
+          // frame is every top-level claim, whatever the schema file says.
+          options: { vct: req.vct, disclosureFrame: req.disclosureFrame ?? { _sd: Object.keys(claims) } },
           dedupe: false,
           emailHash,
           batchId: req.batchId,
@@ -331,8 +334,8 @@ export class DirectIssuanceService {
   ): Promise<InputProblem[]> {
     const schema = this.deps.schemas.get(row.schemaId);
     if (!schema) return [{ field: 'schemaId', message: unknownSchema(row.schemaId) }];
-    if (!this.deps.core.issues(schema, 'SD_JWT_VC'))
-      return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as SD_JWT_VC` }];
+    if (!this.deps.core.issues(schema, DIRECT))
+      return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as ${DIRECT}` }];
     const claims = await this.claimsOf(row, schema);
     if (!claims) return [{ field: 'claimsUserId', message: NOT_ELIGIBLE(schema.schemaId) }];
     const problems: InputProblem[] = schema

@@ -65,8 +65,8 @@ export interface SignRequest {
    */
   encryptTo?: HolderPublicKey | undefined;
   holderJwk?: JWK | undefined;
-  vct?: string | undefined;
-  disclosureFrame?: Record<string, unknown> | undefined;
+  /** The format's own issue options (`IssueInput.options`; SD-JWT VC: direct issuance's vct and frame). */
+  options?: unknown;
   dedupe: boolean;
   /** A direct issuance's keyed recipient-email hash (store.ts NewIssuance.emailHash). */
   emailHash?: string | undefined;
@@ -266,8 +266,7 @@ export class IssuanceCore {
         revocationNonce,
         status: slot ? { idx: slot.index, uri: this.statusListUri(slot.partition) } : undefined,
         holderJwk: req.holderJwk,
-        vct: req.vct,
-        disclosureFrame: req.disclosureFrame,
+        options: req.options,
       });
       this.mark('sign', signStart);
       const sealStart = performance.now();

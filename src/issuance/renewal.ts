@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { AppError, notFound } from '../errors.js';
 import { credentialRenewedEvent } from '../events/builders.js';
+import { channelFormat } from '../formats/index.js';
 import type { RecipientSealing } from '../keys/recipient-sealing.js';
 import type { AuditActor, Logger } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
@@ -11,6 +12,9 @@ import type { RenewalOutcome, RenewalRecord, RenewalStore } from '../store/renew
 import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
 import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
 import type { IssuanceCore } from './issuance-core.js';
+
+/** Renewal re-issues direct credentials: the direct channel's format. */
+const RENEWED = channelFormat('direct');
 
 /**
  * The Idempotency-Key a renewal issues under: the renewing credential's id is derived from it, so
@@ -113,7 +117,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
   renewedSchemas(): LoadedSchema[] {
     return this.deps.schemas
       .all()
-      .filter((s) => s.renewal !== undefined && this.deps.core.issues(s, 'SD_JWT_VC'));
+      .filter((s) => s.renewal !== undefined && this.deps.core.issues(s, RENEWED));
   }
 
   start(): void {
@@ -235,8 +239,8 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
     if (source?.outcome === 'renewed')
       throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);
     const schema = this.deps.schemas.get(previous.schemaId);
-    if (!schema || !this.deps.core.issues(schema, 'SD_JWT_VC'))
-      throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as SD_JWT_VC any more`);
+    if (!schema || !this.deps.core.issues(schema, RENEWED))
+      throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as ${RENEWED} any more`);
     // A renewal cut short (a crash after its credential was recorded) is finished, not started again.
     const renewing = credentialIdFor(renewalKey(credentialId));
     const recorded = await this.deps.issuances.get(renewing);
@@ -288,7 +292,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
 
     // docs/operations.md "Renewal": the user id the claims came from, else the holder's (as hosted issuance asks).
     const userId = source.claimsUserId ?? previous.userId;
-    const answer = await this.deps.core.lookupClaims(schema, userId, 'SD_JWT_VC');
+    const answer = await this.deps.core.lookupClaims(schema, userId, RENEWED);
     if (!answer.eligible)
       return skip('ineligible', 'the claims provider no longer finds the holder eligible');
     const { id: _id, ...claims } = answer.credentialSubject;

@@ -1,5 +1,14 @@
 import { z } from 'zod';
+import { Iden3BlockSchema } from '../formats/iden3-bjj/schema-block.js';
+import { SD_JWT_VC } from '../formats/sd-jwt-vc/names.js';
+import { SdJwtBlockSchema } from '../formats/sd-jwt-vc/schema-block.js';
 import { ProofTypeSchema } from '../model.js';
+
+export {
+  DisclosureFrameSchema,
+  type TypeDisplay,
+  TypeDisplaySchema,
+} from '../formats/sd-jwt-vc/schema-block.js';
 
 /** Claims that can never come from claim data (docs/schemas-and-claims.md). */
 export const RESERVED_CLAIMS = [
@@ -39,32 +48,6 @@ export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
 ]);
 export type ClaimsSource = z.infer<typeof ClaimsSourceSchema>;
 
-export const DisclosureFrameSchema = z.record(z.string(), z.unknown());
-
-const cssColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/, 'must be an RGB colour like #1A2B3C');
-
-/**
- * draft-ietf-oauth-sd-jwt-vc "Type Metadata" display entry, in the draft's own shape: one per
- * locale, with the simple rendering (colours, logo).
- */
-export const TypeDisplaySchema = z.object({
-  locale: z.string().regex(/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag'),
-  name: z.string().min(1),
-  description: z.string().optional(),
-  rendering: z
-    .object({
-      simple: z
-        .object({
-          logo: z.object({ uri: z.url(), alt_text: z.string().optional() }).optional(),
-          background_color: cssColor.optional(),
-          text_color: cssColor.optional(),
-        })
-        .optional(),
-    })
-    .optional(),
-});
-export type TypeDisplay = z.infer<typeof TypeDisplaySchema>;
-
 export const SchemaFileSchema = z
   .object({
     schemaId: z.string().min(1).max(255),
@@ -76,23 +59,9 @@ export const SchemaFileSchema = z
     expiresInSeconds: z.number().int().positive().default(31_536_000),
     credentialSubject: z.object({ type: z.literal('object') }).loose(),
     claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
-    sdJwt: z
-      .object({
-        // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
-        vct: z.string().min(1).optional(),
-        disclosureFrame: DisclosureFrameSchema.optional(),
-        /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
-        display: z.array(TypeDisplaySchema).min(1).optional(),
-      })
-      .optional(),
-    iden3: z
-      .object({
-        type: z.string().min(1),
-        contextUrl: z.url(),
-        contextFile: z.string().min(1),
-        jsonSchemaUrl: z.url(),
-      })
-      .optional(),
+    // Each format's block (src/formats/<format>/schema-block.ts).
+    sdJwt: SdJwtBlockSchema.optional(),
+    iden3: Iden3BlockSchema.optional(),
     /**
      * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
      * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.
@@ -107,11 +76,11 @@ export const SchemaFileSchema = z
   .superRefine((file, ctx) => {
     if (!file.renewal) return;
     // Renewal re-issues direct credentials, which are SD-JWT VCs only.
-    if (!file.proofTypes.includes('SD_JWT_VC'))
+    if (!file.proofTypes.includes(SD_JWT_VC))
       ctx.addIssue({
         code: 'custom',
         path: ['renewal'],
-        message: 'needs SD_JWT_VC in proofTypes (renewal re-issues direct credentials)',
+        message: `needs ${SD_JWT_VC} in proofTypes (renewal re-issues direct credentials)`,
       });
     if (file.renewal.beforeExpirySeconds >= file.expiresInSeconds)
       ctx.addIssue({

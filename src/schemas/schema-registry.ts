@@ -4,6 +4,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { z } from 'zod';
 import { AppError } from '../errors.js';
+import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
+import { FORMAT_NAMES } from '../formats/names.js';
 import type { ProofType } from '../model.js';
 import {
   type CredentialSchema,
@@ -111,8 +113,9 @@ function parseSchemaFile(file: string, ajv: Ajv2020, issuerOrigin: string): Load
     ? []
     : parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
   const parts = parsed.success ? parsed.data : partsOf(raw);
-  if (parts.proofTypes?.includes('BJJ_SIG_2021') && !parts.iden3) {
-    problems.push('iden3: required when proofTypes lists BJJ_SIG_2021');
+  for (const f of FORMAT_NAMES) {
+    if (f.blockRequired && parts.proofTypes?.includes(f.proofType) && !parts[f.block])
+      problems.push(`${f.block}: required when proofTypes lists ${f.proofType}`);
   }
   let validate: ValidateFunction | undefined;
   if (parts.credentialSubject) {
@@ -209,7 +212,7 @@ function partsOf(raw: unknown): {
 
 /**
  * The claims source and Iden3 block of a schema file, each when it is right on its own (whatever the
- * rest of the file; the Iden3 block only when `proofTypes` lists BJJ_SIG_2021, as the server reads
+ * rest of the file; the Iden3 block only when `proofTypes` lists its proof type, as the server reads
  * it only then): `admin schemas validate` checks the module and the JSON-LD context of a file
  * that also fails the format, so one run names every problem.
  */
@@ -228,7 +231,7 @@ export function schemaFileParts(file: string): {
   const shape = SchemaFileSchema.shape;
   const c = shape.claims.safeParse(claims);
   const i = shape.iden3.safeParse(iden3);
-  const bjj = Array.isArray(proofTypes) && proofTypes.includes('BJJ_SIG_2021');
+  const bjj = Array.isArray(proofTypes) && proofTypes.includes(BJJ_SIG_2021);
   return { claims: c.success ? c.data : undefined, iden3: bjj && i.success ? i.data : undefined };
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { SD_JWT_VC } from '../formats/sd-jwt-vc/names.js';
 import type { CredentialSchema, TypeDisplay } from './schema-file.js';
 
 /**
@@ -34,7 +35,7 @@ export function buildTypeMetadata(
   const served = new Map<string, ServedTypeMetadata>();
   for (const schema of schemas) {
     const vct = schema.sdJwt?.vct;
-    if (!vct || !schema.proofTypes.includes('SD_JWT_VC') || !vct.startsWith(`${origin}/`)) continue;
+    if (!vct || !schema.proofTypes.includes(SD_JWT_VC) || !vct.startsWith(`${origin}/`)) continue;
     const url = new URL(vct);
     // A plain path only: a query, a fragment or route syntax (`:`, `*`) cannot be a route here.
     if (url.search || url.hash || !SERVABLE_PATH.test(url.pathname)) continue;

@@ -1,3 +1,5 @@
+import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
+import { PROOF_TYPES } from '../formats/names.js';
 import type { ProofType } from '../model.js';
 import type { HistoryStatusFilter } from './store.js';
 
@@ -60,11 +62,16 @@ export function statusFilterSql(
   };
 }
 
-/** Iden3 credentials have a partial index; SD-JWT ones, most rows, are checked row by row. */
-export const PROOF_FILTER_SQL: Record<ProofType, FilterTerm> = {
-  BJJ_SIG_2021: { sql: "proof_type = 'BJJ_SIG_2021'", drives: true, reads: ['proof_type'] },
-  SD_JWT_VC: { sql: "proof_type = 'SD_JWT_VC'", drives: false, reads: ['proof_type'] },
-};
+/**
+ * The history's proof type filter. Iden3 credentials have a partial index (its WHERE names the
+ * value, so the SQL does too); other ones, most rows, are checked row by row.
+ */
+export const PROOF_FILTER_SQL = Object.fromEntries(
+  PROOF_TYPES.map((proofType): [ProofType, FilterTerm] => [
+    proofType,
+    { sql: `proof_type = '${proofType}'`, drives: proofType === BJJ_SIG_2021, reads: ['proof_type'] },
+  ]),
+) as Record<ProofType, FilterTerm>;
 
 /**
  * The first term that an index answers drives the read (the caller lists terms most selective

@@ -6,6 +6,14 @@ import { describe, expect, it } from 'vitest';
 // between them: a room imports only rooms on lower lines. Rooms on one line do not import each
 // other. docs/architecture.md "Direction of imports" explains the order; a new folder or top-level
 // file of src/ gets its line here.
+/**
+ * The formats' names and schema-file blocks: `formats/names.ts`, `formats/<format>/names.ts` and
+ * `formats/<format>/schema-block.ts` import nothing of ours but each other, so the model, the
+ * schema loader and the stores read them below the format modules.
+ */
+const FORMAT_NAMES = /^formats\/(?:names|[^/]+\/(?:names|schema-block))\.ts$/;
+const FORMAT_NAMES_ROOM = 'formats/*/names.ts';
+
 const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
   ['cluster.ts', 'cli/'], // the WORKERS=N primary; the admin CLI
@@ -13,6 +21,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['app.ts'], // middleware, the route table, the error handler
   ['http/'], // routes and middleware
   ['context.ts'], // builds the parts once
+  ['app-context.ts'], // what the context holds and what a test may override (types)
   ['development/'], // the development start, its files, the production guard, the emulator
   ['webhooks/', 'oid4vci/'], // endpoints, signing and the delivery worker; the OpenID4VCI channel
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
@@ -23,6 +32,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['schemas/', 'store/', 'rate-limit/', 'envelope/'],
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
+  [FORMAT_NAMES_ROOM], // each format's proof type and schema-file block, and their list
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
 ];
 
@@ -38,7 +48,8 @@ const files = (readdirSync(SRC, { recursive: true }) as string[])
   .map((f) => f.split('\\').join('/'))
   .sort();
 
-const roomOf = (file: string): string => (file.includes('/') ? `${file.split('/')[0]}/` : file);
+const roomOf = (file: string): string =>
+  FORMAT_NAMES.test(file) ? FORMAT_NAMES_ROOM : file.includes('/') ? `${file.split('/')[0]}/` : file;
 const levelOf = new Map(ROOM_ORDER.flatMap((line, level) => line.map((room) => [room, level] as const)));
 
 /** Every relative module a file names: `from '…'`, `import '…'` and `import('…')`, as paths under src/. */

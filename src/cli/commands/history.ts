@@ -1,3 +1,4 @@
+import { PROOF_TYPES } from '../../formats/names.js';
 import { shortDid } from '../../short-did.js';
 import { AdminApiError } from '../admin-client.js';
 import { json, table } from '../output.js';
@@ -51,7 +52,7 @@ export const historyCommand: RegisterCommand = (program, act) => {
     .option('--schema-id <schemaId>', 'the same as --schema')
     .option('--nonce <revocationNonce>', 'only this revocation nonce')
     .option('--revocation-nonce <revocationNonce>', 'the same as --nonce')
-    .option('--proof-type <type>', 'SD_JWT_VC or BJJ_SIG_2021')
+    .option('--proof-type <type>', PROOF_TYPES.join(' or '))
     .option('--status <status>', 'valid, revoked, suspended, expired, upload_pending or upload_failed')
     .option('--order <order>', 'createdAt_desc (default) or createdAt_asc')
     .option('--page <n>', 'page number (default 1; slower than --cursor on big tables)')

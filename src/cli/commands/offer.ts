@@ -1,3 +1,4 @@
+import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
 import { AdminApiError } from '../admin-client.js';
 import { json } from '../output.js';
 import { jsonOption, positiveInt, type RegisterCommand, UsageError, withFlags } from './command.js';
@@ -39,7 +40,7 @@ export const offerCommand: RegisterCommand = (program, act) => {
     .description(
       'offer a credential to an OpenID4VCI wallet: a link and a QR code (POST /admin/credential-offers)',
     )
-    .requiredOption('--schema <schemaId>', '(required) schema to offer (issued as SD_JWT_VC)')
+    .requiredOption('--schema <schemaId>', `(required) schema to offer (issued as ${SD_JWT_VC})`)
     .option(
       '--user <userId>',
       "the claims provider's user id: its claims are offered (or --email with --claims)",

@@ -27,10 +27,12 @@ export const schemasCommand: RegisterCommand = (program, act) => {
           { loadSchemaFile, SchemaFileError, schemaFileParts },
           { iden3ContextProblems },
           { loadModuleClaimsProvider },
+          { formatOf },
         ] = await Promise.all([
           import('../../schemas/schema-registry.js'),
           import('../../formats/iden3-bjj/iden3-bjj-issuer.js'),
           import('../../claims/module-claims-provider.js'),
+          import('../../formats/index.js'),
         ]);
         const path = resolve(run.settings.cwd, file);
         const dir = resolve(run.settings.cwd, opts.schemasDir ?? dirname(path));
@@ -38,8 +40,11 @@ export const schemasCommand: RegisterCommand = (program, act) => {
         const origin = run.settings.env.ISSUER_ORIGIN || 'http://localhost:3000';
         const problems: Problem[] = [];
         let described: Described | undefined;
+        // What each format adds to the line (SD-JWT VC: the vct).
+        let notes: string[] = [];
         try {
           const schema = loadSchemaFile(path, origin);
+          notes = schema.proofTypes.flatMap((p) => formatOf(p).describeSchema?.(schema) ?? []);
           described = {
             schemaId: schema.schemaId,
             proofTypes: schema.proofTypes,
@@ -63,7 +68,7 @@ export const schemasCommand: RegisterCommand = (program, act) => {
         if (run.json) run.io.out(json({ ok, problems, ...(ok ? { schema: described } : {}) }));
         else if (ok && described)
           run.io.out(
-            `ok  ${described.file}: ${described.schemaId} (${described.proofTypes.join(', ')})${described.proofTypes.includes('SD_JWT_VC') ? `, vct ${described.vct}` : ''}`,
+            `ok  ${described.file}: ${described.schemaId} (${described.proofTypes.join(', ')})${notes.map((n) => `, ${n}`).join('')}`,
           );
         else for (const p of problems) run.io.err(`${p.file}: ${p.message}`);
         return ok ? 0 : 1;

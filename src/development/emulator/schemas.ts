@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
+import { PROOF_TYPES } from '../../formats/names.js';
 // docs/interface.md "Direct issuance": an individual recipient's address; the same rule the issuer applies before calling.
 import { isRoleAddress } from '../../issuance/recipient-email.js';
 import { invalidParameter } from './errors.js';
@@ -48,7 +49,7 @@ export const VcUploadSchema = z.object({
   encryptedKey: base64Field().refine(isSpki, 'must be the base64 of a DER SubjectPublicKeyInfo'),
   externalId: z.string().min(1, 'required').max(256),
   // Beside the envelope fields, as the reference issuer sends it; recorded, optional.
-  proofType: z.enum(['SD_JWT_VC', 'BJJ_SIG_2021'], 'must be SD_JWT_VC or BJJ_SIG_2021').optional(),
+  proofType: z.enum(PROOF_TYPES, `must be ${PROOF_TYPES.join(' or ')}`).optional(),
 });
 export type VcUpload = z.infer<typeof VcUploadSchema>;
 

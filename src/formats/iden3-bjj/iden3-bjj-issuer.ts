@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import type { Proof } from '@iden3/js-merkletree';
 import { AppError, invalidParameter } from '../../errors.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { Iden3Store, IssuanceRecord, StatusChangeRequest } from '../../store/store.js';
@@ -20,8 +19,14 @@ import {
   type LocalDocumentLoaderFn,
   VC_2018_CONTEXT_URL,
 } from './document-loader.js';
-import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity, type Iden3State } from './identity.js';
+import { AUTH_CLAIM_REVOCATION_NONCE, Iden3Identity } from './identity.js';
 import { type ContextSource, defaultMerklizeWorkers, MerklizeError, MerklizePool } from './merklize-pool.js';
+import { BJJ_SIG_2021 } from './names.js';
+import { type CredentialStatusAnswer, type Iden3StateJson, mtpJson, stateJson } from './state-json.js';
+import { subjectTerms } from './subject-context.js';
+
+export type { CredentialStatusAnswer, Iden3StateJson, MtpJson } from './state-json.js';
+export { iden3ContextProblems } from './subject-context.js';
 
 export interface Iden3BjjIssuerOptions {
   store: Iden3Store;
@@ -45,30 +50,6 @@ export interface Iden3BjjIssuerOptions {
    * Default: one per core, at most 8, none on a single core.
    */
   merklizeWorkers?: number | undefined;
-}
-
-/** State roots in the hex form Iden3 proofs and status answers use (`Hash.hex()`). */
-export interface Iden3StateJson {
-  state: string;
-  claimsTreeRoot: string;
-  revocationTreeRoot: string;
-  rootOfRoots: string;
-}
-
-/** `@iden3/js-merkletree` `ProofJSON`: siblings and `node_aux` in decimal. */
-export interface MtpJson {
-  existence: boolean;
-  siblings: string[];
-  node_aux?: { key: string; value: string };
-}
-
-/**
- * docs/interface.md `GET /credential-status/:nonce`: the `SparseMerkleTreeProof` answer that js-sdk's
- * `IssuerResolver` and issuer-node read: issuer roots in hex, `mtp` in `ProofJSON` form.
- */
-export interface CredentialStatusAnswer {
-  issuer: Iden3StateJson;
-  mtp: MtpJson;
 }
 
 /** Where one `issue` spent its time (scripts/bench). */
@@ -98,95 +79,12 @@ interface PreparedSchema {
   terms: ReadonlySet<string> | undefined;
 }
 
-function mtpJson(proof: Proof): MtpJson {
-  const json = proof.toJSON();
-  return json.node_aux
-    ? { existence: json.existence, siblings: json.siblings, node_aux: json.node_aux }
-    : { existence: json.existence, siblings: json.siblings };
-}
-
-function stateJson(s: Iden3State): Iden3StateJson {
-  return {
-    state: s.state.hex(),
-    claimsTreeRoot: s.claimsTreeRoot.hex(),
-    revocationTreeRoot: s.revocationTreeRoot.hex(),
-    rootOfRoots: s.rootOfRoots.hex(),
-  };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /**
- * The subject terms a context gives `type`: its type-scoped context plus the top-level terms.
- * JSON-LD silently drops keys a context does not define, and a dropped key would sit in the
- * credential unsigned, so `issue` refuses claims outside this set.
- */
-function subjectTerms(contextDoc: unknown, type: string, file: string): ReadonlySet<string> | undefined {
-  const raw = isRecord(contextDoc) ? contextDoc['@context'] : undefined;
-  const contexts = (Array.isArray(raw) ? raw : [raw]).filter(isRecord);
-  const terms = new Set<string>();
-  let typeDefined = false;
-  let vocab = false;
-  for (const ctx of contexts) {
-    for (const [key, def] of Object.entries(ctx)) {
-      if (key === '@vocab') vocab = true;
-      if (key.startsWith('@')) continue;
-      if (key !== type) {
-        terms.add(key);
-        continue;
-      }
-      typeDefined = true;
-      const scoped = isRecord(def) ? def['@context'] : undefined;
-      if (!isRecord(scoped)) continue;
-      for (const k of Object.keys(scoped)) {
-        if (k === '@vocab') vocab = true;
-        if (!k.startsWith('@')) terms.add(k);
-      }
-    }
-  }
-  if (!typeDefined) throw new Error(`${file}: the JSON-LD context does not define the type "${type}"`);
-  return vocab ? undefined : terms;
-}
-
-/**
- * The problems `prepareSchema` would meet with these schemas' `iden3` blocks, found offline (a
- * fresh loader: `admin schemas validate`, a schema reload): each context file loads from inside
- * SCHEMAS_DIR, defines the type, and one context URL is served from one file.
- */
-export function iden3ContextProblems(
-  schemas: ReadonlyArray<Pick<CredentialSchema, 'file' | 'iden3'>>,
-  schemasDir: string,
-  running?: Pick<Iden3BjjIssuer, 'servedContext'>,
-): Array<{ file: string; message: string }> {
-  const loader = new LocalDocumentLoader();
-  const problems: Array<{ file: string; message: string }> = [];
-  for (const schema of schemas) {
-    const block = schema.iden3;
-    if (!block) continue;
-    try {
-      const doc = loader.registerContext(block.contextUrl, schemasDir, block.contextFile);
-      subjectTerms(doc, block.type, block.contextFile);
-      // The running loader keeps a URL's document: a changed file under the same URL would be ignored.
-      const served = running?.servedContext(block.contextUrl);
-      if (served !== undefined && JSON.stringify(served) !== JSON.stringify(doc))
-        throw new Error(
-          `${block.contextFile} changed since the server loaded ${block.contextUrl}; a changed context needs a restart or a new contextUrl`,
-        );
-    } catch (err) {
-      problems.push({ file: schema.file, message: `iden3.contextFile: ${(err as Error).message}` });
-    }
-  }
-  return problems;
-}
-
-/**
- * The Iden3 `BJJ_SIG_2021` back-end (docs/architecture.md): W3C credentials with a `BJJSignature2021` proof by
+ * The Iden3 BJJ back-end (docs/architecture.md): W3C credentials with a `BJJSignature2021` proof by
  * the issuer's BabyJubJub key, `SparseMerkleTreeProof` status backed by the persisted revocation tree.
  */
 export class Iden3BjjIssuer implements Issuer {
-  readonly proofType = 'BJJ_SIG_2021' as const;
+  readonly proofType = BJJ_SIG_2021;
   readonly usesStatusList = false;
   /** The issuer DID (`did:iden3:privado:test:…` by default). */
   readonly did: string;
@@ -287,7 +185,7 @@ export class Iden3BjjIssuer implements Issuer {
   #prepare(schema: CredentialSchema): PreparedSchema {
     const block = schema.iden3;
     if (!block) {
-      throw invalidParameter('schemaId', `schema ${schema.schemaId} has no iden3 block (BJJ_SIG_2021)`);
+      throw invalidParameter('schemaId', `schema ${schema.schemaId} has no iden3 block (${BJJ_SIG_2021})`);
     }
     const cached = this.#prepared.get(schema.schemaId);
     // A schema reload may change any of the block's fields under the same schemaId.

@@ -4,6 +4,13 @@ import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
 import { issueSdJwtVc } from './assemble.js';
 import type { IssuerIdentification } from './issuer-identification.js';
+import { SD_JWT_VC } from './names.js';
+
+/** Direct issuance's overrides (docs/interface.md "admin issue-vc"): `IssueInput.options`. */
+export interface SdJwtVcIssueOptions {
+  vct?: string | undefined;
+  disclosureFrame?: Record<string, unknown> | undefined;
+}
 
 /** The `vct#integrity` of a type served as SD-JWT VC type metadata, if this issuer serves it. */
 export type VctIntegrity = (vct: string) => string | undefined;
@@ -13,7 +20,7 @@ export type VctIntegrity = (vct: string) => string | undefined;
  * own pieces (assemble.ts) and signed by the key's backend (node:crypto, or the PKCS#11 token).
  */
 export class SdJwtVcIssuer implements Issuer {
-  readonly proofType = 'SD_JWT_VC' as const;
+  readonly proofType = SD_JWT_VC;
   readonly usesStatusList = true;
 
   constructor(
@@ -23,13 +30,14 @@ export class SdJwtVcIssuer implements Issuer {
   ) {}
 
   supports(schema: CredentialSchema): boolean {
-    return schema.proofTypes.includes('SD_JWT_VC');
+    return schema.proofTypes.includes(SD_JWT_VC);
   }
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
     const key = this.currentKey();
+    const options = (input.options ?? {}) as SdJwtVcIssueOptions;
     // The loader filled in a schema's default vct (docs/schemas-and-claims.md "The vct").
-    const vct = input.vct ?? input.schema.sdJwt.vct;
+    const vct = options.vct ?? input.schema.sdJwt.vct;
     const payload: SdJwtVcPayload = {
       ...input.claims,
       iss: this.identification.iss,
@@ -44,7 +52,7 @@ export class SdJwtVcIssuer implements Issuer {
     if (integrity) payload['vct#integrity'] = integrity;
     if (input.status) payload.status = { status_list: { idx: input.status.idx, uri: input.status.uri } };
     if (input.holderJwk) payload.cnf = { jwk: input.holderJwk };
-    const frame = input.disclosureFrame ??
+    const frame = options.disclosureFrame ??
       input.schema.sdJwt?.disclosureFrame ?? {
         _sd: Object.keys(input.claims),
       };

@@ -1,3 +1,4 @@
+import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
 import {
   type FilterTerm,
   type PgStatement,
@@ -184,7 +185,7 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
     const { rows } = await this.pool.query<SummaryRow>({
       name: 'pg-active-for',
       text: `SELECT ${SUMMARY_COLUMNS} FROM issuances WHERE holder_did = $1 AND schema_id = $2
-        AND proof_type = 'SD_JWT_VC' AND status <> 1 AND expires_at > $3 ORDER BY created_at DESC, seq DESC`,
+        AND proof_type = '${SD_JWT_VC}' AND status <> 1 AND expires_at > $3 ORDER BY created_at DESC, seq DESC`,
       values: [holderDid, schemaId, now],
     });
     return rows.map(rowToSummary);

@@ -1,3 +1,4 @@
+import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
 import {
   type FilterTerm,
   PROOF_FILTER_SQL,
@@ -156,7 +157,7 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
   ) {
     this.active = db.prepare<[string, string, string], SummaryRow>(
       // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
-      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = 'SD_JWT_VC' AND status != 1 AND expires_at > ?
+      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = '${SD_JWT_VC}' AND status != 1 AND expires_at > ?
        ORDER BY created_at DESC, rowid DESC`,
     );
     this.perHour = db.prepare<[string], { hour: string; channel: string; proof_type: string; n: number }>(

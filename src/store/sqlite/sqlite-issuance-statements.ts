@@ -29,7 +29,7 @@ export function prepareIssuanceStatements(db: SqliteDatabase) {
     ),
     nonce: db.prepare<[number], { x: number }>('SELECT 1 AS x FROM issuances WHERE revocation_nonce = ?'),
     // `+i.proof_type`, not `i.proof_type`: a bound value compared with a column that a partial
-    // index's WHERE names (issuances_bjj_created, proof_type = 'BJJ_SIG_2021') makes SQLite
+    // index's WHERE names (issuances_bjj_created, on the Iden3 proof type) makes SQLite
     // compile the statement again at every binding (sqlite.org/c3ref/prepare.html, "the
     // specific value bound to a host parameter … might influence the choice of query plan"),
     // several times the cost of the lookup itself; the unary + keeps the term out of that

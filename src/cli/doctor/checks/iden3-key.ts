@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Secrets } from '../../../config/config.js';
 import { BJJ_KEY_FILE, readBjjKeyFile } from '../../../formats/iden3-bjj/bjj-key.js';
 import { bjjKeyToImport, openStoredBjjKey } from '../../../formats/iden3-bjj/database-bjj-key.js';
+import { BJJ_SIG_2021 } from '../../../formats/iden3-bjj/names.js';
 import { KeyError } from '../../../keys/key-ring.js';
 import { SealedKeyFormatError } from '../../../keys/sealed-key.js';
 import { loadSchemas } from '../../../schemas/schema-registry.js';
@@ -28,11 +29,11 @@ export const iden3Key: DoctorCheck = {
     try {
       needed = loadSchemas(config.schemasDir, config.issuerOrigin)
         .all()
-        .some((s) => s.proofTypes.includes('BJJ_SIG_2021'));
+        .some((s) => s.proofTypes.includes(BJJ_SIG_2021));
     } catch {
       // The schemas line reports it; the key is checked as if a schema needed it.
     }
-    const unneeded = 'no schema lists BJJ_SIG_2021, so the issuer needs none';
+    const unneeded = `no schema lists ${BJJ_SIG_2021}, so the issuer needs none`;
     try {
       if (!store.keys) {
         const local = await readBjjKeyFile(config.keysDir);

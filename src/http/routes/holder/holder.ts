@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../../../envelope/index.js';
+import { channelFormat } from '../../../formats/index.js';
 import type { HostedIssuanceService } from '../../../issuance/hosted-issuance.js';
 import { assertPublicKey, HolderBindingJwkSchema } from '../../../issuers/holder-binding-key.js';
 import { boundedText, HolderDidSchema, MAX_ID_BYTES, ProofTypeSchema } from '../../../model.js';
@@ -31,7 +32,7 @@ export const IssueVcBodySchema = z
     signingKey: z.object({ jwk: HolderBindingJwkSchema }).optional(),
     userId,
     schemaId: z.string().min(1).max(255),
-    proofType: proofType.default('SD_JWT_VC'),
+    proofType: proofType.default(channelFormat('hosted')),
   })
   .check((ctx) => {
     if (ctx.value.pubKey === undefined && ctx.value.encryptionKey === undefined) {

@@ -107,8 +107,9 @@ export function didDocument(ctx: AppContext) {
         },
       ],
     };
-    const iden3Did = ctx.iden3Did();
-    if (iden3Did) doc.alsoKnownAs = [iden3Did];
+    // The identifiers a started format gives this issuer (the Iden3 DID).
+    const alsoKnownAs = ctx.formats.alsoKnownAs();
+    if (alsoKnownAs.length > 0) doc.alsoKnownAs = alsoKnownAs;
     res.type('application/did+json').json(doc);
   };
 }

@@ -1,0 +1,15 @@
+import { BJJ_SIG_2021_NAMES } from './iden3-bjj/names.js';
+import { SD_JWT_VC_NAMES } from './sd-jwt-vc/names.js';
+
+/**
+ * The credential formats' names, for the floors below the format modules (each format's
+ * `names.ts`), in the order of `FORMATS` (src/formats/index.ts; a unit test holds the two lists
+ * together). It imports nothing else, so the admin CLI's help reads it without loading zod.
+ */
+export const FORMAT_NAMES = [SD_JWT_VC_NAMES, BJJ_SIG_2021_NAMES] as const;
+
+/** Every proof type, as published (schema files, request bodies, stored columns, responses). */
+export const PROOF_TYPES = FORMAT_NAMES.map((f) => f.proofType) as [
+  (typeof FORMAT_NAMES)[number]['proofType'],
+  ...(typeof FORMAT_NAMES)[number]['proofType'][],
+];
