@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RequestLike } from '@openid4vc/oauth2';
 import type { Openid4vciIssuer } from '@openid4vc/openid4vci';
 import { ProtocolError } from '../errors.js';
-import type { HolderBindingJwk } from '../issuers/holder-binding-key.js';
+import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
 import type { Oid4vciOffer } from '../store/store.js';
 import { denied, providerClaims } from './claims.js';
 import { type ChallengeError, challengeHeader } from './dpop.js';

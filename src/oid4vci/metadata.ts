@@ -5,6 +5,7 @@ import {
   type IssuerMetadataResult,
   Openid4vciVersion,
 } from '@openid4vc/openid4vci';
+import { channelFormat } from '../formats/index.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
@@ -16,7 +17,7 @@ import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
  */
 
 /** The format every offered schema is issued in: one credential configuration per such schema. */
-export const PROOF_TYPE = 'SD_JWT_VC' satisfies ProofType;
+export const PROOF_TYPE: ProofType = channelFormat('oid4vci');
 
 export interface ChannelMetadataDeps {
   issuerOrigin: string;

@@ -4,7 +4,7 @@ import {
   assertPublicKey,
   type HolderBindingJwk,
   HolderBindingJwkSchema,
-} from '../issuers/holder-binding-key.js';
+} from '../formats/sd-jwt-vc/holder-binding-key.js';
 import { iatIsFresh, PROOF_IAT_WINDOW_SECONDS } from './dpop.js';
 import { fromLibrary, invalidNonce, invalidProof } from './errors.js';
 import type { ChannelParts } from './parts.js';

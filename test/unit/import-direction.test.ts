@@ -26,7 +26,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['webhooks/', 'oid4vci/'], // endpoints, signing and the delivery worker; the OpenID4VCI channel
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
   ['claims/', 'formats/'], // claims providers; the credential formats (issuer, verifier, status, start-up)
-  ['issuers/', 'verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks
+  ['verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/'],

@@ -2,7 +2,7 @@ import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519';
 import { p256, p384, p521 } from '@noble/curves/nist';
 import { z } from 'zod';
-import { invalidParameter } from '../errors.js';
+import { invalidParameter } from '../../errors.js';
 
 /**
  * A holder binding key (`signingKey.jwk`, put into `cnf.jwk`; SD-JWT VC §3.2.2.2, RFC 7800): what
