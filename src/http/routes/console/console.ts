@@ -7,6 +7,7 @@ import { adminKeyMatcher } from '../../middleware/auth.js';
 import { rateLimiter } from '../../middleware/rate-limit.js';
 import type { Route } from '../route.js';
 import { html } from './html.js';
+import * as issuancePages from './issuance-pages.js';
 import { type PageId, page, securityHeaders } from './layout.js';
 import type { ConsolePages, DoctorItem } from './pages.js';
 import * as pages from './pages.js';
@@ -169,9 +170,9 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
 
   router.get('/', session, wrap(pages.overview, p));
   router.get('/doctor', session, wrap(pages.doctorFragment, p));
-  router.get('/issuances', session, wrap(pages.issuances, p));
-  router.get('/issuances.csv', session, wrap(pages.issuancesCsv, p));
-  router.get('/credentials/:credentialId', session, wrap(pages.credential, p));
+  router.get('/issuances', session, wrap(issuancePages.issuances, p));
+  router.get('/issuances.csv', session, wrap(issuancePages.issuancesCsv, p));
+  router.get('/credentials/:credentialId', session, wrap(issuancePages.credential, p));
   router.get('/audit', session, wrap(pages.audit, p));
   router.get('/keys', session, wrap(pages.keys, p));
   router.get('/schemas', session, wrap(pages.schemas, p));
