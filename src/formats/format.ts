@@ -40,8 +40,16 @@ export interface CredentialFormat {
   ): SchemaFileProblem[];
   /** What `admin schemas validate` adds to a schema's line (SD-JWT VC: its vct). */
   describeSchema?(schema: CredentialSchema): string | undefined;
+  /** How the OpenID4VCI channel offers it, when `channels` lists `oid4vci`. */
+  readonly oid4vci?: FormatOid4vci | undefined;
   /** The relying party's checks (`admin verify`, the demo). */
   readonly verifier: FormatVerifier;
+}
+
+/** A format's part of the OpenID4VCI channel (OpenID for Verifiable Credential Issuance 1.0). */
+export interface FormatOid4vci {
+  /** The credential configuration of an offered schema (§12.2.4, the format's Appendix A profile). */
+  configuration(schema: CredentialSchema, signingAlgs: readonly string[]): Record<string, unknown>;
 }
 
 /** The parts every format's start-up may use, built once by the context. */

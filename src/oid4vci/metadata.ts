@@ -5,7 +5,7 @@ import {
   type IssuerMetadataResult,
   Openid4vciVersion,
 } from '@openid4vc/openid4vci';
-import { channelFormat } from '../formats/index.js';
+import { channelFormat, formatOf } from '../formats/index.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
@@ -28,6 +28,9 @@ export interface ChannelMetadataDeps {
 
 export class ChannelMetadata {
   private readonly cache = new WeakMap<object, IssuerMetadataResult>();
+
+  /** The channel's format: its credential configuration (OpenID4VCI 1.0 Appendix A). */
+  private readonly format = formatOf(PROOF_TYPE);
 
   constructor(private readonly deps: ChannelMetadataDeps) {}
 
@@ -73,7 +76,10 @@ export class ChannelMetadata {
     const { issuer } = this.deps.libraries;
     const configurations: CredentialConfigurationsSupported = {};
     for (const schema of this.deps.schemas.all().filter((s) => this.offers(s)))
-      configurations[schema.schemaId] = configurationFor(schema);
+      configurations[schema.schemaId] = this.format.oid4vci!.configuration(
+        schema,
+        SIGNING_ALGS,
+      ) as CredentialConfigurationsSupported[string];
     const credentialIssuer: CredentialIssuerMetadata = issuer.createCredentialIssuerMetadata({
       credential_issuer: this.origin,
       credential_endpoint: this.endpoints.credential,
@@ -89,47 +95,4 @@ export class ChannelMetadata {
     this.cache.set(set, result);
     return result;
   }
-}
-
-/**
- * One credential configuration (OpenID4VCI 1.0 Appendix A.3.2, SD-JWT VC) from a schema, `display`
- * and `claims` from its type metadata.
- */
-export function configurationFor(schema: LoadedSchema): CredentialConfigurationsSupported[string] {
-  const title = schema.title ?? schema.schemaId;
-  const display = (
-    schema.sdJwt.display ?? [
-      { locale: 'en', name: title, ...(schema.description ? { description: schema.description } : {}) },
-    ]
-  ).map((d) => ({
-    name: d.name,
-    locale: d.locale,
-    ...(d.description ? { description: d.description } : {}),
-    ...(d.rendering?.simple?.logo ? { logo: d.rendering.simple.logo } : {}),
-    ...(d.rendering?.simple?.background_color
-      ? { background_color: d.rendering.simple.background_color }
-      : {}),
-    ...(d.rendering?.simple?.text_color ? { text_color: d.rendering.simple.text_color } : {}),
-  }));
-  const locale = display[0]!.locale;
-  const properties = (schema.credentialSubject.properties ?? {}) as Record<string, { title?: unknown }>;
-  const required = new Set(
-    Array.isArray(schema.credentialSubject.required) ? (schema.credentialSubject.required as string[]) : [],
-  );
-  return {
-    format: 'dc+sd-jwt',
-    vct: schema.sdJwt.vct,
-    scope: schema.schemaId,
-    cryptographic_binding_methods_supported: ['jwk'],
-    credential_signing_alg_values_supported: SIGNING_ALGS,
-    proof_types_supported: { jwt: { proof_signing_alg_values_supported: SIGNING_ALGS } },
-    credential_metadata: {
-      display,
-      claims: Object.entries(properties).map(([name, p]) => ({
-        path: [name],
-        mandatory: required.has(name),
-        display: [{ name: typeof p.title === 'string' ? p.title : name, locale }],
-      })),
-    },
-  } as CredentialConfigurationsSupported[string];
 }

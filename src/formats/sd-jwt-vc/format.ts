@@ -1,5 +1,6 @@
 import type { CredentialFormat } from '../format.js';
 import { SD_JWT_VC } from './names.js';
+import { oid4vciConfiguration } from './oid4vci-configuration.js';
 import { SdJwtVcIssuer } from './sd-jwt-vc-issuer.js';
 import { verifySdJwtVc } from './verifier.js';
 
@@ -18,6 +19,7 @@ export const sdJwtVc: CredentialFormat = {
     return { issuer, close: async () => undefined };
   },
   describeSchema: (schema) => `vct ${schema.sdJwt.vct}`,
+  oid4vci: { configuration: oid4vciConfiguration },
   verifier: {
     input: 'text',
     expects: 'a compact SD-JWT VC',
