@@ -28,6 +28,14 @@ export interface KeysetReadResult<R, E> {
   n: number | undefined;
 }
 
+/**
+ * How far below the server's thread the reader's thread runs (nice steps, Linux). Where the two
+ * share a CPU, the scheduler weighs a thread 10 steps down about a tenth of one at the server's
+ * (sched(7), "The nice value"): a count takes what the holders' requests leave, and at most about
+ * a tenth of the CPU while they keep it busy, instead of half of it.
+ */
+export const READER_NICE_STEPS = 10;
+
 interface Pending {
   resolve: (reply: KeysetReadReply) => void;
   reject: (err: Error) => void;
@@ -37,8 +45,10 @@ interface Pending {
  * The admin reads that look at every matching row (a total, an OFFSET page) run here, on a worker
  * thread with its own read-only connection to the database file (docs/interface.md "Paging"):
  * better-sqlite3 answers on the thread that calls it, and counting millions of rows there would
- * hold every holder's request meanwhile. One worker, started on first use, not keeping the process
- * alive while idle; a worker that dies fails its own reads only and the next read starts another.
+ * hold every holder's request meanwhile. Its thread runs at a lower priority than the server's
+ * ({@link READER_NICE_STEPS}): on a shared CPU the holders come first. One worker, started on first
+ * use, not keeping the process alive while idle; a worker that dies fails its own reads only and
+ * the next read starts another.
  */
 export class SqliteReader {
   #worker: Worker | undefined;
