@@ -331,4 +331,4 @@ export const MUST_BE_EMPTY = [
   'iden3_key',
   'named_locks',
 ];
-export const ENGINE_TABLES = new Set(['schema_migrations', 'sqlite_sequence']);
+export const ENGINE_TABLES = new Set(['schema_migrations', 'schema_functions', 'sqlite_sequence']);

@@ -7,6 +7,7 @@ import type { Logger } from '../../model.js';
 import { postgresUnavailable } from '../database-unavailable.js';
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../engine.js';
 import { compareChecksum, previousChecksums } from '../migration-checksums.js';
+import { applyFunctions, readFunctions, type SqlFunction } from './functions.js';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -161,12 +162,27 @@ export class MigrationError extends Error {
 }
 
 /**
- * Applies pending migrations, each in its own transaction, and returns the names applied. Several
- * instances starting at once take turns on a connection-level advisory lock, and each re-reads what is
- * applied once it holds it, so every migration runs exactly once. An applied migration whose file
- * changed since (checksum) stops the start: the database is not what this code expects.
+ * Applies pending migrations and changed functions (`migrateAll`); returns the migrations applied.
+ * Given a list of migrations (a test's), applies those and no function.
  */
-export async function migrate(pool: PgPool, migrations = readMigrations()): Promise<string[]> {
+export async function migrate(pool: PgPool, migrations?: Migration[]): Promise<string[]> {
+  return (await migrateAll(pool, migrations ?? readMigrations(), migrations ? [] : readFunctions()))
+    .migrations;
+}
+
+/**
+ * Applies pending migrations, each in its own transaction, then the repeatable functions whose file
+ * is new or changed (functions.ts), and returns the names of each applied. Several instances
+ * starting at once take turns on a connection-level advisory lock, and each re-reads what is
+ * applied once it holds it, so every migration runs exactly once, and a changed function file is
+ * applied once. An applied migration whose file changed since (checksum) stops the start: the
+ * database is not what this code expects.
+ */
+export async function migrateAll(
+  pool: PgPool,
+  migrations = readMigrations(),
+  functions: readonly SqlFunction[] = readFunctions(),
+): Promise<{ migrations: string[]; functions: string[] }> {
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
@@ -209,7 +225,8 @@ export async function migrate(pool: PgPool, migrations = readMigrations()): Prom
         }
         done.push(m.name);
       }
-      return done;
+      const level = Math.max(0, ...migrations.map((m) => m.version));
+      return { migrations: done, functions: await applyFunctions(client, functions, level) };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
     }

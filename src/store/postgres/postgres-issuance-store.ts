@@ -1,3 +1,5 @@
+import { credentialDeliveryFailedEvent } from '../../events/builders.js';
+import { filledByDatabase } from '../../events/database-filled.js';
 import { envelopeSha256, insertedRecord, RECORD_SELECT } from '../issuance-row.js';
 import type {
   AuditActor,
@@ -136,6 +138,8 @@ export class PostgresIssuanceStore implements IssuanceStore {
     nextAttemptAt: Date,
     giveUpAfter: number,
   ): Promise<{ attempts: number; gaveUp: boolean }> {
+    // Its `attempts` is counted by the statement.
+    const event = filledByDatabase(credentialDeliveryFailedEvent(credentialId, 0, error), 'attempts', 0);
     const { rows } = await this.pool.query<{ attempts: number; state: string }>({
       name: 'pg-mark-upload-failed',
       // The give-up and its `credential.delivery_failed` event in one statement, and the
@@ -146,15 +150,9 @@ export class PostgresIssuanceStore implements IssuanceStore {
           WHERE credential_id = $3 AND upload_state = 'pending'
           RETURNING credential_id, upload_attempts AS attempts, upload_state AS state, last_error, next_attempt_at),
         due AS (UPDATE issuance_envelopes e SET due_at = f.next_attempt_at FROM f WHERE e.credential_id = $3),
-        ev AS (${insertEventSql(
-          "'evt_' || gen_random_uuid()",
-          "'credential.delivery_failed'",
-          "json_build_object('credentialId', credential_id, 'attempts', attempts, 'lastError', last_error)::text",
-          'now()',
-          "FROM f WHERE state = 'failed'",
-        )})
+        ev AS (${insertEventSql('$5::text', '$6::text', '$7::text || attempts::text || $8::text', 'now()', "FROM f WHERE state = 'failed'")})
         SELECT attempts, state FROM f`,
-      values: [error, nextAttemptAt, credentialId, giveUpAfter],
+      values: [error, nextAttemptAt, credentialId, giveUpAfter, event.id, event.type, event.head, event.tail],
     });
     return { attempts: rows[0]?.attempts ?? 0, gaveUp: rows[0]?.state === 'failed' };
   }

@@ -1,4 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
+import { credentialDeliveredEvent } from '../../events/builders.js';
+import { filledByDatabase } from '../../events/database-filled.js';
 import type { AuditActor } from '../../model.js';
 import type { InsertOutcome, NewIssuance } from '../issuance-store.js';
 import { LOCK_DEDUPE_NAMESPACE, type PgPool } from './database.js';
@@ -31,9 +33,9 @@ const RECORDS_PER_CALL = 48;
 const DEADLOCK_RETRIES = 3;
 
 // The records and marks of one turn of the event loop, in one statement, one transaction and one
-// commit (migration 013-record-issuances.sql).
+// commit (functions/record-issuances.sql).
 const RECORD_ISSUANCES_SQL = `SELECT o, outcome, existing, error_code, error_message
-  FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[])`;
+  FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`;
 
 /** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
 function rowError(code: string, message: string): Error {
@@ -182,6 +184,10 @@ export class PgIssuanceWrites {
       error_code: string | null;
       error_message: string | null;
     }>;
+    // Each mark's `credential.delivered`, whose `attempts` the function counts as it marks.
+    const delivered = marks.map((m) =>
+      filledByDatabase(credentialDeliveredEvent(m.credentialId, m.storagePath, 0), 'attempts', 0),
+    );
     try {
       ({ rows } = await this.pool.query({
         name: 'pg-record-issuances',
@@ -191,6 +197,9 @@ export class PgIssuanceWrites {
           marks.map((m) => m.credentialId),
           marks.map((m) => m.storagePath),
           marks.map((m) => m.at),
+          delivered.map((e) => e.id),
+          delivered.map((e) => e.head),
+          delivered.map((e) => e.tail),
         ],
       }));
     } catch (err) {

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { statusChangeEvent } from '../../events/builders.js';
+import type { NewWebhookEvent } from '../../events/catalogue.js';
+import { filledByDatabase } from '../../events/database-filled.js';
 import { recordColumns } from '../issuance-row.js';
 import { type PartitionColumns, partitionFromRow } from '../status-row.js';
 import type {
@@ -10,7 +13,6 @@ import type {
   StatusChange,
   StatusStore,
 } from '../store.js';
-import { type NewWebhookEvent, newWebhookEventId, STATUS_EVENT_TYPE } from '../webhook-store.js';
 import { type PgPool, type Queryable, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 import { insertEventSql } from './postgres-webhook-store.js';
@@ -135,6 +137,16 @@ export async function changeStatusOn(
   // unsuspend has no time: an unused parameter would have no type to prepare with.
   const base = change === 'unsuspend' ? [nonce] : [nonce, at];
   const p = (k: number) => `$${base.length + k}`;
+  // The changed row's credential id is found by the statement.
+  const event = filledByDatabase(
+    statusChangeEvent(
+      { credentialId: '', revocationNonce: nonce },
+      change,
+      audit && { actor: audit.actor, reason: audit.reason },
+    ),
+    'credentialId',
+    '',
+  );
   const { rows } = await q.query<IssuanceRow & { changed: boolean }>({
     name: `pg-status-${change}`,
     text: `WITH changed AS (UPDATE issuances i SET ${CHANGE_SQL[change]} RETURNING ${recordColumns('i')}),
@@ -144,7 +156,7 @@ export async function changeStatusOn(
         ev AS (${insertEventSql(
           `${p(1)}::text`,
           `${p(2)}::text`,
-          `json_build_object('credentialId', credential_id, 'revocationNonce', revocation_nonce, 'actor', ${p(3)}::text, 'reason', ${p(4)}::text)::text`,
+          `${p(3)}::text || to_json(credential_id)::text || ${p(4)}::text`,
           `${p(5)}::timestamptz`,
           'FROM changed WHERE true',
         )})
@@ -154,14 +166,7 @@ export async function changeStatusOn(
         SELECT ${recordColumns('i')}, e.body AS envelope_body, false AS changed
           FROM issuances i LEFT JOIN issuance_envelopes e ON e.credential_id = i.credential_id
           WHERE i.revocation_nonce = $1 AND NOT EXISTS (SELECT 1 FROM changed)`,
-    values: [
-      ...base,
-      newWebhookEventId(),
-      STATUS_EVENT_TYPE[change],
-      audit?.actor ?? null,
-      audit?.reason ?? null,
-      at,
-    ],
+    values: [...base, event.id, event.type, event.head, event.tail, at],
   });
   const row = rows[0];
   // Recorded only when something changed, in the caller's transaction (`q` is then its client).

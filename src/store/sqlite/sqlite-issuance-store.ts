@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { credentialDeliveredEvent, credentialDeliveryFailedEvent } from '../../events/builders.js';
 import { envelopeSha256, insertedRecord } from '../issuance-row.js';
 import { pickFreeSlot } from '../slot-allocation.js';
 import type {
@@ -10,7 +11,6 @@ import type {
   NewIssuance,
   StatusSlot,
 } from '../store.js';
-import { newWebhookEventId } from '../webhook-store.js';
 import type { SqliteDatabase } from './database.js';
 import { GroupCommit } from './group-commit.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
@@ -221,14 +221,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
       // Delivered: the envelope goes (the issuance keeps its digest).
       this.stmts.deleteEnvelope.run(credentialId);
       if (row)
-        this.webhooks.insertEvent(
-          {
-            id: newWebhookEventId(),
-            type: 'credential.delivered',
-            data: JSON.stringify({ credentialId, storagePath, attempts: row.attempts }),
-          },
-          at,
-        );
+        this.webhooks.insertEvent(credentialDeliveredEvent(credentialId, storagePath, row.attempts), at);
     });
   }
 
@@ -247,11 +240,7 @@ export class SqliteIssuanceStore implements IssuanceStore {
       });
       if (row?.state === 'failed')
         this.webhooks.insertEvent(
-          {
-            id: newWebhookEventId(),
-            type: 'credential.delivery_failed',
-            data: JSON.stringify({ credentialId, attempts: row.attempts, lastError: error }),
-          },
+          credentialDeliveryFailedEvent(credentialId, row.attempts, error),
           new Date(),
         );
       return row;
