@@ -91,7 +91,7 @@ export const issueCommand: RegisterCommand = (program, act) => {
           );
         const lifetime = check.expiresInSeconds?.[opts.schema!];
         // Loaded when run (with the batch code's CSV and zod): not at every command's start.
-        const { defaultExpiration } = await import('../batch-issue.js');
+        const { defaultExpiration } = await import('../batch-csv.js');
         const expiration = opts.expiration ?? (lifetime ? defaultExpiration(lifetime) : undefined);
         const body = {
           userId: opts.email,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseBatchCsv, readResultFile, rowIdempotencyKey } from '../../../src/cli/batch-issue.js';
+import { parseBatchCsv } from '../../../src/cli/batch-csv.js';
+import { readResultFile, rowIdempotencyKey } from '../../../src/cli/batch-results.js';
 
 const HEADER = 'email,expiration,credentialSubject.tier,credentialSubject.memberNumber';
 const defaults = { schema: 'membership-v1', vct: 'urn:vct:m', onDuplicate: 'allow' as const };

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { parseBatchCsv } from '../../../src/cli/batch-issue.js';
+import { parseBatchCsv } from '../../../src/cli/batch-csv.js';
 import { readClaimsFile } from '../../../src/cli/claims-import.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { ConfigError, EnvSchema } from '../../../src/config/env.js';
