@@ -5,6 +5,7 @@ import type { Iden3BjjIssuer } from './formats/iden3-bjj/index.js';
 import type { Issuer } from './formats/issuer.js';
 import type { IssuerIdentification } from './formats/sd-jwt-vc/issuer-identification.js';
 import type { StartedFormats } from './formats/start.js';
+import type { IssuerIdentity } from './identity/issuer-identity.js';
 import type { DirectIssuanceService } from './issuance/direct-issuance.js';
 import type { EmailHasher } from './issuance/email-hash.js';
 import type { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -32,6 +33,8 @@ import type { Webhooks } from './webhooks/webhooks.js';
  */
 export interface AppContext {
   config: Config;
+  /** Who this issuer is: origin, identification mode, partner, every public URL. */
+  identity: IssuerIdentity;
   /** `adminApiKeys`: every accepted admin key with its actor name (ADMIN_API_KEY as `admin`). */
   secrets: { apiKey: string; adminApiKeys: NamedKey[]; metricsToken: string | undefined };
   /** The package version (OpenAPI `info.version`). */

@@ -196,12 +196,12 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
     {
       event: 'listening',
       url: issuerUrl,
-      origin: env.ISSUER_ORIGIN ?? config.issuerOrigin,
+      origin: env.ISSUER_ORIGIN ?? config.publicOrigin,
       nodeEnv: config.nodeEnv,
       workers: config.workers,
       docs: `${issuerUrl}/docs`,
     },
-    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.issuerOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
+    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.publicOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
   );
   if (dev?.emulator)
     log.info(

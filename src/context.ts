@@ -8,6 +8,7 @@ import { startedIden3Issuer } from './formats/iden3-bjj/format.js';
 import { FORMATS } from './formats/index.js';
 import { IssuerIdentification } from './formats/sd-jwt-vc/issuer-identification.js';
 import { type StartedFormats, startFormats } from './formats/start.js';
+import { issuerIdentity } from './identity/issuer-identity.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -67,9 +68,10 @@ export async function createContext(
     const problems = await developmentStateProblems(config, secrets);
     if (problems.length > 0) throw new Error(problems.join('\n'));
   }
-  const identification = new IssuerIdentification(config.sdJwtIssuer, config.issuerOrigin);
+  const identity = issuerIdentity(config);
+  const identification = new IssuerIdentification(identity.mode, identity.origin);
 
-  const initialSchemas = loadSchemas(config.schemasDir, config.issuerOrigin);
+  const initialSchemas = loadSchemas(config.schemasDir, identity.urls);
   // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
@@ -123,8 +125,8 @@ export async function createContext(
     new ServiceClient(
       () => serviceBaseUrl,
       new PartnerJwtSigner({
+        identity,
         partnerId,
-        issuerOrigin: config.issuerOrigin,
         key: () => keys.current().partner,
       }),
       undefined,
@@ -172,6 +174,7 @@ export async function createContext(
         config,
         secrets,
         store,
+        identity,
         identification,
         signingKey: () => keys.current().signing,
         vctIntegrity: (vct: string): string | undefined => typeMetadata.get(vct)?.integrity,
@@ -186,7 +189,7 @@ export async function createContext(
   // Claims providers, type metadata and the formats' prepared schemas, rebuilt together by a reload.
   const schemaSetDeps = {
     schemasDir: config.schemasDir,
-    issuerOrigin: config.issuerOrigin,
+    urls: identity.urls,
     claimsStore: store.claims,
     formats: formats.all,
   };
@@ -195,12 +198,12 @@ export async function createContext(
       keys.close();
       void formats.close();
     }),
-    async () => buildSchemaSet(loadSchemas(config.schemasDir, config.issuerOrigin), schemaSetDeps),
+    async () => buildSchemaSet(loadSchemas(config.schemasDir, identity.urls), schemaSetDeps),
   );
   const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
   const issuance = new IssuanceCore({
-    issuerOrigin: config.issuerOrigin,
+    urls: identity.urls,
     schemas,
     claimsProviders,
     issuers,
@@ -214,7 +217,7 @@ export async function createContext(
   const hosted = new HostedIssuanceService({ core: issuance, schemas });
 
   const status = new StatusService({
-    issuerOrigin: config.issuerOrigin,
+    urls: identity.urls,
     ttlSeconds: config.statusList.ttlSeconds,
     store: store.status,
     signingKey: () => keys.current().signing,
@@ -300,7 +303,7 @@ export async function createContext(
 
   const oid4vci = config.oid4vci.enabled
     ? new Oid4vciChannel({
-        issuerOrigin: config.issuerOrigin,
+        urls: identity.urls,
         schemas,
         core: issuance,
         store: store.oid4vci,
@@ -312,6 +315,7 @@ export async function createContext(
 
   return {
     config,
+    identity,
     secrets: { apiKey, adminApiKeys, metricsToken },
     version: PACKAGE_VERSION,
     partnerId,

@@ -14,6 +14,7 @@ import { loadConfig } from './config/config.js';
 import { ConfigError } from './config/env.js';
 import type { AppContext } from './context.js';
 import type { Development } from './development/start.js';
+import { IssuerUrls } from './identity/issuer-identity.js';
 import { createLogger } from './observability/logger.js';
 
 /** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
@@ -21,7 +22,7 @@ async function schemaProblems(dir: string): Promise<string[]> {
   const { loadSchemas, SchemaFileError } = await import('./schemas/schema-registry.js');
   try {
     // The origin only shapes a default vct, which is never a problem.
-    loadSchemas(dir, 'http://localhost');
+    loadSchemas(dir, new IssuerUrls('http://localhost'));
     return [];
   } catch (err) {
     if (err instanceof SchemaFileError) return err.message.split('\n');
@@ -174,12 +175,12 @@ async function main(): Promise<void> {
       {
         event: 'listening',
         url: running.url,
-        origin: config.issuerOrigin,
+        origin: config.publicOrigin,
         nodeEnv: config.nodeEnv,
         docs: `${running.url}/docs`,
         ...(consoleUrl ? { console: consoleUrl } : {}),
       },
-      `issuer-kit listening on ${running.url} as ${config.issuerOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs${consoleUrl ? `; admin console at ${consoleUrl}` : ''}`,
+      `issuer-kit listening on ${running.url} as ${config.publicOrigin} (${config.nodeEnv}); API docs at ${running.url}/docs${consoleUrl ? `; admin console at ${consoleUrl}` : ''}`,
     );
   if (running.admin && !cluster.isWorker)
     log.info(

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import { generateKey } from '../../src/keys/key-ring.js';
 import { StatusJobs } from '../../src/status/status-jobs.js';
 import { StatusService } from '../../src/status/status-service.js';
@@ -61,7 +62,7 @@ async function benchEngine(
   signing: Awaited<ReturnType<typeof generateKey>>,
 ): Promise<Row[]> {
   const status = new StatusService({
-    issuerOrigin: 'https://issuer.example',
+    urls: new IssuerUrls('https://issuer.example'),
     ttlSeconds: 300,
     store: store.status,
     signingKey: () => signing,

@@ -43,8 +43,8 @@ const uploadUrl = new URL(`${env.SERVICE_V1_BASE_URL}/dstorage/vcs`);
 const claimsPool = new Pool(claimsUrl.origin, { connections: 64 });
 const uploadPool = new Pool(uploadUrl.origin, { connections: 64 });
 const partnerJwt = new PartnerJwtSigner({
+  identity: { origin: 'http://127.0.0.1' },
   partnerId: 'bench-floor',
-  issuerOrigin: 'http://127.0.0.1',
   key: () => ring.partnerKeys[0]!,
 });
 

@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { generateHolderKeyPair, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { IssuerIdentification } from '../../src/formats/sd-jwt-vc/issuer-identification.js';
 import { SdJwtVcIssuer } from '../../src/formats/sd-jwt-vc/sd-jwt-vc-issuer.js';
+import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { loadSchemas } from '../../src/schemas/schema-registry.js';
 import { tempDir } from '../../test/helpers/tmp.js';
@@ -41,9 +42,10 @@ export async function benchPrimitives(): Promise<Row[]> {
 
   const dir = tempDir();
   const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
-  const schema = loadSchemas(join(process.cwd(), 'schemas'), 'https://issuer.example').require(
-    'membership-v1',
-  );
+  const schema = loadSchemas(
+    join(process.cwd(), 'schemas'),
+    new IssuerUrls('https://issuer.example'),
+  ).require('membership-v1');
   const issuer = new SdJwtVcIssuer(
     new IssuerIdentification('url', 'https://issuer.example'),
     () => ring.signing,

@@ -1,6 +1,7 @@
 import type { ClaimsProvider } from '../claims/claims-provider.js';
 import { createClaimsProvider, SqliteClaimsProvider } from '../claims/index.js';
 import type { CredentialFormat, StartedFormat } from '../formats/format.js';
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import { SchemaFileError, type SchemaFileProblem, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { buildTypeMetadata } from '../schemas/type-metadata.js';
 import type { ClaimsStore } from '../store/store.js';
@@ -8,7 +9,8 @@ import type { SchemaSet } from './schema-catalog.js';
 
 export interface SchemaSetDeps {
   schemasDir: string;
-  issuerOrigin: string;
+  /** The issuer whose origin prefixes the served type metadata `vct`s. */
+  urls: IssuerUrls;
   claimsStore: ClaimsStore;
   /**
    * Every credential format, with its started parts when on. A format that stays off at start-up
@@ -54,5 +56,5 @@ export async function buildSchemaSet(registry: SchemaRegistry, deps: SchemaSetDe
     }
   }
   if (problems.length > 0) throw new SchemaFileError(problems);
-  return { registry, typeMetadata: buildTypeMetadata(schemas, deps.issuerOrigin), claimsProviders };
+  return { registry, typeMetadata: buildTypeMetadata(schemas, deps.urls.origin), claimsProviders };
 }

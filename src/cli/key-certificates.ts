@@ -192,7 +192,7 @@ export async function generateDevChain(
     );
   }
   // The same ISSUER_ORIGIN (and default) the server will use.
-  const origin = loadConfig({ ...env, KEYS_DIR: keysDir }).config.issuerOrigin;
+  const origin = loadConfig({ ...env, KEYS_DIR: keysDir }).config.publicOrigin;
   const ring = await loadKeyRing(keysDir, { generateIfMissing: false, backend });
   const key = ring.signing;
   const valid = key.x5c !== undefined && chainProblems(key.x5c, key.publicKey, origin, now).length === 0;

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import type { SdJwtIssuerMode } from '../identity/issuer-identity.js';
 import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../store/engine.js';
 import type { DatabaseTarget } from '../store/engines.js';
@@ -24,8 +25,8 @@ export interface Config {
   admin: { port: number; host: string } | undefined;
   /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
   insecureUpstream: boolean;
-  /** Public origin, no trailing slash. Defines `did:web`. */
-  issuerOrigin: string;
+  /** ISSUER_ORIGIN: public origin, no trailing slash; read through `IssuerIdentity` (src/identity). */
+  publicOrigin: string;
   /** The URL itself is in `Secrets` (it may carry a password); `url` here is redacted. */
   database:
     | { kind: 'sqlite'; path: string }
@@ -127,7 +128,7 @@ export type KeyBackendConfig =
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
-export type SdJwtIssuerMode = 'url' | 'did:web' | 'x5c';
+export type { SdJwtIssuerMode };
 
 /** Kept off `Config` so that printing the config can never print a secret. */
 export interface Secrets {
@@ -174,7 +175,7 @@ export function loadConfig(
   const production = env.NODE_ENV === 'production';
   const port = env.PORT ?? 3000;
 
-  const issuerOrigin = checkOrigin(
+  const publicOrigin = checkOrigin(
     env.ISSUER_ORIGIN ?? (production ? undefined : `http://localhost:${port}`),
   );
   function checkOrigin(value: string | undefined): string {
@@ -210,7 +211,7 @@ export function loadConfig(
       ? env.CONSOLE_ORIGIN.split(',').map((o) => o.trim())
       : env.ADMIN_PORT !== undefined
         ? loopback(env.ADMIN_PORT)
-        : [issuerOrigin, ...(production ? [] : loopback(port))];
+        : [publicOrigin, ...(production ? [] : loopback(port))];
   for (const origin of env.CONSOLE_ORIGIN === undefined ? [] : consoleOrigins) {
     const url = URL.canParse(origin) ? new URL(origin) : undefined;
     if (url?.origin !== origin || (url.protocol !== 'https:' && url.protocol !== 'http:'))
@@ -335,7 +336,7 @@ export function loadConfig(
           ? undefined
           : { port: env.ADMIN_PORT, host: env.ADMIN_HOST ?? '127.0.0.1' },
       insecureUpstream,
-      issuerOrigin,
+      publicOrigin,
       database,
       keysDir: resolve(cwd, env.KEYS_DIR ?? './keys'),
       keyBackend: pkcs11.backend,

@@ -1,5 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Config, Secrets } from '../config/config.js';
+import type { IssuerIdentity } from '../identity/issuer-identity.js';
 import type { ManagedKey } from '../keys/key-ring.js';
 import type { Channel, Logger, ProofType } from '../model.js';
 import type { CredentialSchema } from '../schemas/schema-file.js';
@@ -57,6 +58,8 @@ export interface FormatStartDeps {
   config: Config;
   secrets: Pick<Secrets, 'keyEncryption'>;
   store: Pick<OpenedStore, 'keys' | 'iden3'>;
+  /** The issuer the format issues for (its origin, its public URLs). */
+  identity: IssuerIdentity;
   /** SD_JWT_ISSUER: `iss` and JOSE header of credentials signed with the ES256 key. */
   identification: IssuerIdentification;
   /** The current ES256 signing key (rotation swaps it). */

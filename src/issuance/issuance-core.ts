@@ -10,6 +10,7 @@ import {
 import { AppError, upstreamUnavailable } from '../errors.js';
 import { credentialIssuedEvent } from '../events/builders.js';
 import type { Issuer } from '../formats/issuer.js';
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type {
   AuditActor,
   Channel as IssuanceChannel,
@@ -26,7 +27,8 @@ import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
 export interface IssuanceCoreDeps {
-  issuerOrigin: string;
+  /** Where the status lists its credentials point at are published. */
+  urls: Pick<IssuerUrls, 'statusList'>;
   schemas: SchemaRegistry;
   claimsProviders: ReadonlyMap<string, ClaimsProvider>;
   issuers: Map<ProofType, Issuer>;
@@ -332,7 +334,7 @@ export class IssuanceCore {
   }
 
   statusListUri(partition: number): string {
-    return `${this.deps.issuerOrigin}/statuslist/${partition}`;
+    return this.deps.urls.statusList(partition);
   }
 
   /**

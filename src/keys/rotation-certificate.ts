@@ -1,10 +1,11 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
+import type { IssuerIdentity } from '../identity/issuer-identity.js';
 import { chainProblems } from './certificates.js';
 import type { KeyRing, ManagedKey } from './key-ring.js';
 
-type RotationConfig = Pick<Config, 'sdJwtIssuer' | 'production' | 'keysDir' | 'issuerOrigin'>;
+type RotationConfig = Pick<Config, 'production' | 'keysDir'>;
 
 /**
  * In `SD_JWT_ISSUER=x5c` mode (docs/security.md "Issuer identification (SD_JWT_ISSUER)") the key
@@ -27,12 +28,16 @@ export interface X5cRotation {
 }
 
 /** The x5c rules of a credential-signing rotation; undefined outside `x5c` mode. */
-export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotation | undefined {
-  if (config.sdJwtIssuer !== 'x5c') return undefined;
+export function x5cRotation(
+  identity: Pick<IssuerIdentity, 'mode' | 'origin'>,
+  config: RotationConfig,
+  now = new Date(),
+): X5cRotation | undefined {
+  if (identity.mode !== 'x5c') return undefined;
   return {
     standbyProblems: (key) =>
       key.x5c
-        ? chainProblems(key.x5c, key.publicKey, config.issuerOrigin, now)
+        ? chainProblems(key.x5c, key.publicKey, identity.origin, now)
         : ['no certificate chain; attach one with `npm run admin -- keys certificate`'],
     refused,
     async certifierForNew() {
@@ -44,7 +49,7 @@ export function x5cRotation(config: RotationConfig, now = new Date()): X5cRotati
         );
       }
       return async (publicKey) =>
-        issueDevLeaf(await loadOrCreateDevCa(config.keysDir, now), publicKey, config.issuerOrigin, now);
+        issueDevLeaf(await loadOrCreateDevCa(config.keysDir, now), publicKey, identity.origin, now);
     },
   };
 }

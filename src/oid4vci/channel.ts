@@ -23,13 +23,13 @@ export class Oid4vciChannel {
 
   constructor(deps: Oid4vciChannelDeps) {
     const now = deps.now ?? (() => new Date());
-    const libraries = protocolLibraries(deps.issuerOrigin);
+    const libraries = protocolLibraries(deps.urls.origin);
     this.parts = {
       ...libraries,
       deps,
       now,
       metadata: new ChannelMetadata({
-        issuerOrigin: deps.issuerOrigin,
+        urls: deps.urls,
         schemas: deps.schemas,
         core: deps.core,
         libraries,

@@ -63,11 +63,11 @@ export interface ProtocolLibraries {
   authorizationServer: Oauth2AuthorizationServer;
 }
 
-export function protocolLibraries(issuerOrigin: string): ProtocolLibraries {
+export function protocolLibraries(origin: string): ProtocolLibraries {
   // The library refuses http URLs (its own metadata's included) unless told otherwise, and tells
   // it process-wide. Production requires an https ISSUER_ORIGIN (src/config/config.ts), so only
   // a development or test origin on http turns this on.
-  if (new URL(issuerOrigin).protocol === 'http:') setGlobalConfig({ allowInsecureUrls: true });
+  if (new URL(origin).protocol === 'http:') setGlobalConfig({ allowInsecureUrls: true });
   return {
     issuer: new Openid4vciIssuer({ callbacks }),
     authorizationServer: new Oauth2AuthorizationServer({ callbacks }),

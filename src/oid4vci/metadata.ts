@@ -6,6 +6,7 @@ import {
   Openid4vciVersion,
 } from '@openid4vc/openid4vci';
 import { channelFormat, formatOf } from '../formats/index.js';
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
@@ -20,7 +21,7 @@ import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
 export const PROOF_TYPE: ProofType = channelFormat('oid4vci');
 
 export interface ChannelMetadataDeps {
-  issuerOrigin: string;
+  urls: IssuerUrls;
   schemas: SchemaRegistry;
   core: IssuanceCore;
   libraries: ProtocolLibraries;
@@ -35,16 +36,17 @@ export class ChannelMetadata {
   constructor(private readonly deps: ChannelMetadataDeps) {}
 
   private get origin(): string {
-    return this.deps.issuerOrigin;
+    return this.deps.urls.origin;
   }
 
   /** Where each endpoint of the channel answers (docs/interface.md "OpenID4VCI: the wallet door"). */
   get endpoints() {
+    const { urls } = this.deps;
     return {
-      token: `${this.origin}/oid4vci/token`,
-      nonce: `${this.origin}/oid4vci/nonce`,
-      credential: `${this.origin}/oid4vci/credential`,
-      offer: (offerId: string) => `${this.origin}/oid4vci/offers/${offerId}`,
+      token: urls.oid4vciToken,
+      nonce: urls.oid4vciNonce,
+      credential: urls.oid4vciCredential,
+      offer: (offerId: string) => urls.oid4vciOffer(offerId),
     };
   }
 

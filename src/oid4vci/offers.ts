@@ -107,7 +107,7 @@ export async function offerObject(parts: ChannelParts, offerId: string): Promise
   if (offer?.state !== 'offered' || offer.expiresAt <= parts.now())
     throw new AppError('NOT_FOUND', 'no live credential offer with this id');
   return {
-    credential_issuer: parts.deps.issuerOrigin,
+    credential_issuer: parts.deps.urls.origin,
     credential_configuration_ids: [offer.configurationId],
     grants: { [preAuthorizedCodeGrantIdentifier]: grant(codeOf(offerId), offer.txCodeHash !== null) },
   };

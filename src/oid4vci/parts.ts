@@ -1,3 +1,4 @@
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
@@ -8,7 +9,8 @@ import type { ChannelMetadata } from './metadata.js';
 
 /** What the OpenID4VCI channel is built from (src/context.ts). */
 export interface Oid4vciChannelDeps {
-  issuerOrigin: string;
+  /** The issuer's public URLs: its origin is the credential issuer identifier. */
+  urls: IssuerUrls;
   schemas: SchemaRegistry;
   core: IssuanceCore;
   store: Oid4vciStore;

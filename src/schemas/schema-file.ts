@@ -92,17 +92,6 @@ export const SchemaFileSchema = z
 export type SchemaFile = z.infer<typeof SchemaFileSchema>;
 
 /**
- * The `vct` of a schema whose file names none: a URL under ISSUER_ORIGIN, so that the issuer
- * serves its type metadata there (src/schemas/type-metadata.ts) and the type name is
- * collision-resistant, as the SD-JWT VC draft recommends for `vct` ("Type Metadata": a URL `vct`
- * is where the metadata can be retrieved). A schemaId outside `[A-Za-z0-9._~-]` is percent-encoded
- * and then gets no served metadata (only plain paths are served).
- */
-export function defaultVct(issuerOrigin: string, schemaId: string): string {
-  return `${issuerOrigin.replace(/\/+$/, '')}/vct/${encodeURIComponent(schemaId)}`;
-}
-
-/**
  * The answer naming a schema the server does not serve, with how to make it read a new file
  * (docs/schemas-and-claims.md "Reloading schemas"): the server reads SCHEMAS_DIR at start, and
  * again only on a reload (or by itself with SCHEMAS_WATCH=on).
@@ -115,6 +104,6 @@ export function unknownSchema(schemaId: string): string {
 export interface CredentialSchema extends Omit<SchemaFile, 'sdJwt'> {
   /** Absolute path of the schema file (for error messages). */
   readonly file: string;
-  /** Always present once loaded, with `vct`: the file's, else `defaultVct`. */
+  /** Always present once loaded, with `vct`: the file's, else `IssuerUrls.vct`. */
   sdJwt: NonNullable<SchemaFile['sdJwt']> & { vct: string };
 }

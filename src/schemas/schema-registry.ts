@@ -6,14 +6,9 @@ import type { z } from 'zod';
 import { AppError } from '../errors.js';
 import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
 import { FORMAT_NAMES } from '../formats/names.js';
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { ProofType } from '../model.js';
-import {
-  type CredentialSchema,
-  defaultVct,
-  RESERVED_CLAIMS,
-  SchemaFileSchema,
-  unknownSchema,
-} from './schema-file.js';
+import { type CredentialSchema, RESERVED_CLAIMS, SchemaFileSchema, unknownSchema } from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -51,9 +46,9 @@ export interface ClaimsProblem {
 /**
  * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop start-up
  * (and a reload) with every problem of every file in one SchemaFileError (one line each).
- * `issuerOrigin` gives the default `sdJwt.vct` (`defaultVct`).
+ * `urls` gives the default `sdJwt.vct` (`IssuerUrls.vct`).
  */
-export function loadSchemas(dir: string, issuerOrigin: string): SchemaRegistry {
+export function loadSchemas(dir: string, urls: Pick<IssuerUrls, 'vct'>): SchemaRegistry {
   let names: string[];
   try {
     names = readdirSync(dir, { withFileTypes: true })
@@ -65,7 +60,7 @@ export function loadSchemas(dir: string, issuerOrigin: string): SchemaRegistry {
       { file: dir, message: `cannot read SCHEMAS_DIR (${(err as Error).message})` },
     ]);
   }
-  const loader = schemaFileLoader(issuerOrigin);
+  const loader = schemaFileLoader(urls);
   const schemas = new Map<string, LoadedSchema>();
   const problems: SchemaFileProblem[] = [];
   for (const name of names) {
@@ -88,17 +83,17 @@ export function loadSchemas(dir: string, issuerOrigin: string): SchemaRegistry {
 }
 
 /** Loads one schema file as `loadSchemas` does (`admin schemas validate`); throws SchemaFileError. */
-export function loadSchemaFile(file: string, issuerOrigin: string): LoadedSchema {
-  return schemaFileLoader(issuerOrigin)(file);
+export function loadSchemaFile(file: string, urls: Pick<IssuerUrls, 'vct'>): LoadedSchema {
+  return schemaFileLoader(urls)(file);
 }
 
-function schemaFileLoader(issuerOrigin: string): (file: string) => LoadedSchema {
+function schemaFileLoader(urls: Pick<IssuerUrls, 'vct'>): (file: string) => LoadedSchema {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   addFormats(ajv);
-  return (file) => parseSchemaFile(file, ajv, issuerOrigin);
+  return (file) => parseSchemaFile(file, ajv, urls);
 }
 
-function parseSchemaFile(file: string, ajv: Ajv2020, issuerOrigin: string): LoadedSchema {
+function parseSchemaFile(file: string, ajv: Ajv2020, urls: Pick<IssuerUrls, 'vct'>): LoadedSchema {
   const fail = (messages: string[]) => new SchemaFileError(messages.map((message) => ({ file, message })));
   let raw: unknown;
   try {
@@ -141,7 +136,7 @@ function parseSchemaFile(file: string, ajv: Ajv2020, issuerOrigin: string): Load
   return {
     ...data,
     title: data.title ?? data.schemaId,
-    sdJwt: { ...data.sdJwt, vct: data.sdJwt?.vct ?? defaultVct(issuerOrigin, data.schemaId) },
+    sdJwt: { ...data.sdJwt, vct: data.sdJwt?.vct ?? urls.vct(data.schemaId) },
     file,
     claimProblems(claims: Record<string, unknown>): ClaimsProblem[] {
       return [

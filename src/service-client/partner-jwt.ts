@@ -1,3 +1,4 @@
+import type { IssuerIdentity } from '../identity/issuer-identity.js';
 import type { ManagedKey } from '../keys/key-ring.js';
 import { signJwt } from '../keys/sign-jwt.js';
 
@@ -11,8 +12,9 @@ export class PartnerJwtSigner {
 
   constructor(
     private readonly options: {
+      /** The issuer the JWT speaks for: `iss` is its origin. */
+      identity: Pick<IssuerIdentity, 'origin'>;
       partnerId: string;
-      issuerOrigin: string;
       key: () => ManagedKey;
       lifetimeSeconds?: number;
       now?: () => number;
@@ -28,7 +30,7 @@ export class PartnerJwtSigner {
     // Signed by the key's backend (a PKCS#11 token with KEY_BACKEND=pkcs11).
     const token = await signJwt(
       { alg: key.alg, kid: key.kid, typ: 'JWT' },
-      { partnerId: this.options.partnerId, scope: 'issue', iss: this.options.issuerOrigin, iat: now, exp },
+      { partnerId: this.options.partnerId, scope: 'issue', iss: this.options.identity.origin, iat: now, exp },
       key.sign,
     );
     this.cached = { token, iat: now, exp, kid: key.kid };

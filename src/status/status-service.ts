@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError, notFound } from '../errors.js';
 import { statusListPublishedEvent } from '../events/builders.js';
+import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { ManagedKey } from '../keys/key-ring.js';
 import type { AuditActor, StatusChange, Telemetry } from '../model.js';
 import type { IssuanceRecord, PartitionRecord, StatusChangeRequest, StatusStore } from '../store/store.js';
@@ -33,7 +34,8 @@ export type ExternalRevoker = (
 export class StatusService {
   constructor(
     private readonly deps: {
-      issuerOrigin: string;
+      /** Where the partitions are published (`status_list.uri`). */
+      urls: Pick<IssuerUrls, 'statusList'>;
       ttlSeconds: number;
       store: StatusStore;
       signingKey: () => ManagedKey;
@@ -61,7 +63,7 @@ export class StatusService {
   }
 
   uri(partition: number): string {
-    return `${this.deps.issuerOrigin}/statuslist/${partition}`;
+    return this.deps.urls.statusList(partition);
   }
 
   /** The partition's current token: the cached one while fresh, else a newly signed one. */

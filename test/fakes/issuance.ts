@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from '../../src/claims/index.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../../src/formats/issuer.js';
+import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import type { UploadOutbox } from '../../src/issuance/outbox.js';
 import type { ProofType } from '../../src/model.js';
 import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
@@ -21,7 +22,10 @@ import type {
 let bundled: SchemaRegistry | undefined;
 /** The repository's own schemas folder (membership-v1), loaded once per test file. */
 export function bundledSchemas(): SchemaRegistry {
-  bundled ??= loadSchemas(fileURLToPath(new URL('../../schemas', import.meta.url)), 'https://issuer.example');
+  bundled ??= loadSchemas(
+    fileURLToPath(new URL('../../schemas', import.meta.url)),
+    new IssuerUrls('https://issuer.example'),
+  );
   return bundled;
 }
 

@@ -89,7 +89,7 @@ describe('admin CLI', () => {
           () => config.serviceBaseUrl!,
           new PartnerJwtSigner({
             partnerId: config.partnerId!,
-            issuerOrigin: config.issuerOrigin,
+            identity: { origin: config.publicOrigin },
             key: () => issuer.ctx.keys.current().partner,
           }),
         );

@@ -420,7 +420,7 @@ describe.skipIf(!available)('a sweep during a long drain', () => {
       () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
       new PartnerJwtSigner({
         partnerId: 'p-1',
-        issuerOrigin: 'https://issuer.example',
+        identity: { origin: 'https://issuer.example' },
         key: () => ring.partner,
       }),
       60_000,

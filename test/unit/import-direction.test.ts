@@ -31,6 +31,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/'],
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
+  ['identity/'], // who the issuer is: origin, identification mode, partner, every public URL (imports nothing)
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
   [FORMAT_NAMES_ROOM], // each format's proof type and schema-file block, and their list
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)

@@ -1,4 +1,5 @@
 import { dirname, resolve } from 'node:path';
+import { IssuerUrls } from '../../identity/issuer-identity.js';
 import { AdminApiError } from '../admin-client.js';
 import { json } from '../output.js';
 import type { RegisterCommand } from './command.js';
@@ -43,7 +44,7 @@ export const schemasCommand: RegisterCommand = (program, act) => {
         // What each format adds to the line (SD-JWT VC: the vct).
         let notes: string[] = [];
         try {
-          const schema = loadSchemaFile(path, origin);
+          const schema = loadSchemaFile(path, new IssuerUrls(origin));
           notes = schema.proofTypes.flatMap((p) => formatOf(p).describeSchema?.(schema) ?? []);
           described = {
             schemaId: schema.schemaId,

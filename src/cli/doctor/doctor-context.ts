@@ -1,5 +1,6 @@
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../../config/config.js';
+import { type IssuerIdentity, issuerIdentity } from '../../identity/issuer-identity.js';
 import type { KeyBackend } from '../../keys/key-backend.js';
 import { databaseKeyHolder } from '../../keys/key-holder.js';
 import { type KeyRing, loadKeyRing } from '../../keys/key-ring.js';
@@ -39,6 +40,8 @@ export const HOUR_MS = 3_600_000;
 export interface DoctorContext {
   config: Config;
   secrets: Secrets;
+  /** The issuer the config describes: the origin and URLs the documents should name. */
+  identity: IssuerIdentity;
   /** Where the public documents are fetched from, no trailing slash. */
   origin: string;
   /** `--origin` was given. */
@@ -76,7 +79,8 @@ export function doctorContext(
 ): DoctorContext & { close(): Promise<void> } {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const now = options.now ?? new Date();
-  const origin = (options.origin ?? config.issuerOrigin).replace(/\/+$/, '');
+  const identity = issuerIdentity(config);
+  const origin = (options.origin ?? identity.origin).replace(/\/+$/, '');
   const database = once(() => inspectStore(secrets.database));
   const store = async () => (await database()).store;
   const keyBackend = once(async () =>
@@ -98,6 +102,7 @@ export function doctorContext(
   return {
     config,
     secrets,
+    identity,
     origin,
     originGiven: Boolean(options.origin),
     allowHttp: options.allowHttp === true,

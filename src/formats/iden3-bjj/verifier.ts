@@ -3,6 +3,7 @@ import { PublicKey, Signature } from '@iden3/js-crypto';
 import { Claim, DID, SchemaHash } from '@iden3/js-iden3-core';
 import { Hash, Proof, type ProofJSON, verifyProof } from '@iden3/js-merkletree';
 import { z } from 'zod';
+import { IssuerUrls } from '../../identity/issuer-identity.js';
 import { loadSchemas } from '../../schemas/schema-registry.js';
 import { Checks, refuse, type VerifyResult } from '../../verify/check.js';
 import type { DocumentFetcher } from '../../verify/fetch-document.js';
@@ -223,12 +224,12 @@ async function notRevoked(
 /** The kit's local contexts and those of SCHEMAS_DIR; any other context is fetched. */
 function documentLoader(
   options: Iden3VerifyOptions,
-  issuerOrigin: string,
+  origin: string,
 ): (url: string) => Promise<LoadedDocument> {
   const local = new LocalDocumentLoader();
   if (options.schemasDir && existsSync(options.schemasDir)) {
     try {
-      for (const s of loadSchemas(options.schemasDir, issuerOrigin).all())
+      for (const s of loadSchemas(options.schemasDir, new IssuerUrls(origin)).all())
         if (s.iden3) local.registerContext(s.iden3.contextUrl, options.schemasDir, s.iden3.contextFile);
     } catch {
       // Unreadable schemas leave only the shipped contexts; the rest are fetched.

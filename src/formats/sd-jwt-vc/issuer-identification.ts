@@ -1,12 +1,7 @@
 import type { SdJwtIssuerMode } from '../../config/config.js';
+import { didWebFromOrigin } from '../../identity/issuer-identity.js';
 import { chainProblems } from '../../keys/certificates.js';
 import { KeyError, type KeyRing, type ManagedKey } from '../../keys/key-ring.js';
-
-/** did:web method §3.2: the host, with a port's ':' percent-encoded. */
-export function didWebFromOrigin(origin: string): string {
-  const url = new URL(origin);
-  return `did:web:${url.host.replace(':', '%3A')}`;
-}
 
 /** The JOSE header members that let a verifier find the signing key. */
 export interface IssuerHeader {

@@ -33,7 +33,7 @@ export type TypeDisplay = z.infer<typeof TypeDisplaySchema>;
 
 /** docs/schemas-and-claims.md: the schema file's `sdJwt` block. */
 export const SdJwtBlockSchema = z.object({
-  // Optional: the loader fills in `defaultVct` (docs/schemas-and-claims.md "The vct").
+  // Optional: the loader fills in `IssuerUrls.vct` (docs/schemas-and-claims.md "The vct").
   vct: z.string().min(1).optional(),
   disclosureFrame: DisclosureFrameSchema.optional(),
   /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */

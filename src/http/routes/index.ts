@@ -102,5 +102,5 @@ export function routeTable(ctx: AppContext): Route[] {
 
 /** The OpenAPI 3.1 document of this app's route table (`GET /openapi.json`, `npm run openapi`). */
 export function openApiDocument(ctx: AppContext): ReturnType<typeof buildOpenApi> {
-  return buildOpenApi(routeTable(ctx), { version: ctx.version, serverUrl: ctx.config.issuerOrigin });
+  return buildOpenApi(routeTable(ctx), { version: ctx.version, serverUrl: ctx.identity.origin });
 }

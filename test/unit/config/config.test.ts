@@ -42,7 +42,7 @@ describe('config', () => {
       production: false,
       port: 3000,
       host: '127.0.0.1',
-      issuerOrigin: 'http://localhost:3000',
+      publicOrigin: 'http://localhost:3000',
       database: { kind: 'sqlite', path: '/srv/issuer/data/issuer.db' },
       keysDir: '/srv/issuer/keys',
       schemasDir: '/srv/issuer/schemas',

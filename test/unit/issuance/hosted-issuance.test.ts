@@ -5,6 +5,7 @@ import {
   openEnvelope,
   parseHolderPublicKey,
 } from '../../../src/envelope/index.js';
+import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
 import { HostedIssuanceService } from '../../../src/issuance/hosted-issuance.js';
 import { IssuanceCore } from '../../../src/issuance/issuance-core.js';
 import type { ProofType } from '../../../src/model.js';
@@ -35,7 +36,7 @@ function setup(proofTypes: ProofType[] = ['SD_JWT_VC']) {
   const issuers = new Map(proofTypes.map((p) => [p, new FakeIssuer(p, events)] as const));
   const schemas = bundledSchemas();
   const core = new IssuanceCore({
-    issuerOrigin: ORIGIN,
+    urls: new IssuerUrls(ORIGIN),
     schemas,
     claimsProviders: new Map([['membership-v1', claims]]),
     issuers,

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
 import { loadSchemas, SchemaFileError } from '../../../src/schemas/schema-registry.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -38,14 +39,14 @@ function dirWith(files: Record<string, unknown>): string {
 // docs/schemas-and-claims.md: schema files are a contract, checked at start-up with the file and field named.
 describe('schemas', () => {
   it('loads the shipped example schema', () => {
-    const registry = loadSchemas(join(process.cwd(), 'schemas'), ORIGIN);
+    const registry = loadSchemas(join(process.cwd(), 'schemas'), new IssuerUrls(ORIGIN));
     expect(registry.get('membership-v1')?.proofTypes).toContain('SD_JWT_VC');
   });
 
   it('reads only *.json directly in the folder', () => {
     const registry = loadSchemas(
       dirWith({ 'a.json': base, 'contexts/x.json': { not: 'a schema' }, 'notes.txt': 'hi' }),
-      ORIGIN,
+      new IssuerUrls(ORIGIN),
     );
     expect(registry.all().map((s) => s.schemaId)).toEqual(['test-v1']);
   });
@@ -103,28 +104,33 @@ describe('schemas', () => {
       /bad\.json: renewal: needs SD_JWT_VC/,
     ],
   ])('rejects %s', (_name, body, message) => {
-    expect(() => loadSchemas(dirWith({ 'bad.json': body }), ORIGIN)).toThrow(message);
+    expect(() => loadSchemas(dirWith({ 'bad.json': body }), new IssuerUrls(ORIGIN))).toThrow(message);
   });
 
   it.each([
     ['without an sdJwt block', undefined],
     ['with an sdJwt block that names no vct', { disclosureFrame: { _sd: ['name'] } }],
   ])('accepts an SD-JWT schema %s: vct defaults to ISSUER_ORIGIN/vct/<schemaId>', (_name, sdJwt) => {
-    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt } }), `${ORIGIN}/`);
+    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt } }), new IssuerUrls(`${ORIGIN}/`));
     expect(registry.require('test-v1').sdJwt?.vct).toBe(`${ORIGIN}/vct/test-v1`);
   });
 
   it('reads renewal, revokePrevious defaulting to false', () => {
     const registry = loadSchemas(
       dirWith({ 'a.json': { ...base, renewal: { beforeExpirySeconds: 600 } } }),
-      ORIGIN,
+      new IssuerUrls(ORIGIN),
     );
     expect(registry.require('test-v1').renewal).toEqual({ beforeExpirySeconds: 600, revokePrevious: false });
-    expect(loadSchemas(dirWith({ 'a.json': base }), ORIGIN).require('test-v1').renewal).toBeUndefined();
+    expect(
+      loadSchemas(dirWith({ 'a.json': base }), new IssuerUrls(ORIGIN)).require('test-v1').renewal,
+    ).toBeUndefined();
   });
 
   it('keeps the vct a schema file names', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': { ...base, sdJwt: { vct: 'urn:vct:x' } } }), ORIGIN);
+    const registry = loadSchemas(
+      dirWith({ 'a.json': { ...base, sdJwt: { vct: 'urn:vct:x' } } }),
+      new IssuerUrls(ORIGIN),
+    );
     expect(registry.require('test-v1').sdJwt?.vct).toBe('urn:vct:x');
   });
 
@@ -137,13 +143,13 @@ describe('schemas', () => {
         required: ['id', 'name'],
       },
     };
-    const registry = loadSchemas(dirWith({ 'a.json': withId }), ORIGIN);
+    const registry = loadSchemas(dirWith({ 'a.json': withId }), new IssuerUrls(ORIGIN));
     expect(registry.require('test-v1').validateClaims({ name: 'A' })).toEqual([]);
   });
 
   it('defaults title, expiry and claims source when a file leaves them out', () => {
     const { title: _t, expiresInSeconds: _e, claims: _c, ...minimal } = base;
-    const schema = loadSchemas(dirWith({ 'a.json': minimal }), ORIGIN).require('test-v1');
+    const schema = loadSchemas(dirWith({ 'a.json': minimal }), new IssuerUrls(ORIGIN)).require('test-v1');
     expect(schema).toMatchObject({
       title: 'test-v1',
       expiresInSeconds: 31536000,
@@ -152,11 +158,13 @@ describe('schemas', () => {
   });
 
   it('rejects a duplicate schemaId naming both files', () => {
-    expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }), ORIGIN)).toThrow(SchemaFileError);
+    expect(() => loadSchemas(dirWith({ 'a.json': base, 'b.json': base }), new IssuerUrls(ORIGIN))).toThrow(
+      SchemaFileError,
+    );
   });
 
   it('validates claims as JSON Schema 2020-12 with formats, naming the claim', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': base }), ORIGIN);
+    const registry = loadSchemas(dirWith({ 'a.json': base }), new IssuerUrls(ORIGIN));
     const schema = registry.require('test-v1');
     expect(
       schema.validateClaims({
@@ -179,7 +187,7 @@ describe('schemas', () => {
   });
 
   it('unknown schemaId → 404', () => {
-    const registry = loadSchemas(dirWith({ 'a.json': base }), ORIGIN);
+    const registry = loadSchemas(dirWith({ 'a.json': base }), new IssuerUrls(ORIGIN));
     expect(() => registry.require('nope')).toThrow(expect.objectContaining({ status: 404 }));
   });
 });

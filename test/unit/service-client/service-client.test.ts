@@ -44,7 +44,7 @@ describe('ServiceClient', () => {
       () => url,
       new PartnerJwtSigner({
         partnerId: 'p-1',
-        issuerOrigin: 'https://issuer.example',
+        identity: { origin: 'https://issuer.example' },
         key: () => ring.partner,
       }),
       timeoutMs,
@@ -119,7 +119,11 @@ describe('ServiceClient', () => {
     });
     const gone = new ServiceClient(
       () => 'http://127.0.0.1:1/v1',
-      new PartnerJwtSigner({ partnerId: 'p', issuerOrigin: 'https://i.example', key: () => ring.partner }),
+      new PartnerJwtSigner({
+        partnerId: 'p',
+        identity: { origin: 'https://i.example' },
+        key: () => ring.partner,
+      }),
     );
     await expect(gone.storeEnvelope(envelope, 'SD_JWT_VC')).rejects.toMatchObject({ failure: 'network' });
   });
@@ -128,7 +132,7 @@ describe('ServiceClient', () => {
     let now = 1_700_000_000_000;
     const signer = new PartnerJwtSigner({
       partnerId: 'p',
-      issuerOrigin: 'https://i.example',
+      identity: { origin: 'https://i.example' },
       key: () => ring.partner,
       now: () => now,
     });
@@ -143,7 +147,7 @@ describe('ServiceClient', () => {
     let now = 1_700_000_000_000;
     const signer = new PartnerJwtSigner({
       partnerId: 'p',
-      issuerOrigin: 'https://i.example',
+      identity: { origin: 'https://i.example' },
       key: () => ring.partner,
       now: () => now,
     });

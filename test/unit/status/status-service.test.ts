@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterEach, describe, expect, it } from 'vitest';
+import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
 import { generateKey, type ManagedKey } from '../../../src/keys/key-ring.js';
 import { StatusService } from '../../../src/status/status-service.js';
 import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/index.js';
@@ -26,7 +27,7 @@ describe('StatusService token cache', () => {
     let duringSign: (() => void) | undefined;
     const service = (signingKey: () => ManagedKey = () => key) =>
       new StatusService({
-        issuerOrigin: 'https://issuer.example',
+        urls: new IssuerUrls('https://issuer.example'),
         ttlSeconds: 300,
         store: store.status,
         signingKey,

@@ -1,5 +1,4 @@
 import type { JWK } from 'jose';
-import { didWebFromOrigin } from '../../../formats/sd-jwt-vc/issuer-identification.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { keysLine } from '../fetch.js';
 import { line } from '../line.js';
@@ -11,7 +10,7 @@ export const didJson: DoctorCheck = {
     const did = await ctx.document('/.well-known/did.json');
     if (did.problem) return [line('did.json', 'FAIL', did.problem)];
     const doc = did.body as { id?: unknown; verificationMethod?: Array<{ publicKeyJwk?: JWK }> };
-    const expected = didWebFromOrigin(ctx.config.issuerOrigin);
+    const expected = ctx.identity.urls.did;
     if (doc.id !== expected)
       return [line('did.json', 'FAIL', `id is ${String(doc.id)}, expected ${expected}`)];
     const served = (doc.verificationMethod ?? []).map((m) => m.publicKeyJwk ?? {});
@@ -34,10 +33,8 @@ export const jwtVcIssuer: DoctorCheck = {
     const meta = await ctx.document('/.well-known/jwt-vc-issuer');
     if (meta.problem) return [line('jwt-vc-issuer', 'FAIL', meta.problem)];
     const { issuer } = meta.body as { issuer?: unknown };
-    if (issuer !== ctx.config.issuerOrigin)
-      return [
-        line('jwt-vc-issuer', 'FAIL', `issuer is ${String(issuer)}, expected ${ctx.config.issuerOrigin}`),
-      ];
+    if (issuer !== ctx.identity.origin)
+      return [line('jwt-vc-issuer', 'FAIL', `issuer is ${String(issuer)}, expected ${ctx.identity.origin}`)];
     return [keysLine('jwt-vc-issuer', (await servedSigningKeys(ctx)) ?? [], await ctx.localSigning())];
   },
 };

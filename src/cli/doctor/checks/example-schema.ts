@@ -32,11 +32,11 @@ const onExampleHost = (value: string | undefined): boolean => {
  */
 export const exampleSchema: DoctorCheck = {
   items: ['example schema'],
-  run({ config }) {
+  run({ config, identity }) {
     if (!config.production) return [];
     let all: ReturnType<ReturnType<typeof loadSchemas>['all']>;
     try {
-      all = loadSchemas(config.schemasDir, config.issuerOrigin).all();
+      all = loadSchemas(config.schemasDir, identity.urls).all();
     } catch {
       // The schemas line reports it.
       return [];

@@ -27,7 +27,7 @@ export const iden3Key: DoctorCheck = {
     const file = join(config.keysDir, BJJ_KEY_FILE);
     let needed = true;
     try {
-      needed = loadSchemas(config.schemasDir, config.issuerOrigin)
+      needed = loadSchemas(config.schemasDir, ctx.identity.urls)
         .all()
         .some((s) => s.proofTypes.includes(BJJ_SIG_2021));
     } catch {

@@ -5,25 +5,21 @@ import { type DoctorLine, line } from '../line.js';
 export const origin: DoctorCheck = {
   items: ['origin https', 'origin fetched'],
   run(ctx) {
-    const { issuerOrigin } = ctx.config;
+    const configured = ctx.identity.origin;
     const lines: DoctorLine[] = [];
-    if (issuerOrigin.startsWith('https:'))
-      lines.push(line('origin https', 'PASS', `ISSUER_ORIGIN ${issuerOrigin}`));
+    if (configured.startsWith('https:'))
+      lines.push(line('origin https', 'PASS', `ISSUER_ORIGIN ${configured}`));
     else
       lines.push(
         line(
           'origin https',
           ctx.allowHttp ? 'WARN' : 'FAIL',
-          `ISSUER_ORIGIN ${issuerOrigin} is not https${ctx.allowHttp ? ' (--allow-http)' : ''}`,
+          `ISSUER_ORIGIN ${configured} is not https${ctx.allowHttp ? ' (--allow-http)' : ''}`,
         ),
       );
-    if (ctx.originGiven && ctx.origin !== issuerOrigin)
+    if (ctx.originGiven && ctx.origin !== configured)
       lines.push(
-        line(
-          'origin fetched',
-          'WARN',
-          `documents fetched from ${ctx.origin} (--origin), not ${issuerOrigin}`,
-        ),
+        line('origin fetched', 'WARN', `documents fetched from ${ctx.origin} (--origin), not ${configured}`),
       );
     return lines;
   },

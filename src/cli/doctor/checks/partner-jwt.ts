@@ -21,8 +21,8 @@ export const partnerJwt: DoctorCheck = {
     if (!config.serviceBaseUrl || !config.partnerId)
       return [line(item, 'FAIL', 'SERVICE_V1_BASE_URL and PARTNER_ID are needed to check it')];
     const signer = new PartnerJwtSigner({
+      identity: ctx.identity,
       partnerId: config.partnerId,
-      issuerOrigin: config.issuerOrigin,
       key: () => ring.partner,
     });
     const url = `${config.serviceBaseUrl}/auth/initialize-user`;

@@ -19,7 +19,7 @@ export const renewal: DoctorCheck = {
     const lines: DoctorLine[] = [];
     let renewing: string[] = [];
     try {
-      renewing = loadSchemas(config.schemasDir, config.issuerOrigin)
+      renewing = loadSchemas(config.schemasDir, ctx.identity.urls)
         .all()
         .filter((s) => s.renewal !== undefined)
         .map((s) => s.schemaId);

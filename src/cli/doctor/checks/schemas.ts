@@ -14,7 +14,7 @@ export const schemas: DoctorCheck = {
     const { config } = ctx;
     let registry: SchemaRegistry;
     try {
-      registry = loadSchemas(config.schemasDir, config.issuerOrigin);
+      registry = loadSchemas(config.schemasDir, ctx.identity.urls);
     } catch (err) {
       if (!(err instanceof SchemaFileError)) throw err;
       return err.message.split('\n').map((l) => line('schemas', 'FAIL', l));

@@ -31,7 +31,7 @@ export const statusLists: DoctorCheck = {
         const jwk = published.find((k) => k.kid === kid);
         if (!jwk) throw new Error(`signed with ${String(kid)}, not a published key`);
         await jwtVerify(res.text, await importJWK(jwk, jwk.alg ?? 'ES256'), { typ: 'statuslist+jwt' });
-        const expected = `${ctx.config.issuerOrigin}/statuslist/${partition}`;
+        const expected = ctx.identity.urls.statusList(partition);
         const { sub } = decodeJwt(res.text);
         if (sub !== expected) throw new Error(`sub is ${String(sub)}, expected ${expected}`);
         lines.push(line(item, 'PASS', `${url} verifies with published key ${kid}`));

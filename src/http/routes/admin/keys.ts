@@ -171,7 +171,9 @@ export const RotateKeyBodySchema = z.object({
  * `POST /admin/keys/rotate` (kit extension): retires the active key of a purpose, adds a new one
  * that signs from now on, reloads the ring and re-signs the status lists with the new key.
  */
-export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 'store' | 'log'>) {
+export function rotateKeys(
+  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store' | 'log'>,
+) {
   let queue: Promise<unknown> = Promise.resolve();
   return async (req: Request, res: Response) => {
     const body = parseInput(RotateKeyBodySchema, req.body ?? {});
@@ -190,12 +192,12 @@ export function rotateKeys(ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 
 
 /** A rotation: the key change, its audit row and `key.rotated` event, the lists re-signed. */
 export async function rotateKey(
-  ctx: Pick<AppContext, 'keys' | 'config' | 'status' | 'store'>,
+  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store'>,
   purpose: KeyPurpose,
   actor: AuditActor,
 ) {
   const now = new Date();
-  const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.config, now) : undefined;
+  const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.identity, ctx.config, now) : undefined;
   const { retired, created, eventRecorded } = await ctx.keys.rotate(purpose, now, x5c);
   // Key files (SQLite) are not in a database transaction: their event is written once the new
   // key is in place. Key rows (PostgreSQL) wrote it in the rotation's transaction.
@@ -273,7 +275,7 @@ export function compromisedKey(ctx: AppContext) {
       // In x5c mode the rotation away from an active key may be refused (no certified standby
       // key): the rehearsal says so, read from the keys as they are now (a standby key may have
       // been prepared by another process since this ring was loaded).
-      const x5c = active ? x5cRotation(ctx.config) : undefined;
+      const x5c = active ? x5cRotation(ctx.identity, ctx.config) : undefined;
       const rotationRefused = x5c ? ((await x5cRotationRefusal(x5c, await ctx.keys.reload())) ?? null) : null;
       res.json({ kid: key.kid, active, alreadyCompromised, credentials, rotationRefused, dryRun: true });
       return;

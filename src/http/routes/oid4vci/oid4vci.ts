@@ -2,6 +2,7 @@ import type { RequestLike } from '@openid4vc/oauth2';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
+import type { IssuerUrls } from '../../../identity/issuer-identity.js';
 import { CredentialSubjectSchema } from '../../../issuance/direct-input.js';
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
@@ -29,13 +30,13 @@ import {
  */
 
 /** The request as `@openid4vc/oauth2` reads it: DPoP's `htu` is the public URL, so ISSUER_ORIGIN's. */
-function requestLike(origin: string, req: Request) {
+function requestLike(urls: IssuerUrls, req: Request) {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === 'string') headers.set(name, value);
     else if (Array.isArray(value)) headers.set(name, value.join(', '));
   }
-  return { method: req.method as 'POST', url: `${origin}${req.path}`, headers };
+  return { method: req.method as 'POST', url: urls.at(req.path), headers };
 }
 
 /**
@@ -59,11 +60,11 @@ const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 /** A step answering with a protocol answer (token, credential): its body and headers, never cached. */
 const protocolStep =
   (
-    origin: string,
+    urls: IssuerUrls,
     step: (request: RequestLike, body: Record<string, unknown>) => Promise<ProtocolAnswer>,
   ): Route['handler'] =>
   async (req, res) => {
-    const answer = await step(requestLike(origin, req), (req.body ?? {}) as Record<string, unknown>);
+    const answer = await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
     noStore(res).set(answer.headers).json(answer.body);
   };
 
@@ -99,7 +100,7 @@ export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
 export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
   const d = channel(ctx);
   if (!d) return [];
-  const origin = ctx.config.issuerOrigin;
+  const { urls } = ctx.identity;
   return [
     publicRoute({
       method: 'get',
@@ -120,7 +121,7 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       summary: 'Token endpoint: pre-authorized code → access token (OpenID4VCI 1.0 §6)',
       answer: TokenAnswerSchema,
       protocol: true,
-      handler: protocolStep(origin, (request, body) => d.token(request, body)),
+      handler: protocolStep(urls, (request, body) => d.token(request, body)),
     }),
     publicRoute({
       method: 'post',
@@ -139,7 +140,7 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       summary: 'Credential endpoint: one SD-JWT VC bound to the proof key (OpenID4VCI 1.0 §8)',
       answer: CredentialAnswerSchema,
       protocol: true,
-      handler: protocolStep(origin, (request, body) => d.credential(request, body)),
+      handler: protocolStep(urls, (request, body) => d.credential(request, body)),
     }),
   ];
 };

@@ -16,9 +16,7 @@ export const openApiRoute: RouteFactory = (ctx, routes) => ({
     // Its own schema is the OpenAPI 3.1 one; checked here are the parts clients rely on.
     responses: json200('OpenAPI 3.1', OpenApiDocumentSchema),
   },
-  handler: serveOnce(() =>
-    buildOpenApi(routes(), { version: ctx.version, serverUrl: ctx.config.issuerOrigin }),
-  ),
+  handler: serveOnce(() => buildOpenApi(routes(), { version: ctx.version, serverUrl: ctx.identity.origin })),
 });
 
 const OpenApiDocumentSchema = z.looseObject({

@@ -1,7 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { didWebFromOrigin } from '../../../formats/sd-jwt-vc/issuer-identification.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
 import { PublicJwkSchema } from '../responses.js';
 import { publicDoc, type RouteFactory } from '../route.js';
@@ -72,7 +71,7 @@ export const partnerJwksRoute: RouteFactory = (ctx) => ({
 /** `GET /.well-known/<PARTNER_INFO_SERVICE>-partner-info`. */
 export const partnerInfoRoute: RouteFactory = (ctx) => ({
   method: 'get',
-  path: `/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+  path: `/.well-known/${ctx.identity.partner.infoService}-partner-info`,
   group: 'public',
   auth: 'none',
   doc: publicDoc('partner-info', '`{ partnerId }`', PartnerInfoSchema),
@@ -82,7 +81,8 @@ export const partnerInfoRoute: RouteFactory = (ctx) => ({
 /** The did:web document (W3C DID Core §5; did:web method specification). */
 export function didDocument(ctx: AppContext) {
   return async (_req: Request, res: Response) => {
-    const did = didWebFromOrigin(ctx.config.issuerOrigin);
+    const { urls, partner } = ctx.identity;
+    const did = urls.did;
     const keys = await publishedSigningKeys(
       ctx.keys.current(),
       ctx.store.issuances,
@@ -103,7 +103,7 @@ export function didDocument(ctx: AppContext) {
         {
           id: `${did}#partner-info`,
           type: 'PartnerInfo',
-          serviceEndpoint: `${ctx.config.issuerOrigin}/.well-known/${ctx.config.partnerInfoService}-partner-info`,
+          serviceEndpoint: urls.partnerInfo(partner.infoService),
         },
       ],
     };
@@ -123,7 +123,7 @@ export function jwtVcIssuer(ctx: AppContext) {
       new Date(),
       await compromisedKids(ctx.store.compromisedKeys),
     );
-    res.json({ issuer: ctx.config.issuerOrigin, jwks: { keys: keys.map(publicOnly) } });
+    res.json({ issuer: ctx.identity.origin, jwks: { keys: keys.map(publicOnly) } });
   };
 }
 

@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDIDType, DID } from '@iden3/js-iden3-core';
+import { IssuerUrls } from '../../../../src/identity/issuer-identity.js';
 import type { CredentialSchema } from '../../../../src/schemas/schema-file.js';
 import { loadSchemaFile } from '../../../../src/schemas/schema-registry.js';
 
@@ -9,7 +10,7 @@ export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../
 /** The example schema as the loader would give it (docs/schemas-and-claims.md). */
 export function membershipSchema(): CredentialSchema {
   const file = join(SCHEMAS_DIR, 'membership-v1.json');
-  return loadSchemaFile(file, 'https://issuer.example');
+  return loadSchemaFile(file, new IssuerUrls('https://issuer.example'));
 }
 
 export const MEMBERSHIP_TYPE_IRI = 'https://issuer.example/contexts/membership-v1.jsonld#Membership';
