@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../model.js';
 import { type ServiceClient, UpstreamError } from '../service-client/service-client.js';
 import type { IssuanceRecord, IssuanceStore } from '../store/store.js';
+import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import { backoffWithJitter } from './backoff.js';
 
 export interface OutboxOptions {
@@ -32,6 +33,12 @@ export interface OutboxOptions {
   log?: Logger;
 }
 
+/** What starts a drain: a sweep (the interval), the start (`repair`), or neither (a wake, a retry due). */
+interface DrainOptions {
+  sweep?: boolean;
+  repair?: boolean;
+}
+
 /** How often a request waiting on another process's upload of the same credential looks again. */
 const FOREIGN_UPLOAD_POLL_MS = 50;
 
@@ -59,10 +66,8 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
   private readonly maxRefusedAttempts: number;
   /** This process's running attempt per credential, shared by identical concurrent requests. */
   private readonly attempts = new Map<string, Promise<string | null>>();
-  private timer: NodeJS.Timeout | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
-  private running = false;
-  private draining: Promise<void> | undefined;
+  /** The worker's loop: a drain every `sweepMs` (a sweep), on a wake, and at the next upload due. */
+  private readonly loop: LeasedSweeper<void, DrainOptions>;
   /** A sweep (or the start) asked for repairUnseenUploads and no drain has run it since. */
   private repairOwed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -80,6 +85,11 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
     this.sweepMs = Math.max(1, options.sweepMs ?? 5000);
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.maxRefusedAttempts = Math.min(this.maxAttempts, Math.max(1, options.maxRefusedAttempts ?? 3));
+    this.loop = new LeasedSweeper(
+      (drain) => this.drainPass(drain),
+      this.sweepMs,
+      () => this.drain({ sweep: true }),
+    );
   }
 
   /**
@@ -90,20 +100,13 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
    * an event.
    */
   async start(options: { recover?: boolean } = {}): Promise<void> {
-    this.running = true;
+    this.loop.start();
     if (options.recover ?? true) await this.store.makePendingDue(new Date());
-    this.sweeper ??= setInterval(() => void this.drain({ sweep: true }), this.sweepMs);
-    this.sweeper.unref();
     await this.drain({ repair: true });
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.draining;
+    await this.loop.stop();
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -193,25 +196,10 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
         throw error;
       }
       this.emit('failed', record, error, next);
-      this.schedule(next);
+      this.loop.runAt(next);
       throw error;
     }
   }
-
-  private schedule(at: Date): void {
-    if (!this.running) return;
-    const delay = Math.max(0, at.getTime() - Date.now());
-    if (this.timer && this.timerAt !== undefined && this.timerAt <= at.getTime()) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = at.getTime();
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = undefined;
-      void this.drain();
-    }, delay);
-    this.timer.unref();
-  }
-  private timerAt: number | undefined;
 
   /** The store's `repairUnseenUploads`, owed by a sweep (or the start) and paid once. */
   private async repairUnseen(): Promise<void> {
@@ -234,30 +222,29 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
    * on SQLite, two on PostgreSQL) are the whole cost of an idle sweep, and the next sweep comes
    * soon enough for what is due later.
    */
-  private drain(options: { sweep?: boolean; repair?: boolean } = {}): Promise<void> {
+  private drain(options: DrainOptions = {}): Promise<void> {
     if (options.sweep || options.repair) this.repairOwed = true;
-    if (this.draining) return this.draining;
-    this.draining = (async () => {
-      try {
-        for (let took = false; ; took = true) {
-          if (!this.running) return;
-          if (this.repairOwed) await this.repairUnseen();
-          const batch = await this.store.leaseDueUploads(new Date(), this.leaseMs, this.batchSize);
-          if (batch.length === 0) {
-            if (options.sweep && !took) return;
-            break;
-          }
-          await Promise.allSettled(batch.map((r) => this.track(this.attempt(r))));
+    return this.loop.run(options);
+  }
+
+  /** One drain (`drain`'s; the loop runs one at a time). */
+  private async drainPass(options: DrainOptions = {}): Promise<void> {
+    try {
+      for (let took = false; ; took = true) {
+        if (!this.loop.running) return;
+        if (this.repairOwed) await this.repairUnseen();
+        const batch = await this.store.leaseDueUploads(new Date(), this.leaseMs, this.batchSize);
+        if (batch.length === 0) {
+          if (options.sweep && !took) return;
+          break;
         }
-        const next = await this.store.nextUploadDue();
-        if (next) this.schedule(next);
-      } catch (err) {
-        this.options.log?.error({ event: 'outbox_error', err }, 'outbox worker failed; retrying');
-        this.schedule(new Date(Date.now() + this.baseBackoffMs));
-      } finally {
-        this.draining = undefined;
+        await Promise.allSettled(batch.map((r) => this.track(this.attempt(r))));
       }
-    })();
-    return this.draining;
+      const next = await this.store.nextUploadDue();
+      if (next) this.loop.runAt(next);
+    } catch (err) {
+      this.options.log?.error({ event: 'outbox_error', err }, 'outbox worker failed; retrying');
+      this.loop.runAt(new Date(Date.now() + this.baseBackoffMs));
+    }
   }
 }

@@ -10,6 +10,7 @@ import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js
 import type { StatusService } from '../status/status-service.js';
 import type { RenewalOutcome, RenewalRecord, RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
+import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import { credentialIdFor, type DirectIssuanceService } from './direct-issuance.js';
 import type { IssuanceCore } from './issuance-core.js';
 
@@ -101,9 +102,8 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
   private readonly leaseMs: number;
   private readonly finishGraceMs: number;
   private readonly now: () => Date;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<SweepReport> | undefined;
-  private stopped = true;
+  /** A sweep every `sweepMs` once started; stopped, a sweep does nothing. */
+  private readonly loop: LeasedSweeper<SweepReport>;
 
   constructor(private readonly deps: RenewalDeps) {
     super();
@@ -111,6 +111,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
     this.leaseMs = deps.leaseMs ?? 300_000;
     this.finishGraceMs = Math.max(0, deps.finishGraceMs ?? RENEWAL_FINISH_GRACE_MS);
     this.now = deps.now ?? (() => new Date());
+    this.loop = new LeasedSweeper(() => this.sweepOnce(), deps.sweepMs);
   }
 
   /** Schemas whose direct credentials the sweep renews. */
@@ -121,30 +122,22 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
   }
 
   start(): void {
-    this.stopped = false;
-    this.timer ??= setInterval(() => void this.sweep(), Math.max(1, this.deps.sweepMs));
-    this.timer.unref();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.sweeping?.catch(() => undefined);
+    await this.loop.stop();
   }
 
   /** One sweep (a sweep already running in this process is joined, not doubled). */
   sweep(): Promise<SweepReport> {
-    this.sweeping ??= this.sweepOnce().finally(() => {
-      this.sweeping = undefined;
-    });
-    return this.sweeping;
+    return this.loop.run();
   }
 
   private async sweepOnce(): Promise<SweepReport> {
     const report: SweepReport = { ran: false, renewed: 0, skipped: 0, failed: 0 };
     const schemas = this.renewedSchemas();
-    if (schemas.length === 0 || this.stopped) return this.swept(report);
+    if (schemas.length === 0 || !this.loop.running) return this.swept(report);
     const locks = this.deps.locks;
     try {
       if (locks && !(await locks.tryAcquire(SWEEP_LOCK, this.owner, this.leaseMs))) return this.swept(report);
@@ -171,7 +164,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
           this.batchSize,
         );
         for (const credentialId of due) {
-          if (this.stopped || Date.now() > until) break;
+          if (!this.loop.running || Date.now() > until) break;
           try {
             await this.renewOrFinish(
               credentialId,

@@ -9,6 +9,7 @@ import {
   type StatusJobStore,
 } from '../store/status-job-store.js';
 import type { StatusChangeRequest, StatusStore } from '../store/store.js';
+import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import type { StatusService } from './status-service.js';
 
 /**
@@ -65,7 +66,8 @@ export class StatusJobs {
   private readonly chunkSize: number;
   private readonly maxRuns: number;
   private readonly running = new Map<string, Promise<JobRunReport | undefined>>();
-  private sweeper: NodeJS.Timeout | undefined;
+  /** A sweep every `sweepMs` once started, one at a time. */
+  private readonly loop: LeasedSweeper<Array<Promise<JobRunReport | undefined>>>;
   private stopping = false;
 
   constructor(private readonly deps: StatusJobsOptions) {
@@ -73,6 +75,7 @@ export class StatusJobs {
     this.sweepMs = Math.max(1, deps.sweepMs ?? 5000);
     this.chunkSize = Math.max(1, deps.chunkSize ?? 1000);
     this.maxRuns = Math.max(1, deps.maxRuns ?? 5);
+    this.loop = new LeasedSweeper(() => this.sweepOnce(), this.sweepMs);
   }
 
   /** How many credentials a selector matches now (a dry run changes nothing). */
@@ -115,21 +118,23 @@ export class StatusJobs {
   /** Starts the sweep that takes over jobs whose runner died (their lease expired). */
   start(): void {
     this.stopping = false;
-    this.sweeper ??= setInterval(() => void this.sweep(), this.sweepMs);
-    this.sweeper.unref();
+    this.loop.start();
     void this.sweep();
   }
 
   /** Stops taking work; a running job stops after its chunk and gives its lease up for others. */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
+    await this.loop.stop();
     await Promise.allSettled([...this.running.values()]);
   }
 
-  /** Takes over every running job nobody holds; answers the runs it started. */
-  async sweep(): Promise<Array<Promise<JobRunReport | undefined>>> {
+  /** Takes over every running job nobody holds; answers the runs it started (a sweep under way is joined). */
+  sweep(): Promise<Array<Promise<JobRunReport | undefined>>> {
+    return this.loop.run();
+  }
+
+  private async sweepOnce(): Promise<Array<Promise<JobRunReport | undefined>>> {
     if (this.stopping) return [];
     let ids: string[];
     try {

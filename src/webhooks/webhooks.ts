@@ -6,6 +6,7 @@ import type {
   WebhookEndpointRecord,
   WebhookStore,
 } from '../store/webhook-store.js';
+import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import { type DeliveryResult, type OutgoingDelivery, WebhookSender } from './deliver.js';
 import { addEndpoint, rotateEndpointSecret } from './endpoints.js';
 import { WebhookPruner } from './prune.js';
@@ -41,15 +42,15 @@ export interface WebhookEvents {
  * a lease), so a delivery is attempted by one instance at a time and survives a restart.
  */
 export class Webhooks extends EventEmitter<WebhookEvents> {
-  private sweeper: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  /** A new event was announced during a sweep, possibly after its last look: sweep once more. */
-  private again = false;
+  /**
+   * A sweep every `sweepMs` once started, one at a time; a new event announced during a sweep,
+   * possibly after its last look, makes it sweep once more.
+   */
+  private readonly loop: LeasedSweeper;
   private looker: NodeJS.Timeout | undefined;
   private looking = false;
   private pruner: NodeJS.Timeout | undefined;
   private readonly purge: WebhookPruner;
-  private running = false;
   private readonly maxBackoffMs: number;
   private readonly baseBackoffMs: number;
   private readonly leaseMs: number;
@@ -72,6 +73,11 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     private readonly options: WebhookOptions,
   ) {
     super();
+    this.loop = new LeasedSweeper(
+      () => this.sweepOnce(),
+      options.sweepMs,
+      () => this.sweep(),
+    );
     // About a day over 15 attempts: 30 s doubling, capped at 3 h.
     this.baseBackoffMs = options.baseBackoffMs ?? 30_000;
     this.maxBackoffMs = options.maxBackoffMs ?? 3 * 3600_000;
@@ -84,7 +90,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.purge = new WebhookPruner(
       store,
       { retentionMs: this.retentionMs, batch: options.pruneBatch, locks: options.locks, log: options.log },
-      () => this.running,
+      () => this.loop.running,
     );
   }
 
@@ -147,9 +153,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    * (deliveries left by a previous run go out).
    */
   async start(): Promise<void> {
-    this.running = true;
-    this.sweeper ??= setInterval(() => void this.sweep(), this.options.sweepMs);
-    this.sweeper.unref();
+    this.loop.start();
     this.looker ??= setInterval(() => void this.look(), this.options.lookMs ?? NEW_EVENT_LOOK_MS);
     this.looker.unref();
     if (this.retentionMs > 0 && !this.pruner) {
@@ -165,22 +169,20 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   async stop(): Promise<void> {
-    this.running = false;
+    const swept = this.loop.stop();
     this.poke();
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
     if (this.pruner) clearInterval(this.pruner);
     this.pruner = undefined;
     if (this.looker) clearInterval(this.looker);
     this.looker = undefined;
     await this.purge.settled();
-    await this.sweeping;
+    await swept;
     await this.sender.close();
   }
 
   /** One look at a time, none while a sweep runs (it fans out what it finds anyway). */
   private async look(): Promise<void> {
-    if (this.looking || this.sweeping || !this.running) return;
+    if (this.looking || this.loop.busy || !this.loop.running) return;
     this.looking = true;
     try {
       if (await this.store.hasNewEvents()) this.wake();
@@ -193,11 +195,9 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
 
   /** A new event or a queued retry: sweep now, or once more after the sweep under way. */
   wake(): void {
-    if (!this.running) return;
-    if (this.sweeping) {
-      this.again = true;
-      this.poke();
-    } else void this.sweep();
+    if (!this.loop.running) return;
+    if (this.loop.busy) this.poke();
+    this.loop.wake();
   }
 
   /** Ends the sweep's wait for answers: it leases again (new events, due retries, an endpoint free). */
@@ -231,52 +231,46 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    * only its own deliveries, up to their timeout.
    */
   sweep(): Promise<void> {
-    if (this.sweeping) {
-      this.poke();
-      return this.sweeping;
-    }
-    this.again = false;
-    this.sweeping = (async () => {
-      const most = this.batchSize * BATCHES_IN_FLIGHT;
-      try {
-        for (;;) {
-          if (!this.running) break;
-          this.poked = false;
-          // The answered deliveries' "delivered" marks are written by the next lease, in its
-          // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
-          // leases keep other instances off them.
-          const answered = this.takeAnswered();
-          const room = Math.min(this.batchSize, most - this.inFlight);
-          let batch: WebhookDeliveryRecord[] = [];
-          if (room > 0) batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, room, answered);
-          else if (answered) await this.store.markDelivered(answered.marks, answered.at);
-          this.announce(answered);
-          if (batch.length > 0) {
-            // One read of the endpoints per batch, not one per delivery.
-            const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
-            this.deliver(batch, endpoints);
-          }
-          if (this.inFlight === 0 && !this.answered) {
-            if (batch.length === 0) return;
-            continue;
-          }
-          await this.nudged();
-        }
-        // Stopping: the deliveries out get their answers (or time out), then the last marks on their own.
-        while (this.inFlight > 0) await this.nudged();
+    if (this.loop.busy) this.poke();
+    return this.loop.run();
+  }
+
+  private async sweepOnce(): Promise<void> {
+    const most = this.batchSize * BATCHES_IN_FLIGHT;
+    try {
+      for (;;) {
+        if (!this.loop.running) break;
+        this.poked = false;
+        // The answered deliveries' "delivered" marks are written by the next lease, in its
+        // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
+        // leases keep other instances off them.
         const answered = this.takeAnswered();
-        if (answered) {
-          await this.store.markDelivered(answered.marks, answered.at);
-          this.announce(answered);
+        const room = Math.min(this.batchSize, most - this.inFlight);
+        let batch: WebhookDeliveryRecord[] = [];
+        if (room > 0) batch = await this.store.leaseDueDeliveries(new Date(), this.leaseMs, room, answered);
+        else if (answered) await this.store.markDelivered(answered.marks, answered.at);
+        this.announce(answered);
+        if (batch.length > 0) {
+          // One read of the endpoints per batch, not one per delivery.
+          const endpoints = new Map((await this.store.listEndpoints()).map((e) => [e.id, e]));
+          this.deliver(batch, endpoints);
         }
-      } catch (err) {
-        this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
-      } finally {
-        this.sweeping = undefined;
-        if (this.again) this.wake();
+        if (this.inFlight === 0 && !this.answered) {
+          if (batch.length === 0) return;
+          continue;
+        }
+        await this.nudged();
       }
-    })();
-    return this.sweeping;
+      // Stopping: the deliveries out get their answers (or time out), then the last marks on their own.
+      while (this.inFlight > 0) await this.nudged();
+      const answered = this.takeAnswered();
+      if (answered) {
+        await this.store.markDelivered(answered.marks, answered.at);
+        this.announce(answered);
+      }
+    } catch (err) {
+      this.options.log?.error({ event: 'webhook_worker_error', err }, 'webhook worker failed; retrying');
+    }
   }
 
   /** The answered deliveries not yet marked, taken for the next write. */

@@ -29,7 +29,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
-  ['schemas/', 'store/', 'rate-limit/', 'envelope/'],
+  ['schemas/', 'store/', 'rate-limit/', 'envelope/', 'workers/'], // workers/: the loop background workers share
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
   ['identity/'], // who the issuer is: origin, identification mode, partner, every public URL (imports nothing)
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
