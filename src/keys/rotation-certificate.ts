@@ -5,7 +5,7 @@ import type { IssuerIdentity } from '../identity/issuer-identity.js';
 import { chainProblems } from './certificates.js';
 import type { KeyRing, ManagedKey } from './key-ring.js';
 
-type RotationConfig = Pick<Config, 'production' | 'keysDir'>;
+export type RotationConfig = Pick<Config, 'production' | 'keysDir'>;
 
 /**
  * In `SD_JWT_ISSUER=x5c` mode (docs/security.md "Issuer identification (SD_JWT_ISSUER)") the key

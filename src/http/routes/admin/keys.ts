@@ -4,10 +4,10 @@ import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
 import { keyCompromisedEvent, keyRotatedEvent } from '../../../events/builders.js';
 import { compromisedKeyOf, compromisePlaybook } from '../../../keys/compromise-playbook.js';
-import { isActive, type KeyPurpose, type ManagedKey } from '../../../keys/key-ring.js';
+import { isActive, type ManagedKey } from '../../../keys/key-ring.js';
 import { compromisedKids, publishedSigningKeys } from '../../../keys/published-keys.js';
+import { KeyRotation, type RotationOutcome } from '../../../keys/rotation.js';
 import { x5cRotation, x5cRotationRefusal } from '../../../keys/rotation-certificate.js';
-import type { AuditActor } from '../../../model.js';
 import type { Store } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
@@ -167,6 +167,31 @@ export const RotateKeyBodySchema = z.object({
   reason: ReasonField,
 });
 
+/** The rotation of the route's context (`keys/rotation.ts`), its event and status lists wired in. */
+export function keyRotation(
+  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store'>,
+): KeyRotation {
+  return new KeyRotation({
+    keys: ctx.keys,
+    identity: ctx.identity,
+    config: ctx.config,
+    audit: ctx.store.audit,
+    rotatedEvent: (purpose, created, retired, at) =>
+      ctx.store.webhooks.recordEvent(keyRotatedEvent(purpose, created, retired), at),
+    publishAll: async () => (await ctx.status.publishAll()).length,
+  });
+}
+
+/** The answer of `POST /admin/keys/rotate`. */
+function rotationAnswer(r: RotationOutcome) {
+  return {
+    purpose: r.purpose,
+    created: describeKey(r.created),
+    retired: r.retired.map((k) => ({ ...describeKey(k), retiredAt: r.at.toISOString(), active: false })),
+    statusListsRepublished: r.statusListsRepublished,
+  };
+}
+
 /**
  * `POST /admin/keys/rotate` (kit extension): retires the active key of a purpose, adds a new one
  * that signs from now on, reloads the ring and re-signs the status lists with the new key.
@@ -174,49 +199,15 @@ export const RotateKeyBodySchema = z.object({
 export function rotateKeys(
   ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store' | 'log'>,
 ) {
-  let queue: Promise<unknown> = Promise.resolve();
+  const rotation = keyRotation(ctx);
   return async (req: Request, res: Response) => {
     const body = parseInput(RotateKeyBodySchema, req.body ?? {});
-    // One rotation at a time in this process; across instances the key store serializes them
-    // (a PostgreSQL advisory lock), so two at once never each retire the other's new key.
-    const run = queue.then(() => rotateKey(ctx, body.purpose, auditActor(res, body.reason)));
-    queue = run.catch(() => {});
-    const answer = await run;
+    const answer = rotationAnswer(await rotation.inTurn(body.purpose, auditActor(res, body.reason)));
     ctx.log.info(
       { event: 'key_rotation', purpose: answer.purpose, retired: answer.retired, created: answer.created },
       'key rotated',
     );
     res.json(answer);
-  };
-}
-
-/** A rotation: the key change, its audit row and `key.rotated` event, the lists re-signed. */
-export async function rotateKey(
-  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store'>,
-  purpose: KeyPurpose,
-  actor: AuditActor,
-) {
-  const now = new Date();
-  const x5c = purpose === 'credential-signing' ? x5cRotation(ctx.identity, ctx.config, now) : undefined;
-  const { retired, created, eventRecorded } = await ctx.keys.rotate(purpose, now, x5c);
-  // Key files (SQLite) are not in a database transaction: their event is written once the new
-  // key is in place. Key rows (PostgreSQL) wrote it in the rotation's transaction.
-  await ctx.store.audit.record({ ...actor, at: now, action: 'keys.rotate', target: created.kid });
-  if (!eventRecorded)
-    await ctx.store.webhooks.recordEvent(
-      keyRotatedEvent(
-        purpose,
-        created.kid,
-        retired.map((k) => k.kid),
-      ),
-      now,
-    );
-  const lists = purpose === 'credential-signing' ? await ctx.status.publishAll() : [];
-  return {
-    purpose,
-    created: describeKey(created),
-    retired: retired.map((k) => ({ ...describeKey(k), retiredAt: now.toISOString(), active: false })),
-    statusListsRepublished: lists.length,
   };
 }
 
@@ -252,12 +243,13 @@ export const compromisedKeyRoute: RouteFactory = (ctx) => ({
 });
 
 export function compromisedKey(ctx: AppContext) {
+  const rotation = keyRotation(ctx);
   const run = compromisePlaybook({
     keys: ctx.keys,
     compromisedKeys: ctx.store.compromisedKeys,
     locks: ctx.store.locks,
     rotate: async (actor) => {
-      const rotated = await rotateKey(ctx, 'credential-signing', actor);
+      const rotated = await rotation.rotate('credential-signing', actor);
       return { kid: rotated.created.kid, statusListsRepublished: rotated.statusListsRepublished };
     },
     publishAll: async () => (await ctx.status.publishAll()).length,
