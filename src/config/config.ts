@@ -1,4 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { SdJwtIssuerMode } from '../identity/issuer-identity.js';
@@ -6,13 +5,16 @@ import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.j
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../store/engine.js';
 import type { DatabaseTarget } from '../store/engines.js';
 import { engineName, keepsKeysInDatabase, parseDatabaseUrl } from '../store/engines.js';
+import { readConsoleOrigins } from './console-origins.js';
 import { ConfigError, type Env, parseEnv } from './env.js';
+import { checkPkcs11, type KeyBackendConfig } from './key-backend-config.js';
 import {
   type KeyEncryption,
   parseKeyEncryptionKey,
   resolveKeyEncryption,
   weakKeyEncryptionKey,
 } from './key-encryption-key.js';
+import { type NamedKey, parseNamedKeys } from './named-keys.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -113,19 +115,6 @@ export interface Config {
   };
 }
 
-export type KeyBackendConfig =
-  | { kind: 'software' }
-  | {
-      kind: 'pkcs11';
-      module: string;
-      token: { label: string } | { slot: number };
-      /**
-       * PKCS11_PIN_FILE, when the PIN comes from a file: read again whenever the backend logs in
-       * (docs/security.md "Keys in a hardware security module"). Its path only; the PIN is in `Secrets`.
-       */
-      pinFile?: string;
-    };
-
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export type { SdJwtIssuerMode };
@@ -152,10 +141,7 @@ export interface Secrets {
   pkcs11Pin: string | undefined;
 }
 
-export interface NamedKey {
-  name: string;
-  key: string;
-}
+export type { NamedKey };
 
 /** The actor name of the single ADMIN_API_KEY. */
 export const DEFAULT_ADMIN_ACTOR = 'admin';
@@ -203,22 +189,7 @@ export function loadConfig(
     return value;
   }
 
-  // docs/security.md "The admin console": the console's own origin comes from configuration; the
-  // request's Host (which a DNS-rebound page chooses) never says what is same-origin.
-  const loopback = (p: number) => [`http://localhost:${p}`, `http://127.0.0.1:${p}`, `http://[::1]:${p}`];
-  const consoleOrigins =
-    env.CONSOLE_ORIGIN !== undefined
-      ? env.CONSOLE_ORIGIN.split(',').map((o) => o.trim())
-      : env.ADMIN_PORT !== undefined
-        ? loopback(env.ADMIN_PORT)
-        : [publicOrigin, ...(production ? [] : loopback(port))];
-  for (const origin of env.CONSOLE_ORIGIN === undefined ? [] : consoleOrigins) {
-    const url = URL.canParse(origin) ? new URL(origin) : undefined;
-    if (url?.origin !== origin || (url.protocol !== 'https:' && url.protocol !== 'http:'))
-      problems.push(
-        `CONSOLE_ORIGIN: ${JSON.stringify(origin)} is not an origin (http(s)://host[:port], no path, no trailing slash)`,
-      );
-  }
+  const consoleOrigins = readConsoleOrigins(env, { publicOrigin, port, production }, problems);
 
   const databaseUrl = env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const target = parseDatabaseUrl(databaseUrl, cwd);
@@ -413,103 +384,4 @@ export function loadConfig(
       pkcs11Pin: pkcs11.pin,
     },
   };
-}
-
-/**
- * KEY_BACKEND and its PKCS11_* variables alone, for the key commands that run without a server
- * (`keys:generate`, `keys prepare`, `keys certificate`, `keys import-to-token`): the same lines as
- * a start, as a ConfigError.
- */
-export function loadKeyBackendConfig(
-  source: NodeJS.ProcessEnv,
-  cwd = process.cwd(),
-): { backend: KeyBackendConfig; pin: string | undefined } {
-  const names = ['KEY_BACKEND', ...PKCS11_VARIABLES] as const;
-  const parsed = parseEnv(Object.fromEntries(names.map((n) => [n, source[n]])));
-  const problems = [...parsed.problems];
-  const out = checkPkcs11(parsed.env, source, cwd, problems);
-  if (problems.length > 0) throw new ConfigError(problems);
-  return out;
-}
-
-const PKCS11_VARIABLES = [
-  'PKCS11_MODULE',
-  'PKCS11_TOKEN_LABEL',
-  'PKCS11_SLOT',
-  'PKCS11_PIN',
-  'PKCS11_PIN_FILE',
-] as const;
-
-/**
- * KEY_BACKEND and its PKCS11_* variables, one problem line each; the PIN (a secret) is returned
- * apart and never put in a message.
- */
-function checkPkcs11(
-  env: Env,
-  source: NodeJS.ProcessEnv,
-  cwd: string,
-  problems: string[],
-): { backend: KeyBackendConfig; pin: string | undefined } {
-  if (env.KEY_BACKEND !== 'pkcs11') {
-    for (const name of PKCS11_VARIABLES)
-      if (source[name] !== undefined) problems.push(`${name}: only read with KEY_BACKEND=pkcs11`);
-    return { backend: { kind: 'software' }, pin: undefined };
-  }
-  let module = '';
-  if (env.PKCS11_MODULE === undefined) {
-    if (source.PKCS11_MODULE === undefined)
-      problems.push('PKCS11_MODULE: required with KEY_BACKEND=pkcs11 (the path of the PKCS#11 library)');
-  } else {
-    module = resolve(cwd, env.PKCS11_MODULE);
-    if (!existsSync(module)) problems.push(`PKCS11_MODULE: no file at ${module}`);
-  }
-  let token: { label: string } | { slot: number } = { label: '' };
-  if (env.PKCS11_TOKEN_LABEL !== undefined && env.PKCS11_SLOT !== undefined)
-    problems.push('PKCS11_SLOT: give PKCS11_TOKEN_LABEL or PKCS11_SLOT, not both');
-  else if (env.PKCS11_TOKEN_LABEL !== undefined) token = { label: env.PKCS11_TOKEN_LABEL };
-  else if (env.PKCS11_SLOT !== undefined) token = { slot: env.PKCS11_SLOT };
-  else if (source.PKCS11_TOKEN_LABEL === undefined && source.PKCS11_SLOT === undefined)
-    problems.push('PKCS11_TOKEN_LABEL: required with KEY_BACKEND=pkcs11 (or PKCS11_SLOT)');
-  let pin: string | undefined;
-  let pinFile: string | undefined;
-  if (env.PKCS11_PIN !== undefined && env.PKCS11_PIN_FILE !== undefined)
-    problems.push('PKCS11_PIN_FILE: give PKCS11_PIN or PKCS11_PIN_FILE, not both');
-  else if (env.PKCS11_PIN !== undefined) pin = env.PKCS11_PIN;
-  else if (env.PKCS11_PIN_FILE !== undefined) {
-    pinFile = resolve(cwd, env.PKCS11_PIN_FILE);
-    try {
-      pin = readPinFile(pinFile);
-      if (!pin) problems.push(`PKCS11_PIN_FILE: ${pinFile} is empty`);
-    } catch (err) {
-      problems.push(
-        `PKCS11_PIN_FILE: cannot read ${pinFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-  } else if (source.PKCS11_PIN === undefined && source.PKCS11_PIN_FILE === undefined)
-    problems.push('PKCS11_PIN: required with KEY_BACKEND=pkcs11 (or PKCS11_PIN_FILE)');
-  return { backend: { kind: 'pkcs11', module, token, ...(pinFile === undefined ? {} : { pinFile }) }, pin };
-}
-
-/** The PIN in a PKCS11_PIN_FILE: its first line, trimmed ('' when empty). */
-export function readPinFile(file: string): string {
-  return readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim() ?? '';
-}
-
-/** `name:key,…` (names of letters, digits, `-`, `_`); problems name the entry, never the key. */
-function parseNamedKeys(value: string | undefined, problems: string[]): NamedKey[] {
-  if (value === undefined) return [];
-  const keys: NamedKey[] = [];
-  value.split(',').forEach((entry, i) => {
-    const at = entry.indexOf(':');
-    const name = at < 0 ? '' : entry.slice(0, at).trim();
-    const key = at < 0 ? '' : entry.slice(at + 1).trim();
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || key === '')
-      problems.push(`ADMIN_API_KEYS: entry ${i + 1} must be name:key (name of letters, digits, - and _)`);
-    else if (keys.some((k) => k.name === name))
-      problems.push(`ADMIN_API_KEYS: the name ${name} appears twice`);
-    else if (keys.some((k) => k.key === key))
-      problems.push(`ADMIN_API_KEYS (${name}): the same key as another name`);
-    else keys.push({ name, key });
-  });
-  return keys;
 }

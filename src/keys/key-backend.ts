@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import type { KeyBackendConfig } from '../config/config.js';
+import type { KeyBackendConfig } from '../config/key-backend-config.js';
 import type { KeyData, KeyPurpose } from './key-data.js';
 
 /**

@@ -1,4 +1,4 @@
-import { type KeyBackendConfig, loadKeyBackendConfig } from '../config/config.js';
+import { type KeyBackendConfig, loadKeyBackendConfig } from '../config/key-backend-config.js';
 import type { KeyBackend } from './key-backend.js';
 import { softwareBackend } from './software-backend.js';
 

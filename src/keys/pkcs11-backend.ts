@@ -2,7 +2,7 @@ import { createHash, createPublicKey, type JsonWebKey, timingSafeEqual } from 'n
 import { statSync } from 'node:fs';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import type * as Pkcs11Js from 'pkcs11js';
-import { type KeyBackendConfig, readPinFile } from '../config/config.js';
+import { type KeyBackendConfig, readPinFile } from '../config/key-backend-config.js';
 import { AppError } from '../errors.js';
 import type { HeldKey, KeyBackend, KeyCustody } from './key-backend.js';
 import type { KeyData, KeyPurpose } from './key-data.js';
