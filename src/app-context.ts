@@ -20,6 +20,7 @@ import type { Oid4vciChannel } from './oid4vci/channel.js';
 import type { SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import type { SchemaRegistry } from './schemas/schema-registry.js';
 import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
+import type { HttpPools } from './service-client/http-json.js';
 import type { ServiceClient } from './service-client/service-client.js';
 import type { StatusJobs } from './status/status-jobs.js';
 import type { StatusService } from './status/status-service.js';
@@ -35,6 +36,8 @@ export interface AppContext {
   config: Config;
   /** Who this issuer is: origin, identification mode, partner, every public URL. */
   identity: IssuerIdentity;
+  /** Outbound HTTP pools (hosting service, `http` claims providers), closed with the context. */
+  http: HttpPools;
   /** `adminApiKeys`: every accepted admin key with its actor name (ADMIN_API_KEY as `admin`). */
   secrets: { apiKey: string; adminApiKeys: NamedKey[]; metricsToken: string | undefined };
   /** The package version (OpenAPI `info.version`). */

@@ -27,7 +27,7 @@ import { observe } from './observability/observer.js';
 import { Oid4vciChannel } from './oid4vci/channel.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { loadSchemas } from './schemas/schema-registry.js';
-import { closeHttpPools } from './service-client/http-json.js';
+import { HttpPools } from './service-client/http-json.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusJobs } from './status/status-jobs.js';
@@ -69,6 +69,8 @@ export async function createContext(
     if (problems.length > 0) throw new Error(problems.join('\n'));
   }
   const identity = issuerIdentity(config);
+  // Outbound HTTP (hosting service, `http` claims providers): pools of this context, closed with it.
+  const http = new HttpPools();
   const identification = new IssuerIdentification(identity.mode, identity.origin);
 
   const initialSchemas = loadSchemas(config.schemasDir, identity.urls);
@@ -131,6 +133,7 @@ export async function createContext(
       }),
       undefined,
       telemetry,
+      (url, payload, options) => http.post(url, payload, options),
     );
   const outbox = new UploadOutbox(store.issuances, serviceClient, {
     maxAttempts: config.uploadMaxAttempts,
@@ -191,6 +194,7 @@ export async function createContext(
     schemasDir: config.schemasDir,
     urls: identity.urls,
     claimsStore: store.claims,
+    http,
     formats: formats.all,
   };
   const schemaCatalog = new SchemaCatalog(
@@ -316,6 +320,7 @@ export async function createContext(
   return {
     config,
     identity,
+    http,
     secrets: { apiKey, adminApiKeys, metricsToken },
     version: PACKAGE_VERSION,
     partnerId,
@@ -351,7 +356,7 @@ export async function createContext(
       await statusJobs.stop();
       await outbox.stop();
       await webhooks.stop();
-      await closeHttpPools();
+      await http.close();
       keys.close();
       await keys.backend.close();
       await shared?.close();

@@ -4,7 +4,6 @@ import { createApp } from './app.js';
 import type { AppContext } from './context.js';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
 import type { DoctorItem } from './http/routes/console/console.js';
-import { destroyHttpPools } from './service-client/http-json.js';
 
 export interface RunningServer {
   server: Server;
@@ -94,8 +93,7 @@ export async function drain(ctx: AppContext, servers: Server[], graceMs: number)
     // Released before the 503s go out: a client told to retry must not find its claim still held.
     const released = await ctx.lifecycle.abandon();
     const answered = await ctx.lifecycle.interrupt();
-    // Outbound pools are per process: a process draining is a process ending.
-    await destroyHttpPools();
+    await ctx.http.destroy();
     ctx.log.warn(
       { event: 'drain_timeout', graceMs, unfinished: answered, releasedClaims: released },
       'shutdown grace ran out; unfinished requests answered 503 and outbound calls aborted',

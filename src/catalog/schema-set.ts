@@ -4,6 +4,7 @@ import type { CredentialFormat, StartedFormat } from '../formats/format.js';
 import type { IssuerUrls } from '../identity/issuer-identity.js';
 import { SchemaFileError, type SchemaFileProblem, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { buildTypeMetadata } from '../schemas/type-metadata.js';
+import type { HttpPools } from '../service-client/http-json.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { SchemaSet } from './schema-catalog.js';
 
@@ -12,6 +13,8 @@ export interface SchemaSetDeps {
   /** The issuer whose origin prefixes the served type metadata `vct`s. */
   urls: IssuerUrls;
   claimsStore: ClaimsStore;
+  /** The context's outbound pools, which `http` claims providers call through. */
+  http: HttpPools;
   /**
    * Every credential format, with its started parts when on. A format that stays off at start-up
    * (Iden3 opens its identity only when a schema lists it) refuses a reloaded set that needs it.
@@ -33,7 +36,12 @@ export async function buildSchemaSet(registry: SchemaRegistry, deps: SchemaSetDe
   const claimsProviders = new Map<string, ClaimsProvider>();
   for (const schema of schemas) {
     try {
-      claimsProviders.set(schema.schemaId, await createClaimsProvider(schema, sqlite, deps.schemasDir));
+      claimsProviders.set(
+        schema.schemaId,
+        await createClaimsProvider(schema, sqlite, deps.schemasDir, (url, payload, options) =>
+          deps.http.post(url, payload, options),
+        ),
+      );
     } catch (err) {
       // The module provider's messages already start with the schema file.
       const message = (err as Error).message;

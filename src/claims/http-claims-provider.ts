@@ -1,4 +1,4 @@
-import { HttpFailure, type JsonResponse, postJson } from '../service-client/http-json.js';
+import { HttpFailure, type JsonResponse, type PostJson, postJson } from '../service-client/http-json.js';
 import {
   type ClaimsAnswer,
   type ClaimsProvider,
@@ -12,12 +12,14 @@ export class HttpClaimsProvider implements ClaimsProvider {
     private readonly url: string,
     private readonly timeoutMs: number,
     private readonly headers: Record<string, string> = {},
+    /** The context's outbound pools (default: the process's own, for the CLI and tests). */
+    private readonly post: PostJson = postJson,
   ) {}
 
   async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
     let res: JsonResponse;
     try {
-      res = await postJson(
+      res = await this.post(
         this.url,
         { userId: query.userId, schemaId: query.schemaId, proofType: query.proofType },
         { headers: this.headers, timeoutMs: this.timeoutMs },

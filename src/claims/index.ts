@@ -1,4 +1,5 @@
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { PostJson } from '../service-client/http-json.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { ClaimsProvider } from './claims-provider.js';
 import { HttpClaimsProvider } from './http-claims-provider.js';
@@ -27,13 +28,14 @@ export async function createClaimsProvider(
   schema: LoadedSchema,
   sqlite: SqliteClaimsProvider,
   schemasDir: string,
+  post?: PostJson,
 ): Promise<ClaimsProvider> {
   const source = schema.claims;
   switch (source.provider) {
     case 'sqlite':
       return sqlite;
     case 'http':
-      return new HttpClaimsProvider(source.url, source.timeoutMs, source.headers);
+      return new HttpClaimsProvider(source.url, source.timeoutMs, source.headers, post);
     case 'module':
       return loadModuleClaimsProvider(source.path, schemasDir, schema.file);
   }

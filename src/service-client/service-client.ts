@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ProofType, Telemetry } from '../model.js';
 import { currentRequestId } from '../request-context.js';
 import type { UploadBody } from '../store/store.js';
-import { HttpFailure, type JsonResponse, postJson } from './http-json.js';
+import { HttpFailure, type JsonResponse, type PostJson, postJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';
 
 export type UpstreamFailure = 'timeout' | 'network' | 'status' | 'malformed';
@@ -62,6 +62,8 @@ export class ServiceClient {
     private readonly timeoutMs = 10_000,
     /** Reports every call's outcome (logs and metrics). */
     private readonly telemetry?: Telemetry,
+    /** The context's outbound pools (default: the process's own, for the CLI and tests). */
+    private readonly http: PostJson = postJson,
   ) {}
 
   // initialize-user: the email goes in the body, never in the JWT.
@@ -125,7 +127,7 @@ export class ServiceClient {
     // The request we are serving, if any, is named to the hosting service too (docs/operations.md).
     const requestId = currentRequestId();
     try {
-      res = await postJson(`${this.baseUrl()}${path}`, payload, {
+      res = await this.http(`${this.baseUrl()}${path}`, payload, {
         headers: {
           'x-partner-auth': await this.jwt.token(),
           ...(requestId === undefined ? {} : { 'x-request-id': requestId }),

@@ -3,6 +3,7 @@ import type { AppContext } from '../../src/context.js';
 import { Lifecycle } from '../../src/observability/lifecycle.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { drain } from '../../src/server.js';
+import { HttpPools } from '../../src/service-client/http-json.js';
 
 // docs/operations.md "Shutdown": when the grace runs out, a request still running is answered 503
 // ("retry it"), and its Idempotency-Key claim is released so that the retry is not told 409.
@@ -20,6 +21,7 @@ describe('drain past its grace', () => {
     let closed = false;
     const ctx = {
       lifecycle,
+      http: new HttpPools(),
       log: silentLogger(),
       close: async () => {
         closed = true;
