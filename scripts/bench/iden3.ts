@@ -12,6 +12,7 @@ import { LocalDocumentLoader } from '../../src/formats/iden3-bjj/document-loader
 import { Iden3BjjIssuer, type IssueTimings } from '../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
 import { defaultMerklizeWorkers } from '../../src/formats/iden3-bjj/merklize-pool.js';
 import type { IssueInput, Issuer } from '../../src/formats/issuer.js';
+import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import type { IssuancePhase } from '../../src/issuance/issuance-core.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
 import { sqliteIden3Store } from '../../src/store/sqlite/index.js';
@@ -101,7 +102,7 @@ async function benchInProcess(): Promise<Row[]> {
     store: sqliteIden3Store(db),
     keysDir: join(dir, 'keys'),
     generateKeyIfMissing: true,
-    origin: 'https://issuer.example',
+    urls: new IssuerUrls('https://issuer.example'),
     schemasDir: SCHEMAS_DIR,
   };
   const workers = defaultMerklizeWorkers();
@@ -348,7 +349,7 @@ async function benchMerklization(): Promise<Row[]> {
     store: sqliteIden3Store(db),
     keysDir: join(dir, 'keys'),
     generateKeyIfMissing: true,
-    origin: 'https://issuer.example',
+    urls: new IssuerUrls('https://issuer.example'),
     schemasDir: SCHEMAS_DIR,
     merklizeWorkers: 0,
   });

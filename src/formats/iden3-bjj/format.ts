@@ -42,7 +42,7 @@ export const iden3Bjj: CredentialFormat = {
         : undefined,
       keysDir: config.keysDir,
       generateKeyIfMissing: !config.production,
-      origin: deps.identity.origin,
+      urls: deps.identity.urls,
       schemasDir: config.schemasDir,
       didMethod: config.iden3.method,
       blockchain: config.iden3.blockchain,

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { AppError, invalidParameter } from '../../errors.js';
+import type { IssuerUrls } from '../../identity/issuer-identity.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { Iden3Store, IssuanceRecord, StatusChangeRequest } from '../../store/store.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
@@ -35,8 +36,8 @@ export interface Iden3BjjIssuerOptions {
   keysDir: string;
   /** Dev only (docs/configuration.md): create `KEYS_DIR/iden3-bjj.json` when missing. */
   generateKeyIfMissing: boolean;
-  /** ISSUER_ORIGIN: `credentialStatus.id` is `<origin>/credential-status/<nonce>`. */
-  origin: string;
+  /** The issuer's public URLs: `credentialStatus.id` is `urls.credentialStatus(nonce)`. */
+  urls: Pick<IssuerUrls, 'credentialStatus'>;
   schemasDir: string;
   /** IDEN3_METHOD, IDEN3_BLOCKCHAIN, IDEN3_NETWORK: defaults iden3 / privado / test. */
   didMethod?: string | undefined;
@@ -95,7 +96,7 @@ export class Iden3BjjIssuer implements Issuer {
 
   readonly #key: BjjKey;
   readonly #identity: Iden3Identity;
-  readonly #origin: string;
+  readonly #urls: Pick<IssuerUrls, 'credentialStatus'>;
   readonly #schemasDir: string;
   readonly #loader: LocalDocumentLoader;
   readonly #prepared = new Map<string, PreparedSchema>();
@@ -105,14 +106,14 @@ export class Iden3BjjIssuer implements Issuer {
   private constructor(
     key: BjjKey,
     identity: Iden3Identity,
-    origin: string,
+    urls: Pick<IssuerUrls, 'credentialStatus'>,
     schemasDir: string,
     merklizeWorkers: number,
   ) {
     this.#key = key;
     this.#pool = merklizeWorkers > 0 ? new MerklizePool(merklizeWorkers) : undefined;
     this.#identity = identity;
-    this.#origin = origin.replace(/\/+$/, '');
+    this.#urls = urls;
     this.#schemasDir = schemasDir;
     this.#loader = new LocalDocumentLoader();
     this.documentLoader = this.#loader.load;
@@ -151,7 +152,7 @@ export class Iden3BjjIssuer implements Issuer {
     if (!Number.isInteger(workers) || workers < 0) {
       throw new Error('merklizeWorkers must be a non-negative integer');
     }
-    return new Iden3BjjIssuer(key, identity, options.origin, options.schemasDir, workers);
+    return new Iden3BjjIssuer(key, identity, options.urls, options.schemasDir, workers);
   }
 
   /** Stops the merklize workers (idle ones never keep the process alive). */
@@ -211,7 +212,7 @@ export class Iden3BjjIssuer implements Issuer {
 
   #credentialStatusEntry(nonce: number) {
     return {
-      id: `${this.#origin}/credential-status/${nonce}`,
+      id: this.#urls.credentialStatus(nonce),
       revocationNonce: nonce,
       type: SPARSE_MERKLE_TREE_PROOF,
     };

@@ -11,6 +11,7 @@ import { MemoizedPoseidonHasher } from '../../../src/formats/iden3-bjj/core-clai
 import { Iden3BjjIssuer } from '../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
 import { MerklizePool } from '../../../src/formats/iden3-bjj/merklize-pool.js';
 import type { IssueInput } from '../../../src/formats/issuer.js';
+import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
 import { openSqlite, type SqliteDatabase } from '../../../src/store/sqlite/database.js';
 import { sqliteIden3Store } from '../../../src/store/sqlite/index.js';
 import {
@@ -39,7 +40,7 @@ beforeAll(async () => {
     store: sqliteIden3Store(db),
     keysDir: join(dir, 'keys'),
     generateKeyIfMissing: true,
-    origin: 'https://issuer.example',
+    urls: new IssuerUrls('https://issuer.example'),
     schemasDir: SCHEMAS_DIR,
   };
   pooled = await Iden3BjjIssuer.open({ ...options, merklizeWorkers: 2 });

@@ -26,6 +26,7 @@ import {
   Iden3BjjIssuer,
 } from '../../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
 import type { IssueInput } from '../../../../src/formats/issuer.js';
+import { IssuerUrls } from '../../../../src/identity/issuer-identity.js';
 import { openSqlite, type SqliteDatabase } from '../../../../src/store/sqlite/database.js';
 import { sqliteIden3Store } from '../../../../src/store/sqlite/index.js';
 import { SqliteIssuanceStore } from '../../../../src/store/sqlite/sqlite-issuance-store.js';
@@ -155,7 +156,7 @@ beforeAll(async () => {
     store: sqliteIden3Store(db),
     keysDir,
     generateKeyIfMissing: true,
-    origin,
+    urls: new IssuerUrls(origin),
     schemasDir: SCHEMAS_DIR,
   });
 });

@@ -7,6 +7,7 @@ import {
   Iden3BjjIssuer,
   type Iden3BjjIssuerOptions,
 } from '../../../../src/formats/iden3-bjj/iden3-bjj-issuer.js';
+import { IssuerUrls } from '../../../../src/identity/issuer-identity.js';
 import { openSqlite, type SqliteDatabase } from '../../../../src/store/sqlite/database.js';
 import { sqliteIden3Store } from '../../../../src/store/sqlite/index.js';
 import { SCHEMAS_DIR } from './fixtures.js';
@@ -31,7 +32,7 @@ describe('Iden3 identity persistence', () => {
       store: sqliteIden3Store(db),
       keysDir,
       generateKeyIfMissing: false,
-      origin: 'https://issuer.example',
+      urls: new IssuerUrls('https://issuer.example'),
       schemasDir: SCHEMAS_DIR,
       ...extra,
     };
