@@ -180,9 +180,13 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     await this.sender.close();
   }
 
-  /** One look at a time, none while a sweep runs (it fans out what it finds anyway). */
+  /**
+   * One look at a time; none while a sweep leases (it fans out what it finds anyway), but one while
+   * the sweep waits for answers, so that a receiver holding its request does not keep a new event
+   * from the other endpoints until the sweep interval.
+   */
   private async look(): Promise<void> {
-    if (this.looking || this.loop.busy || !this.loop.running) return;
+    if (this.looking || !this.loop.running || (this.loop.busy && this.nudge === undefined)) return;
     this.looking = true;
     try {
       if (await this.store.hasNewEvents()) this.wake();
