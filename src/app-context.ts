@@ -3,7 +3,6 @@ import type { SchemaCatalog } from './catalog/schema-catalog.js';
 import type { Config, NamedKey } from './config/config.js';
 import type { Iden3BjjIssuer } from './formats/iden3-bjj/index.js';
 import type { Issuer } from './formats/issuer.js';
-import type { IssuerIdentification } from './formats/sd-jwt-vc/issuer-identification.js';
 import type { StartedFormats } from './formats/start.js';
 import type { IssuerIdentity } from './identity/issuer-identity.js';
 import type { DirectIssuanceService } from './issuance/direct-issuance.js';
@@ -34,7 +33,7 @@ import type { Webhooks } from './webhooks/webhooks.js';
  */
 export interface AppContext {
   config: Config;
-  /** Who this issuer is: origin, identification mode, partner, every public URL. */
+  /** Who this issuer is: origin, identification, keys, status-list space, partner, every public URL. */
   identity: IssuerIdentity;
   /** Outbound HTTP pools (hosting service, `http` claims providers), closed with the context. */
   http: HttpPools;
@@ -43,6 +42,7 @@ export interface AppContext {
   /** The package version (OpenAPI `info.version`). */
   version: string;
   partnerId: string;
+  /** The identity's key holder (`identity.keys`), for the admin key routes and the health probe. */
   keys: KeyHolder;
   /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
@@ -50,8 +50,6 @@ export interface AppContext {
   schemas: SchemaRegistry;
   /** The schema set and its reload (SIGHUP, `POST /admin/schemas/reload`). */
   schemaCatalog: SchemaCatalog;
-  /** SD_JWT_ISSUER: `iss` and JOSE header of credentials and status list tokens. */
-  identification: IssuerIdentification;
   /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
   typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;

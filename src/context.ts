@@ -6,9 +6,8 @@ import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from '.
 import { claimDatabaseEnvironment, developmentStateProblems } from './development/production-guard.js';
 import { startedIden3Issuer } from './formats/iden3-bjj/format.js';
 import { FORMATS } from './formats/index.js';
-import { IssuerIdentification } from './formats/sd-jwt-vc/issuer-identification.js';
 import { type StartedFormats, startFormats } from './formats/start.js';
-import { issuerIdentity } from './identity/issuer-identity.js';
+import { type IssuerIdentity, issuerFace, issuerIdentity } from './identity/issuer-identity.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -68,12 +67,11 @@ export async function createContext(
     const problems = await developmentStateProblems(config, secrets);
     if (problems.length > 0) throw new Error(problems.join('\n'));
   }
-  const identity = issuerIdentity(config);
+  const face = issuerFace(config);
   // Outbound HTTP (hosting service, `http` claims providers): pools of this context, closed with it.
   const http = new HttpPools();
-  const identification = new IssuerIdentification(identity.mode, identity.origin);
 
-  const initialSchemas = loadSchemas(config.schemasDir, identity.urls);
+  const initialSchemas = loadSchemas(config.schemasDir, face.urls);
   // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
@@ -115,12 +113,13 @@ export async function createContext(
       secrets,
       keys: store.keys,
       backend: keyBackend,
-      check: (ring) => identification.assertUsable(ring),
+      check: (ring) => face.identification.assertUsable(ring),
       pollMs: overrides.keysPollMs ?? 2000,
       log,
     }),
     () => void keyBackend.close(),
   );
+  const identity: IssuerIdentity = issuerIdentity(face, keys);
 
   const serviceClient =
     overrides.serviceClient ??
@@ -129,7 +128,7 @@ export async function createContext(
       new PartnerJwtSigner({
         identity,
         partnerId,
-        key: () => keys.current().partner,
+        key: () => identity.keys.current().partner,
       }),
       undefined,
       telemetry,
@@ -178,8 +177,6 @@ export async function createContext(
         secrets,
         store,
         identity,
-        identification,
-        signingKey: () => keys.current().signing,
         vctIntegrity: (vct: string): string | undefined => typeMetadata.get(vct)?.integrity,
         log,
       },
@@ -207,13 +204,12 @@ export async function createContext(
   const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
 
   const issuance = new IssuanceCore({
-    urls: identity.urls,
+    identity,
     schemas,
     claimsProviders,
     issuers,
     store: store.issuances,
     outbox,
-    statusList: { partitionSize: config.statusList.partitionSize, bits: config.statusList.bits },
     uploadTimeoutMs: config.uploadTimeoutMs,
     log,
     telemetry,
@@ -221,12 +217,8 @@ export async function createContext(
   const hosted = new HostedIssuanceService({ core: issuance, schemas });
 
   const status = new StatusService({
-    urls: identity.urls,
-    ttlSeconds: config.statusList.ttlSeconds,
+    identity,
     store: store.status,
-    signingKey: () => keys.current().signing,
-    header: (key) => identification.header(key),
-    ...(identification.statusListIssuer ? { iss: identification.statusListIssuer } : {}),
     lookup: (nonce) => store.issuances.getByNonce(nonce),
     telemetry,
     publishedSubscribed: async () =>
@@ -328,7 +320,6 @@ export async function createContext(
     store,
     schemas,
     schemaCatalog,
-    identification,
     typeMetadata,
     issuers,
     formats,

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { IssuerUrls } from '../../src/identity/issuer-identity.js';
-import { generateKey } from '../../src/keys/key-ring.js';
+import { type KeyRing, loadKeyRing } from '../../src/keys/key-ring.js';
 import { StatusJobs } from '../../src/status/status-jobs.js';
 import { StatusService } from '../../src/status/status-service.js';
 import { type OpenedStore, openStore, parseDatabaseUrl } from '../../src/store/engines.js';
 import { seedIssuances } from '../../test/fixtures/bulk.js';
+import { identityOf } from '../../test/fixtures/identity.js';
 import { queryStore, removeDir, tempDir } from '../../test/helpers/issuer.js';
 import { createTempDatabase } from '../../test/helpers/services.js';
 
@@ -27,7 +27,7 @@ export async function benchBulk(): Promise<Row[]> {
   const rows: Row[] = [];
   const dir = tempDir();
   try {
-    const signing = await generateKey(join(dir, 'keys'), 'credential-signing', new Date());
+    const signing = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
     const engines: Array<[string, () => Promise<{ url: string; drop(): Promise<void> }>]> = [
       ['sqlite', async () => ({ url: `sqlite:${join(dir, 'bulk.db')}`, drop: async () => undefined })],
       ['postgres', () => createTempDatabase(process.env.BENCH_DATABASE_URL || undefined)],
@@ -56,16 +56,10 @@ export async function benchBulk(): Promise<Row[]> {
   return rows;
 }
 
-async function benchEngine(
-  name: string,
-  store: OpenedStore,
-  signing: Awaited<ReturnType<typeof generateKey>>,
-): Promise<Row[]> {
+async function benchEngine(name: string, store: OpenedStore, signing: KeyRing): Promise<Row[]> {
   const status = new StatusService({
-    urls: new IssuerUrls('https://issuer.example'),
-    ttlSeconds: 300,
+    identity: identityOf('https://issuer.example', () => signing),
     store: store.status,
-    signingKey: () => signing,
     lookup: (nonce) => store.issuances.getByNonce(nonce),
   });
   const jobs = new StatusJobs({ store: store.statusJobs, statusStore: store.status, status });

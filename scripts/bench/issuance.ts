@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { generateHolderKeyPair, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
-import { IssuerIdentification } from '../../src/formats/sd-jwt-vc/issuer-identification.js';
 import { SdJwtVcIssuer } from '../../src/formats/sd-jwt-vc/sd-jwt-vc-issuer.js';
+import { IssuerIdentification } from '../../src/identity/issuer-identification.js';
 import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { loadSchemas } from '../../src/schemas/schema-registry.js';
@@ -46,10 +46,10 @@ export async function benchPrimitives(): Promise<Row[]> {
     join(process.cwd(), 'schemas'),
     new IssuerUrls('https://issuer.example'),
   ).require('membership-v1');
-  const issuer = new SdJwtVcIssuer(
-    new IssuerIdentification('url', 'https://issuer.example'),
-    () => ring.signing,
-  );
+  const issuer = new SdJwtVcIssuer({
+    identification: new IssuerIdentification('url', 'https://issuer.example'),
+    keys: { current: () => ring },
+  });
   const now = new Date();
   const expiresAt = new Date(now.getTime() + 3600_000);
   const input = {

@@ -1,7 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Config, Secrets } from '../config/config.js';
 import type { IssuerIdentity } from '../identity/issuer-identity.js';
-import type { ManagedKey } from '../keys/key-ring.js';
 import type { Channel, Logger, ProofType } from '../model.js';
 import type { CredentialSchema } from '../schemas/schema-file.js';
 import type { SchemaFileProblem } from '../schemas/schema-registry.js';
@@ -10,7 +9,6 @@ import type { IssuanceRecord, StatusChangeRequest } from '../store/store.js';
 import type { VerifyResult } from '../verify/check.js';
 import type { DocumentFetcher } from '../verify/fetch-document.js';
 import type { Issuer } from './issuer.js';
-import type { IssuerIdentification } from './sd-jwt-vc/issuer-identification.js';
 
 /**
  * A credential format as one module (docs/architecture.md "How to add a credential format"): how
@@ -58,12 +56,11 @@ export interface FormatStartDeps {
   config: Config;
   secrets: Pick<Secrets, 'keyEncryption'>;
   store: Pick<OpenedStore, 'keys' | 'iden3'>;
-  /** The issuer the format issues for (its origin, its public URLs). */
+  /**
+   * The issuer the format issues for: its origin and public URLs, its identification (`iss` and
+   * JOSE header), and its keys (`keys.current().signing`, the ES256 key a rotation swaps).
+   */
   identity: IssuerIdentity;
-  /** SD_JWT_ISSUER: `iss` and JOSE header of credentials signed with the ES256 key. */
-  identification: IssuerIdentification;
-  /** The current ES256 signing key (rotation swaps it). */
-  signingKey: () => ManagedKey;
   /** The `vct#integrity` of a type the issuer serves as type metadata (read at issue time). */
   vctIntegrity: (vct: string) => string | undefined;
   log: Logger;

@@ -1,22 +1,51 @@
+import type { KeyHolder } from '../keys/key-holder.js';
+import { IssuerIdentification } from './issuer-identification.js';
+import { IssuerUrls, type SdJwtIssuerMode } from './issuer-urls.js';
+
+export { didWebFromOrigin, IssuerUrls, type SdJwtIssuerMode } from './issuer-urls.js';
+
 /**
  * One issuer as the world sees it (docs/architecture.md "Issuer identity"): its public origin,
- * how verifiers find its signing key, its partner registration with the hosting service, and every
- * public URL under that origin. Whatever is per issuer hangs off this object; today a deployment
- * has one, built from the config, and services take it (or its `urls`) instead of origin strings.
+ * how verifiers find its signing key, the keys it signs with, its status-list space, its partner
+ * registration with the hosting service, and every public URL under that origin. Whatever is per
+ * issuer hangs off this object; today a deployment has one, built by the context, and the services
+ * take it instead of origin strings, key getters or settings of their own.
  */
-export interface IssuerIdentity {
+export interface IssuerIdentity extends IssuerFace {
+  /** The key ring this issuer signs with (credentials, status list tokens, partner JWTs) and its backend. */
+  readonly keys: KeyHolder;
+}
+
+/** What a signer reads of an identity: how verifiers find the key, and the current key ring. */
+export type SigningIdentity = Pick<IssuerIdentity, 'identification'> & {
+  readonly keys: Pick<KeyHolder, 'current'>;
+};
+
+/** An identity before its keys are opened: who it is, not yet what it signs with (the doctor reads this). */
+export interface IssuerFace {
   /** ISSUER_ORIGIN: scheme://host[:port], no trailing slash. */
   readonly origin: string;
   /** SD_JWT_ISSUER (docs/security.md "Issuer identification (SD_JWT_ISSUER)"). */
   readonly mode: SdJwtIssuerMode;
+  /** What `mode` means for a signed token: its `iss`, its JOSE header, the key check. */
+  readonly identification: IssuerIdentification;
   /** PARTNER_ID and PARTNER_INFO_SERVICE: who this issuer is to the hosting service. */
   readonly partner: { readonly id: string | undefined; readonly infoService: string };
+  /** The token status lists this issuer publishes (`/statuslist/:partition` under its origin). */
+  readonly statusLists: StatusListSpace;
   /** Every public URL of this issuer. */
   readonly urls: IssuerUrls;
 }
 
-/** How verifiers find the credential-signing key (docs/security.md "Issuer identification (SD_JWT_ISSUER)"). */
-export type SdJwtIssuerMode = 'url' | 'did:web' | 'x5c';
+/** STATUS_LIST_*: the shape of an issuer's token status lists. */
+export interface StatusListSpace {
+  /** Slots in one partition (one published list). */
+  readonly partitionSize: number;
+  /** Bits per status (1: valid/revoked; 2: also suspended). */
+  readonly bits: 1 | 2;
+  /** How long a published list token is fresh (its `ttl`). */
+  readonly ttlSeconds: number;
+}
 
 /** The settings an identity is made of (the config's, for the one identity of today). */
 export interface IssuerIdentitySettings {
@@ -25,89 +54,27 @@ export interface IssuerIdentitySettings {
   sdJwtIssuer: SdJwtIssuerMode;
   partnerId: string | undefined;
   partnerInfoService: string;
+  statusList: StatusListSpace;
 }
 
-/** The identity of ISSUER_ORIGIN, SD_JWT_ISSUER, PARTNER_ID and PARTNER_INFO_SERVICE. */
-export function issuerIdentity(config: IssuerIdentitySettings): IssuerIdentity {
+/** The face of ISSUER_ORIGIN, SD_JWT_ISSUER, STATUS_LIST_*, PARTNER_ID and PARTNER_INFO_SERVICE. */
+export function issuerFace(config: IssuerIdentitySettings): IssuerFace {
   const urls = new IssuerUrls(config.publicOrigin);
   return {
     origin: urls.origin,
     mode: config.sdJwtIssuer,
+    identification: new IssuerIdentification(config.sdJwtIssuer, urls.origin),
     partner: { id: config.partnerId, infoService: config.partnerInfoService },
+    statusLists: {
+      partitionSize: config.statusList.partitionSize,
+      bits: config.statusList.bits,
+      ttlSeconds: config.statusList.ttlSeconds,
+    },
     urls,
   };
 }
 
-/** did:web method §3.2: the host, with a port's ':' percent-encoded. */
-export function didWebFromOrigin(origin: string): string {
-  const url = new URL(origin);
-  return `did:web:${url.host.replace(':', '%3A')}`;
-}
-
-/**
- * Every public URL of one issuer (docs/interface.md), built here and nowhere else. The origin is
- * kept without a trailing slash (the config refuses one; a test may pass one).
- */
-export class IssuerUrls {
-  readonly origin: string;
-
-  constructor(origin: string) {
-    this.origin = origin.replace(/\/+$/, '');
-  }
-
-  /** The origin's did:web (did:web method §3.2), whose document is `/.well-known/did.json`. */
-  get did(): string {
-    return didWebFromOrigin(this.origin);
-  }
-
-  /** `/.well-known/<service>-partner-info` (the did.json service endpoint). */
-  partnerInfo(service: string): string {
-    return `${this.origin}/.well-known/${service}-partner-info`;
-  }
-
-  /** A partition's token status list (draft-ietf-oauth-status-list `status_list.uri`). */
-  statusList(partition: number): string {
-    return `${this.origin}/statuslist/${partition}`;
-  }
-
-  /**
-   * The `vct` of a schema whose file names none: a URL under the origin, so that the issuer serves
-   * its type metadata there (src/schemas/type-metadata.ts) and the type name is collision-resistant,
-   * as the SD-JWT VC draft recommends for `vct` ("Type Metadata": a URL `vct` is where the metadata
-   * can be retrieved). A schemaId outside `[A-Za-z0-9._~-]` is percent-encoded and then gets no
-   * served metadata (only plain paths are served).
-   */
-  vct(schemaId: string): string {
-    return `${this.origin}/vct/${encodeURIComponent(schemaId)}`;
-  }
-
-  /** An Iden3 credential's `credentialStatus.id` (`GET /credential-status/:nonce`). */
-  credentialStatus(nonce: number | bigint | string): string {
-    return `${this.origin}/credential-status/${nonce}`;
-  }
-
-  /** OpenID4VCI 1.0 §6 token endpoint. */
-  get oid4vciToken(): string {
-    return `${this.origin}/oid4vci/token`;
-  }
-
-  /** OpenID4VCI 1.0 §7 nonce endpoint. */
-  get oid4vciNonce(): string {
-    return `${this.origin}/oid4vci/nonce`;
-  }
-
-  /** OpenID4VCI 1.0 §8 credential endpoint. */
-  get oid4vciCredential(): string {
-    return `${this.origin}/oid4vci/credential`;
-  }
-
-  /** OpenID4VCI 1.0 §4.1.3: an offer by reference (`credential_offer_uri`). */
-  oid4vciOffer(offerId: string): string {
-    return `${this.origin}/oid4vci/offers/${offerId}`;
-  }
-
-  /** The URL a request for `path` addressed, as the issuer publishes it (a DPoP proof's `htu`). */
-  at(path: string): string {
-    return `${this.origin}${path}`;
-  }
+/** The identity of `face`, signing with `keys` (opened with `face.identification`'s check). */
+export function issuerIdentity(face: IssuerFace, keys: KeyHolder): IssuerIdentity {
+  return { ...face, keys };
 }

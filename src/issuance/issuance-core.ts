@@ -10,7 +10,7 @@ import {
 import { AppError, upstreamUnavailable } from '../errors.js';
 import { credentialIssuedEvent } from '../events/builders.js';
 import type { Issuer } from '../formats/issuer.js';
-import type { IssuerUrls } from '../identity/issuer-identity.js';
+import type { IssuerIdentity } from '../identity/issuer-identity.js';
 import type {
   AuditActor,
   Channel as IssuanceChannel,
@@ -27,15 +27,14 @@ import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
 export interface IssuanceCoreDeps {
-  /** Where the status lists its credentials point at are published. */
-  urls: Pick<IssuerUrls, 'statusList'>;
+  /** The issuer: its status-list space, and where the lists its credentials point at are published. */
+  identity: Pick<IssuerIdentity, 'urls' | 'statusLists'>;
   schemas: SchemaRegistry;
   claimsProviders: ReadonlyMap<string, ClaimsProvider>;
   issuers: Map<ProofType, Issuer>;
   store: IssuanceStore;
   /** Only the in-request attempt is the core's; the outbox's worker runs on its own. */
   outbox: Pick<UploadOutbox, 'uploadNow'>;
-  statusList: { partitionSize: number; bits: 1 | 2 };
   uploadTimeoutMs: number;
   now?: () => Date;
   log?: Logger;
@@ -253,8 +252,8 @@ export class IssuanceCore {
       const revocationNonce = randomRevocationNonce();
       const slot: StatusSlot | null = issuer.usesStatusList
         ? await this.deps.store.proposeStatusSlot(
-            this.deps.statusList.partitionSize,
-            this.deps.statusList.bits,
+            this.deps.identity.statusLists.partitionSize,
+            this.deps.identity.statusLists.bits,
           )
         : null;
       const signStart = performance.now();
@@ -334,7 +333,7 @@ export class IssuanceCore {
   }
 
   statusListUri(partition: number): string {
-    return this.deps.urls.statusList(partition);
+    return this.deps.identity.urls.statusList(partition);
   }
 
   /**

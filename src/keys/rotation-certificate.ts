@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
-import type { IssuerIdentity } from '../identity/issuer-identity.js';
+import type { SdJwtIssuerMode } from '../identity/issuer-urls.js';
 import { chainProblems } from './certificates.js';
 import type { KeyRing, ManagedKey } from './key-ring.js';
 
@@ -29,7 +29,7 @@ export interface X5cRotation {
 
 /** The x5c rules of a credential-signing rotation; undefined outside `x5c` mode. */
 export function x5cRotation(
-  identity: Pick<IssuerIdentity, 'mode' | 'origin'>,
+  identity: { readonly mode: SdJwtIssuerMode; readonly origin: string },
   config: RotationConfig,
   now = new Date(),
 ): X5cRotation | undefined {

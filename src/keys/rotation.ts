@@ -1,4 +1,4 @@
-import type { IssuerIdentity } from '../identity/issuer-identity.js';
+import type { SdJwtIssuerMode } from '../identity/issuer-urls.js';
 import type { AuditActor } from '../model.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { KeyHolder } from './key-holder.js';
@@ -17,7 +17,7 @@ export interface RotationOutcome {
 /** What a rotation drives; the parts above `keys/` (the event, the status lists) come as functions. */
 export interface KeyRotationDeps {
   keys: Pick<KeyHolder, 'rotate'>;
-  identity: Pick<IssuerIdentity, 'mode' | 'origin'>;
+  identity: { readonly mode: SdJwtIssuerMode; readonly origin: string };
   config: RotationConfig;
   audit: Pick<AuditStore, 'record'>;
   /** Records `key.rotated` (docs/operations.md "Webhooks") for a rotation whose keys did not. */

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError, notFound } from '../errors.js';
 import { statusListPublishedEvent } from '../events/builders.js';
-import type { IssuerUrls } from '../identity/issuer-identity.js';
-import type { ManagedKey } from '../keys/key-ring.js';
+import type { IssuerIdentity, SigningIdentity } from '../identity/issuer-identity.js';
 import type { AuditActor, StatusChange, Telemetry } from '../model.js';
 import type { IssuanceRecord, PartitionRecord, StatusChangeRequest, StatusStore } from '../store/store.js';
 import { StatusList, signStatusListToken } from './status-list.js';
@@ -34,15 +33,13 @@ export type ExternalRevoker = (
 export class StatusService {
   constructor(
     private readonly deps: {
-      /** Where the partitions are published (`status_list.uri`). */
-      urls: Pick<IssuerUrls, 'statusList'>;
-      ttlSeconds: number;
+      /**
+       * The issuer whose lists these are: where a partition is published (`status_list.uri`), its
+       * lists' `ttl`, the key that signs them, and its identification (the token's `iss`, when the
+       * mode gives one, and `kid`/`x5c`, as the credentials' do).
+       */
+      identity: SigningIdentity & Pick<IssuerIdentity, 'urls' | 'statusLists'>;
       store: StatusStore;
-      signingKey: () => ManagedKey;
-      /** The token's `kid`/`x5c` follow SD_JWT_ISSUER, as the credentials' do. */
-      header?: (key: ManagedKey) => { kid: string; x5c?: string[] };
-      /** The token's `iss`, when the identification mode gives one. */
-      iss?: string;
       /** Back-ends with their own revocation registry, by proof type. */
       externalRevokers?: Map<string, ExternalRevoker>;
       lookup: (nonce: number) => Promise<IssuanceRecord | undefined>;
@@ -59,11 +56,11 @@ export class StatusService {
   ) {}
 
   get ttlSeconds(): number {
-    return this.deps.ttlSeconds;
+    return this.deps.identity.statusLists.ttlSeconds;
   }
 
   uri(partition: number): string {
-    return this.deps.urls.statusList(partition);
+    return this.deps.identity.urls.statusList(partition);
   }
 
   /** The partition's current token: the cached one while fresh, else a newly signed one. */
@@ -77,7 +74,7 @@ export class StatusService {
       record.token &&
       record.etag &&
       record.publishedAt &&
-      now.getTime() - record.publishedAt.getTime() < this.deps.ttlSeconds * 1000
+      now.getTime() - record.publishedAt.getTime() < this.ttlSeconds * 1000
     ) {
       this.deps.telemetry?.emit('statusListServed', { partition, builtAt: record.publishedAt });
       return this.describe(record, record.token, record.etag, record.publishedAt);
@@ -123,18 +120,20 @@ export class StatusService {
     const list = new StatusList(record.size, record.bits);
     for (const { index, status } of statuses) list.set(index, status);
     const iat = Math.floor(now.getTime() / 1000);
-    const key = this.deps.signingKey();
+    const { identification, keys } = this.deps.identity;
+    const key = keys.current().signing;
+    const iss = identification.statusListIssuer;
     const token = await signStatusListToken(
       {
-        ...(this.deps.iss ? { iss: this.deps.iss } : {}),
+        ...(iss ? { iss } : {}),
         sub: this.uri(partition),
         iat,
-        exp: iat + 2 * this.deps.ttlSeconds,
-        ttl: this.deps.ttlSeconds,
+        exp: iat + 2 * this.ttlSeconds,
+        ttl: this.ttlSeconds,
         bits: record.bits,
         lst: list.encode(),
       },
-      { sign: key.sign, ...(this.deps.header?.(key) ?? { kid: key.kid }) },
+      { sign: key.sign, ...identification.header(key) },
     );
     const etag = `"${createHash('sha256').update(token).digest('base64url').slice(0, 32)}"`;
     await this.deps.store.savePartitionToken(

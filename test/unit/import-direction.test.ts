@@ -13,6 +13,11 @@ import { describe, expect, it } from 'vitest';
  */
 const FORMAT_NAMES = /^formats\/(?:names|[^/]+\/(?:names|schema-block))\.ts$/;
 const FORMAT_NAMES_ROOM = 'formats/*/names.ts';
+/**
+ * An issuer's identification mode and public URLs (`IssuerUrls`): the config and the schema loader
+ * read them, below the identity that holds keys and status-list space.
+ */
+const ISSUER_URLS_ROOM = 'identity/issuer-urls.ts';
 
 const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
@@ -27,11 +32,12 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['catalog/', 'issuance/'], // the schema set served (reloadable); the issuance flows and outbox
   ['claims/', 'formats/'], // claims providers; the credential formats (issuer, verifier, status, start-up)
   ['verify/', 'status/', 'service-client/', 'observability/'], // verify/: a relying party's shared checks
+  ['identity/'], // who the issuer is: origin, identification, keys, status-list space, partner
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/', 'workers/'], // workers/: the loop background workers share
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
-  ['identity/'], // who the issuer is: origin, identification mode, partner, every public URL (imports nothing)
+  [ISSUER_URLS_ROOM], // an issuer's identification mode and every public URL (imports nothing)
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
   [FORMAT_NAMES_ROOM], // each format's proof type and schema-file block, and their list
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
@@ -50,7 +56,13 @@ const files = (readdirSync(SRC, { recursive: true }) as string[])
   .sort();
 
 const roomOf = (file: string): string =>
-  FORMAT_NAMES.test(file) ? FORMAT_NAMES_ROOM : file.includes('/') ? `${file.split('/')[0]}/` : file;
+  FORMAT_NAMES.test(file)
+    ? FORMAT_NAMES_ROOM
+    : file === ISSUER_URLS_ROOM
+      ? ISSUER_URLS_ROOM
+      : file.includes('/')
+        ? `${file.split('/')[0]}/`
+        : file;
 const levelOf = new Map(ROOM_ORDER.flatMap((line, level) => line.map((room) => [room, level] as const)));
 
 /** Every relative module a file names: `from '…'`, `import '…'` and `import('…')`, as paths under src/. */

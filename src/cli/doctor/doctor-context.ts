@@ -1,6 +1,6 @@
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../../config/config.js';
-import { type IssuerIdentity, issuerIdentity } from '../../identity/issuer-identity.js';
+import { type IssuerFace, issuerFace } from '../../identity/issuer-identity.js';
 import type { KeyBackend } from '../../keys/key-backend.js';
 import { databaseKeyHolder } from '../../keys/key-holder.js';
 import { type KeyRing, loadKeyRing } from '../../keys/key-ring.js';
@@ -41,7 +41,7 @@ export interface DoctorContext {
   config: Config;
   secrets: Secrets;
   /** The issuer the config describes: the origin and URLs the documents should name. */
-  identity: IssuerIdentity;
+  identity: IssuerFace;
   /** Where the public documents are fetched from, no trailing slash. */
   origin: string;
   /** `--origin` was given. */
@@ -79,7 +79,7 @@ export function doctorContext(
 ): DoctorContext & { close(): Promise<void> } {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const now = options.now ?? new Date();
-  const identity = issuerIdentity(config);
+  const identity = issuerFace(config);
   const origin = (options.origin ?? identity.origin).replace(/\/+$/, '');
   const database = once(() => inspectStore(secrets.database));
   const store = async () => (await database()).store;

@@ -15,7 +15,7 @@ export const sdJwtVc: CredentialFormat = {
   proofType: SD_JWT_VC,
   channels: ['hosted', 'direct', 'oid4vci'],
   async start(deps) {
-    const issuer = new SdJwtVcIssuer(deps.identification, deps.signingKey, deps.vctIntegrity);
+    const issuer = new SdJwtVcIssuer(deps.identity, deps.vctIntegrity);
     return { issuer, close: async () => undefined };
   },
   describeSchema: (schema) => `vct ${schema.sdJwt.vct}`,

@@ -1,9 +1,8 @@
 import type { SdJwtVcPayload } from '@sd-jwt/sd-jwt-vc';
-import type { ManagedKey } from '../../keys/key-ring.js';
+import type { SigningIdentity } from '../../identity/issuer-identity.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
 import { issueSdJwtVc } from './assemble.js';
-import type { IssuerIdentification } from './issuer-identification.js';
 import { SD_JWT_VC } from './names.js';
 
 /** Direct issuance's overrides (docs/interface.md "admin issue-vc"): `IssueInput.options`. */
@@ -23,9 +22,9 @@ export class SdJwtVcIssuer implements Issuer {
   readonly proofType = SD_JWT_VC;
   readonly usesStatusList = true;
 
+  /** `identity`: whose credentials these are (`iss`, JOSE header) and the key they are signed with now. */
   constructor(
-    private readonly identification: IssuerIdentification,
-    private readonly currentKey: () => ManagedKey,
+    private readonly identity: SigningIdentity,
     private readonly vctIntegrity: VctIntegrity = () => undefined,
   ) {}
 
@@ -34,13 +33,13 @@ export class SdJwtVcIssuer implements Issuer {
   }
 
   async issue(input: IssueInput): Promise<IssuedCredential> {
-    const key = this.currentKey();
+    const key = this.identity.keys.current().signing;
     const options = (input.options ?? {}) as SdJwtVcIssueOptions;
     // The loader filled in a schema's default vct (docs/schemas-and-claims.md "The vct").
     const vct = options.vct ?? input.schema.sdJwt.vct;
     const payload: SdJwtVcPayload = {
       ...input.claims,
-      iss: this.identification.iss,
+      iss: this.identity.identification.iss,
       sub: input.holderDid,
       vct,
       iat: Math.floor(input.issuedAt.getTime() / 1000),
@@ -57,7 +56,7 @@ export class SdJwtVcIssuer implements Issuer {
         _sd: Object.keys(input.claims),
       };
     const credential = await issueSdJwtVc(payload, frame, {
-      header: { ...this.identification.header(key) },
+      header: { ...this.identity.identification.header(key) },
       sign: key.sign,
     });
     return { credential, kid: key.kid };

@@ -1,5 +1,8 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { IssuerUrls, issuerIdentity } from '../../../src/identity/issuer-identity.js';
+import { IssuerUrls, issuerFace, issuerIdentity } from '../../../src/identity/issuer-identity.js';
+import { fileKeyHolder } from '../../../src/keys/key-holder.js';
+import { removeDir, tempDir } from '../../helpers/tmp.js';
 
 // docs/interface.md: every public URL of the issuer, byte for byte as published.
 describe('IssuerUrls', () => {
@@ -29,17 +32,40 @@ describe('IssuerUrls', () => {
   });
 });
 
-describe('issuerIdentity', () => {
-  it("is the config's ISSUER_ORIGIN, SD_JWT_ISSUER and partner settings", () => {
-    const identity = issuerIdentity({
-      publicOrigin: 'https://issuer.example',
-      sdJwtIssuer: 'did:web',
-      partnerId: 'p-1',
-      partnerInfoService: 'svc',
-    });
-    expect(identity.origin).toBe('https://issuer.example');
-    expect(identity.mode).toBe('did:web');
-    expect(identity.partner).toEqual({ id: 'p-1', infoService: 'svc' });
-    expect(identity.urls.statusList(0)).toBe('https://issuer.example/statuslist/0');
+describe('issuerFace and issuerIdentity', () => {
+  const settings = {
+    publicOrigin: 'https://issuer.example',
+    sdJwtIssuer: 'did:web',
+    partnerId: 'p-1',
+    partnerInfoService: 'svc',
+    statusList: { partitionSize: 1024, bits: 2, ttlSeconds: 60 },
+  } as const;
+
+  it("is the config's ISSUER_ORIGIN, SD_JWT_ISSUER, STATUS_LIST_* and partner settings", () => {
+    const face = issuerFace(settings);
+    expect(face.origin).toBe('https://issuer.example');
+    expect(face.mode).toBe('did:web');
+    expect(face.partner).toEqual({ id: 'p-1', infoService: 'svc' });
+    expect(face.statusLists).toEqual({ partitionSize: 1024, bits: 2, ttlSeconds: 60 });
+    expect(face.urls.statusList(0)).toBe('https://issuer.example/statuslist/0');
+    // The identification follows the mode and origin: a did:web `iss`, which also signs the lists.
+    expect(face.identification.iss).toBe('did:web:issuer.example');
+    expect(face.identification.statusListIssuer).toBe('did:web:issuer.example');
+  });
+
+  it('signs with the key holder it is given', async () => {
+    const dir = tempDir();
+    try {
+      const keys = await fileKeyHolder(join(dir, 'keys'), true, undefined, 'development');
+      const identity = issuerIdentity(issuerFace(settings), keys);
+      expect(identity.keys).toBe(keys);
+      expect(identity.origin).toBe('https://issuer.example');
+      expect(identity.identification.header(identity.keys.current().signing)).toEqual({
+        kid: `did:web:issuer.example#${keys.current().signing.kid}`,
+      });
+      keys.close();
+    } finally {
+      removeDir(dir);
+    }
   });
 });

@@ -36,13 +36,12 @@ function setup(proofTypes: ProofType[] = ['SD_JWT_VC']) {
   const issuers = new Map(proofTypes.map((p) => [p, new FakeIssuer(p, events)] as const));
   const schemas = bundledSchemas();
   const core = new IssuanceCore({
-    urls: new IssuerUrls(ORIGIN),
+    identity: { urls: new IssuerUrls(ORIGIN), statusLists: { partitionSize: 4, bits: 2, ttlSeconds: 300 } },
     schemas,
     claimsProviders: new Map([['membership-v1', claims]]),
     issuers,
     store,
     outbox: asOutbox(outbox),
-    statusList: { partitionSize: 4, bits: 2 },
     uploadTimeoutMs: 10_000,
     now: () => NOW,
   });

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
-import { generateKey, type ManagedKey } from '../../../src/keys/key-ring.js';
+import { type KeyRing, loadKeyRing } from '../../../src/keys/key-ring.js';
 import { StatusService } from '../../../src/status/status-service.js';
 import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite/index.js';
+import { identityOf } from '../../fixtures/identity.js';
 import { allocateThroughSignAndRecord } from '../../fixtures/status.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
@@ -20,25 +20,23 @@ describe('StatusService token cache', () => {
     const store = openSqliteStore(join(dir, 'issuer.db'));
     cleanup.push(() => removeDir(dir));
     cleanup.push(() => store.close());
-    const key = await generateKey(join(dir, 'keys'), 'credential-signing');
+    const ring = await loadKeyRing(join(dir, 'keys'), { generateIfMissing: true });
     const nonces: number[] = [];
     for (let n = 0; n < 3; n++)
       nonces.push((await allocateThroughSignAndRecord(store.issuances, 16, 2)).revocationNonce);
     let duringSign: (() => void) | undefined;
-    const service = (signingKey: () => ManagedKey = () => key) =>
+    const service = (current: () => KeyRing = () => ring) =>
       new StatusService({
-        urls: new IssuerUrls('https://issuer.example'),
-        ttlSeconds: 300,
+        identity: identityOf('https://issuer.example', current),
         store: store.status,
-        signingKey,
         lookup: (nonce) => store.issuances.getByNonce(nonce),
       });
-    // A signing-key lookup that lets a status change land between reading the statuses and caching.
+    // A key ring lookup that lets a status change land between reading the statuses and caching.
     const racing = service(() => {
       const hook = duringSign;
       duringSign = undefined;
       hook?.();
-      return key;
+      return ring;
     });
     return { store, status: service(), racing, nonces, during: (fn: () => void) => (duringSign = fn) };
   }

@@ -141,7 +141,7 @@ export const statusChangesRoute: RouteFactory = (ctx) => ({
     },
     errors: ['CONFLICT'],
   },
-  handler: startStatusChanges(ctx.statusJobs, ctx.hashEmail, ctx.config.statusList.bits),
+  handler: startStatusChanges(ctx.statusJobs, ctx.hashEmail, ctx.identity.statusLists.bits),
 });
 
 export function startStatusChanges(jobs: StatusJobs, hashEmail: EmailHasher, bits: 1 | 2) {

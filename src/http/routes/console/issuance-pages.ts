@@ -182,7 +182,7 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
     other ? html`<a href="/console/credentials/${encodeURIComponent(other)}"><code>${other}</code></a>` : '—';
   const derived = derivedStatus(record, now);
   const uri = record.statusSlot ? ctx.status.uri(record.statusSlot.partition) : undefined;
-  const twoBits = ctx.config.statusList.bits === 2;
+  const twoBits = ctx.identity.statusLists.bits === 2;
   // The flash after the page reloads says what was done to which credential, not "Done.".
   const DONE = { revoke: 'Revoked', suspend: 'Suspended', unsuspend: 'Unsuspended' } as const;
   const action = (change: 'revoke' | 'suspend' | 'unsuspend', verb: string, warning: string) =>

@@ -201,7 +201,7 @@ export async function keys(p: ConsolePages, _req: Request, res: Response): Promi
     title: 'Keys',
     current: 'keys',
     pages: p.pages,
-    body: html`<p>${backend}. Verifiers find the signing key through <code>SD_JWT_ISSUER=${ctx.config.sdJwtIssuer}</code>.</p>
+    body: html`<p>${backend}. Verifiers find the signing key through <code>SD_JWT_ISSUER=${ctx.identity.mode}</code>.</p>
 ${purposes.map((purpose) => {
   const rows = all.filter((k) => k.purpose === purpose && (k.active || k.published || k.standby));
   return html`<section aria-labelledby="h-${purpose}"><h2 id="h-${purpose}">${purpose}</h2>
@@ -209,7 +209,7 @@ ${purposes.map((purpose) => {
     (k) =>
       html`<tr><td><code>${k.kid}</code></td><td>${k.active ? 'active' : k.standby ? 'standby' : 'retired, still published'}</td><td>${k.alg}</td><td>${when(new Date(k.createdAt))}</td><td>${when(k.retiredAt ? new Date(k.retiredAt) : null)}</td><td>${k.published ? 'yes' : 'no'}</td>${
         purpose === 'credential-signing'
-          ? html`<td>${when('lastCredentialExpiresAt' in k && typeof k.lastCredentialExpiresAt === 'string' ? new Date(k.lastCredentialExpiresAt) : null)}</td><td>${'certificateExpiresAt' in k && typeof k.certificateExpiresAt === 'string' ? when(new Date(k.certificateExpiresAt)) : ctx.config.sdJwtIssuer === 'x5c' ? 'no chain' : 'not in x5c mode'}</td>`
+          ? html`<td>${when('lastCredentialExpiresAt' in k && typeof k.lastCredentialExpiresAt === 'string' ? new Date(k.lastCredentialExpiresAt) : null)}</td><td>${'certificateExpiresAt' in k && typeof k.certificateExpiresAt === 'string' ? when(new Date(k.certificateExpiresAt)) : ctx.identity.mode === 'x5c' ? 'no chain' : 'not in x5c mode'}</td>`
           : ''
       }</tr>`,
   )}</tbody></table>
@@ -262,7 +262,7 @@ export async function schemas(p: ConsolePages, _req: Request, res: Response): Pr
 export async function bulk(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   const { ctx } = p;
   const schemas = ctx.schemas.all().map((s) => s.schemaId);
-  const twoBits = ctx.config.statusList.bits === 2;
+  const twoBits = ctx.identity.statusLists.bits === 2;
   page(res, {
     title: 'Bulk status change',
     current: 'bulk',

@@ -84,7 +84,7 @@ export function didDocument(ctx: AppContext) {
     const { urls, partner } = ctx.identity;
     const did = urls.did;
     const keys = await publishedSigningKeys(
-      ctx.keys.current(),
+      ctx.identity.keys.current(),
       ctx.store.issuances,
       new Date(),
       await compromisedKids(ctx.store.compromisedKeys),
@@ -118,7 +118,7 @@ export function didDocument(ctx: AppContext) {
 export function jwtVcIssuer(ctx: AppContext) {
   return async (_req: Request, res: Response) => {
     const keys = await publishedSigningKeys(
-      ctx.keys.current(),
+      ctx.identity.keys.current(),
       ctx.store.issuances,
       new Date(),
       await compromisedKids(ctx.store.compromisedKeys),
@@ -130,7 +130,7 @@ export function jwtVcIssuer(ctx: AppContext) {
 /** The partner JWT public keys the hosting service checks `kid` against (docs/interface.md). */
 export function partnerJwks(ctx: AppContext) {
   return (_req: Request, res: Response) => {
-    res.json({ keys: ctx.keys.current().partnerKeys.map((k) => publicOnly(k.publicJwk)) });
+    res.json({ keys: ctx.identity.keys.current().partnerKeys.map((k) => publicOnly(k.publicJwk)) });
   };
 }
 
