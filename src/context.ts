@@ -24,6 +24,7 @@ import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
 import { Oid4vciChannel } from './oid4vci/channel.js';
+import { oid4vciTrust } from './oid4vci/x5c-trust.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { loadSchemas } from './schemas/schema-registry.js';
 import { HttpPools } from './service-client/http-json.js';
@@ -306,6 +307,7 @@ export async function createContext(
         hashEmail,
         requireDpop: config.oid4vci.requireDpop,
         dpopNonce: config.oid4vci.dpopNonce,
+        ...oid4vciTrust(config.oid4vci),
       })
     : undefined;
 

@@ -15,6 +15,7 @@ import {
   weakKeyEncryptionKey,
 } from './key-encryption-key.js';
 import { type NamedKey, parseNamedKeys } from './named-keys.js';
+import { type Oid4vciConfig, readOid4vciConfig } from './oid4vci-config.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -100,11 +101,8 @@ export interface Config {
   renewalFinishGraceDays: number;
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
-  /**
-   * OID4VCI: the OpenID4VCI channel (on by default outside production); `requireDpop`:
-   * OID4VCI_REQUIRE_DPOP=1; `dpopNonce`: OID4VCI_DPOP_NONCE.
-   */
-  oid4vci: { enabled: boolean; requireDpop: boolean; dpopNonce: 'required' | 'off' };
+  /** OID4VCI and its settings: the OpenID4VCI channel (on by default outside production). */
+  oid4vci: Oid4vciConfig;
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
   console: {
     enabled: boolean;
@@ -190,6 +188,7 @@ export function loadConfig(
   }
 
   const consoleOrigins = readConsoleOrigins(env, { publicOrigin, port, production }, problems);
+  const oid4vci = readOid4vciConfig(env, { production, cwd }, problems);
 
   const databaseUrl = env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const target = parseDatabaseUrl(databaseUrl, cwd);
@@ -355,11 +354,7 @@ export function loadConfig(
       webhookRetentionDays: env.WEBHOOK_RETENTION_DAYS ?? 30,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs,
-      oid4vci: {
-        enabled: (env.OID4VCI ?? (production ? 'off' : 'on')) === 'on',
-        requireDpop: env.OID4VCI_REQUIRE_DPOP === '1',
-        dpopNonce: env.OID4VCI_DPOP_NONCE ?? 'off',
-      },
+      oid4vci,
       console: {
         enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
         idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,

@@ -210,6 +210,16 @@ export const operationVariables = {
         "`required`: every DPoP proof sent to the OpenID4VCI token and credential endpoints must carry a nonce the server gave (RFC 9449 §8): a proof without one is answered `use_dpop_nonce` with a `DPoP-Nonce` header, and the wallet retries with it. `off`: freshness rests on the proof's `iat` (within 300 s) and its `jti`, remembered in the database. Requests without DPoP are not affected ([interface.md](interface.md#openid4vci-the-wallet-door)).",
       default: '`off`',
     }),
+  OID4VCI_PROFILE: z.enum(['basic', 'haip'], 'OID4VCI_PROFILE must be basic or haip').optional().meta({
+    description:
+      '`haip`: the OpenID4VCI channel holds to the OpenID4VC High Assurance Interoperability Profile ([haip.md](haip.md)): the token endpoint requires a wallet attestation (`OAuth-Client-Attestation`, trusted through `OID4VCI_WALLET_TRUST`), and DPoP with server-provided nonces is required at the token and credential endpoints (as `OID4VCI_REQUIRE_DPOP=1` with `OID4VCI_DPOP_NONCE=required`; setting either to the contrary is refused). `npm run admin -- doctor` lists what else the profile needs. `basic`: the channel as without it; a wallet attestation that is sent is checked when `OID4VCI_WALLET_TRUST` is set.',
+    default: '`basic`',
+  }),
+  OID4VCI_WALLET_TRUST: z.string().min(1).optional().meta({
+    description:
+      "A PEM file of the wallet providers' certificates the OpenID4VCI token endpoint trusts: a wallet attestation (`OAuth-Client-Attestation`, ES256) must carry an `x5c` chain that ends at one of them ([haip.md](haip.md#wallet-attestation)). Required in effect under `OID4VCI_PROFILE=haip`; under `basic` an attestation that is sent is checked when it is set, and ignored when it is not.",
+    default: 'unset',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

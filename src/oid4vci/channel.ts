@@ -1,5 +1,6 @@
 import type { AuthorizationServerMetadata, RequestLike } from '@openid4vc/oauth2';
 import type { IssuerMetadataResult } from '@openid4vc/openid4vci';
+import { ClientAttestationVerifier } from './client-attestation.js';
 import { credential } from './credential.js';
 import { DpopVerifier } from './dpop.js';
 import { protocolLibraries, SIGNING_ALGS } from './library.js';
@@ -24,6 +25,13 @@ export class Oid4vciChannel {
   constructor(deps: Oid4vciChannelDeps) {
     const now = deps.now ?? (() => new Date());
     const libraries = protocolLibraries(deps.urls.origin);
+    const clientAttestation = new ClientAttestationVerifier({
+      issuer: deps.urls.origin,
+      trust: deps.walletTrust,
+      required: deps.profile === 'haip',
+      store: deps.store,
+      now,
+    });
     this.parts = {
       ...libraries,
       deps,
@@ -33,6 +41,8 @@ export class Oid4vciChannel {
         schemas: deps.schemas,
         core: deps.core,
         libraries,
+        profile: deps.profile ?? 'basic',
+        clientAttestation: clientAttestation.accepted,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,
@@ -41,6 +51,7 @@ export class Oid4vciChannel {
         signingAlgs: SIGNING_ALGS,
         now,
       }),
+      clientAttestation,
     };
   }
 

@@ -17,6 +17,13 @@ const refusal =
 export const invalidGrant = refusal(Oauth2ErrorCodes.InvalidGrant);
 export const unsupportedGrantType = refusal(Oauth2ErrorCodes.UnsupportedGrantType);
 
+/**
+ * RFC 6749 §5.2: the client (the wallet) is not authenticated: its attestation is missing,
+ * untrusted, expired or replayed (OAuth 2.0 Attestation-Based Client Authentication).
+ */
+export const invalidClient = (description: string) =>
+  new ProtocolError(401, Oauth2ErrorCodes.InvalidClient, description);
+
 // RFC 9449 §7.1 and §8: DPoP proofs at the token endpoint (the credential endpoint's are 401s).
 export const invalidDpopProof = refusal(Oauth2ErrorCodes.InvalidDpopProof);
 

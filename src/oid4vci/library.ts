@@ -24,7 +24,7 @@ export const random = (bytes: number): string => randomBytes(bytes).toString('ba
  * The JWT checks the libraries call back into: ES256 over a public JWK only (our metadata's
  * `proof_signing_alg_values_supported` and `dpop_signing_alg_values_supported`).
  */
-const verifyJwt: CallbackContext['verifyJwt'] = async (signer, jwt) => {
+export const verifyJwkJwt: CallbackContext['verifyJwt'] = async (signer, jwt) => {
   if (signer.method !== 'jwk' || signer.alg !== 'ES256') return { verified: false };
   const jwk = signer.publicJwk;
   if (jwk.kty !== 'EC' || jwk.crv !== 'P-256' || 'd' in jwk) return { verified: false };
@@ -49,7 +49,7 @@ const callbacks: Omit<CallbackContext, 'decryptJwe' | 'encryptJwe'> = {
     return createHash('sha256').update(data).digest();
   },
   generateRandom: (bytes) => randomBytes(bytes),
-  verifyJwt,
+  verifyJwt: verifyJwkJwt,
   // This channel signs no JWT through the libraries: its tokens are opaque and its credentials
   // are the SD-JWT issuer's.
   signJwt: () => {
@@ -61,6 +61,18 @@ const callbacks: Omit<CallbackContext, 'decryptJwe' | 'encryptJwe'> = {
 export interface ProtocolLibraries {
   issuer: Openid4vciIssuer;
   authorizationServer: Oauth2AuthorizationServer;
+}
+
+/**
+ * The libraries with another JWT check: for attestations, whose signer is a chain to trust anchors
+ * the operator chose (x5c-trust.ts), beside the holder's own keys.
+ */
+export function librariesVerifying(verifyJwt: CallbackContext['verifyJwt']): ProtocolLibraries {
+  const withCheck = { ...callbacks, verifyJwt };
+  return {
+    issuer: new Openid4vciIssuer({ callbacks: withCheck }),
+    authorizationServer: new Oauth2AuthorizationServer({ callbacks: withCheck }),
+  };
 }
 
 export function protocolLibraries(origin: string): ProtocolLibraries {

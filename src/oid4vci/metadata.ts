@@ -5,6 +5,7 @@ import {
   type IssuerMetadataResult,
   Openid4vciVersion,
 } from '@openid4vc/openid4vci';
+import type { Oid4vciProfile } from '../config/oid4vci-config.js';
 import { channelFormat, formatOf } from '../formats/index.js';
 import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
@@ -20,11 +21,17 @@ import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
 /** The format every offered schema is issued in: one credential configuration per such schema. */
 export const PROOF_TYPE: ProofType = channelFormat('oid4vci');
 
+/** OAuth 2.0 Attestation-Based Client Authentication's token endpoint auth method. */
+const ATTESTATION_AUTH = 'attest_jwt_client_auth';
+
 export interface ChannelMetadataDeps {
   urls: IssuerUrls;
   schemas: SchemaRegistry;
   core: IssuanceCore;
   libraries: ProtocolLibraries;
+  profile: Oid4vciProfile;
+  /** The token endpoint takes wallet attestations (client-attestation.ts). */
+  clientAttestation: boolean;
 }
 
 export class ChannelMetadata {
@@ -55,14 +62,20 @@ export class ChannelMetadata {
     return this.deps.core.issues(schema, PROOF_TYPE);
   }
 
-  /** RFC 8414 authorization server metadata: the pre-authorized code grant and its token endpoint. */
+  /**
+   * RFC 8414 authorization server metadata: the pre-authorized code grant and its token endpoint;
+   * `attest_jwt_client_auth` when wallet attestations are taken, the only method under `haip`.
+   */
   authorizationServer(): AuthorizationServerMetadata {
+    const { profile, clientAttestation } = this.deps;
+    const haip = profile === 'haip';
+    const methods = haip ? [ATTESTATION_AUTH] : clientAttestation ? ['none', ATTESTATION_AUTH] : ['none'];
     return this.deps.libraries.authorizationServer.createAuthorizationServerMetadata({
       issuer: this.origin,
       token_endpoint: this.endpoints.token,
       grant_types_supported: [preAuthorizedCodeGrantIdentifier],
-      token_endpoint_auth_methods_supported: ['none'],
-      'pre-authorized_grant_anonymous_access_supported': true,
+      token_endpoint_auth_methods_supported: methods,
+      'pre-authorized_grant_anonymous_access_supported': !haip,
       dpop_signing_alg_values_supported: SIGNING_ALGS,
     });
   }

@@ -1,11 +1,14 @@
+import type { Oid4vciProfile } from '../config/oid4vci-config.js';
 import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Oid4vciStore } from '../store/store.js';
+import type { ClientAttestationVerifier } from './client-attestation.js';
 import type { DpopNonceMode, DpopVerifier } from './dpop.js';
 import type { ProtocolLibraries } from './library.js';
 import type { ChannelMetadata } from './metadata.js';
+import type { X5cTrust } from './x5c-trust.js';
 
 /** What the OpenID4VCI channel is built from (src/context.ts). */
 export interface Oid4vciChannelDeps {
@@ -18,6 +21,10 @@ export interface Oid4vciChannelDeps {
   requireDpop: boolean;
   /** OID4VCI_DPOP_NONCE (RFC 9449 §8); `off` when not given. */
   dpopNonce?: DpopNonceMode;
+  /** OID4VCI_PROFILE; `basic` when not given. */
+  profile?: Oid4vciProfile;
+  /** OID4VCI_WALLET_TRUST: the wallet providers trusted for wallet attestations. */
+  walletTrust?: X5cTrust;
   now?: () => Date;
 }
 
@@ -27,6 +34,7 @@ export interface ChannelParts extends ProtocolLibraries {
   now: () => Date;
   metadata: ChannelMetadata;
   dpop: DpopVerifier;
+  clientAttestation: ClientAttestationVerifier;
 }
 
 /** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */

@@ -26,7 +26,8 @@ function sameDigest(a: string, b: string): boolean {
 /**
  * Token endpoint (OpenID4VCI 1.0 §6, RFC 6749 §5): the pre-authorized code, once, before its
  * offer expires, with the transaction code if the offer has one (at most MAX_TX_CODE_ATTEMPTS
- * compared); DPoP (RFC 9449) checked when sent, required with OID4VCI_REQUIRE_DPOP=1.
+ * compared); DPoP (RFC 9449) checked when sent, required with OID4VCI_REQUIRE_DPOP=1; the wallet
+ * attestation checked when sent, required under OID4VCI_PROFILE=haip.
  */
 export async function token(
   parts: ChannelParts,
@@ -53,6 +54,8 @@ export async function token(
   const dpopJwt = parsed.dpop?.jwt;
   if (deps.requireDpop && !dpopJwt) throw invalidDpopProof('a DPoP proof is required');
   const dpopJkt = dpopJwt ? await dpop.verify({ request, jwt: dpopJwt }) : null;
+  // The wallet attestation (client-attestation.ts): required under OID4VCI_PROFILE=haip.
+  await parts.clientAttestation.verify(request, body.client_id);
   try {
     await authorizationServer.verifyPreAuthorizedCodeAccessTokenRequest({
       authorizationServerMetadata: parts.metadata.authorizationServer(),

@@ -70,7 +70,7 @@ export interface Oid4vciStore {
   /**
    * RFC 9449 §11.1: records a DPoP proof (the digest of its key thumbprint and `jti`) until
    * `expiresAt`; false when it is recorded already and that record has not expired at `now` (a
-   * replay).
+   * replay). A wallet attestation's PoP is remembered here too, under a digest of its own kind.
    */
   rememberDpopProof(proofHash: string, expiresAt: Date, now: Date): Promise<boolean>;
   /** RFC 9449 §8: a server-provided DPoP nonce, accepted in any proof until `expiresAt`. */

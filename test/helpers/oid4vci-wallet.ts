@@ -9,6 +9,7 @@ import {
 import {
   type CallbackContext,
   clientAuthenticationAnonymous,
+  clientAuthenticationClientAttestationJwt,
   HashAlgorithm,
   type Jwk,
   type JwtSignerJwk,
@@ -42,7 +43,12 @@ export function holderKey(): HolderKey {
  * The wallet side of `@openid4vc/openid4vci` (the Openid4vciClient of the OpenWallet Foundation's
  * oid4vc-ts): the only code here is the crypto it asks its host for (ES256 with node:crypto).
  */
-export function openid4vciWallet(keys: HolderKey[], fetchImpl?: typeof fetch): Openid4vciClient {
+export function openid4vciWallet(
+  keys: HolderKey[],
+  fetchImpl?: typeof fetch,
+  /** A wallet attestation (its cnf key among `keys`): the client authenticates with it. */
+  clientAttestationJwt?: string,
+): Openid4vciClient {
   const signJwt: CallbackContext['signJwt'] = (signer, { header, payload }) => {
     if (signer.method !== 'jwk') throw new Error(`signer ${signer.method} not held by this wallet`);
     const key = keys.find((k) => k.publicJwk.x === signer.publicJwk.x);
@@ -51,15 +57,21 @@ export function openid4vciWallet(keys: HolderKey[], fetchImpl?: typeof fetch): O
     const signature = sign('sha256', Buffer.from(input), { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
     return { jwt: `${input}.${signature.toString('base64url')}`, signerJwk: signer.publicJwk };
   };
+  const generateRandom: CallbackContext['generateRandom'] = (n) => randomBytes(n);
   return new Openid4vciClient({
     callbacks: {
       hash: (data, alg) => {
         if (alg !== HashAlgorithm.Sha256) throw new Error(`hash ${alg}`);
         return createHash('sha256').update(data).digest();
       },
-      generateRandom: (n) => randomBytes(n),
+      generateRandom,
       signJwt,
-      clientAuthentication: clientAuthenticationAnonymous(),
+      clientAuthentication: clientAttestationJwt
+        ? clientAuthenticationClientAttestationJwt({
+            clientAttestationJwt,
+            callbacks: { signJwt, generateRandom },
+          })
+        : clientAuthenticationAnonymous(),
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
     },
   });
@@ -70,11 +82,24 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
 /** Every step of the pre-authorized code flow, as a wallet runs it; the credential it received. */
 export async function receiveWithOpenid4vci(
   offerUri: string,
-  options: { txCode?: string; dpop?: HolderKey; holder?: HolderKey; fetch?: typeof fetch } = {},
+  options: {
+    txCode?: string;
+    dpop?: HolderKey;
+    holder?: HolderKey;
+    fetch?: typeof fetch;
+    /** A wallet attestation and the key it attests (the PoP's signer). */
+    clientAttestation?: { jwt: string; key: HolderKey };
+    /** A key attestation sent in the proof's `key_attestation` header. */
+    keyAttestation?: string;
+  } = {},
 ): Promise<{ credential: string; holder: HolderKey; configurationId: string }> {
   const holder = options.holder ?? holderKey();
-  const keys = [holder, ...(options.dpop ? [options.dpop] : [])];
-  const wallet = openid4vciWallet(keys, options.fetch);
+  const keys = [
+    holder,
+    ...(options.dpop ? [options.dpop] : []),
+    ...(options.clientAttestation ? [options.clientAttestation.key] : []),
+  ];
+  const wallet = openid4vciWallet(keys, options.fetch, options.clientAttestation?.jwt);
   const credentialOffer = await wallet.resolveCredentialOffer(offerUri);
   const issuerMetadata = await wallet.resolveIssuerMetadata(credentialOffer.credential_issuer);
   const { accessTokenResponse, dpop } = await wallet.retrievePreAuthorizedCodeAccessTokenFromOffer({
@@ -90,6 +115,7 @@ export async function receiveWithOpenid4vci(
     signer: holder.signer,
     nonce: c_nonce,
     credentialConfigurationId: configurationId,
+    ...(options.keyAttestation ? { keyAttestationJwt: options.keyAttestation } : {}),
   });
   const { credentialResponse } = await wallet.retrieveCredentials({
     issuerMetadata,

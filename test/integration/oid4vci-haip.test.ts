@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Attester, attestationPop, attester, jws, walletAttestation } from '../helpers/attesters.js';
+import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
+import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { type Running, start, stop, writeSchemas } from '../helpers/issuer-modes.js';
+import { type HolderKey, holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
+
+/**
+ * OID4VCI_PROFILE=haip (docs/haip.md) over HTTP on loopback: the `@openid4vc/openid4vci` wallet
+ * client authenticates with a wallet attestation signed by a test wallet provider's CA (generated
+ * here) and uses DPoP with the server's nonces; hostile requests get the specification's error
+ * and issue nothing. Beside it, a `basic` server with OID4VCI_WALLET_TRUST checks an attestation
+ * that is sent and still serves wallets that send none.
+ */
+
+const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
+
+interface Offer {
+  offerUri: string;
+  credentialOffer: { grants: Record<string, { 'pre-authorized_code': string }> };
+}
+
+let provider: Attester;
+let stranger: Attester;
+let haip: Running;
+
+async function offer(on: TestIssuer): Promise<Offer> {
+  const res = await on.admin('/admin/credential-offers', {
+    schemaId: 'membership-v1',
+    userId: 'demo-user-1',
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return (await res.json()) as Offer;
+}
+
+const codeOf = (o: Offer) => o.credentialOffer.grants[PRE_AUTH]!['pre-authorized_code'];
+
+async function expectError(res: Response, status: number, error: string) {
+  const body = (await res.json()) as { error: string; error_description: string };
+  expect({ status: res.status, error: body.error }, body.error_description).toEqual({ status, error });
+  return body.error_description;
+}
+
+async function issuances(on: TestIssuer): Promise<number> {
+  const rows = await queryStore<{ n: number | string }>(
+    on.ctx.store,
+    "SELECT COUNT(*) AS n FROM issuances WHERE channel = 'oid4vci'",
+  );
+  return Number(rows[0]!.n);
+}
+
+function dpopProof(key: HolderKey, htu: string, nonce?: string): string {
+  return jws(
+    { typ: 'dpop+jwt', alg: 'ES256', jwk: key.publicJwk },
+    {
+      htm: 'POST',
+      htu,
+      iat: Math.floor(Date.now() / 1000),
+      jti: randomUUID(),
+      ...(nonce ? { nonce } : {}),
+    },
+    key.privateKey,
+  );
+}
+
+/** A wallet: its attested key, and the attestation its provider gave it. */
+function wallet(by: Attester, options: { sub?: string; expiresIn?: number } = {}) {
+  const key = holderKey();
+  const sub = options.sub ?? `wallet-${randomUUID()}`;
+  const jwt = walletAttestation(by, { sub, cnf: key.publicJwk, expiresIn: options.expiresIn });
+  return { key, sub, jwt };
+}
+
+/** A token request of a hostile wallet, with a DPoP proof carrying the server's nonce. */
+async function tokenRequest(
+  on: Running,
+  code: string,
+  headers: Record<string, string>,
+  form: Record<string, string> = {},
+): Promise<Response> {
+  const url = `${on.issuer.url}/oid4vci/token`;
+  const htu = `${on.origin}/oid4vci/token`;
+  const dpop = holderKey();
+  const body = new URLSearchParams({ grant_type: PRE_AUTH, 'pre-authorized_code': code, ...form }).toString();
+  const send = (nonce?: string) =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        dpop: dpopProof(dpop, htu, nonce),
+        ...headers,
+      },
+      body,
+    });
+  const asked = await send();
+  await expectError(asked.clone(), 400, 'use_dpop_nonce');
+  return send(asked.headers.get('dpop-nonce')!);
+}
+
+beforeAll(async () => {
+  [provider, stranger] = await Promise.all([attester('wallet-provider'), attester('stranger')]);
+  haip = await start('x5c', {
+    OID4VCI: 'on',
+    OID4VCI_PROFILE: 'haip',
+    OID4VCI_WALLET_TRUST: provider.trustFile,
+  });
+}, 120_000);
+afterAll(async () => {
+  if (haip) await stop(haip);
+});
+
+describe('OID4VCI_PROFILE=haip', () => {
+  it('authorization server metadata: wallet attestation is the only client authentication, DPoP ES256', async () => {
+    const meta = (await (
+      await fetch(`${haip.issuer.url}/.well-known/oauth-authorization-server`)
+    ).json()) as Record<string, unknown>;
+    expect(meta).toMatchObject({
+      token_endpoint_auth_methods_supported: ['attest_jwt_client_auth'],
+      'pre-authorized_grant_anonymous_access_supported': false,
+      dpop_signing_alg_values_supported: ['ES256'],
+    });
+  });
+
+  it('a wallet with an attestation and DPoP (the server’s nonces) receives a credential that verifies', async () => {
+    const o = await offer(haip.issuer);
+    const w = wallet(provider);
+    const { credential } = await receiveWithOpenid4vci(o.offerUri, {
+      dpop: holderKey(),
+      clientAttestation: { jwt: w.jwt, key: w.key },
+    });
+    expect((await verifySdJwtVc(haip.origin, credential)).claims).toMatchObject({ givenName: 'Alice' });
+  });
+
+  it('refused with invalid_client: no attestation, untrusted provider, expired, PoP for another audience or key, client_id not its sub; nothing issued', async () => {
+    const before = await issuances(haip.issuer);
+    const o = await offer(haip.issuer);
+    const code = codeOf(o);
+    const aud = haip.origin;
+    const w = wallet(provider);
+    const pop = () => attestationPop(w.key.privateKey, { iss: w.sub, aud });
+    const attested = (jwt: string, popJwt: string) => ({
+      'oauth-client-attestation': jwt,
+      'oauth-client-attestation-pop': popJwt,
+    });
+
+    expect(await expectError(await tokenRequest(haip, code, {}), 401, 'invalid_client')).toMatch(
+      /wallet attestation is required/,
+    );
+    const foreign = wallet(stranger);
+    expect(
+      await expectError(
+        await tokenRequest(
+          haip,
+          code,
+          attested(foreign.jwt, attestationPop(foreign.key.privateKey, { iss: foreign.sub, aud })),
+        ),
+        401,
+        'invalid_client',
+      ),
+    ).toMatch(/not from a trusted wallet provider/);
+    const expired = wallet(provider, { expiresIn: -60 });
+    expect(
+      await expectError(
+        await tokenRequest(
+          haip,
+          code,
+          attested(expired.jwt, attestationPop(expired.key.privateKey, { iss: expired.sub, aud })),
+        ),
+        401,
+        'invalid_client',
+      ),
+    ).toMatch(/exp/);
+    await expectError(
+      await tokenRequest(
+        haip,
+        code,
+        attested(
+          w.jwt,
+          attestationPop(w.key.privateKey, { iss: w.sub, aud: 'https://other-issuer.example' }),
+        ),
+      ),
+      401,
+      'invalid_client',
+    );
+    // A PoP signed by another key than the attested one.
+    await expectError(
+      await tokenRequest(
+        haip,
+        code,
+        attested(w.jwt, attestationPop(holderKey().privateKey, { iss: w.sub, aud })),
+      ),
+      401,
+      'invalid_client',
+    );
+    expect(
+      await expectError(
+        await tokenRequest(haip, code, attested(w.jwt, pop()), { client_id: 'someone-else' }),
+        401,
+        'invalid_client',
+      ),
+    ).toMatch(/client_id/);
+    // A self-signed attestation (its key in a jwk header, no chain) is no wallet provider's.
+    const selfSigned = jws(
+      { alg: 'ES256', typ: 'oauth-client-attestation+jwt', jwk: w.key.publicJwk },
+      JSON.parse(Buffer.from(w.jwt.split('.')[1]!, 'base64url').toString()),
+      w.key.privateKey,
+    );
+    expect(
+      await expectError(await tokenRequest(haip, code, attested(selfSigned, pop())), 401, 'invalid_client'),
+    ).toMatch(/x5c/);
+    expect(await issuances(haip.issuer)).toBe(before);
+
+    // The offer was not used up: the same wallet, with a fresh PoP, gets its token; the PoP
+    // replayed on another offer is refused.
+    const good = pop();
+    expect((await tokenRequest(haip, code, attested(w.jwt, good), { client_id: w.sub })).status).toBe(200);
+    const replay = await tokenRequest(haip, codeOf(await offer(haip.issuer)), attested(w.jwt, good));
+    expect(await expectError(replay, 401, 'invalid_client')).toMatch(/already used/);
+  });
+});
+
+describe('OID4VCI_PROFILE=basic with OID4VCI_WALLET_TRUST', () => {
+  let basic: TestIssuer;
+  beforeAll(async () => {
+    const dir = tempDir();
+    basic = await startIssuer({
+      dir,
+      env: { OID4VCI: 'on', OID4VCI_WALLET_TRUST: provider.trustFile },
+      prepare: async (_d, origin) => {
+        writeSchemas(dir, origin);
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await basic?.close();
+  });
+
+  it('an attestation sent is checked (untrusted: invalid_client); a wallet sending none is served as before', async () => {
+    const meta = (await (
+      await fetch(`${basic.url}/.well-known/oauth-authorization-server`)
+    ).json()) as Record<string, unknown>;
+    expect(meta.token_endpoint_auth_methods_supported).toEqual(['none', 'attest_jwt_client_auth']);
+    const o = await offer(basic);
+    const foreign = wallet(stranger);
+    const res = await fetch(`${basic.url}/oid4vci/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'oauth-client-attestation': foreign.jwt,
+        'oauth-client-attestation-pop': attestationPop(foreign.key.privateKey, {
+          iss: foreign.sub,
+          aud: basic.url,
+        }),
+      },
+      body: new URLSearchParams({ grant_type: PRE_AUTH, 'pre-authorized_code': codeOf(o) }).toString(),
+    });
+    await expectError(res, 401, 'invalid_client');
+    const { credential } = await receiveWithOpenid4vci(o.offerUri);
+    expect((await verifySdJwtVc(basic.url, credential)).claims).toMatchObject({ givenName: 'Alice' });
+    const w = wallet(provider);
+    const attested = await receiveWithOpenid4vci((await offer(basic)).offerUri, {
+      clientAttestation: { jwt: w.jwt, key: w.key },
+    });
+    expect(attested.credential).toContain('~');
+  });
+});

@@ -1,0 +1,62 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/config.js';
+import { ConfigError } from '../../../src/config/env.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+function problems(env: Record<string, string>, cwd = '/srv/issuer'): string[] {
+  try {
+    loadConfig(env, cwd);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  return [];
+}
+
+// docs/configuration.md OID4VCI_PROFILE, OID4VCI_WALLET_TRUST.
+describe('OpenID4VCI settings', () => {
+  it('basic by default, as before: DPoP optional, no nonces, no trust anchors', () => {
+    expect(loadConfig({}, '/srv/issuer').config.oid4vci).toEqual({
+      enabled: true,
+      profile: 'basic',
+      requireDpop: false,
+      dpopNonce: 'off',
+      walletTrust: undefined,
+    });
+  });
+
+  it('haip requires DPoP with server nonces; trust files resolved against the working folder', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'wallets.pem'), '');
+    const { oid4vci } = loadConfig(
+      { OID4VCI_PROFILE: 'haip', OID4VCI_WALLET_TRUST: 'wallets.pem' },
+      dir,
+    ).config;
+    expect(oid4vci).toMatchObject({
+      profile: 'haip',
+      requireDpop: true,
+      dpopNonce: 'required',
+      walletTrust: join(dir, 'wallets.pem'),
+    });
+  });
+
+  it('refuses a setting that contradicts haip, a missing trust file and an unknown profile, one line each', () => {
+    expect(
+      problems({
+        OID4VCI_PROFILE: 'haip',
+        OID4VCI_REQUIRE_DPOP: '0',
+        OID4VCI_DPOP_NONCE: 'off',
+        OID4VCI_WALLET_TRUST: 'nowhere.pem',
+      }),
+    ).toEqual([
+      'OID4VCI_REQUIRE_DPOP: 0 contradicts OID4VCI_PROFILE=haip, which requires DPoP; remove it',
+      'OID4VCI_DPOP_NONCE: off contradicts OID4VCI_PROFILE=haip, which requires server-provided DPoP nonces; remove it',
+      'OID4VCI_WALLET_TRUST: /srv/issuer/nowhere.pem does not exist (a PEM file of trust anchors)',
+    ]);
+    expect(problems({ OID4VCI_PROFILE: 'strict' })).toEqual([
+      'OID4VCI_PROFILE: OID4VCI_PROFILE must be basic or haip',
+    ]);
+  });
+});
