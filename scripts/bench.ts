@@ -19,6 +19,7 @@ import { benchOid4vci } from './bench/oid4vci.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchRenewal } from './bench/renewal.js';
 import { benchScale } from './bench/scale.js';
+import { benchSeams } from './bench/seams.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
 import { benchWebhookParts } from './bench/webhooks.js';
@@ -99,6 +100,9 @@ const sections: Record<string, () => Promise<Row[]>> = {
   scale: benchScale,
   // Hosted issue-vc p99 while an admin reads page 1 (with its total) of BENCH_HISTORY_COUNT_ROWS issuances.
   'history-count': benchHistoryCount,
+  // Hosted issue-vc on PostgreSQL, this checkout beside the commit before the shape work
+  // (BENCH_SEAMS_BASE), alternated in one run: server and backend CPU per issuance, head ÷ base.
+  seams: benchSeams,
   // The admin console's pages over BENCH_CONSOLE_ROWS issuances (default a million), beside /healthz.
   console: benchConsole,
   // The same hosted run on SQLite and on PostgreSQL, each with one and two processes

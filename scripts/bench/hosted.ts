@@ -119,6 +119,11 @@ export async function benchHostedIssueVc(
     /** More environment for the issuer. */
     env?: Record<string, string>;
     /**
+     * Another checkout of the kit to run as the issuer (its `scripts/launch.mjs src/main.ts`, its
+     * own source; default this one). The emulator, claims server and schemas stay this checkout's.
+     */
+    kitDir?: string;
+    /**
      * The issuer's key folder, made on first use and kept (default: a new one per run). Runs on one
      * database share it: the database records the Iden3 identity of the keys that first used it.
      */
@@ -207,6 +212,7 @@ export async function benchHostedIssueVc(
       },
       {
         dir,
+        cwd: options.kitDir,
         entry: options.floor !== undefined ? 'scripts/bench/floor-server.ts' : undefined,
         // BENCH_CPU_PROF=<dir>: the issuer writes a V8 CPU profile there on exit (node --cpu-prof).
         nodeArgs: [

@@ -29,6 +29,8 @@ export async function startBenchServer(
   env: Record<string, string> = {},
   options: {
     dir?: string;
+    /** The kit checkout the issuer runs from (default this one). */
+    cwd?: string;
     nodeArgs?: string[] /** Default: the compiled `src/main.ts`. */;
     entry?: string;
   } = {},
@@ -42,7 +44,7 @@ export async function startBenchServer(
   ]);
   const spawnedAt = performance.now();
   const child = spawn(start.command, start.args, {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env: {
       ...process.env,
       NODE_ENV: 'development',
