@@ -18,7 +18,6 @@ import type { IssuerMetrics } from './observability/metrics.js';
 import type { Oid4vciChannel } from './oid4vci/channel.js';
 import type { SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import type { SchemaRegistry } from './schemas/schema-registry.js';
-import type { TypeMetadataRegistry } from './schemas/type-metadata.js';
 import type { HttpPools } from './service-client/http-json.js';
 import type { ServiceClient } from './service-client/service-client.js';
 import type { StatusJobs } from './status/status-jobs.js';
@@ -33,7 +32,7 @@ import type { Webhooks } from './webhooks/webhooks.js';
  */
 export interface AppContext {
   config: Config;
-  /** Who this issuer is: origin, identification, keys, status-list space, partner, every public URL. */
+  /** Who this issuer is: origin, identification, keys, schema catalogue, status-list space, partner, every public URL. */
   identity: IssuerIdentity;
   /** Outbound HTTP pools (hosting service, `http` claims providers), closed with the context. */
   http: HttpPools;
@@ -46,12 +45,13 @@ export interface AppContext {
   keys: KeyHolder;
   /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;
-  /** The current schema set (a view: a reload swaps what it reads). */
+  /** The current schema set (`identity.catalog.schemas`; a view: a reload swaps what it reads). */
   schemas: SchemaRegistry;
-  /** The schema set and its reload (SIGHUP, `POST /admin/schemas/reload`). */
+  /**
+   * The schema set and its reload (SIGHUP, `POST /admin/schemas/reload`): the identity's catalogue
+   * (`identity.catalog`), with what a process does to it (pin a request, watch, reload).
+   */
   schemaCatalog: SchemaCatalog;
-  /** SD-JWT VC type metadata served at vct URLs under ISSUER_ORIGIN, by vct. */
-  typeMetadata: TypeMetadataRegistry;
   issuers: Map<ProofType, Issuer>;
   /** The credential formats started for this schema set (src/formats/). */
   formats: StartedFormats;

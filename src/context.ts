@@ -7,7 +7,12 @@ import { claimDatabaseEnvironment, developmentStateProblems } from './developmen
 import { startedIden3Issuer } from './formats/iden3-bjj/format.js';
 import { FORMATS } from './formats/index.js';
 import { type StartedFormats, startFormats } from './formats/start.js';
-import { type IssuerIdentity, issuerFace, issuerIdentity } from './identity/issuer-identity.js';
+import {
+  type IssuerIdentity,
+  type IssuerIdentityBeforeCatalog,
+  issuerFace,
+  issuerIdentity,
+} from './identity/issuer-identity.js';
 import { DirectIssuanceService } from './issuance/direct-issuance.js';
 import { emailHasher } from './issuance/email-hash.js';
 import { HostedIssuanceService } from './issuance/hosted-issuance.js';
@@ -120,16 +125,17 @@ export async function createContext(
     }),
     () => void keyBackend.close(),
   );
-  const identity: IssuerIdentity = issuerIdentity(face, keys);
+  // The formats start with the identity before its schema set, which they prepare.
+  const signingIdentity: IssuerIdentityBeforeCatalog = { ...face, keys };
 
   const serviceClient =
     overrides.serviceClient ??
     new ServiceClient(
       () => serviceBaseUrl,
       new PartnerJwtSigner({
-        identity,
+        identity: face,
         partnerId,
-        key: () => identity.keys.current().partner,
+        key: () => keys.current().partner,
       }),
       undefined,
       telemetry,
@@ -177,7 +183,7 @@ export async function createContext(
         config,
         secrets,
         store,
-        identity,
+        identity: signingIdentity,
         vctIntegrity: (vct: string): string | undefined => typeMetadata.get(vct)?.integrity,
         log,
       },
@@ -190,7 +196,7 @@ export async function createContext(
   // Claims providers, type metadata and the formats' prepared schemas, rebuilt together by a reload.
   const schemaSetDeps = {
     schemasDir: config.schemasDir,
-    urls: identity.urls,
+    urls: face.urls,
     claimsStore: store.claims,
     http,
     formats: formats.all,
@@ -200,14 +206,13 @@ export async function createContext(
       keys.close();
       void formats.close();
     }),
-    async () => buildSchemaSet(loadSchemas(config.schemasDir, identity.urls), schemaSetDeps),
+    async () => buildSchemaSet(loadSchemas(config.schemasDir, face.urls), schemaSetDeps),
   );
-  const { schemas, typeMetadata, claimsProviders } = schemaCatalog;
+  const { schemas, typeMetadata } = schemaCatalog;
+  const identity: IssuerIdentity = issuerIdentity(face, keys, schemaCatalog);
 
   const issuance = new IssuanceCore({
     identity,
-    schemas,
-    claimsProviders,
     issuers,
     store: store.issuances,
     outbox,
@@ -215,7 +220,7 @@ export async function createContext(
     log,
     telemetry,
   });
-  const hosted = new HostedIssuanceService({ core: issuance, schemas });
+  const hosted = new HostedIssuanceService({ core: issuance, identity });
 
   const status = new StatusService({
     identity,
@@ -267,7 +272,7 @@ export async function createContext(
     hashEmail,
     renewals: store.renewals,
     sealRecipient: sealing?.seal,
-    schemas,
+    identity,
     service: serviceClient,
     history: store.history,
     status,
@@ -279,7 +284,7 @@ export async function createContext(
   const renewal = new RenewalService({
     core: issuance,
     direct,
-    schemas,
+    identity,
     issuances: store.issuances,
     renewals: store.renewals,
     status,
@@ -322,7 +327,6 @@ export async function createContext(
     store,
     schemas,
     schemaCatalog,
-    typeMetadata,
     issuers,
     formats,
     issuance,

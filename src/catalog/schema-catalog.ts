@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClaimsProvider } from '../claims/claims-provider.js';
+import type { IssuerCatalog } from '../identity/issuer-identity.js';
 import type { Logger } from '../model.js';
 import {
   type LoadedSchema,
@@ -30,7 +31,7 @@ export type ReloadOutcome =
  * mixes two sets inside one request. `reload` builds a new set from the files and swaps it in only
  * when it builds without a problem; otherwise the old set stays and the outcome names every problem.
  */
-export class SchemaCatalog {
+export class SchemaCatalog implements IssuerCatalog {
   #current: SchemaSet;
   readonly #pinned = new AsyncLocalStorage<SchemaSet>();
   #queue: Promise<unknown> = Promise.resolve();

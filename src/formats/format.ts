@@ -1,6 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Config, Secrets } from '../config/config.js';
-import type { IssuerIdentity } from '../identity/issuer-identity.js';
+import type { IssuerIdentityBeforeCatalog } from '../identity/issuer-identity.js';
 import type { Channel, Logger, ProofType } from '../model.js';
 import type { CredentialSchema } from '../schemas/schema-file.js';
 import type { SchemaFileProblem } from '../schemas/schema-registry.js';
@@ -60,7 +60,7 @@ export interface FormatStartDeps {
    * The issuer the format issues for: its origin and public URLs, its identification (`iss` and
    * JOSE header), and its keys (`keys.current().signing`, the ES256 key a rotation swaps).
    */
-  identity: IssuerIdentity;
+  identity: IssuerIdentityBeforeCatalog;
   /** The `vct#integrity` of a type the issuer serves as type metadata (read at issue time). */
   vctIntegrity: (vct: string) => string | undefined;
   log: Logger;

@@ -1,4 +1,7 @@
+import type { ClaimsProvider } from '../claims/claims-provider.js';
 import type { KeyHolder } from '../keys/key-holder.js';
+import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import type { TypeMetadataRegistry } from '../schemas/type-metadata.js';
 import { IssuerIdentification } from './issuer-identification.js';
 import { IssuerUrls, type SdJwtIssuerMode } from './issuer-urls.js';
 
@@ -14,7 +17,27 @@ export { didWebFromOrigin, IssuerUrls, type SdJwtIssuerMode } from './issuer-url
 export interface IssuerIdentity extends IssuerFace {
   /** The key ring this issuer signs with (credentials, status list tokens, partner JWTs) and its backend. */
   readonly keys: KeyHolder;
+  /** The schemas it issues, with their claims sources and served type metadata (reloadable). */
+  readonly catalog: IssuerCatalog;
 }
+
+/**
+ * An issuer's schema set as the services read it: views of the current set, which a reload swaps
+ * whole (src/catalog/schema-catalog.ts builds and reloads it).
+ */
+export interface IssuerCatalog {
+  readonly schemas: SchemaRegistry;
+  /** SD-JWT VC type metadata served at `vct` URLs under the origin, by vct. */
+  readonly typeMetadata: TypeMetadataRegistry;
+  /** One claims source per schema, by schemaId. */
+  readonly claimsProviders: ReadonlyMap<string, ClaimsProvider>;
+}
+
+/**
+ * An identity while its schema set is being built: the formats start with it, and the set is
+ * prepared by the started formats (Iden3's contexts), so the catalogue comes after them.
+ */
+export type IssuerIdentityBeforeCatalog = Omit<IssuerIdentity, 'catalog'>;
 
 /** What a signer reads of an identity: how verifiers find the key, and the current key ring. */
 export type SigningIdentity = Pick<IssuerIdentity, 'identification'> & {
@@ -74,7 +97,7 @@ export function issuerFace(config: IssuerIdentitySettings): IssuerFace {
   };
 }
 
-/** The identity of `face`, signing with `keys` (opened with `face.identification`'s check). */
-export function issuerIdentity(face: IssuerFace, keys: KeyHolder): IssuerIdentity {
-  return { ...face, keys };
+/** The identity of `face`, signing with `keys` (opened with `face.identification`'s check), issuing `catalog`. */
+export function issuerIdentity(face: IssuerFace, keys: KeyHolder, catalog: IssuerCatalog): IssuerIdentity {
+  return { ...face, keys, catalog };
 }

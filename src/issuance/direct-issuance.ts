@@ -3,9 +3,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type HolderPublicKey, parseHolderPublicKey } from '../envelope/index.js';
 import { AppError, type ErrorCode, invalidParameter, upstreamUnavailable } from '../errors.js';
 import { channelFormat } from '../formats/index.js';
+import type { IssuerCatalog } from '../identity/issuer-identity.js';
 import { type AuditActor, HolderDidSchema } from '../model.js';
 import { unknownSchema } from '../schemas/schema-file.js';
-import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
 import { type InitializedUser, UpstreamError } from '../service-client/service-client.js';
 import type { StatusService } from '../status/status-service.js';
 import type { RenewalStore } from '../store/renewal-store.js';
@@ -51,7 +52,8 @@ export interface DirectIssueResult {
 
 export interface DirectIssuanceDeps {
   core: IssuanceCore;
-  schemas: SchemaRegistry;
+  /** The issuer whose schemas these are (its catalogue, read at each request: a reload swaps it). */
+  identity: { readonly catalog: Pick<IssuerCatalog, 'schemas'> };
   service: {
     initializeUser(
       email: string,
@@ -124,7 +126,7 @@ export class DirectIssuanceService {
 
   async issue(req: DirectIssueRequest): Promise<DirectIssueResult> {
     const deadline = Date.now() + this.deadlineMs;
-    const schema = this.deps.schemas.require(req.schemaId);
+    const schema = this.deps.identity.catalog.schemas.require(req.schemaId);
     const recorded = await this.deps.core.untilRecorded(DIRECT, 'direct', () =>
       this.record(req, schema, deadline),
     );
@@ -179,7 +181,7 @@ export class DirectIssuanceService {
     // Known and checked before initialize-user, so a request that cannot succeed creates no account upstream.
     const claims = await this.claimsOf(req, schema);
     if (!claims) throw notEligible(schema.schemaId);
-    this.deps.schemas.assertClaims(schema, claims);
+    this.deps.identity.catalog.schemas.assertClaims(schema, claims);
     if (req.disclosureFrame !== undefined && 'claimsUserId' in req) {
       // The caller's own claims had their frame checked with the body; the provider's only now.
       const problem = disclosureFrameProblems(req.disclosureFrame, claims)[0];
@@ -316,12 +318,12 @@ export class DirectIssuanceService {
 
   /** The schema's `sdJwt.vct`, as loaded (the file's, else the default: docs/schemas-and-claims.md "The vct"). */
   defaultVct(schemaId: string): string | undefined {
-    return this.deps.schemas.get(schemaId)?.sdJwt.vct;
+    return this.deps.identity.catalog.schemas.get(schemaId)?.sdJwt.vct;
   }
 
   /** The schema's credential lifetime (`expiresInSeconds`): the CLI's default `--expiration`. */
   defaultLifetimeSeconds(schemaId: string): number | undefined {
-    return this.deps.schemas.get(schemaId)?.expiresInSeconds;
+    return this.deps.identity.catalog.schemas.get(schemaId)?.expiresInSeconds;
   }
 
   /**
@@ -332,7 +334,7 @@ export class DirectIssuanceService {
   async checkRequest(
     row: DirectClaims & { schemaId: string; disclosureFrame?: Record<string, unknown> | undefined },
   ): Promise<InputProblem[]> {
-    const schema = this.deps.schemas.get(row.schemaId);
+    const schema = this.deps.identity.catalog.schemas.get(row.schemaId);
     if (!schema) return [{ field: 'schemaId', message: unknownSchema(row.schemaId) }];
     if (!this.deps.core.issues(schema, DIRECT))
       return [{ field: 'schemaId', message: `schema ${row.schemaId} is not issued as ${DIRECT}` }];

@@ -2,14 +2,16 @@ import type { JWK } from 'jose';
 import type { ClaimsAnswer } from '../claims/index.js';
 import { type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
 import { AppError } from '../errors.js';
+import type { IssuerCatalog } from '../identity/issuer-identity.js';
 import type { ProofType } from '../model.js';
-import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
 import type { IssuanceRecord } from '../store/store.js';
 import type { IssuanceCore } from './issuance-core.js';
 
 export interface HostedIssuanceDeps {
   core: IssuanceCore;
-  schemas: SchemaRegistry;
+  /** The issuer whose schemas these are (its catalogue, read at each request: a reload swaps it). */
+  identity: { readonly catalog: Pick<IssuerCatalog, 'schemas'> };
   now?: () => Date;
 }
 
@@ -50,7 +52,7 @@ export class HostedIssuanceService {
     schemaId?: string | undefined;
     proofType?: ProofType | undefined;
   }): Promise<PreviewEntry[]> {
-    const candidates = this.deps.schemas
+    const candidates = this.deps.identity.catalog.schemas
       .select({ schemaId: req.schemaId, proofType: req.proofType })
       .filter(({ schema, proofType }) => this.core.issues(schema, proofType));
     const answers = new Map<string, Promise<ClaimsAnswer>>();
@@ -77,7 +79,7 @@ export class HostedIssuanceService {
    * the envelope is stored upstream; throws 502 (after recording) when it is not, and the outbox retries.
    */
   async issueHosted(req: HostedIssueRequest): Promise<IssuanceRecord> {
-    const schema = this.deps.schemas.require(req.schemaId);
+    const schema = this.deps.identity.catalog.schemas.require(req.schemaId);
     const record = await this.core.untilRecorded(req.proofType, 'hosted', () => this.record(schema, req));
     const uploadStart = performance.now();
     const uploaded = await this.core.uploadWithinRequest(record);

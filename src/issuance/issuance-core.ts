@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { type ClaimsAnswer, type ClaimsProvider, ClaimsSourceError } from '../claims/index.js';
+import { type ClaimsAnswer, ClaimsSourceError } from '../claims/index.js';
 import {
   type Envelope,
   type HolderPublicKey,
@@ -10,7 +10,7 @@ import {
 import { AppError, upstreamUnavailable } from '../errors.js';
 import { credentialIssuedEvent } from '../events/builders.js';
 import type { Issuer } from '../formats/issuer.js';
-import type { IssuerIdentity } from '../identity/issuer-identity.js';
+import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.js';
 import type {
   AuditActor,
   Channel as IssuanceChannel,
@@ -20,17 +20,20 @@ import type {
   Telemetry,
 } from '../model.js';
 import { pooledRandomBytes } from '../random-pool.js';
-import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
 import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import type { UploadOutbox } from './outbox.js';
 
 export interface IssuanceCoreDeps {
-  /** The issuer: its status-list space, and where the lists its credentials point at are published. */
-  identity: Pick<IssuerIdentity, 'urls' | 'statusLists'>;
-  schemas: SchemaRegistry;
-  claimsProviders: ReadonlyMap<string, ClaimsProvider>;
+  /**
+   * The issuer: its schemas and their claims sources (read at each issuance: a reload swaps them),
+   * its status-list space, and where the lists its credentials point at are published.
+   */
+  identity: Pick<IssuerIdentity, 'urls' | 'statusLists'> & {
+    readonly catalog: Pick<IssuerCatalog, 'schemas' | 'claimsProviders'>;
+  };
   issuers: Map<ProofType, Issuer>;
   store: IssuanceStore;
   /** Only the in-request attempt is the core's; the outbox's worker runs on its own. */
@@ -176,7 +179,7 @@ export class IssuanceCore {
   }
 
   async lookupClaims(schema: LoadedSchema, userId: string, proofType: ProofType): Promise<ClaimsAnswer> {
-    const provider = this.deps.claimsProviders.get(schema.schemaId);
+    const provider = this.deps.identity.catalog.claimsProviders.get(schema.schemaId);
     if (!provider) throw new AppError('INTERNAL', `no claims provider for ${schema.schemaId}`);
     const started = performance.now();
     const done = (outcome: 'eligible' | 'not_eligible' | 'error') =>
@@ -224,7 +227,7 @@ export class IssuanceCore {
 
   private async signRecord(req: SignRequest): Promise<SignedForResponse> {
     const issuer = req.issuer;
-    if (!req.claimsChecked) this.deps.schemas.assertClaims(req.schema, req.claims);
+    if (!req.claimsChecked) this.deps.identity.catalog.schemas.assertClaims(req.schema, req.claims);
     // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
     const now = wholeSeconds(this.now());
     const expiresAt = wholeSeconds(req.expiresAt);

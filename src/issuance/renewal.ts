@@ -4,9 +4,10 @@ import { hostname } from 'node:os';
 import { AppError, notFound } from '../errors.js';
 import { credentialRenewedEvent } from '../events/builders.js';
 import { channelFormat } from '../formats/index.js';
+import type { IssuerCatalog } from '../identity/issuer-identity.js';
 import type { RecipientSealing } from '../keys/recipient-sealing.js';
 import type { AuditActor, Logger } from '../model.js';
-import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
 import type { StatusService } from '../status/status-service.js';
 import type { RenewalOutcome, RenewalRecord, RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceRecord, IssuanceStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
@@ -35,7 +36,8 @@ export const RENEWAL_FINISH_GRACE_MS = 30 * 86_400_000;
 export interface RenewalDeps {
   core: IssuanceCore;
   direct: DirectIssuanceService;
-  schemas: SchemaRegistry;
+  /** The issuer whose schemas these are (its catalogue, read at each request: a reload swaps it). */
+  identity: { readonly catalog: Pick<IssuerCatalog, 'schemas'> };
   issuances: Pick<IssuanceStore, 'get'>;
   renewals: RenewalStore;
   status: StatusService;
@@ -116,7 +118,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
 
   /** Schemas whose direct credentials the sweep renews. */
   renewedSchemas(): LoadedSchema[] {
-    return this.deps.schemas
+    return this.deps.identity.catalog.schemas
       .all()
       .filter((s) => s.renewal !== undefined && this.deps.core.issues(s, RENEWED));
   }
@@ -231,7 +233,7 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
     const source = await this.deps.renewals.get(credentialId);
     if (source?.outcome === 'renewed')
       throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);
-    const schema = this.deps.schemas.get(previous.schemaId);
+    const schema = this.deps.identity.catalog.schemas.get(previous.schemaId);
     if (!schema || !this.deps.core.issues(schema, RENEWED))
       throw new NotRenewed(`credentialId: schema ${previous.schemaId} is not issued as ${RENEWED} any more`);
     // A renewal cut short (a crash after its credential was recorded) is finished, not started again.

@@ -18,6 +18,10 @@ const FORMAT_NAMES_ROOM = 'formats/*/names.ts';
  * read them, below the identity that holds keys and status-list space.
  */
 const ISSUER_URLS_ROOM = 'identity/issuer-urls.ts';
+/** What a claims source is (`ClaimsProvider`), which the identity's schema catalogue holds one of per schema. */
+const CLAIMS_PROVIDER_ROOM = 'claims/claims-provider.ts';
+/** Files that are rooms of their own, below the rest of their folder. */
+const FILE_ROOMS = new Set([ISSUER_URLS_ROOM, CLAIMS_PROVIDER_ROOM]);
 
 const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
@@ -37,7 +41,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
   ['schemas/', 'store/', 'rate-limit/', 'envelope/', 'workers/'], // workers/: the loop background workers share
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
-  [ISSUER_URLS_ROOM], // an issuer's identification mode and every public URL (imports nothing)
+  [ISSUER_URLS_ROOM, CLAIMS_PROVIDER_ROOM], // an issuer's mode and public URLs; what a claims source is
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
   [FORMAT_NAMES_ROOM], // each format's proof type and schema-file block, and their list
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
@@ -58,8 +62,8 @@ const files = (readdirSync(SRC, { recursive: true }) as string[])
 const roomOf = (file: string): string =>
   FORMAT_NAMES.test(file)
     ? FORMAT_NAMES_ROOM
-    : file === ISSUER_URLS_ROOM
-      ? ISSUER_URLS_ROOM
+    : FILE_ROOMS.has(file)
+      ? file
       : file.includes('/')
         ? `${file.split('/')[0]}/`
         : file;

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IssuerUrls, issuerFace, issuerIdentity } from '../../../src/identity/issuer-identity.js';
 import { fileKeyHolder } from '../../../src/keys/key-holder.js';
+import { bundledSchemas } from '../../fakes/issuance.js';
 import { removeDir, tempDir } from '../../helpers/tmp.js';
 
 // docs/interface.md: every public URL of the issuer, byte for byte as published.
@@ -53,12 +54,14 @@ describe('issuerFace and issuerIdentity', () => {
     expect(face.identification.statusListIssuer).toBe('did:web:issuer.example');
   });
 
-  it('signs with the key holder it is given', async () => {
+  it('signs with the key holder and issues the schema catalogue it is given', async () => {
     const dir = tempDir();
     try {
       const keys = await fileKeyHolder(join(dir, 'keys'), true, undefined, 'development');
-      const identity = issuerIdentity(issuerFace(settings), keys);
+      const catalog = { schemas: bundledSchemas(), typeMetadata: new Map(), claimsProviders: new Map() };
+      const identity = issuerIdentity(issuerFace(settings), keys, catalog);
       expect(identity.keys).toBe(keys);
+      expect(identity.catalog).toBe(catalog);
       expect(identity.origin).toBe('https://issuer.example');
       expect(identity.identification.header(identity.keys.current().signing)).toEqual({
         kid: `did:web:issuer.example#${keys.current().signing.kid}`,

@@ -35,17 +35,20 @@ function setup(proofTypes: ProofType[] = ['SD_JWT_VC']) {
   const claims = new FakeClaimsProvider(events);
   const issuers = new Map(proofTypes.map((p) => [p, new FakeIssuer(p, events)] as const));
   const schemas = bundledSchemas();
+  const identity = {
+    urls: new IssuerUrls(ORIGIN),
+    statusLists: { partitionSize: 4, bits: 2, ttlSeconds: 300 } as const,
+    catalog: { schemas, claimsProviders: new Map([['membership-v1', claims]]) },
+  };
   const core = new IssuanceCore({
-    identity: { urls: new IssuerUrls(ORIGIN), statusLists: { partitionSize: 4, bits: 2, ttlSeconds: 300 } },
-    schemas,
-    claimsProviders: new Map([['membership-v1', claims]]),
+    identity,
     issuers,
     store,
     outbox: asOutbox(outbox),
     uploadTimeoutMs: 10_000,
     now: () => NOW,
   });
-  const service = new HostedIssuanceService({ core, schemas, now: () => NOW });
+  const service = new HostedIssuanceService({ core, identity, now: () => NOW });
   claims.answers.set('ada', { eligible: true, credentialSubject: { ...MEMBER_CLAIMS } });
   const sdJwt = issuers.get('SD_JWT_VC')!;
   return { events, store, outbox, claims, issuers, sdJwt, service };

@@ -48,13 +48,13 @@ export const claimsRoute: RouteFactory = (ctx) => ({
  * `POST /admin/claims` (kit extension; the "sqlite" claims provider of docs/schemas-and-claims.md,
  * filled by `admin claims import`): upserts claims records after checking every one; nothing is written if any is bad.
  */
-export function importClaims(ctx: Pick<AppContext, 'schemas'> & { store: Pick<Store, 'claims'> }) {
+export function importClaims(ctx: Pick<AppContext, 'identity'> & { store: Pick<Store, 'claims'> }) {
   return async (req: Request, res: Response) => {
     const body = parseInput(ClaimsImportBodySchema, req.body);
     const badSchema: InputProblem[] = [];
     const badClaims: InputProblem[] = [];
     body.records.forEach((r, i) => {
-      const schema = ctx.schemas.get(r.schemaId);
+      const schema = ctx.identity.catalog.schemas.get(r.schemaId);
       if (!schema) badSchema.push({ field: `records.${i}.schemaId`, message: unknownSchema(r.schemaId) });
       else if (schema.claims.provider !== 'sqlite')
         badSchema.push({

@@ -74,7 +74,7 @@ export async function issuances(p: ConsolePages, req: Request, res: Response): P
     results = problem(err.message);
     status = 400;
   }
-  const schemas = ctx.schemas.all().map((s) => s.schemaId);
+  const schemas = ctx.identity.catalog.schemas.all().map((s) => s.schemaId);
   const option = (name: string, value: string, label = value) =>
     html`<option value="${value}"${form[name] === value ? html` selected` : ''}>${label}</option>`;
   page(res, {

@@ -226,7 +226,7 @@ ${purposes.map((purpose) => {
 /** Schemas: the loaded credential types, their claims source, the last reload's refused files; reload. */
 export async function schemas(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   const { ctx } = p;
-  const loaded = ctx.schemas.all();
+  const loaded = ctx.identity.catalog.schemas.all();
   const last = ctx.schemaCatalog.lastReload();
   page(res, {
     title: 'Schemas',
@@ -261,7 +261,7 @@ export async function schemas(p: ConsolePages, _req: Request, res: Response): Pr
  */
 export async function bulk(p: ConsolePages, _req: Request, res: Response): Promise<void> {
   const { ctx } = p;
-  const schemas = ctx.schemas.all().map((s) => s.schemaId);
+  const schemas = ctx.identity.catalog.schemas.all().map((s) => s.schemaId);
   const twoBits = ctx.identity.statusLists.bits === 2;
   page(res, {
     title: 'Bulk status change',

@@ -29,7 +29,7 @@ export const TypeMetadataSchema = z.object({
  * served by `currentTypeMetadata` (below), from the schema set current at each request.
  */
 export const typeMetadataRoutes: RouteFactory = (ctx) =>
-  [...ctx.typeMetadata.values()].map((served) => ({
+  [...ctx.identity.catalog.typeMetadata.values()].map((served) => ({
     method: 'get',
     path: served.path,
     group: 'public',
