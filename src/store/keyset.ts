@@ -92,6 +92,28 @@ export function splitFilters<T extends FilterTerm<unknown>>(
   };
 }
 
+/** A keyset read's statements: the page (`limit + 1` rows), where a bounded scan ended, the total. */
+export interface KeysetStatements<S> {
+  page: S;
+  /** Read only when the page holds at most `limit` rows (it ended early). */
+  scanEnd?: S | undefined;
+  count: S;
+}
+
+/** How an engine's rows become a page: a row's sort key, the scan end's, and the row's record. */
+export interface KeysetRows<Row, End, Key, Rec> {
+  key: (row: Row) => Key;
+  endKey: (end: End) => Key;
+  record: (row: Row) => Rec;
+}
+
+/** A page of records, the sort key the next starts after, and the total when it was asked for. */
+export interface KeysetPage<Rec, Key> {
+  records: Rec[];
+  next: Key | null;
+  total?: number | undefined;
+}
+
 /**
  * A page from `limit + 1` rows read in sort order: the extra row only says that more follow. The
  * next page starts after the last row kept; `scanEnd` is where a bounded read stopped when it

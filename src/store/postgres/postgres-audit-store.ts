@@ -1,7 +1,8 @@
 import type { AuditAction } from '../../model.js';
-import { type FilterTerm, type PgStatement, pageOf, SCAN_LIMIT, splitFilters } from '../keyset.js';
+import { type FilterTerm, type PgStatement, SCAN_LIMIT, splitFilters } from '../keyset.js';
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
-import { type PgPool, type Queryable, withTransaction } from './database.js';
+import type { PgPool, Queryable } from './database.js';
+import { readKeysetPage } from './keyset-read.js';
 
 /** One audit row on `q`: the pool, or a client inside the transaction of the change it records. */
 export async function insertAudit(q: Queryable, entry: AuditEntry): Promise<void> {
@@ -21,29 +22,11 @@ export class PostgresAuditStore implements AuditStore {
   }
 
   async list(q: AuditQuery): Promise<AuditPage> {
-    const { page, scanEnd, count } = auditStatements(q);
-    return withTransaction(
-      this.pool,
-      async (client): Promise<AuditPage> => {
-        const { rows } = await client.query<AuditRow>(page.text, page.values);
-        let end: number | null = null;
-        if (scanEnd && rows.length <= q.limit) {
-          const found = await client.query<{ id: string }>(scanEnd.text, scanEnd.values);
-          end = found.rows[0] ? Number(found.rows[0].id) : null;
-        }
-        const { rows: kept, next } = pageOf(
-          rows,
-          q.limit,
-          (r) => Number(r.id),
-          () => end,
-        );
-        const records = kept.map(toEntry);
-        if (!q.total) return { records, next };
-        const total = await client.query<{ n: number }>(count.text, count.values);
-        return { records, next, total: total.rows[0]?.n ?? 0 };
-      },
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-    );
+    return readKeysetPage<AuditRow, { id: string }, number, AuditEntry>(this.pool, auditStatements(q), q, {
+      key: (r) => Number(r.id),
+      endKey: (r) => Number(r.id),
+      record: toEntry,
+    });
   }
 
   async trail(targets: string[], limit: number): Promise<AuditEntry[]> {

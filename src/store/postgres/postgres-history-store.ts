@@ -3,7 +3,6 @@ import {
   type FilterTerm,
   type PgStatement,
   PROOF_FILTER_SQL,
-  pageOf,
   SCAN_LIMIT,
   splitFilters,
   statusFilterSql,
@@ -18,7 +17,8 @@ import type {
   IssuanceSummary,
   RenewalLinks,
 } from '../store.js';
-import { type PgPool, withTransaction } from './database.js';
+import type { PgPool } from './database.js';
+import { readKeysetPage } from './keyset-read.js';
 import { rowToSummary, SUMMARY_COLUMNS, type SummaryRow } from './rows.js';
 
 /**
@@ -159,24 +159,11 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
   constructor(private readonly pool: PgPool) {}
 
   async list(q: HistoryQuery): Promise<HistoryPage> {
-    const { page, scanEnd, count } = historyStatements(q);
-    // One snapshot: the page, where it ends and the total describe the same instant.
-    return withTransaction(
+    return readKeysetPage<KeyedRow, { created_at: Date; seq: string }, HistoryCursor, IssuanceSummary>(
       this.pool,
-      async (client): Promise<HistoryPage> => {
-        const { rows } = await client.query<KeyedRow>(page.text, page.values);
-        let end: HistoryCursor | null = null;
-        if (scanEnd && rows.length <= q.limit) {
-          const found = await client.query<{ created_at: Date; seq: string }>(scanEnd.text, scanEnd.values);
-          end = found.rows[0] ? keyOf(found.rows[0]) : null;
-        }
-        const { rows: kept, next } = pageOf(rows, q.limit, keyOf, () => end);
-        const records = kept.map(rowToSummary);
-        if (!q.total) return { records, next };
-        const total = await client.query<{ n: number }>(count.text, count.values);
-        return { records, next, total: total.rows[0]?.n ?? 0 };
-      },
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+      historyStatements(q),
+      q,
+      { key: keyOf, endKey: keyOf, record: rowToSummary },
     );
   }
 

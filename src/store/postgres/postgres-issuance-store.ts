@@ -76,20 +76,24 @@ export class PostgresIssuanceStore implements IssuanceStore {
     return this.writes.drain();
   }
 
-  async get(credentialId: string): Promise<IssuanceRecord | undefined> {
-    const { rows } = await this.pool.query<IssuanceRow>({
-      name: 'pg-get-issuance',
-      text: `${RECORD_SELECT} WHERE i.credential_id = $1`,
-      values: [credentialId],
-    });
-    return rows[0] ? rowToIssuance(rows[0]) : undefined;
+  get(credentialId: string): Promise<IssuanceRecord | undefined> {
+    return this.recordWhere('pg-get-issuance', 'i.credential_id', credentialId);
   }
 
-  async getByNonce(nonce: number): Promise<IssuanceRecord | undefined> {
+  getByNonce(nonce: number): Promise<IssuanceRecord | undefined> {
+    return this.recordWhere('pg-get-by-nonce', 'i.revocation_nonce', nonce);
+  }
+
+  /** The record whose unique `column` is `value`, by a prepared statement of that `name`. */
+  private async recordWhere(
+    name: string,
+    column: 'i.credential_id' | 'i.revocation_nonce',
+    value: string | number,
+  ): Promise<IssuanceRecord | undefined> {
     const { rows } = await this.pool.query<IssuanceRow>({
-      name: 'pg-get-by-nonce',
-      text: `${RECORD_SELECT} WHERE i.revocation_nonce = $1`,
-      values: [nonce],
+      name,
+      text: `${RECORD_SELECT} WHERE ${column} = $1`,
+      values: [value],
     });
     return rows[0] ? rowToIssuance(rows[0]) : undefined;
   }

@@ -74,19 +74,12 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     return rowCount === 1;
   }
 
-  async createNonce(nonce: string, expiresAt: Date): Promise<void> {
-    await this.pool.query('INSERT INTO oid4vci_nonces (nonce, expires_at) VALUES ($1, $2)', [
-      nonce,
-      expiresAt.getTime(),
-    ]);
+  createNonce(nonce: string, expiresAt: Date): Promise<void> {
+    return this.insertNonce('oid4vci_nonces', nonce, expiresAt);
   }
 
-  async takeNonce(nonce: string): Promise<Date | undefined> {
-    const { rows } = await this.pool.query<{ expires_at: string }>(
-      'DELETE FROM oid4vci_nonces WHERE nonce = $1 RETURNING expires_at',
-      [nonce],
-    );
-    return rows[0] ? new Date(Number(rows[0].expires_at)) : undefined;
+  takeNonce(nonce: string): Promise<Date | undefined> {
+    return this.nonceExpiry('DELETE FROM oid4vci_nonces WHERE nonce = $1 RETURNING expires_at', nonce);
   }
 
   async rememberDpopProof(proofHash: string, expiresAt: Date, now: Date): Promise<boolean> {
@@ -101,18 +94,28 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     return rowCount === 1;
   }
 
-  async createDpopNonce(nonce: string, expiresAt: Date): Promise<void> {
-    await this.pool.query('INSERT INTO oid4vci_dpop_nonces (nonce, expires_at) VALUES ($1, $2)', [
+  createDpopNonce(nonce: string, expiresAt: Date): Promise<void> {
+    return this.insertNonce('oid4vci_dpop_nonces', nonce, expiresAt);
+  }
+
+  dpopNonceExpiry(nonce: string): Promise<Date | undefined> {
+    return this.nonceExpiry('SELECT expires_at FROM oid4vci_dpop_nonces WHERE nonce = $1', nonce);
+  }
+
+  private async insertNonce(
+    table: 'oid4vci_nonces' | 'oid4vci_dpop_nonces',
+    nonce: string,
+    expiresAt: Date,
+  ): Promise<void> {
+    await this.pool.query(`INSERT INTO ${table} (nonce, expires_at) VALUES ($1, $2)`, [
       nonce,
       expiresAt.getTime(),
     ]);
   }
 
-  async dpopNonceExpiry(nonce: string): Promise<Date | undefined> {
-    const { rows } = await this.pool.query<{ expires_at: string }>(
-      'SELECT expires_at FROM oid4vci_dpop_nonces WHERE nonce = $1',
-      [nonce],
-    );
+  /** The `expires_at` (epoch milliseconds, a bigint string from pg) of the nonce row `sql` returns. */
+  private async nonceExpiry(sql: string, nonce: string): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ expires_at: string }>(sql, [nonce]);
     return rows[0] ? new Date(Number(rows[0].expires_at)) : undefined;
   }
 

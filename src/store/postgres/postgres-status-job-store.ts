@@ -1,5 +1,6 @@
 import { statusChangeEvent } from '../../events/builders.js';
 import type { StatusChange } from '../../model.js';
+import { type StatusJobColumns, type StatusJobItemColumns, statusJobFromRow } from '../status-job-row.js';
 import {
   type ChunkOutcome,
   type ExternalItem,
@@ -9,55 +10,15 @@ import {
   SelectionChanged,
   type StatusJobRecord,
   type StatusJobSelector,
-  type StatusJobState,
   type StatusJobStore,
   selectorJson,
 } from '../status-job-store.js';
-import type { CredentialStatus } from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
 
-interface JobRow {
-  id: string;
-  change: StatusChange;
-  selector: string;
-  reason: string;
-  actor: string;
-  state: StatusJobState;
-  total: number;
-  done: number;
-  failed: number;
-  cursor: string | null;
-  lease_owner: string | null;
-  error: string | null;
-  attempts: number;
-  created_at: Date;
-  finished_at: Date | null;
-}
-
-interface ItemRow {
-  credential_id: string;
-  revocation_nonce: string | null;
-  proof_type: string | null;
-  status: CredentialStatus | null;
-  status_partition: number | null;
-  bits: number | null;
-}
-
-const toJob = (r: JobRow): StatusJobRecord => ({
-  id: r.id,
-  change: r.change,
-  selector: r.selector,
-  reason: r.reason,
-  actor: r.actor,
-  state: r.state,
-  total: r.total,
-  done: r.done,
-  failed: r.failed,
-  error: r.error,
-  createdAt: r.created_at,
-  finishedAt: r.finished_at,
-});
+type JobRow = StatusJobColumns<Date>;
+type ItemRow = StatusJobItemColumns<string>;
+const toJob = (r: JobRow): StatusJobRecord => statusJobFromRow(r, (t) => t);
 
 /** The WHERE clause over `issuances` of a selector, its parameters numbered from `$first`. */
 export function selectorWhere(s: StatusJobSelector, first = 1): { sql: string; values: unknown[] } {

@@ -1,5 +1,11 @@
 import { pageOf } from '../keyset.js';
 import {
+  DELIVERY_COLUMNS,
+  type WebhookDeliveryColumns,
+  type WebhookEndpointColumns,
+  webhookRowReaders,
+} from '../webhook-row.js';
+import {
   type DeliveredMarks,
   type DeliveryQuery,
   type NewWebhookEndpoint,
@@ -9,70 +15,19 @@ import {
   pruneRange,
   subscribes,
   type WebhookDeliveryRecord,
-  type WebhookDeliveryState,
   type WebhookEndpointRecord,
   type WebhookStore,
 } from '../webhook-store.js';
 import { type PgPool, withTransaction } from './database.js';
 
-interface EndpointRow {
-  id: string;
-  url: string;
-  events: string;
-  description: string | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_until: Date | null;
-  created_at: Date;
-}
+type EndpointRow = WebhookEndpointColumns<Date, Date>;
+type DeliveryRow = WebhookDeliveryColumns<Date, Date, string>;
 
-interface DeliveryRow {
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  type: string;
-  data: string;
-  seq: string;
-  event_at: Date;
-  state: WebhookDeliveryState;
-  attempts: number;
-  next_attempt_at: Date | null;
-  last_status: number | null;
-  last_error: string | null;
-  delivered_at: Date | null;
-  created_at: Date;
-}
-
-const toEndpoint = (r: EndpointRow): WebhookEndpointRecord => ({
-  id: r.id,
-  url: r.url,
-  events: JSON.parse(r.events) as string[],
-  description: r.description,
-  secret: r.secret,
-  previousSecret: r.previous_secret,
-  previousUntil: r.previous_until,
-  createdAt: r.created_at,
+const { endpoint: toEndpoint, delivery: toDelivery } = webhookRowReaders<Date, Date, string>({
+  time: (d) => d,
+  epoch: (d) => d,
+  seq: Number,
 });
-
-const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
-  id: r.id,
-  endpointId: r.endpoint_id,
-  eventId: r.event_id,
-  type: r.type,
-  data: r.data,
-  sequence: Number(r.seq),
-  eventAt: r.event_at,
-  state: r.state,
-  attempts: r.attempts,
-  nextAttemptAt: r.next_attempt_at,
-  lastStatus: r.last_status,
-  lastError: r.last_error,
-  deliveredAt: r.delivered_at,
-  createdAt: r.created_at,
-});
-
-const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
-  d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
 
 /**
  * The SQL that writes one event inside the statement of its change, while an endpoint exists:
@@ -218,19 +173,19 @@ export class PostgresWebhookStore implements WebhookStore {
   }
 
   async retryDelivery(id: string, now: Date): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, lease_until = NULL
-       WHERE id = $2 AND state = 'failed'`,
-      [now, id],
-    );
-    return rowCount === 1;
+    return (await this.requeueFailed('id', id, now)) === 1;
   }
 
   async retryFailedDeliveries(endpointId: string, now: Date): Promise<number> {
+    return this.requeueFailed('endpoint_id', endpointId, now);
+  }
+
+  /** Failed deliveries (one by id, or an endpoint's) pending again from attempt 0, due `now`. */
+  private async requeueFailed(column: 'id' | 'endpoint_id', value: string, now: Date): Promise<number> {
     const { rowCount } = await this.pool.query(
       `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $1, lease_until = NULL
-       WHERE endpoint_id = $2 AND state = 'failed'`,
-      [now, endpointId],
+       WHERE ${column} = $2 AND state = 'failed'`,
+      [now, value],
     );
     return rowCount ?? 0;
   }

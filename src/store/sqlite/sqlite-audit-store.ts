@@ -1,7 +1,8 @@
 import type { AuditAction } from '../../model.js';
-import { type FilterTerm, pageOf, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
+import { type FilterTerm, SCAN_LIMIT, type SqliteStatement, splitFilters } from '../keyset.js';
 import type { AuditEntry, AuditPage, AuditQuery, AuditStore, MetaStore } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import { readKeysetPage } from './keyset-read.js';
 import type { SqliteReader } from './sqlite-reader.js';
 
 export interface AuditRow {
@@ -47,40 +48,17 @@ export class SqliteAuditStore implements AuditStore {
   }
 
   async list(q: AuditQuery): Promise<AuditPage> {
-    const { page, scanEnd, count } = auditStatements(q);
-    // docs/interface.md "Paging": a total or an OFFSET page reads every entry it matches or skips.
-    if (this.reader && (q.total || q.page !== undefined)) {
-      const read = await this.reader.read<AuditRow, { id: number }>({
-        page,
-        scanEnd,
-        count: q.total ? count : undefined,
-        limit: q.limit,
-      });
-      const { rows: kept, next } = pageOf(
-        read.rows,
-        q.limit,
-        (r) => r.id,
-        () => read.end?.id ?? null,
-      );
-      const records = kept.map(toEntry);
-      return read.n === undefined ? { records, next } : { records, next, total: read.n };
-    }
-    const read = this.db.transaction((): AuditPage => {
-      const rows = this.db.prepare<Params, AuditRow>(page.sql).all(page.params);
-      const { rows: kept, next } = pageOf(
-        rows,
-        q.limit,
-        (r) => r.id,
-        () =>
-          scanEnd
-            ? (this.db.prepare<Params, { id: number }>(scanEnd.sql).get(scanEnd.params)?.id ?? null)
-            : null,
-      );
-      const records = kept.map(toEntry);
-      if (!q.total) return { records, next };
-      return { records, next, total: this.db.prepare<Params, { n: number }>(count.sql).get(count.params)!.n };
-    });
-    return read.deferred();
+    return readKeysetPage<AuditRow, { id: number }, number, AuditEntry>(
+      this.db,
+      this.reader,
+      auditStatements(q),
+      q,
+      {
+        key: (r) => r.id,
+        endKey: (r) => r.id,
+        record: toEntry,
+      },
+    );
   }
 
   async trail(targets: string[], limit: number): Promise<AuditEntry[]> {

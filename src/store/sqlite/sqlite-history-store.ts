@@ -2,7 +2,6 @@ import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
 import {
   type FilterTerm,
   PROOF_FILTER_SQL,
-  pageOf,
   SCAN_LIMIT,
   type SqliteStatement,
   splitFilters,
@@ -20,6 +19,7 @@ import type {
   RenewalLinks,
 } from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import { readKeysetPage } from './keyset-read.js';
 import { rowToSummary, type SummaryRow } from './sqlite-issuance-rows.js';
 import type { SqliteReader } from './sqlite-reader.js';
 
@@ -167,37 +167,13 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
   }
 
   async list(q: HistoryQuery): Promise<HistoryPage> {
-    const { page, scanEnd, count } = historyStatements(q);
-    // docs/interface.md "Paging": a total or an OFFSET page reads every row it matches or skips.
-    if (this.reader && (q.total || q.page !== undefined)) {
-      const read = await this.reader.read<KeyedRow, { created_at: string; row_key: number }>({
-        page,
-        scanEnd,
-        count: q.total ? count : undefined,
-        limit: q.limit,
-      });
-      const { rows: kept, next } = pageOf(read.rows, q.limit, keyOf, () =>
-        read.end ? keyOf(read.end) : null,
-      );
-      const records = kept.map(rowToSummary);
-      return read.n === undefined ? { records, next } : { records, next, total: read.n };
-    }
-    const read = this.db.transaction((): HistoryPage => {
-      const rows = this.db.prepare<Params, KeyedRow>(page.sql).all(page.params);
-      const { rows: kept, next } = pageOf(rows, q.limit, keyOf, () => {
-        if (!scanEnd) return null;
-        const end = this.db
-          .prepare<Params, { created_at: string; row_key: number }>(scanEnd.sql)
-          .get(scanEnd.params);
-        return end ? keyOf(end) : null;
-      });
-      const records = kept.map(rowToSummary);
-      if (!q.total) return { records, next };
-      const total = this.db.prepare<Params, { n: number }>(count.sql).get(count.params)!.n;
-      return { records, next, total };
-    });
-    // One read transaction: the page, where it ends and the total describe the same snapshot.
-    return read.deferred();
+    return readKeysetPage<KeyedRow, { created_at: string; row_key: number }, HistoryCursor, IssuanceSummary>(
+      this.db,
+      this.reader,
+      historyStatements(q),
+      q,
+      { key: keyOf, endKey: keyOf, record: rowToSummary },
+    );
   }
 
   async renewalLinks(credentialIds: string[]): Promise<Map<string, RenewalLinks>> {

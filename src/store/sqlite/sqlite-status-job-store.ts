@@ -1,5 +1,6 @@
 import { statusChangeEvent } from '../../events/builders.js';
 import type { StatusChange } from '../../model.js';
+import { type StatusJobColumns, type StatusJobItemColumns, statusJobFromRow } from '../status-job-row.js';
 import {
   type ChunkOutcome,
   type ExternalItem,
@@ -9,57 +10,16 @@ import {
   SelectionChanged,
   type StatusJobRecord,
   type StatusJobSelector,
-  type StatusJobState,
   type StatusJobStore,
   selectorJson,
 } from '../status-job-store.js';
-import type { CredentialStatus } from '../store.js';
 import type { SqliteDatabase } from './database.js';
 import { SqliteAuditStore } from './sqlite-audit-store.js';
 import { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
-interface JobRow {
-  id: string;
-  change: StatusChange;
-  selector: string;
-  reason: string;
-  actor: string;
-  state: StatusJobState;
-  total: number;
-  done: number;
-  failed: number;
-  cursor: string | null;
-  lease_owner: string | null;
-  lease_until: number | null;
-  error: string | null;
-  attempts: number;
-  created_at: string;
-  finished_at: string | null;
-}
-
-interface ItemRow {
-  credential_id: string;
-  revocation_nonce: number | null;
-  proof_type: string | null;
-  status: CredentialStatus | null;
-  status_partition: number | null;
-  bits: number | null;
-}
-
-const toJob = (r: JobRow): StatusJobRecord => ({
-  id: r.id,
-  change: r.change,
-  selector: r.selector,
-  reason: r.reason,
-  actor: r.actor,
-  state: r.state,
-  total: r.total,
-  done: r.done,
-  failed: r.failed,
-  error: r.error,
-  createdAt: new Date(r.created_at),
-  finishedAt: r.finished_at === null ? null : new Date(r.finished_at),
-});
+type JobRow = StatusJobColumns<string> & { lease_until: number | null };
+type ItemRow = StatusJobItemColumns<number>;
+const toJob = (r: JobRow): StatusJobRecord => statusJobFromRow(r, (t) => new Date(t));
 
 /** The WHERE clause over `issuances` of a selector (named parameters). */
 export function selectorWhere(s: StatusJobSelector): { sql: string; params: Record<string, string> } {

@@ -1,70 +1,21 @@
-import type {
-  DeliveryQuery,
-  WebhookDeliveryRecord,
-  WebhookDeliveryState,
-  WebhookEndpointRecord,
-} from '../webhook-store.js';
+import {
+  DELIVERY_COLUMNS,
+  type WebhookDeliveryColumns,
+  type WebhookEndpointColumns,
+  webhookRowReaders,
+} from '../webhook-row.js';
+import type { DeliveryQuery } from '../webhook-store.js';
 
 /** The webhook tables' rows on SQLite, and the reads shared with the query-plan tests. */
 
-export interface EndpointRow {
-  id: string;
-  url: string;
-  events: string;
-  description: string | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_until: number | null;
-  created_at: string;
-}
+export type EndpointRow = WebhookEndpointColumns<string, number>;
+export type DeliveryRow = WebhookDeliveryColumns<string, number, number>;
 
-export interface DeliveryRow {
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  type: string;
-  data: string;
-  seq: number;
-  event_at: number;
-  state: WebhookDeliveryState;
-  attempts: number;
-  next_attempt_at: number | null;
-  last_status: number | null;
-  last_error: string | null;
-  delivered_at: string | null;
-  created_at: string;
-}
-
-export const toEndpoint = (r: EndpointRow): WebhookEndpointRecord => ({
-  id: r.id,
-  url: r.url,
-  events: JSON.parse(r.events) as string[],
-  description: r.description,
-  secret: r.secret,
-  previousSecret: r.previous_secret,
-  previousUntil: r.previous_until === null ? null : new Date(r.previous_until),
-  createdAt: new Date(r.created_at),
+export const { endpoint: toEndpoint, delivery: toDelivery } = webhookRowReaders<string, number, number>({
+  time: (t) => new Date(t),
+  epoch: (ms) => new Date(ms),
+  seq: (n) => n,
 });
-
-export const toDelivery = (r: DeliveryRow): WebhookDeliveryRecord => ({
-  id: r.id,
-  endpointId: r.endpoint_id,
-  eventId: r.event_id,
-  type: r.type,
-  data: r.data,
-  sequence: r.seq,
-  eventAt: new Date(r.event_at),
-  state: r.state,
-  attempts: r.attempts,
-  nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
-  lastStatus: r.last_status,
-  lastError: r.last_error,
-  deliveredAt: r.delivered_at === null ? null : new Date(r.delivered_at),
-  createdAt: new Date(r.created_at),
-});
-
-export const DELIVERY_COLUMNS = `d.id, d.endpoint_id, e.id AS event_id, e.type, e.data, e.seq, e.created_at AS event_at,
-  d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, d.created_at`;
 
 /**
  * A credential's deliveries, newest event first, through webhook_events_credential (migration 018):

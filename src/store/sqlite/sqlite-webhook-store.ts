@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { pageOf } from '../keyset.js';
+import { DELIVERY_COLUMNS } from '../webhook-row.js';
 import {
   type DeliveredMarks,
   type DeliveryQuery,
@@ -16,7 +17,6 @@ import {
 import type { SqliteDatabase } from './database.js';
 import {
   CREDENTIAL_DELIVERIES_SQL,
-  DELIVERY_COLUMNS,
   type DeliveryRow,
   deliveriesPageSql,
   type EndpointRow,

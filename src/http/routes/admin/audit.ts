@@ -3,11 +3,18 @@ import { z } from 'zod';
 import { invalidParameter } from '../../../errors.js';
 import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditStore } from '../../../store/store.js';
-import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
 import { DateBoundField } from './fields.js';
-import { auditCursor, PaginationSchema, PagingShape, readAuditCursor, requestedPage } from './paging.js';
+import {
+  auditCursor,
+  PaginationSchema,
+  PagingShape,
+  pagination,
+  parsePagedQuery,
+  readAuditCursor,
+  requestedPage,
+} from './paging.js';
 
 const AuditQueryShape = {
   ...PagingShape,
@@ -57,12 +64,7 @@ export const auditRoute: RouteFactory = (ctx) => ({
  */
 export function auditLog(audit: AuditStore) {
   return async (req: Request, res: Response) => {
-    const query = req.query as Record<string, unknown>;
-    for (const name of Object.keys(query)) {
-      if (!Object.hasOwn(AuditQueryShape, name)) throw invalidParameter(name, 'unknown parameter');
-    }
-    const { cursor, ...q } = parseInput(AuditQuerySchema, query, 'query');
-    if (cursor !== undefined && q.page !== undefined) throw invalidParameter('cursor', 'not with page');
+    const { cursor, ...q } = parsePagedQuery(AuditQuerySchema, req.query as Record<string, unknown>);
     const after = cursor === undefined ? undefined : readAuditCursor(cursor);
     if (cursor !== undefined && after === undefined)
       throw invalidParameter('cursor', 'not a cursor of this route');
@@ -79,12 +81,7 @@ export function auditLog(audit: AuditStore) {
         // docs/admin-cli.md "Audit log": what a bulk job changed carries its id.
         ...(r.jobId === undefined ? {} : { jobId: r.jobId }),
       })),
-      pagination: {
-        ...(page === undefined ? {} : { page }),
-        limit: q.limit,
-        nextCursor: next === null ? null : auditCursor(next),
-        ...(result.total === undefined ? {} : { total: result.total }),
-      },
+      pagination: pagination(page, q.limit, next === null ? null : auditCursor(next), result.total),
     } satisfies AuditPage);
   };
 }

@@ -6,12 +6,19 @@ import { CHANNELS, ProofTypeSchema } from '../../../model.js';
 import { derivedStatus } from '../../../status/derived-status.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { IssuanceHistoryStore } from '../../../store/store.js';
-import { parseInput } from '../../middleware/validate.js';
 import { NonceSchema } from '../nonce.js';
 import { DerivedStatusSchema, NonceString, Timestamp, UploadStateSchema } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { DateBoundField, SchemaIdField } from './fields.js';
-import { historyCursor, PaginationSchema, PagingShape, readHistoryCursor, requestedPage } from './paging.js';
+import { DateBoundField, EmailFilterField, SchemaIdField } from './fields.js';
+import {
+  historyCursor,
+  PaginationSchema,
+  PagingShape,
+  pagination,
+  parsePagedQuery,
+  readHistoryCursor,
+  requestedPage,
+} from './paging.js';
 
 const HistoryQueryShape = {
   ...PagingShape,
@@ -32,14 +39,7 @@ const HistoryQueryShape = {
       error: 'must be one of valid, revoked, suspended, expired, upload_pending, upload_failed',
     })
     .optional(),
-  // Any well-formed address (a role address may have been issued to before the recipient rule's
-  // rule); hashed here, never stored or logged as given.
-  email: z
-    .string({ error: 'must be an email address' })
-    .trim()
-    .max(254, 'at most 254 characters')
-    .pipe(z.email('not a valid email address'))
-    .optional(),
+  email: EmailFilterField.optional(),
 };
 export const HistoryQuerySchema = z.object(HistoryQueryShape);
 
@@ -97,12 +97,7 @@ export function issuanceHistory(
   hashEmail: EmailHasher,
 ) {
   return async (req: Request, res: Response) => {
-    const query = req.query as Record<string, unknown>;
-    for (const name of Object.keys(query)) {
-      if (!Object.hasOwn(HistoryQueryShape, name)) throw invalidParameter(name, 'unknown parameter');
-    }
-    const { email, cursor, ...q } = parseInput(HistoryQuerySchema, query, 'query');
-    if (cursor !== undefined && q.page !== undefined) throw invalidParameter('cursor', 'not with page');
+    const { email, cursor, ...q } = parsePagedQuery(HistoryQuerySchema, req.query as Record<string, unknown>);
     const after = cursor === undefined ? undefined : readHistoryCursor(cursor, q.order);
     if (cursor !== undefined && !after) {
       throw invalidParameter('cursor', 'not a cursor of this route and order');
@@ -135,12 +130,7 @@ export function issuanceHistory(
         renewedFrom: links.get(r.credentialId)?.renewedFrom ?? null,
         renewedBy: links.get(r.credentialId)?.renewedBy ?? null,
       })),
-      pagination: {
-        ...(page === undefined ? {} : { page }),
-        limit: q.limit,
-        nextCursor: next ? historyCursor(next, q.order) : null,
-        ...(result.total === undefined ? {} : { total: result.total }),
-      },
+      pagination: pagination(page, q.limit, next ? historyCursor(next, q.order) : null, result.total),
     } satisfies HistoryPage);
   };
 }

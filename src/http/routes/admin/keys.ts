@@ -12,7 +12,7 @@ import type { Store } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { auditActor, ReasonField } from './fields.js';
+import { auditActor, ReasonField, RequiredReasonField } from './fields.js';
 
 const PurposeSchema = z.enum(['credential-signing', 'partner-jwt']);
 
@@ -213,11 +213,7 @@ export function rotateKeys(
 
 export const CompromisedKeyBodySchema = z.strictObject({
   kid: z.string().min(1).max(255),
-  reason: z
-    .string({ error: 'required: say why (kept in the audit log)' })
-    .trim()
-    .min(1, 'must not be empty')
-    .max(1000),
+  reason: RequiredReasonField,
   dryRun: z.boolean().optional(),
 });
 

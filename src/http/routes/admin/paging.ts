@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { invalidParameter } from '../../../errors.js';
 import type { HistoryCursor } from '../../../store/store.js';
+import { parseInput } from '../../middleware/validate.js';
 
 /**
  * Paging query parameters shared by the admin history and audit routes (the webhook deliveries
@@ -39,6 +41,38 @@ export function requestedPage(q: {
 } {
   if (q.cursor !== undefined) return { page: undefined, total: q.total ?? false };
   return { page: q.page ?? 1, total: q.total ?? true };
+}
+
+/**
+ * A paged route's query, read as docs/interface.md "Paging" says: a parameter the route does not
+ * know is refused by name (not ignored), then the query is validated, and `cursor` goes without
+ * `page`.
+ */
+export function parsePagedQuery<Q extends { cursor?: string | undefined; page?: number | undefined }>(
+  schema: z.ZodObject & z.ZodType<Q>,
+  query: Record<string, unknown>,
+): Q {
+  for (const name of Object.keys(query)) {
+    if (!Object.hasOwn(schema.shape, name)) throw invalidParameter(name, 'unknown parameter');
+  }
+  const q = parseInput(schema, query, 'query');
+  if (q.cursor !== undefined && q.page !== undefined) throw invalidParameter('cursor', 'not with page');
+  return q;
+}
+
+/** A page's `pagination`: `page` and `total` only when the read was numbered or counted. */
+export function pagination(
+  page: number | undefined,
+  limit: number,
+  nextCursor: string | null,
+  total: number | undefined,
+): z.infer<typeof PaginationSchema> {
+  return {
+    ...(page === undefined ? {} : { page }),
+    limit,
+    nextCursor,
+    ...(total === undefined ? {} : { total }),
+  };
 }
 
 export const PagingShape = {

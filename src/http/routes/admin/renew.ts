@@ -6,7 +6,7 @@ import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import type { RouteFactory } from '../route.js';
 import { TAGS } from '../route.js';
-import { auditActor } from './fields.js';
+import { auditActor, RequiredReasonField } from './fields.js';
 import { IssuedCredentialSchema } from './issue-vc.js';
 
 // docs/operations.md "Renewal": one credential on demand. Unknown fields are refused, not ignored.
@@ -16,11 +16,7 @@ export const RenewBodySchema = z.strictObject({
     .trim()
     .min(1, 'must not be empty')
     .max(255),
-  reason: z
-    .string({ error: 'required: say why (kept in the audit log)' })
-    .trim()
-    .min(1, 'must not be empty')
-    .max(1000),
+  reason: RequiredReasonField,
 });
 export type RenewBody = z.infer<typeof RenewBodySchema>;
 

@@ -12,7 +12,7 @@ import {
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { auditActor, SchemaIdField } from './fields.js';
+import { auditActor, EmailFilterField, RequiredReasonField, SchemaIdField } from './fields.js';
 
 /** The most credential ids one request may name (docs/admin-cli.md "Bulk status changes"). */
 export const MAX_SELECTOR_IDS = 10_000;
@@ -31,13 +31,7 @@ export const SelectorSchema = z
   .strictObject({
     schemaId: SchemaIdField.optional(),
     holderDid: HolderDidSchema.optional(),
-    // Any well-formed address, hashed as the history's `email` filter is; never stored as given.
-    email: z
-      .string({ error: 'must be an email address' })
-      .trim()
-      .max(254, 'at most 254 characters')
-      .pipe(z.email('not a valid email address'))
-      .optional(),
+    email: EmailFilterField.optional(),
     batchId: z.string().min(1).max(255).optional(),
     kid: z.string().min(1).max(255).optional(),
     issuedAfter: IsoDateTime.optional(),
@@ -63,11 +57,7 @@ export const SelectorSchema = z
 export const StatusChangesBodySchema = z.strictObject({
   change: z.enum(['revoke', 'suspend', 'unsuspend'], { error: 'must be one of revoke, suspend, unsuspend' }),
   selector: SelectorSchema,
-  reason: z
-    .string({ error: 'required: say why (kept in the audit log)' })
-    .trim()
-    .min(1, 'must not be empty')
-    .max(1000),
+  reason: RequiredReasonField,
   dryRun: z.boolean().optional(),
   /**
    * The count the operator confirmed (the dry run's): when the selector now matches another
