@@ -220,6 +220,11 @@ export const operationVariables = {
       "A PEM file of the wallet providers' certificates the OpenID4VCI token endpoint trusts: a wallet attestation (`OAuth-Client-Attestation`, ES256) must carry an `x5c` chain that ends at one of them ([haip.md](haip.md#wallet-attestation)). Required in effect under `OID4VCI_PROFILE=haip`; under `basic` an attestation that is sent is checked when it is set, and ignored when it is not.",
     default: 'unset',
   }),
+  OID4VCI_KEY_ATTESTATION_TRUST: z.string().min(1).optional().meta({
+    description:
+      "A PEM file of the key attesters' certificates the OpenID4VCI credential endpoint trusts: a key attestation (the `key_attestation` header of a `jwt` proof, or an `attestation` proof) must carry an `x5c` chain that ends at one of them ([haip.md](haip.md#key-attestation)). Without it a schema that requires key attestation (`keyAttestation` in its file) issues nothing over OpenID4VCI.",
+    default: 'unset',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

@@ -18,6 +18,8 @@ export interface Oid4vciConfig {
   dpopNonce: 'required' | 'off';
   /** OID4VCI_WALLET_TRUST: the PEM file of the wallet providers' trust anchors (absolute path). */
   walletTrust: string | undefined;
+  /** OID4VCI_KEY_ATTESTATION_TRUST: the PEM file of the key attesters' trust anchors (absolute path). */
+  keyAttestationTrust: string | undefined;
 }
 
 /**
@@ -50,5 +52,6 @@ export function readOid4vciConfig(
     requireDpop: haip || env.OID4VCI_REQUIRE_DPOP === '1',
     dpopNonce: haip ? 'required' : (env.OID4VCI_DPOP_NONCE ?? 'off'),
     walletTrust: file('OID4VCI_WALLET_TRUST', env.OID4VCI_WALLET_TRUST),
+    keyAttestationTrust: file('OID4VCI_KEY_ATTESTATION_TRUST', env.OID4VCI_KEY_ATTESTATION_TRUST),
   };
 }

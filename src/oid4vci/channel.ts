@@ -3,6 +3,7 @@ import type { IssuerMetadataResult } from '@openid4vc/openid4vci';
 import { ClientAttestationVerifier } from './client-attestation.js';
 import { credential } from './credential.js';
 import { DpopVerifier } from './dpop.js';
+import { KeyAttestationVerifier } from './key-attestation.js';
 import { protocolLibraries, SIGNING_ALGS } from './library.js';
 import { ChannelMetadata } from './metadata.js';
 import { nonce } from './nonce.js';
@@ -32,6 +33,7 @@ export class Oid4vciChannel {
       store: deps.store,
       now,
     });
+    const keyAttestation = new KeyAttestationVerifier(deps.keyAttestationTrust, deps.profile ?? 'basic', now);
     this.parts = {
       ...libraries,
       deps,
@@ -43,6 +45,7 @@ export class Oid4vciChannel {
         libraries,
         profile: deps.profile ?? 'basic',
         clientAttestation: clientAttestation.accepted,
+        keyAttestation,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,
@@ -52,6 +55,7 @@ export class Oid4vciChannel {
         now,
       }),
       clientAttestation,
+      keyAttestation,
     };
   }
 

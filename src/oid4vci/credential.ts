@@ -10,14 +10,13 @@ import {
   credentialRequestDenied,
   fromLibrary,
   invalidCredentialRequest,
-  invalidProof,
   unauthorized,
   unknownCredentialConfiguration,
 } from './errors.js';
 import { SIGNING_ALGS, sha256 } from './library.js';
 import { PROOF_TYPE } from './metadata.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
-import { verifyProof } from './proofs.js';
+import { holderKeyOf } from './proofs.js';
 
 type CredentialRequest = ReturnType<Openid4vciIssuer['parseCredentialRequest']>;
 
@@ -36,8 +35,9 @@ const didJwk = (jwk: HolderBindingJwk): string =>
 
 /**
  * Credential endpoint (OpenID4VCI 1.0 §8): the access token (and its DPoP proof when bound to
- * one), the offer's credential configuration, one `jwt` proof of possession (`aud` this issuer,
- * a nonce from the nonce endpoint) whose key becomes `cnf.jwk`. Signed, recorded (channel
+ * one), the offer's credential configuration, one proof (proofs.ts: a `jwt` proof of possession,
+ * `aud` this issuer, a nonce from the nonce endpoint, with a key attestation when the schema
+ * requires one; or an `attestation` proof) whose key becomes `cnf.jwk`. Signed, recorded (channel
  * `oid4vci`) and only then answered; any refusal issues nothing.
  */
 export async function credential(
@@ -61,13 +61,11 @@ export async function credential(
     throw invalidCredentialRequest(
       `this access token is for credential_configuration_id ${offer.configurationId}`,
     );
-  const jwts = parsed.proofs?.jwt;
-  if (jwts?.length !== 1) throw invalidProof('exactly one proofs.jwt is required');
-  const holderJwk = await verifyProof(parts, jwts[0]!, metadata);
-
   const schema = deps.schemas.get(offer.schemaId);
   if (!schema || !parts.metadata.offers(schema))
     throw credentialRequestDenied('this credential is no longer issued');
+  const holderJwk = await holderKeyOf(parts, parsed.proofs, metadata, schema);
+
   // The admin's claims are checked by the core as it signs (a misfit is its CLAIMS_INVALID); the
   // claims provider's are checked here, once, and a misfit denies the request.
   const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId).catch(denied));

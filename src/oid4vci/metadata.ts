@@ -11,6 +11,7 @@ import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { KeyAttestationVerifier } from './key-attestation.js';
 import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
 
 /**
@@ -32,6 +33,8 @@ export interface ChannelMetadataDeps {
   profile: Oid4vciProfile;
   /** The token endpoint takes wallet attestations (client-attestation.ts). */
   clientAttestation: boolean;
+  /** The proof types each configuration lists (key-attestation.ts). */
+  keyAttestation: KeyAttestationVerifier;
 }
 
 export class ChannelMetadata {
@@ -90,11 +93,12 @@ export class ChannelMetadata {
     if (cached) return cached;
     const { issuer } = this.deps.libraries;
     const configurations: CredentialConfigurationsSupported = {};
-    for (const schema of this.deps.schemas.all().filter((s) => this.offers(s)))
-      configurations[schema.schemaId] = this.format.oid4vci!.configuration(
-        schema,
-        SIGNING_ALGS,
-      ) as CredentialConfigurationsSupported[string];
+    for (const schema of this.deps.schemas.all().filter((s) => this.offers(s))) {
+      const configuration = this.format.oid4vci!.configuration(schema, SIGNING_ALGS);
+      const proofTypes = configuration.proof_types_supported as { jwt: Record<string, unknown> };
+      configuration.proof_types_supported = this.deps.keyAttestation.proofTypes(schema, proofTypes.jwt);
+      configurations[schema.schemaId] = configuration as CredentialConfigurationsSupported[string];
+    }
     const credentialIssuer: CredentialIssuerMetadata = issuer.createCredentialIssuerMetadata({
       credential_issuer: this.origin,
       credential_endpoint: this.endpoints.credential,

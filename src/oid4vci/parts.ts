@@ -6,6 +6,7 @@ import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Oid4vciStore } from '../store/store.js';
 import type { ClientAttestationVerifier } from './client-attestation.js';
 import type { DpopNonceMode, DpopVerifier } from './dpop.js';
+import type { KeyAttestationVerifier } from './key-attestation.js';
 import type { ProtocolLibraries } from './library.js';
 import type { ChannelMetadata } from './metadata.js';
 import type { X5cTrust } from './x5c-trust.js';
@@ -25,6 +26,8 @@ export interface Oid4vciChannelDeps {
   profile?: Oid4vciProfile;
   /** OID4VCI_WALLET_TRUST: the wallet providers trusted for wallet attestations. */
   walletTrust?: X5cTrust;
+  /** OID4VCI_KEY_ATTESTATION_TRUST: the key attesters trusted for key attestations. */
+  keyAttestationTrust?: X5cTrust;
   now?: () => Date;
 }
 
@@ -35,6 +38,7 @@ export interface ChannelParts extends ProtocolLibraries {
   metadata: ChannelMetadata;
   dpop: DpopVerifier;
   clientAttestation: ClientAttestationVerifier;
+  keyAttestation: KeyAttestationVerifier;
 }
 
 /** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */

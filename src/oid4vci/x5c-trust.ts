@@ -85,14 +85,17 @@ export class X5cTrust {
 }
 
 /** The channel's profile and trust anchors from its settings (src/context.ts). */
-export function oid4vciTrust(config: { profile: 'basic' | 'haip'; walletTrust: string | undefined }): {
+export function oid4vciTrust(config: {
   profile: 'basic' | 'haip';
-  walletTrust?: X5cTrust;
-} {
+  walletTrust: string | undefined;
+  keyAttestationTrust: string | undefined;
+}): { profile: 'basic' | 'haip'; walletTrust?: X5cTrust; keyAttestationTrust?: X5cTrust } {
+  const { walletTrust, keyAttestationTrust } = config;
   return {
     profile: config.profile,
-    ...(config.walletTrust
-      ? { walletTrust: X5cTrust.fromFile('OID4VCI_WALLET_TRUST', config.walletTrust) }
+    ...(walletTrust ? { walletTrust: X5cTrust.fromFile('OID4VCI_WALLET_TRUST', walletTrust) } : {}),
+    ...(keyAttestationTrust
+      ? { keyAttestationTrust: X5cTrust.fromFile('OID4VCI_KEY_ATTESTATION_TRUST', keyAttestationTrust) }
       : {}),
   };
 }

@@ -66,6 +66,17 @@ export const SchemaFileSchema = z
      * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
      * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.
      */
+    /**
+     * OpenID4VCI: the holder's key must be attested by a trusted key attester
+     * (docs/haip.md "Key attestation"); each list, when given, names the `key_storage` /
+     * `user_authentication` levels (OpenID4VCI 1.0 Appendix D.2) the attestation must assert one of.
+     */
+    keyAttestation: z
+      .strictObject({
+        keyStorage: z.array(z.string().min(1)).min(1).optional(),
+        userAuthentication: z.array(z.string().min(1)).min(1).optional(),
+      })
+      .optional(),
     renewal: z
       .strictObject({
         beforeExpirySeconds: z.number().int().positive(),
@@ -74,6 +85,13 @@ export const SchemaFileSchema = z
       .optional(),
   })
   .superRefine((file, ctx) => {
+    // OpenID4VCI issues SD-JWT VCs only.
+    if (file.keyAttestation && !file.proofTypes.includes(SD_JWT_VC))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['keyAttestation'],
+        message: `needs ${SD_JWT_VC} in proofTypes (OpenID4VCI issues SD-JWT VCs)`,
+      });
     if (!file.renewal) return;
     // Renewal re-issues direct credentials, which are SD-JWT VCs only.
     if (!file.proofTypes.includes(SD_JWT_VC))

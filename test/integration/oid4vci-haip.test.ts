@@ -1,10 +1,24 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Attester, attestationPop, attester, jws, walletAttestation } from '../helpers/attesters.js';
+import {
+  type Attester,
+  attestationPop,
+  attester,
+  jws,
+  keyAttestation,
+  walletAttestation,
+} from '../helpers/attesters.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { type Running, start, stop, writeSchemas } from '../helpers/issuer-modes.js';
-import { type HolderKey, holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
+import {
+  type HolderKey,
+  holderKey,
+  openid4vciWallet,
+  receiveWithOpenid4vci,
+} from '../helpers/oid4vci-wallet.js';
 
 /**
  * OID4VCI_PROFILE=haip (docs/haip.md) over HTTP on loopback: the `@openid4vc/openid4vci` wallet
@@ -23,13 +37,25 @@ interface Offer {
 
 let provider: Attester;
 let stranger: Attester;
+let keyAttester: Attester;
 let haip: Running;
 
-async function offer(on: TestIssuer): Promise<Offer> {
-  const res = await on.admin('/admin/credential-offers', {
-    schemaId: 'membership-v1',
-    userId: 'demo-user-1',
-  });
+const ALICE = {
+  givenName: 'Alice',
+  familyName: 'Martin',
+  memberSince: '2021-04-12',
+  tier: 'gold',
+  memberNumber: 1042,
+};
+
+/** An offer for demo-user-1: the claims provider's claims, or for another schema Alice's inline. */
+async function offer(on: TestIssuer, schemaId = 'membership-v1'): Promise<Offer> {
+  const res = await on.admin(
+    '/admin/credential-offers',
+    schemaId === 'membership-v1'
+      ? { schemaId, userId: 'demo-user-1' }
+      : { schemaId, userId: 'demo-user-1', claims: ALICE },
+  );
   expect(res.status, await res.clone().text()).toBe(201);
   return (await res.json()) as Offer;
 }
@@ -99,12 +125,28 @@ async function tokenRequest(
 }
 
 beforeAll(async () => {
-  [provider, stranger] = await Promise.all([attester('wallet-provider'), attester('stranger')]);
+  [provider, stranger, keyAttester] = await Promise.all([
+    attester('wallet-provider'),
+    attester('stranger'),
+    attester('key-attester'),
+  ]);
   haip = await start('x5c', {
     OID4VCI: 'on',
     OID4VCI_PROFILE: 'haip',
     OID4VCI_WALLET_TRUST: provider.trustFile,
+    OID4VCI_KEY_ATTESTATION_TRUST: keyAttester.trustFile,
   });
+  // A second schema that requires key attestation with hardware-grade storage.
+  const schemas = join(haip.issuer.dir, 'schemas');
+  const attested = JSON.parse(readFileSync(join(schemas, 'membership-v1.json'), 'utf8'));
+  attested.schemaId = 'membership-attested';
+  attested.sdJwt.vct = `${haip.origin}/vct/membership-attested`;
+  attested.keyAttestation = {
+    keyStorage: ['iso_18045_high'],
+    userAuthentication: ['iso_18045_high', 'iso_18045_moderate'],
+  };
+  writeFileSync(join(schemas, 'membership-attested.json'), JSON.stringify(attested));
+  expect((await haip.issuer.admin('/admin/schemas/reload', {})).status).toBe(200);
 }, 120_000);
 afterAll(async () => {
   if (haip) await stop(haip);
@@ -217,6 +259,147 @@ describe('OID4VCI_PROFILE=haip', () => {
     expect((await tokenRequest(haip, code, attested(w.jwt, good), { client_id: w.sub })).status).toBe(200);
     const replay = await tokenRequest(haip, codeOf(await offer(haip.issuer)), attested(w.jwt, good));
     expect(await expectError(replay, 401, 'invalid_client')).toMatch(/already used/);
+  });
+});
+
+describe('key attestation (OID4VCI_KEY_ATTESTATION_TRUST, a schema with keyAttestation)', () => {
+  const HIGH = { keyStorage: ['iso_18045_high'], userAuthentication: ['iso_18045_moderate'] };
+
+  it('metadata: key_attestations_required on the jwt proof type, and the attestation proof type', async () => {
+    const meta = (await (await fetch(`${haip.issuer.url}/.well-known/openid-credential-issuer`)).json()) as {
+      credential_configurations_supported: Record<string, { proof_types_supported: Record<string, unknown> }>;
+    };
+    const required = {
+      key_storage: ['iso_18045_high'],
+      user_authentication: ['iso_18045_high', 'iso_18045_moderate'],
+    };
+    expect(meta.credential_configurations_supported['membership-attested']!.proof_types_supported).toEqual({
+      jwt: { proof_signing_alg_values_supported: ['ES256'], key_attestations_required: required },
+      attestation: { proof_signing_alg_values_supported: ['ES256'], key_attestations_required: required },
+    });
+    // Under haip a schema without the block takes attestation proofs too, and requires none.
+    expect(meta.credential_configurations_supported['membership-v1']!.proof_types_supported).toEqual({
+      jwt: { proof_signing_alg_values_supported: ['ES256'] },
+      attestation: { proof_signing_alg_values_supported: ['ES256'] },
+    });
+  });
+
+  it('a jwt proof with a key attestation of its key gets the credential (oid4vc-ts client), bound to that key', async () => {
+    const w = wallet(provider);
+    const holder = holderKey();
+    const { credential } = await receiveWithOpenid4vci(
+      (await offer(haip.issuer, 'membership-attested')).offerUri,
+      {
+        dpop: holderKey(),
+        holder,
+        clientAttestation: { jwt: w.jwt, key: w.key },
+        keyAttestation: keyAttestation(keyAttester, { keys: [holder.publicJwk], ...HIGH }),
+      },
+    );
+    const payload = JSON.parse(Buffer.from(credential.split('.')[1]!, 'base64url').toString());
+    expect(payload.cnf.jwk).toMatchObject({ x: holder.publicJwk.x, y: holder.publicJwk.y });
+  });
+
+  /** Up to the credential request: a token (DPoP-bound, attested wallet) and a c_nonce. */
+  async function upToCredential(schemaId: string) {
+    const o = await offer(haip.issuer, schemaId);
+    const w = wallet(provider);
+    const dpopKey = holderKey();
+    const client = openid4vciWallet([dpopKey, w.key], undefined, w.jwt);
+    const credentialOffer = await client.resolveCredentialOffer(o.offerUri);
+    const issuerMetadata = await client.resolveIssuerMetadata(credentialOffer.credential_issuer);
+    const { accessTokenResponse, dpop } = await client.retrievePreAuthorizedCodeAccessTokenFromOffer({
+      credentialOffer,
+      issuerMetadata,
+      dpop: { signer: dpopKey.signer },
+    });
+    const nonce = async () => (await client.requestNonce({ issuerMetadata })).c_nonce;
+    const request = (proofs: Record<string, string[]>) =>
+      client.retrieveCredentials({
+        issuerMetadata,
+        accessToken: accessTokenResponse.access_token,
+        credentialConfigurationId: schemaId,
+        proofs,
+        dpop,
+      });
+    // Made by hand: the client refuses to make a proof the metadata says is not enough.
+    const proof = async (holder: HolderKey, keyAttestationJwt?: string) =>
+      jws(
+        {
+          alg: 'ES256',
+          typ: 'openid4vci-proof+jwt',
+          jwk: holder.publicJwk,
+          ...(keyAttestationJwt ? { key_attestation: keyAttestationJwt } : {}),
+        },
+        { aud: haip.origin, iat: Math.floor(Date.now() / 1000), nonce: await nonce() },
+        holder.privateKey,
+      );
+    return { request, proof, nonce, client };
+  }
+
+  const refusal = async (p: Promise<unknown>): Promise<{ error: string; error_description: string }> => {
+    const err = (await p.then(
+      () => {
+        throw new Error('the request was accepted');
+      },
+      (e: unknown) => e,
+    )) as { response?: { credentialErrorResponseResult?: { data?: unknown } } };
+    return err.response?.credentialErrorResponseResult?.data as { error: string; error_description: string };
+  };
+
+  it('refused with invalid_proof: none, another key, an untrusted attester, storage below the accepted level; nothing issued', async () => {
+    const before = await issuances(haip.issuer);
+    const { request, proof } = await upToCredential('membership-attested');
+    const holder = holderKey();
+    const cases: [string, () => Promise<string>, RegExp][] = [
+      ['no key attestation', () => proof(holder), /requires a key attestation/],
+      [
+        'attests another key',
+        () => proof(holder, keyAttestation(keyAttester, { keys: [holderKey().publicJwk], ...HIGH })),
+        /attested_keys/,
+      ],
+      [
+        'untrusted attester',
+        () => proof(holder, keyAttestation(stranger, { keys: [holder.publicJwk], ...HIGH })),
+        /not from a trusted key attester/,
+      ],
+      [
+        'software storage',
+        () =>
+          proof(
+            holder,
+            keyAttestation(keyAttester, {
+              keys: [holder.publicJwk],
+              keyStorage: ['iso_18045_basic'],
+              userAuthentication: ['iso_18045_moderate'],
+            }),
+          ),
+        /key_storage \(iso_18045_basic\) is none of the accepted/,
+      ],
+    ];
+    for (const [name, make, message] of cases) {
+      const body = await refusal(request({ jwt: [await make()] }));
+      expect({ name, error: body?.error }).toEqual({ name, error: 'invalid_proof' });
+      expect(body.error_description).toMatch(message);
+    }
+    expect(await issuances(haip.issuer)).toBe(before);
+    // The token is still good: a right proof gets the credential.
+    const ok = await request({
+      jwt: [await proof(holder, keyAttestation(keyAttester, { keys: [holder.publicJwk], ...HIGH }))],
+    });
+    expect(ok.credentialResponse.credentials).toHaveLength(1);
+  });
+
+  it('the attestation proof type: bound to the first attested key; its nonce must be a fresh c_nonce', async () => {
+    const { request, nonce } = await upToCredential('membership-attested');
+    const holder = holderKey();
+    const stale = keyAttestation(keyAttester, { keys: [holder.publicJwk], ...HIGH, nonce: 'made-up' });
+    expect((await refusal(request({ attestation: [stale] }))).error).toBe('invalid_nonce');
+    const good = keyAttestation(keyAttester, { keys: [holder.publicJwk], ...HIGH, nonce: await nonce() });
+    const { credentialResponse } = await request({ attestation: [good] });
+    const first = credentialResponse.credentials![0] as { credential: string };
+    const payload = JSON.parse(Buffer.from(first.credential.split('.')[1]!, 'base64url').toString());
+    expect(payload.cnf.jwk).toMatchObject({ x: holder.publicJwk.x });
   });
 });
 

@@ -15,7 +15,7 @@ function problems(env: Record<string, string>, cwd = '/srv/issuer'): string[] {
   return [];
 }
 
-// docs/configuration.md OID4VCI_PROFILE, OID4VCI_WALLET_TRUST.
+// docs/configuration.md OID4VCI_PROFILE, OID4VCI_WALLET_TRUST, OID4VCI_KEY_ATTESTATION_TRUST.
 describe('OpenID4VCI settings', () => {
   it('basic by default, as before: DPoP optional, no nonces, no trust anchors', () => {
     expect(loadConfig({}, '/srv/issuer').config.oid4vci).toEqual({
@@ -24,6 +24,7 @@ describe('OpenID4VCI settings', () => {
       requireDpop: false,
       dpopNonce: 'off',
       walletTrust: undefined,
+      keyAttestationTrust: undefined,
     });
   });
 
@@ -49,11 +50,13 @@ describe('OpenID4VCI settings', () => {
         OID4VCI_REQUIRE_DPOP: '0',
         OID4VCI_DPOP_NONCE: 'off',
         OID4VCI_WALLET_TRUST: 'nowhere.pem',
+        OID4VCI_KEY_ATTESTATION_TRUST: '/etc/nowhere.pem',
       }),
     ).toEqual([
       'OID4VCI_REQUIRE_DPOP: 0 contradicts OID4VCI_PROFILE=haip, which requires DPoP; remove it',
       'OID4VCI_DPOP_NONCE: off contradicts OID4VCI_PROFILE=haip, which requires server-provided DPoP nonces; remove it',
       'OID4VCI_WALLET_TRUST: /srv/issuer/nowhere.pem does not exist (a PEM file of trust anchors)',
+      'OID4VCI_KEY_ATTESTATION_TRUST: /etc/nowhere.pem does not exist (a PEM file of trust anchors)',
     ]);
     expect(problems({ OID4VCI_PROFILE: 'strict' })).toEqual([
       'OID4VCI_PROFILE: OID4VCI_PROFILE must be basic or haip',

@@ -103,6 +103,31 @@ describe('schemas', () => {
       },
       /bad\.json: renewal: needs SD_JWT_VC/,
     ],
+    [
+      'an empty list of accepted key storage levels',
+      { ...base, keyAttestation: { keyStorage: [] } },
+      /bad\.json: keyAttestation\.keyStorage/,
+    ],
+    [
+      'an unknown field in keyAttestation',
+      { ...base, keyAttestation: { key_storage: ['iso_18045_high'] } },
+      /bad\.json: keyAttestation.*key_storage/,
+    ],
+    [
+      'keyAttestation on a schema not issued as SD_JWT_VC',
+      {
+        ...base,
+        proofTypes: ['BJJ_SIG_2021'],
+        iden3: {
+          type: 'T',
+          contextUrl: 'https://x.example/c',
+          contextFile: 'c.jsonld',
+          jsonSchemaUrl: 'https://x.example/s',
+        },
+        keyAttestation: {},
+      },
+      /bad\.json: keyAttestation: needs SD_JWT_VC/,
+    ],
   ])('rejects %s', (_name, body, message) => {
     expect(() => loadSchemas(dirWith({ 'bad.json': body }), new IssuerUrls(ORIGIN))).toThrow(message);
   });
