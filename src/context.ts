@@ -305,8 +305,7 @@ export async function createContext(
 
   const oid4vci = config.oid4vci.enabled
     ? new Oid4vciChannel({
-        urls: identity.urls,
-        schemas,
+        identity,
         core: issuance,
         store: store.oid4vci,
         hashEmail,

@@ -25,9 +25,9 @@ export class Oid4vciChannel {
 
   constructor(deps: Oid4vciChannelDeps) {
     const now = deps.now ?? (() => new Date());
-    const libraries = protocolLibraries(deps.urls.origin);
+    const libraries = protocolLibraries(deps.identity.urls.origin);
     const clientAttestation = new ClientAttestationVerifier({
-      issuer: deps.urls.origin,
+      issuer: deps.identity.urls.origin,
       trust: deps.walletTrust,
       required: deps.profile === 'haip',
       store: deps.store,
@@ -39,8 +39,7 @@ export class Oid4vciChannel {
       deps,
       now,
       metadata: new ChannelMetadata({
-        urls: deps.urls,
-        schemas: deps.schemas,
+        identity: deps.identity,
         core: deps.core,
         libraries,
         profile: deps.profile ?? 'basic',

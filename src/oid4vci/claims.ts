@@ -23,7 +23,7 @@ export async function providerClaims(
       },
     );
   const { id: _id, ...claims } = answer.credentialSubject;
-  parts.deps.schemas.assertClaims(schema, claims);
+  parts.deps.identity.catalog.schemas.assertClaims(schema, claims);
   return claims;
 }
 

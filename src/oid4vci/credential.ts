@@ -61,7 +61,7 @@ export async function credential(
     throw invalidCredentialRequest(
       `this access token is for credential_configuration_id ${offer.configurationId}`,
     );
-  const schema = deps.schemas.get(offer.schemaId);
+  const schema = deps.identity.catalog.schemas.get(offer.schemaId);
   if (!schema || !parts.metadata.offers(schema))
     throw credentialRequestDenied('this credential is no longer issued');
   const holderJwk = await holderKeyOf(parts, parsed.proofs, metadata, schema);

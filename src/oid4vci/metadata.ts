@@ -7,10 +7,10 @@ import {
 } from '@openid4vc/openid4vci';
 import type { Oid4vciProfile } from '../config/oid4vci-config.js';
 import { channelFormat, formatOf } from '../formats/index.js';
-import type { IssuerUrls } from '../identity/issuer-identity.js';
+import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
-import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
 import type { KeyAttestationVerifier } from './key-attestation.js';
 import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
 
@@ -26,8 +26,8 @@ export const PROOF_TYPE: ProofType = channelFormat('oid4vci');
 const ATTESTATION_AUTH = 'attest_jwt_client_auth';
 
 export interface ChannelMetadataDeps {
-  urls: IssuerUrls;
-  schemas: SchemaRegistry;
+  /** The issuer whose metadata this is: its URLs, the schemas its catalogue offers. */
+  identity: Pick<IssuerIdentity, 'urls'> & { readonly catalog: Pick<IssuerCatalog, 'schemas'> };
   core: IssuanceCore;
   libraries: ProtocolLibraries;
   profile: Oid4vciProfile;
@@ -46,12 +46,12 @@ export class ChannelMetadata {
   constructor(private readonly deps: ChannelMetadataDeps) {}
 
   private get origin(): string {
-    return this.deps.urls.origin;
+    return this.deps.identity.urls.origin;
   }
 
   /** Where each endpoint of the channel answers (docs/interface.md "OpenID4VCI: the wallet door"). */
   get endpoints() {
-    const { urls } = this.deps;
+    const { urls } = this.deps.identity;
     return {
       token: urls.oid4vciToken,
       nonce: urls.oid4vciNonce,
@@ -88,12 +88,12 @@ export class ChannelMetadata {
    * schema (its id is the schema id). Built once per schema set.
    */
   issuer(): IssuerMetadataResult {
-    const set = this.deps.schemas.entries();
+    const set = this.deps.identity.catalog.schemas.entries();
     const cached = this.cache.get(set);
     if (cached) return cached;
     const { issuer } = this.deps.libraries;
     const configurations: CredentialConfigurationsSupported = {};
-    for (const schema of this.deps.schemas.all().filter((s) => this.offers(s))) {
+    for (const schema of this.deps.identity.catalog.schemas.all().filter((s) => this.offers(s))) {
       const configuration = this.format.oid4vci!.configuration(schema, SIGNING_ALGS);
       const proofTypes = configuration.proof_types_supported as { jwt: Record<string, unknown> };
       configuration.proof_types_supported = this.deps.keyAttestation.proofTypes(schema, proofTypes.jwt);

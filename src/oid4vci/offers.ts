@@ -54,10 +54,10 @@ export interface CreatedOffer {
  */
 export async function createOffer(parts: ChannelParts, req: OfferRequest): Promise<CreatedOffer> {
   const { deps, metadata } = parts;
-  const schema = deps.schemas.require(req.schemaId);
+  const schema = deps.identity.catalog.schemas.require(req.schemaId);
   if (!metadata.offers(schema))
     throw invalidParameter('schemaId', `schema ${schema.schemaId} is not issued as ${PROOF_TYPE}`);
-  if (req.claims) deps.schemas.assertClaims(schema, req.claims);
+  if (req.claims) deps.identity.catalog.schemas.assertClaims(schema, req.claims);
   else {
     if (req.userId === undefined)
       throw invalidParameter('claims', 'required with email (no claims provider key)');
@@ -107,7 +107,7 @@ export async function offerObject(parts: ChannelParts, offerId: string): Promise
   if (offer?.state !== 'offered' || offer.expiresAt <= parts.now())
     throw new AppError('NOT_FOUND', 'no live credential offer with this id');
   return {
-    credential_issuer: parts.deps.urls.origin,
+    credential_issuer: parts.deps.identity.urls.origin,
     credential_configuration_ids: [offer.configurationId],
     grants: { [preAuthorizedCodeGrantIdentifier]: grant(codeOf(offerId), offer.txCodeHash !== null) },
   };

@@ -1,8 +1,7 @@
 import type { Oid4vciProfile } from '../config/oid4vci-config.js';
-import type { IssuerUrls } from '../identity/issuer-identity.js';
+import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
-import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { Oid4vciStore } from '../store/store.js';
 import type { ClientAttestationVerifier } from './client-attestation.js';
 import type { DpopNonceMode, DpopVerifier } from './dpop.js';
@@ -13,9 +12,11 @@ import type { X5cTrust } from './x5c-trust.js';
 
 /** What the OpenID4VCI channel is built from (src/context.ts). */
 export interface Oid4vciChannelDeps {
-  /** The issuer's public URLs: its origin is the credential issuer identifier. */
-  urls: IssuerUrls;
-  schemas: SchemaRegistry;
+  /**
+   * The issuer the channel speaks for: its origin is the credential issuer identifier, its URLs
+   * the endpoints, its catalogue's schemas the ones offered (read at each request).
+   */
+  identity: Pick<IssuerIdentity, 'urls'> & { readonly catalog: Pick<IssuerCatalog, 'schemas'> };
   core: IssuanceCore;
   store: Oid4vciStore;
   hashEmail: EmailHasher;

@@ -136,7 +136,7 @@ export function partnerJwks(ctx: AppContext) {
 
 export function partnerInfo(ctx: AppContext) {
   return (_req: Request, res: Response) => {
-    res.json({ partnerId: ctx.partnerId });
+    res.json({ partnerId: ctx.identity.partner.id });
   };
 }
 
