@@ -312,6 +312,7 @@ export async function createContext(
         requireDpop: config.oid4vci.requireDpop,
         dpopNonce: config.oid4vci.dpopNonce,
         ...oid4vciTrust(config.oid4vci),
+        batchSize: config.oid4vci.batchSize,
       })
     : undefined;
 

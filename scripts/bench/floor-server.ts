@@ -24,7 +24,7 @@ import { loadOrCreateDevSecrets } from '../../src/development/dev-secrets.js';
 import { type HolderPublicKey, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
 import { issueSdJwtVc } from '../../src/formats/sd-jwt-vc/assemble.js';
 import { jsonBody } from '../../src/http/middleware/json-body.js';
-import { issuanceSubjectHash, randomRevocationNonce } from '../../src/issuance/issuance-core.js';
+import { issuanceSubjectHash, randomRevocationNonce } from '../../src/issuance/issuance-identity.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { randomRevocationNonce } from '../../src/issuance/issuance-core.js';
+import { randomRevocationNonce } from '../../src/issuance/issuance-identity.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { NewIssuance, Store } from '../../src/store/store.js';

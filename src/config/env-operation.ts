@@ -225,6 +225,11 @@ export const operationVariables = {
       "A PEM file of the key attesters' certificates the OpenID4VCI credential endpoint trusts: a key attestation (the `key_attestation` header of a `jwt` proof, or an `attestation` proof) must carry an `x5c` chain that ends at one of them ([haip.md](haip.md#key-attestation)). Without it a schema that requires key attestation (`keyAttestation` in its file) issues nothing over OpenID4VCI.",
     default: 'unset',
   }),
+  OID4VCI_BATCH_SIZE: int('OID4VCI_BATCH_SIZE', 1, 100).optional().meta({
+    description:
+      'The most credentials one OpenID4VCI credential request may ask for, one per proof of possession (batch issuance, OpenID4VCI 1.0 §8): advertised as `batch_credential_issuance.batch_size`; each credential of a batch has its own key, salts and random status list index, and the batch is recorded at once under one batch id. `1` turns batches off (the metadata then says nothing of them).',
+    default: '`10`',
+  }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

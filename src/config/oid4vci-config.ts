@@ -20,6 +20,8 @@ export interface Oid4vciConfig {
   walletTrust: string | undefined;
   /** OID4VCI_KEY_ATTESTATION_TRUST: the PEM file of the key attesters' trust anchors (absolute path). */
   keyAttestationTrust: string | undefined;
+  /** OID4VCI_BATCH_SIZE: the most credentials (proofs) one credential request may ask for. */
+  batchSize: number;
 }
 
 /**
@@ -53,5 +55,6 @@ export function readOid4vciConfig(
     dpopNonce: haip ? 'required' : (env.OID4VCI_DPOP_NONCE ?? 'off'),
     walletTrust: file('OID4VCI_WALLET_TRUST', env.OID4VCI_WALLET_TRUST),
     keyAttestationTrust: file('OID4VCI_KEY_ATTESTATION_TRUST', env.OID4VCI_KEY_ATTESTATION_TRUST),
+    batchSize: env.OID4VCI_BATCH_SIZE ?? 10,
   };
 }

@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { calculateJwkThumbprint, type JWK } from 'jose';
+import type { JWK } from 'jose';
 import { type ClaimsAnswer, ClaimsSourceError } from '../claims/index.js';
-import {
-  type Envelope,
-  type HolderPublicKey,
-  holderKeyFingerprint,
-  sealEnvelope,
-} from '../envelope/index.js';
+import { type Envelope, type HolderPublicKey, sealEnvelope } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import { credentialIssuedEvent } from '../events/builders.js';
 import type { Issuer } from '../formats/issuer.js';
@@ -19,11 +14,10 @@ import type {
   ProofType,
   Telemetry,
 } from '../model.js';
-import { pooledRandomBytes } from '../random-pool.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
 import { DatabaseUnavailableError } from '../store/database-unavailable.js';
 import type { Channel, IssuanceRecord, IssuanceStore, NewIssuance, StatusSlot } from '../store/store.js';
-import { canonicalJson, sha256Hex } from './canonical.js';
+import { issuanceSubjectHash, randomRevocationNonce, wholeSeconds } from './issuance-identity.js';
 import type { UploadOutbox } from './outbox.js';
 
 export interface IssuanceCoreDeps {
@@ -84,35 +78,6 @@ export interface SignRequest {
 
 /** The phases `IssuanceCore.phaseTimer` reports, in order (claims and upload: hosted only). */
 export type IssuancePhase = 'claims' | 'sign' | 'envelope' | 'record' | 'upload';
-
-const wholeSeconds = (d: Date): Date => new Date(Math.floor(d.getTime() / 1000) * 1000);
-
-// Nonces are random, unique and below 2^53 (exact as a JSON number); 0 is the Iden3 auth claim's.
-export function randomRevocationNonce(): number {
-  const n = Number(pooledRandomBytes(8).readBigUInt64BE() & 0x1f_ffff_ffff_ffffn);
-  return n === 0 ? 1 : n;
-}
-
-/**
- * What makes a repeated hosted request the same issuance, beside its holder DID, schema and proof
- * type: the claims, the `cnf` key (RFC 7638 thumbprint) and the key the envelope is sealed to
- * (normalized). A new key is a new credential, so what is stored always opens with the key the
- * request sent.
- * docs/interface.md "Decisions where the hosting service's interface is silent"
- */
-export async function issuanceSubjectHash(
-  claims: Record<string, unknown>,
-  holderJwk: JWK | undefined,
-  encryptTo: HolderPublicKey | undefined,
-): Promise<string> {
-  return sha256Hex(
-    canonicalJson({
-      claims,
-      cnf: holderJwk ? await calculateJwkThumbprint(holderJwk) : null,
-      encryptTo: encryptTo ? holderKeyFingerprint(encryptTo) : null,
-    }),
-  );
-}
 
 /** What `signForResponse` gives: the record, and the signed credential when this call signed it. */
 export interface SignedForResponse {
@@ -225,17 +190,21 @@ export class IssuanceCore {
     return this.signRecord(req);
   }
 
-  private async signRecord(req: SignRequest): Promise<SignedForResponse> {
-    const issuer = req.issuer;
+  /** The request's claims checked (unless its caller did) and its times, in whole seconds. */
+  private checked(req: SignRequest): { now: Date; expiresAt: Date } {
     if (!req.claimsChecked) this.deps.identity.catalog.schemas.assertClaims(req.schema, req.claims);
     // Whole seconds: JWT `iat`/`exp` are NumericDates, and the record must say the same instant.
     const now = wholeSeconds(this.now());
     const expiresAt = wholeSeconds(req.expiresAt);
-    if (expiresAt.getTime() <= now.getTime()) {
+    if (expiresAt.getTime() <= now.getTime())
       throw new AppError('CLAIMS_INVALID', 'expiresAt: the credential would already be expired', {
         field: 'expiresAt',
       });
-    }
+    return { now, expiresAt };
+  }
+
+  private async signRecord(req: SignRequest): Promise<SignedForResponse> {
+    const { now, expiresAt } = this.checked(req);
     const subjectHash = await issuanceSubjectHash(req.claims, req.holderJwk, req.encryptTo);
     if (req.dedupe) {
       const existing = await this.deps.store.findLiveDuplicate({
@@ -252,70 +221,7 @@ export class IssuanceCore {
     }
     const credentialId = req.credentialId ?? randomUUID();
     for (let attempt = 0; attempt < 16; attempt++) {
-      const revocationNonce = randomRevocationNonce();
-      const slot: StatusSlot | null = issuer.usesStatusList
-        ? await this.deps.store.proposeStatusSlot(
-            this.deps.identity.statusLists.partitionSize,
-            this.deps.identity.statusLists.bits,
-          )
-        : null;
-      const signStart = performance.now();
-      const signed = await issuer.issue({
-        credentialId,
-        holderDid: req.holderDid,
-        schema: req.schema,
-        claims: req.claims,
-        issuedAt: now,
-        expiresAt,
-        revocationNonce,
-        status: slot ? { idx: slot.index, uri: this.statusListUri(slot.partition) } : undefined,
-        holderJwk: req.holderJwk,
-        options: req.options,
-      });
-      this.mark('sign', signStart);
-      const sealStart = performance.now();
-      const sealed: Envelope | undefined = req.encryptTo
-        ? sealEnvelope(req.encryptTo, signed.credential)
-        : undefined;
-      if (sealed) this.mark('envelope', sealStart);
-      const issuance: NewIssuance = {
-        credentialId,
-        channel: req.channel,
-        userId: req.userId,
-        holderDid: req.holderDid,
-        schemaId: req.schema.schemaId,
-        proofType: req.proofType,
-        revocationNonce,
-        statusSlot: slot,
-        subjectHash,
-        kid: signed.kid,
-        createdAt: now,
-        expiresAt,
-        uploadDueAt: sealed ? new Date(Date.now() + this.deps.uploadTimeoutMs + 1000) : undefined,
-        emailHash: req.emailHash,
-        batchId: req.batchId,
-        renewedFrom: req.renewedFrom,
-        // docs/operations.md "Webhooks": no claim values, ciphertext, keys or tokens.
-        event: credentialIssuedEvent({
-          credentialId,
-          schemaId: req.schema.schemaId,
-          proofType: req.proofType,
-          channel: req.channel,
-          holderDid: req.holderDid,
-          revocationNonce,
-          ...(slot ? { status: { uri: this.statusListUri(slot.partition), idx: slot.index } } : {}),
-          expiresAt: expiresAt.toISOString(),
-        }),
-        envelope: sealed
-          ? {
-              holderDid: req.holderDid,
-              schemaId: req.schema.schemaId,
-              expiresAt: expiresAt.toISOString(),
-              ...sealed,
-              externalId: credentialId,
-            }
-          : null,
-      };
+      const { issuance, credential } = await this.signOne(req, { credentialId, now, expiresAt, subjectHash });
       const recordStart = performance.now();
       const outcome = await this.deps.store.insertIssuance(issuance, {
         dedupe: req.dedupe,
@@ -327,12 +233,131 @@ export class IssuanceCore {
         this.report(req.proofType, req.channel, outcome.kind === 'inserted' ? 'issued' : 'existing');
         return {
           record: outcome.record,
-          credential: outcome.kind === 'inserted' ? signed.credential : undefined,
+          credential: outcome.kind === 'inserted' ? credential : undefined,
         };
       }
       // A concurrent issuance took the slot or nonce between proposal and commit: sign again.
     }
     throw new AppError('INTERNAL', 'could not allocate a status slot and nonce');
+  }
+
+  /**
+   * Signs a batch of credentials for one response (OpenID4VCI batch issuance: one request per
+   * holder key, the same claims), each with its own random status slot and nonce, and records them
+   * in one transaction: every one is recorded, or none (a signing failure midway records nothing).
+   * Undefined when the batch was recorded before (its first credential id is taken).
+   */
+  async signBatchForResponse(
+    reqs: ReadonlyArray<SignRequest & { encryptTo?: undefined; dedupe: false; credentialId: string }>,
+  ): Promise<Array<SignedForResponse & { credential: string | Record<string, unknown> }> | undefined> {
+    const first = reqs[0];
+    if (!first) return [];
+    const { now, expiresAt } = this.checked(first);
+    for (let attempt = 0; attempt < 16; attempt++) {
+      const signed: Array<{ issuance: NewIssuance; credential: string | Record<string, unknown> }> = [];
+      const taken = new Set<string>();
+      for (const req of reqs) {
+        const subjectHash = await issuanceSubjectHash(req.claims, req.holderJwk, undefined);
+        const ids = { credentialId: req.credentialId, now, expiresAt, subjectHash };
+        signed.push(await this.signOne(req, ids, taken));
+      }
+      const recordStart = performance.now();
+      const outcome = await this.deps.store.insertIssuances(
+        signed.map((s) => s.issuance),
+        { audit: first.audit },
+      );
+      this.mark('record', recordStart);
+      if (outcome.kind === 'duplicate') return undefined;
+      if (outcome.kind === 'inserted') {
+        for (const req of reqs) this.report(req.proofType, req.channel, 'issued');
+        return outcome.records.map((record, i) => ({ record, credential: signed[i]!.credential }));
+      }
+    }
+    throw new AppError('INTERNAL', 'could not allocate status slots and nonces');
+  }
+
+  /**
+   * One signed credential and what records it, with a freshly proposed status slot and nonce;
+   * `taken` (slots as `partition:index`, and nonces) keeps a batch's own proposals apart.
+   */
+  private async signOne(
+    req: SignRequest,
+    ids: { credentialId: string; now: Date; expiresAt: Date; subjectHash: string },
+    taken = new Set<string>(),
+  ): Promise<{ issuance: NewIssuance; credential: string | Record<string, unknown> }> {
+    const { issuer } = req;
+    const { credentialId, now, expiresAt, subjectHash } = ids;
+    let revocationNonce = randomRevocationNonce();
+    while (taken.has(`n${revocationNonce}`)) revocationNonce = randomRevocationNonce();
+    taken.add(`n${revocationNonce}`);
+    let slot: StatusSlot | null = null;
+    if (issuer.usesStatusList) {
+      do {
+        slot = await this.deps.store.proposeStatusSlot(
+          this.deps.identity.statusLists.partitionSize,
+          this.deps.identity.statusLists.bits,
+        );
+      } while (taken.has(`${slot.partition}:${slot.index}`));
+      taken.add(`${slot.partition}:${slot.index}`);
+    }
+    const signStart = performance.now();
+    const signed = await issuer.issue({
+      credentialId,
+      holderDid: req.holderDid,
+      schema: req.schema,
+      claims: req.claims,
+      issuedAt: now,
+      expiresAt,
+      revocationNonce,
+      status: slot ? { idx: slot.index, uri: this.statusListUri(slot.partition) } : undefined,
+      holderJwk: req.holderJwk,
+      options: req.options,
+    });
+    this.mark('sign', signStart);
+    const sealStart = performance.now();
+    const sealed: Envelope | undefined = req.encryptTo
+      ? sealEnvelope(req.encryptTo, signed.credential)
+      : undefined;
+    if (sealed) this.mark('envelope', sealStart);
+    const issuance: NewIssuance = {
+      credentialId,
+      channel: req.channel,
+      userId: req.userId,
+      holderDid: req.holderDid,
+      schemaId: req.schema.schemaId,
+      proofType: req.proofType,
+      revocationNonce,
+      statusSlot: slot,
+      subjectHash,
+      kid: signed.kid,
+      createdAt: now,
+      expiresAt,
+      uploadDueAt: sealed ? new Date(Date.now() + this.deps.uploadTimeoutMs + 1000) : undefined,
+      emailHash: req.emailHash,
+      batchId: req.batchId,
+      renewedFrom: req.renewedFrom,
+      // docs/operations.md "Webhooks": no claim values, ciphertext, keys or tokens.
+      event: credentialIssuedEvent({
+        credentialId,
+        schemaId: req.schema.schemaId,
+        proofType: req.proofType,
+        channel: req.channel,
+        holderDid: req.holderDid,
+        revocationNonce,
+        ...(slot ? { status: { uri: this.statusListUri(slot.partition), idx: slot.index } } : {}),
+        expiresAt: expiresAt.toISOString(),
+      }),
+      envelope: sealed
+        ? {
+            holderDid: req.holderDid,
+            schemaId: req.schema.schemaId,
+            expiresAt: expiresAt.toISOString(),
+            ...sealed,
+            externalId: credentialId,
+          }
+        : null,
+    };
+    return { issuance, credential: signed.credential };
   }
 
   statusListUri(partition: number): string {

@@ -45,6 +45,7 @@ export class Oid4vciChannel {
         profile: deps.profile ?? 'basic',
         clientAttestation: clientAttestation.accepted,
         keyAttestation,
+        batchSize: deps.batchSize,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { RequestLike } from '@openid4vc/oauth2';
 import type { Openid4vciIssuer } from '@openid4vc/openid4vci';
 import { ProtocolError } from '../errors.js';
-import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
 import type { Oid4vciOffer } from '../store/store.js';
+import { issueBatch } from './batch.js';
 import { denied, providerClaims } from './claims.js';
+import { credentialIdOf, didJwk } from './credential-ids.js';
 import { type ChallengeError, challengeHeader } from './dpop.js';
 import {
   credentialRequestDenied,
@@ -16,26 +16,13 @@ import {
 import { SIGNING_ALGS, sha256 } from './library.js';
 import { PROOF_TYPE } from './metadata.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
-import { holderKeyOf } from './proofs.js';
+import { holderKeysOf } from './proofs.js';
 
 type CredentialRequest = ReturnType<Openid4vciIssuer['parseCredentialRequest']>;
 
-/** The credential id of an offer's credential: one offer, one credential, whoever asks twice. */
-function credentialIdOf(offerHash: string): string {
-  const h = createHash('sha256').update(`oid4vci credential\u0000${offerHash}`).digest();
-  h[6] = (h[6]! & 0x0f) | 0x80;
-  h[8] = (h[8]! & 0x3f) | 0x80;
-  const hex = h.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** did:jwk (W3C CCG did:jwk method): the holder, as the proof's key names it. */
-const didJwk = (jwk: HolderBindingJwk): string =>
-  `did:jwk:${Buffer.from(JSON.stringify(jwk)).toString('base64url')}`;
-
 /**
  * Credential endpoint (OpenID4VCI 1.0 §8): the access token (and its DPoP proof when bound to
- * one), the offer's credential configuration, one proof (proofs.ts: a `jwt` proof of possession,
+ * one), the offer's credential configuration, its proofs (proofs.ts: one per credential, batch.ts; a `jwt` proof of possession,
  * `aud` this issuer, a nonce from the nonce endpoint, with a key attestation when the schema
  * requires one; or an `attestation` proof) whose key becomes `cnf.jwk`. Signed, recorded (channel
  * `oid4vci`) and only then answered; any refusal issues nothing.
@@ -64,12 +51,17 @@ export async function credential(
   const schema = deps.identity.catalog.schemas.get(offer.schemaId);
   if (!schema || !parts.metadata.offers(schema))
     throw credentialRequestDenied('this credential is no longer issued');
-  const holderJwk = await holderKeyOf(parts, parsed.proofs, metadata, schema);
+  const holderJwks = await holderKeysOf(parts, parsed.proofs, metadata, schema, deps.batchSize ?? 1);
 
   // The admin's claims are checked by the core as it signs (a misfit is its CLAIMS_INVALID); the
   // claims provider's are checked here, once, and a misfit denies the request.
   const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId).catch(denied));
   const now = parts.now();
+  if (holderJwks.length > 1) {
+    const credentials = await issueBatch(parts, { offer, schema, claims, holderJwks });
+    return { body: credentialResponse(parts.issuer, parsed, credentials), headers: {} };
+  }
+  const holderJwk = holderJwks[0]!;
   const { record, credential } = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
     deps.core.signForResponse({
       issuer: deps.core.requireIssuer(schema, PROOF_TYPE),
@@ -91,16 +83,19 @@ export async function credential(
   await deps.store.markIssued(offer.offerHash, record.credentialId);
   if (credential === undefined)
     throw invalidCredentialRequest('the credential of this offer was already issued');
-  return { body: credentialResponse(parts.issuer, parsed, credential), headers: {} };
+  return { body: credentialResponse(parts.issuer, parsed, [credential]), headers: {} };
 }
 
-/** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued SD-JWT VC. */
+/** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued credentials, one per key. */
 function credentialResponse(
   issuer: Openid4vciIssuer,
   credentialRequest: CredentialRequest,
-  credential: string | Record<string, unknown>,
+  credentials: Array<string | Record<string, unknown>>,
 ): Record<string, unknown> {
-  return issuer.createCredentialResponse({ credentialRequest, credentials: [{ credential }] });
+  return issuer.createCredentialResponse({
+    credentialRequest,
+    credentials: credentials.map((credential) => ({ credential })),
+  });
 }
 
 /** RFC 6750 §2.1 / RFC 9449 §7: the offer an access token was given for. */

@@ -35,6 +35,8 @@ export interface ChannelMetadataDeps {
   clientAttestation: boolean;
   /** The proof types each configuration lists (key-attestation.ts). */
   keyAttestation: KeyAttestationVerifier;
+  /** OID4VCI_BATCH_SIZE: advertised as `batch_credential_issuance` from 2 on. */
+  batchSize?: number | undefined;
 }
 
 export class ChannelMetadata {
@@ -104,6 +106,10 @@ export class ChannelMetadata {
       credential_endpoint: this.endpoints.credential,
       nonce_endpoint: this.endpoints.nonce,
       credential_configurations_supported: configurations,
+      // §12.2.4: batch_size is 2 or more; a request carrying more proofs than it is refused.
+      ...((this.deps.batchSize ?? 1) >= 2
+        ? { batch_credential_issuance: { batch_size: this.deps.batchSize! } }
+        : {}),
     });
     const result: IssuerMetadataResult = {
       originalDraftVersion: Openid4vciVersion.V1,

@@ -29,6 +29,8 @@ export interface Oid4vciChannelDeps {
   walletTrust?: X5cTrust;
   /** OID4VCI_KEY_ATTESTATION_TRUST: the key attesters trusted for key attestations. */
   keyAttestationTrust?: X5cTrust;
+  /** OID4VCI_BATCH_SIZE: the most proofs (credentials) one credential request may carry; 1 when not given. */
+  batchSize?: number;
   now?: () => Date;
 }
 

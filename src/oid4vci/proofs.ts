@@ -1,5 +1,6 @@
 import { decodeJwt, type Jwk } from '@openid4vc/oauth2';
 import type { IssuerMetadataResult, Openid4vciIssuer } from '@openid4vc/openid4vci';
+import { calculateJwkThumbprint, type JWK } from 'jose';
 import {
   assertPublicKey,
   type HolderBindingJwk,
@@ -7,7 +8,7 @@ import {
 } from '../formats/sd-jwt-vc/holder-binding-key.js';
 import type { CredentialSchema } from '../schemas/schema-file.js';
 import { iatIsFresh, PROOF_IAT_WINDOW_SECONDS } from './dpop.js';
-import { fromLibrary, invalidNonce, invalidProof } from './errors.js';
+import { fromLibrary, invalidCredentialRequest, invalidNonce, invalidProof } from './errors.js';
 import type { KeyAttestationRequirement } from './key-attestation.js';
 import type { ChannelParts } from './parts.js';
 
@@ -15,38 +16,64 @@ import type { ChannelParts } from './parts.js';
 type Proofs = { jwt?: string[] | undefined; attestation?: string[] | undefined } | undefined;
 
 /**
- * The holder's key from the request's one proof: a `jwt` proof (`proofs.jwt`), or, where the
- * schema's configuration takes it, a key attestation as the proof (`proofs.attestation`,
- * OpenID4VCI 1.0 Appendix F.3), whose first attested key is bound.
+ * The holders' keys from the request's proofs (OpenID4VCI 1.0 §8.2), one credential each: `jwt`
+ * proofs (`proofs.jwt`), up to `batchSize` of them (batch issuance), all with the same nonce, taken
+ * once, and no key twice; or, where the schema's configuration takes it, one key attestation as
+ * the proof (`proofs.attestation`, OpenID4VCI 1.0 Appendix F.3), whose first attested key is bound.
+ * Any refusal refuses them all.
  */
-export async function holderKeyOf(
+export async function holderKeysOf(
   parts: ChannelParts,
   proofs: Proofs,
   metadata: IssuerMetadataResult,
   schema: CredentialSchema,
-): Promise<HolderBindingJwk> {
+  batchSize: number,
+): Promise<HolderBindingJwk[]> {
   const jwts = proofs?.jwt ?? [];
   const attestations = proofs?.attestation ?? [];
   const attestationTaken = parts.keyAttestation.offersAttestationProof(schema);
-  if (jwts.length + attestations.length !== 1 || (attestations.length > 0 && !attestationTaken))
+  if (jwts.length > 0 && attestations.length > 0)
+    throw invalidCredentialRequest('proofs must hold one proof type');
+  if (jwts.length > batchSize)
+    throw invalidCredentialRequest(
+      `proofs.jwt holds ${jwts.length} proofs; batch_credential_issuance.batch_size is ${batchSize}`,
+    );
+  if ((jwts.length === 0 && attestations.length !== 1) || (attestations.length > 0 && !attestationTaken))
     throw invalidProof(
       attestationTaken
-        ? 'exactly one proof, in proofs.jwt or proofs.attestation, is required'
-        : 'exactly one proofs.jwt is required',
+        ? 'proofs.jwt, or exactly one proofs.attestation, is required'
+        : 'proofs.jwt is required',
     );
-  return jwts.length === 1
-    ? verifyProof(parts, jwts[0]!, metadata, schema.keyAttestation)
-    : verifyAttestationProof(parts, attestations[0]!, metadata, schema.keyAttestation);
+  if (attestations.length === 1) {
+    const taken = await takeNonce(parts, nonceOf(attestations[0]!));
+    return [await verifyAttestationProof(parts, attestations[0]!, metadata, schema.keyAttestation, taken)];
+  }
+  const nonces = jwts.map(nonceOf);
+  if (nonces.some((n) => n !== nonces[0])) throw invalidProof('every proof must carry the same c_nonce');
+  const taken = await takeNonce(parts, nonces[0]);
+  const keys: HolderBindingJwk[] = [];
+  const thumbprints = new Set<string>();
+  for (const jwt of jwts) {
+    const key = await verifyProof(parts, jwt, metadata, schema.keyAttestation, taken);
+    const thumbprint = await calculateJwkThumbprint(key as JWK);
+    if (thumbprints.has(thumbprint)) throw invalidProof('two proofs are signed with the same key');
+    thumbprints.add(thumbprint);
+    keys.push(key);
+  }
+  return keys;
 }
 
-/** Takes the proof's nonce once: unknown, used or expired is `invalid_nonce`. */
-async function takeNonce(parts: ChannelParts, jwt: string): Promise<{ nonce: string; expiresAt: Date }> {
-  let nonce: unknown;
+/** The nonce a proof carries (a proof that is no JWT is `invalid_proof`). */
+function nonceOf(jwt: string): unknown {
   try {
-    nonce = decodeJwt({ jwt }).payload.nonce;
+    return decodeJwt({ jwt }).payload.nonce;
   } catch {
     throw invalidProof('the proof is not a JWT');
   }
+}
+
+/** Takes the proofs' nonce once: unknown, used or expired is `invalid_nonce`. */
+async function takeNonce(parts: ChannelParts, nonce: unknown): Promise<{ nonce: string; expiresAt: Date }> {
   const expiresAt = typeof nonce === 'string' ? await parts.deps.store.takeNonce(nonce) : undefined;
   if (!expiresAt || expiresAt <= parts.now())
     throw invalidNonce('the proof needs a fresh c_nonce from the nonce endpoint');
@@ -54,8 +81,8 @@ async function takeNonce(parts: ChannelParts, jwt: string): Promise<{ nonce: str
 }
 
 /**
- * The proof of possession (OpenID4VCI 1.0 §8.2.1.1): its nonce taken once (unknown, used or
- * expired: `invalid_nonce`), then typ, aud, signature by the library; its key a public EC or
+ * The proof of possession (OpenID4VCI 1.0 §8.2.1.1), its nonce taken: typ, aud, signature by the
+ * library; its key a public EC or
  * OKP key by the same rules as the hosted channel's `signingKey`. With a `key_attestation` header
  * (required when the schema asks for one), the attestation is checked (key-attestation.ts) and
  * the proof's key must be one it attests.
@@ -65,8 +92,8 @@ async function verifyProof(
   jwt: string,
   metadata: IssuerMetadataResult,
   required: KeyAttestationRequirement | undefined,
+  { nonce, expiresAt }: { nonce: string; expiresAt: Date },
 ): Promise<HolderBindingJwk> {
-  const { nonce, expiresAt } = await takeNonce(parts, jwt);
   const keyAttestation = decodeJwt({ jwt }).header.key_attestation;
   if (required && typeof keyAttestation !== 'string')
     throw invalidProof("this credential requires a key attestation in the proof's key_attestation header");
@@ -105,8 +132,8 @@ async function verifyAttestationProof(
   jwt: string,
   metadata: IssuerMetadataResult,
   required: KeyAttestationRequirement | undefined,
+  { nonce, expiresAt }: { nonce: string; expiresAt: Date },
 ): Promise<HolderBindingJwk> {
-  const { nonce, expiresAt } = await takeNonce(parts, jwt);
   const issuer = parts.keyAttestation.issuer();
   parts.keyAttestation.precheck(jwt);
   let verified: Awaited<ReturnType<Openid4vciIssuer['verifyCredentialRequestAttestationProof']>>;

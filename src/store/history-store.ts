@@ -54,6 +54,8 @@ export interface HistoryQuery {
   /** The keyed hash of a normalised email: direct issuances to that address only. */
   emailHash?: string | undefined;
   channel?: Channel | undefined;
+  /** The batch it was issued in (issuances.batch_id: a CSV run's or an OpenID4VCI batch's). */
+  batchId?: string | undefined;
   /** Created at or after. */
   createdFrom?: Date | undefined;
   /** Created before. */

@@ -96,6 +96,15 @@ export type InsertOutcome =
   | { kind: 'slot-taken' }
   | { kind: 'nonce-taken' };
 
+/** What `insertIssuances` did with a batch: every issuance recorded, or none of them. */
+export type BatchInsertOutcome =
+  | { kind: 'inserted'; records: IssuanceRecord[] }
+  /** One of its credential ids was recorded before (the batch was issued already): nothing written. */
+  | { kind: 'duplicate' }
+  /** A proposed slot or nonce was taken meanwhile: nothing written; propose again and re-sign. */
+  | { kind: 'slot-taken' }
+  | { kind: 'nonce-taken' };
+
 export interface IssuanceStore {
   /** A random free slot of the open partition (opening the next one when full). Not reserved. */
   proposeStatusSlot(partitionSize: number, bits: 1 | 2): Promise<StatusSlot>;
@@ -116,6 +125,15 @@ export interface IssuanceStore {
     issuance: NewIssuance,
     options: { dedupe: boolean; audit?: AuditActor | undefined },
   ): Promise<InsertOutcome>;
+  /**
+   * One transaction for a whole batch (OpenID4VCI batch issuance): each issuance as
+   * `insertIssuance` writes it without dedupe (its envelope, slot, audit row and event), and
+   * all of them commit or none does.
+   */
+  insertIssuances(
+    batch: readonly NewIssuance[],
+    options: { audit?: AuditActor | undefined },
+  ): Promise<BatchInsertOutcome>;
   get(credentialId: string): Promise<IssuanceRecord | undefined>;
   getByNonce(nonce: number): Promise<IssuanceRecord | undefined>;
 

@@ -26,6 +26,12 @@ const MAX_NONCE = 2 ** 53 - 1;
 // The SHA-256 of issuance()'s ciphertext ('ZGF0YQ==', the bytes of "data").
 const DATA_SHA256 = createHash('sha256').update('data').digest('hex');
 
+const historyBase = {
+  limit: 50,
+  order: 'createdAt_desc' as const,
+  now: new Date('2030-06-01T00:00:00.000Z'),
+};
+
 let nonces = 1;
 export function issuance(extra: Partial<NewIssuance> = {}): NewIssuance {
   const credentialId = randomUUID();
@@ -222,6 +228,43 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
           );
           expect(outcome).toMatchObject({ kind: 'duplicate', record: { credentialId: first.credentialId } });
         }
+      });
+
+      it('a batch commits whole: every issuance with its slot and batch id, or none when one slot, nonce or id is taken', async () => {
+        const store = await open();
+        const taken = await slotted(store);
+        const batch = async (n: number, at: Partial<NewIssuance> = {}, where = -1) => {
+          const ns: NewIssuance[] = [];
+          const slots = new Set<string>([`${taken.statusSlot!.partition}:${taken.statusSlot!.index}`]);
+          while (ns.length < n) {
+            const slot = await store.issuances.proposeStatusSlot(64, 1);
+            if (slots.has(`${slot.partition}:${slot.index}`)) continue;
+            slots.add(`${slot.partition}:${slot.index}`);
+            ns.push(issuance({ statusSlot: slot, channel: 'oid4vci', envelope: null, batchId: 'batch-b1' }));
+          }
+          if (where >= 0) ns[where] = { ...ns[where]!, ...at };
+          return store.issuances.insertIssuances(ns, { audit: { actor: 'admin:test', reason: 'batch' } });
+        };
+        const rows = async () => (await store.history.list({ ...historyBase, batchId: 'batch-b1' })).records;
+        expect((await batch(4, { statusSlot: taken.statusSlot }, 2)).kind).toBe('slot-taken');
+        expect((await batch(4, { revocationNonce: taken.revocationNonce }, 3)).kind).toBe('nonce-taken');
+        expect((await batch(4, { credentialId: taken.credentialId }, 1)).kind).toBe('duplicate');
+        expect(await rows()).toHaveLength(0);
+        expect((await store.status.listPartitions())[0]!.allocated).toBe(1);
+        const ok = await batch(5);
+        if (ok.kind !== 'inserted') throw new Error(`expected inserted, got ${ok.kind}`);
+        expect(ok.records).toHaveLength(5);
+        const recorded = await rows();
+        expect(recorded.map((r) => r.credentialId).sort()).toEqual(
+          ok.records.map((r) => r.credentialId).sort(),
+        );
+        for (const r of ok.records)
+          expect(await store.issuances.get(r.credentialId)).toMatchObject({
+            uploadState: 'none',
+            statusSlot: r.statusSlot,
+          });
+        expect(await store.history.batchOf(ok.records[0]!.credentialId)).toBe('batch-b1');
+        expect((await store.status.listPartitions())[0]!.allocated).toBe(6);
       });
 
       it('the same credential id asked for twice at the same moment records one credential', async () => {

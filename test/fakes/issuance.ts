@@ -7,6 +7,7 @@ import type { ProofType } from '../../src/model.js';
 import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
 import { envelopeSha256, insertedRecord } from '../../src/store/issuance-row.js';
 import type {
+  BatchInsertOutcome,
   InsertOutcome,
   IssuanceRecord,
   IssuanceStore,
@@ -139,6 +140,22 @@ export class MemoryIssuanceStore implements IssuanceStore {
     const record = insertedRecord(issuance, issuance.envelope ? envelopeSha256(issuance.envelope) : null);
     this.records.set(record.credentialId, record);
     return { kind: 'inserted', record };
+  }
+
+  /** All or none: each is tried on a copy of the records, kept only when every one was inserted. */
+  async insertIssuances(batch: readonly NewIssuance[]): Promise<BatchInsertOutcome> {
+    const before = new Map(this.records);
+    const records: IssuanceRecord[] = [];
+    for (const n of batch) {
+      const outcome = await this.insertIssuance(n, { dedupe: false });
+      if (outcome.kind !== 'inserted') {
+        this.records.clear();
+        for (const [id, r] of before) this.records.set(id, r);
+        return outcome.kind === 'duplicate' ? { kind: 'duplicate' } : { kind: outcome.kind };
+      }
+      records.push(outcome.record);
+    }
+    return { kind: 'inserted', records };
   }
 
   async get(credentialId: string): Promise<IssuanceRecord | undefined> {

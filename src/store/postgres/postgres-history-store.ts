@@ -59,6 +59,7 @@ export function historyStatements(q: HistoryQuery): {
   add('revocation_nonce', q.revocationNonce);
   add('holder_did', q.holderDid);
   add('email_hash', q.emailHash);
+  add('batch_id', q.batchId);
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) terms.push({ sql: fixed(status.indexed), drives: true, reads: status.reads });
   add('schema_id', q.schemaId);

@@ -3,6 +3,7 @@ import { filledByDatabase } from '../../events/database-filled.js';
 import { envelopeSha256, insertedRecord, RECORD_SELECT } from '../issuance-row.js';
 import type {
   AuditActor,
+  BatchInsertOutcome,
   InsertOutcome,
   IssuanceRecord,
   IssuanceStore,
@@ -10,7 +11,7 @@ import type {
   StatusSlot,
 } from '../store.js';
 import type { PgPool } from './database.js';
-import { PgIssuanceWrites } from './postgres-issuance-writes.js';
+import { PgIssuanceWrites, recordBatch } from './postgres-issuance-writes.js';
 import { OUTBOX_SQL, STALE_HEAD, UNSEEN_PAGE } from './postgres-outbox-sql.js';
 import { PgSlotProposals } from './postgres-slot-proposals.js';
 import { insertEventSql } from './postgres-webhook-store.js';
@@ -67,6 +68,19 @@ export class PostgresIssuanceStore implements IssuanceStore {
       return { kind: 'duplicate', record: record! };
     }
     // A slot proposed ahead may be as stale as this one: the next proposals come fresh.
+    if (outcome === 'slot-taken') this.slots.forget();
+    return { kind: outcome };
+  }
+
+  /** A batch in one transaction of its own, outside the turn's group: all of it or none. */
+  async insertIssuances(
+    batch: readonly NewIssuance[],
+    options: { audit?: AuditActor | undefined },
+  ): Promise<BatchInsertOutcome> {
+    const rows = batch.map((n) => ({ n, digest: n.envelope ? envelopeSha256(n.envelope) : null }));
+    const outcome = await recordBatch(this.pool, rows, options);
+    if (outcome === 'inserted')
+      return { kind: 'inserted', records: rows.map(({ n, digest }) => insertedRecord(n, digest)) };
     if (outcome === 'slot-taken') this.slots.forget();
     return { kind: outcome };
   }

@@ -3,7 +3,7 @@ import { credentialDeliveredEvent } from '../../events/builders.js';
 import { filledByDatabase } from '../../events/database-filled.js';
 import type { AuditActor } from '../../model.js';
 import type { InsertOutcome, NewIssuance } from '../issuance-store.js';
-import { LOCK_DEDUPE_NAMESPACE, type PgPool } from './database.js';
+import { LOCK_DEDUPE_NAMESPACE, type PgPool, withTransaction } from './database.js';
 
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
@@ -48,6 +48,94 @@ function dedupeLockKey(n: NewIssuance): number {
     .update(JSON.stringify([n.holderDid, n.schemaId, n.proofType, n.subjectHash]))
     .digest()
     .readInt32BE(0);
+}
+
+/** One record of record_issuances' JSON (functions/record-issuances.sql), `o` its place in the call. */
+function recordRow(
+  o: number,
+  n: NewIssuance,
+  digest: string | null,
+  options: { audit?: AuditActor | undefined },
+  key: number | null,
+  shard: number,
+) {
+  return {
+    o,
+    credential_id: n.credentialId,
+    channel: n.channel,
+    user_id: n.userId,
+    holder_did: n.holderDid,
+    schema_id: n.schemaId,
+    proof_type: n.proofType,
+    nonce: n.revocationNonce,
+    slot_partition: n.statusSlot?.partition ?? null,
+    slot_index: n.statusSlot?.index ?? null,
+    subject_hash: n.subjectHash,
+    kid: n.kid,
+    created_at: n.createdAt,
+    expires_at: n.expiresAt,
+    // Kept in issuance_envelopes until the "uploaded" mark deletes it; null: nothing to upload.
+    envelope: n.envelope ? JSON.stringify(n.envelope) : null,
+    envelope_sha256: digest,
+    // Nothing to upload (oid4vci, no envelope): never due; record_issuance stores state 'none'.
+    next_attempt_at: n.envelope ? (n.uploadDueAt ?? n.createdAt) : null,
+    lease_until: (n.envelope && n.uploadDueAt) ?? null,
+    email_hash: n.emailHash ?? null,
+    batch_id: n.batchId ?? null,
+    renewed_from: n.renewedFrom ?? null,
+    shard: n.statusSlot ? shard : null,
+    // Two identical hosted requests on two instances must not both sign: they take turns on this.
+    lock_space: key === null ? null : LOCK_DEDUPE_NAMESPACE,
+    lock_key: key,
+    audit_actor: options.audit?.actor ?? null,
+    audit_reason: options.audit?.reason ?? null,
+    event_id: n.event?.id ?? null,
+    event_type: n.event?.type ?? null,
+    event_data: n.event?.data ?? null,
+  };
+}
+
+/**
+ * A whole batch in one transaction of its own (OpenID4VCI batch issuance), through the same
+ * record_issuances: when any record is refused or fails, the transaction rolls back and none is
+ * written. Its outcome: `inserted` for all, or the first other outcome.
+ */
+export async function recordBatch(
+  pool: PgPool,
+  batch: ReadonlyArray<{ n: NewIssuance; digest: string | null }>,
+  options: { audit?: AuditActor | undefined },
+): Promise<InsertOutcome['kind']> {
+  const shard = randomInt(ALLOCATION_SHARDS);
+  const json = JSON.stringify(
+    batch.map(({ n, digest }, i) => recordRow(i + 1, n, digest, options, null, shard)),
+  );
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await withTransaction(pool, async (client) => {
+        const { rows } = await client.query<{
+          outcome: InsertOutcome['kind'] | null;
+          error_code: string | null;
+          error_message: string | null;
+        }>({ name: 'pg-record-batch', text: RECORD_ISSUANCES_SQL, values: [json, [], [], [], [], [], []] });
+        const refused = rows.find((r) => r.error_code !== null || r.outcome !== 'inserted');
+        if (refused?.error_code) throw rowError(refused.error_code, refused.error_message!);
+        if (refused) throw new BatchRefused(refused.outcome!);
+        return 'inserted' as const;
+      });
+    } catch (err) {
+      if (err instanceof BatchRefused) return err.outcome;
+      // A lock cycle with another instance's group, rolled back by the server: write it again.
+      if ((err as { code?: string }).code === '40P01' && attempt < DEADLOCK_RETRIES) continue;
+      throw err;
+    }
+  }
+}
+
+/** Thrown inside recordBatch's transaction to roll it back, answered as the outcome. */
+class BatchRefused extends Error {
+  constructor(readonly outcome: InsertOutcome['kind']) {
+    super(outcome);
+  }
 }
 
 /** A record's answer from record_issuances: its outcome and the duplicate it found. */
@@ -142,40 +230,9 @@ export class PgIssuanceWrites {
     // wait on each other.
     const shard = randomInt(ALLOCATION_SHARDS);
     const json = JSON.stringify(
-      ordered.map(({ r: { n, digest, options }, key }, i) => ({
-        o: i + 1,
-        credential_id: n.credentialId,
-        channel: n.channel,
-        user_id: n.userId,
-        holder_did: n.holderDid,
-        schema_id: n.schemaId,
-        proof_type: n.proofType,
-        nonce: n.revocationNonce,
-        slot_partition: n.statusSlot?.partition ?? null,
-        slot_index: n.statusSlot?.index ?? null,
-        subject_hash: n.subjectHash,
-        kid: n.kid,
-        created_at: n.createdAt,
-        expires_at: n.expiresAt,
-        // Kept in issuance_envelopes until the "uploaded" mark deletes it; null: nothing to upload.
-        envelope: n.envelope ? JSON.stringify(n.envelope) : null,
-        envelope_sha256: digest,
-        // Nothing to upload (oid4vci, no envelope): never due; record_issuance stores state 'none'.
-        next_attempt_at: n.envelope ? (n.uploadDueAt ?? n.createdAt) : null,
-        lease_until: (n.envelope && n.uploadDueAt) ?? null,
-        email_hash: n.emailHash ?? null,
-        batch_id: n.batchId ?? null,
-        renewed_from: n.renewedFrom ?? null,
-        shard: n.statusSlot ? shard : null,
-        // Two identical hosted requests on two instances must not both sign: they take turns on this.
-        lock_space: key === null ? null : LOCK_DEDUPE_NAMESPACE,
-        lock_key: key,
-        audit_actor: options.audit?.actor ?? null,
-        audit_reason: options.audit?.reason ?? null,
-        event_id: n.event?.id ?? null,
-        event_type: n.event?.type ?? null,
-        event_data: n.event?.data ?? null,
-      })),
+      ordered.map(({ r: { n, digest, options }, key }, i) =>
+        recordRow(i + 1, n, digest, options, key, shard),
+      ),
     );
     let rows: Array<{
       o: number;

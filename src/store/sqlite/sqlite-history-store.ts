@@ -74,6 +74,7 @@ export function historyStatements(q: HistoryQuery): {
   add('revocation_nonce', 'nonce', q.revocationNonce);
   add('holder_did', 'holderDid', q.holderDid);
   add('email_hash', 'emailHash', q.emailHash);
+  add('batch_id', 'batchId', q.batchId);
   const status = q.status === undefined ? undefined : STATUS_SQL[q.status];
   if (status?.indexed) {
     const index = q.status === undefined ? undefined : STATUS_INDEX[q.status];

@@ -5,6 +5,7 @@ import { envelopeSha256, insertedRecord } from '../issuance-row.js';
 import { pickFreeSlot } from '../slot-allocation.js';
 import type {
   AuditActor,
+  BatchInsertOutcome,
   InsertOutcome,
   IssuanceRecord,
   IssuanceStore,
@@ -114,6 +115,27 @@ export class SqliteIssuanceStore implements IssuanceStore {
       const same = this.stmts.get.get(n.credentialId);
       if (!same) throw new Error(`credential ${n.credentialId} was recorded and is gone`);
       return { kind: 'duplicate', record: rowToIssuance(same) };
+    }
+  }
+
+  async insertIssuances(
+    batch: readonly NewIssuance[],
+    options: { audit?: AuditActor | undefined },
+  ): Promise<BatchInsertOutcome> {
+    // The whole batch in one savepoint of the turn's group: a conflict on any of its issuances
+    // throws, and the savepoint's rollback leaves none of them written.
+    try {
+      const records = await this.writes.run(() =>
+        batch.map((n) => {
+          const outcome = this.recordIssuance(n, { dedupe: false, audit: options.audit });
+          if (outcome.kind !== 'inserted') throw new InsertConflict('slot-taken');
+          return outcome.record;
+        }),
+      );
+      return { kind: 'inserted', records };
+    } catch (err) {
+      if (!(err instanceof InsertConflict)) throw err;
+      return err.kind === 'same-id' ? { kind: 'duplicate' } : { kind: err.kind };
     }
   }
 

@@ -30,6 +30,8 @@ const HistoryQueryShape = {
   revocationNonce: NonceSchema.optional(),
   proofType: ProofTypeSchema.optional(),
   channel: z.enum(CHANNELS, { error: `must be one of ${CHANNELS.join(', ')}` }).optional(),
+  /** The batch it was issued in: a CSV run's or an OpenID4VCI batch's. */
+  batchId: z.string().min(1).max(255).optional(),
   /** Created at or after (a date is midnight UTC). */
   createdFrom: DateBoundField.optional(),
   /** Created before. */

@@ -1,0 +1,54 @@
+import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
+import type { LoadedSchema } from '../schemas/schema-registry.js';
+import type { Oid4vciOffer } from '../store/store.js';
+import { batchIdOf, credentialIdOf, didJwk } from './credential-ids.js';
+import { invalidCredentialRequest } from './errors.js';
+import { PROOF_TYPE } from './metadata.js';
+import type { ChannelParts } from './parts.js';
+
+/**
+ * Batch issuance (OpenID4VCI 1.0 §8.2 `proofs`, §12.2.4 `batch_credential_issuance`): one
+ * credential per proven key, the same claims, each with its own salts, random status slot and
+ * nonce, recorded in one transaction under the offer's batch id. A failure while signing any of
+ * them (a key token down) records none; the offer is then still open.
+ */
+export async function issueBatch(
+  parts: ChannelParts,
+  batch: {
+    offer: Oid4vciOffer;
+    schema: LoadedSchema;
+    claims: Record<string, unknown>;
+    holderJwks: readonly HolderBindingJwk[];
+  },
+): Promise<Array<string | Record<string, unknown>>> {
+  const { deps } = parts;
+  const { offer, schema, claims } = batch;
+  const issuer = deps.core.requireIssuer(schema, PROOF_TYPE);
+  const expiresAt = new Date(parts.now().getTime() + schema.expiresInSeconds * 1000);
+  const batchId = batchIdOf(offer.offerHash);
+  const signed = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
+    deps.core.signBatchForResponse(
+      batch.holderJwks.map((holderJwk, n) => ({
+        issuer,
+        credentialId: credentialIdOf(offer.offerHash, n),
+        channel: 'oid4vci' as const,
+        userId: offer.userId,
+        holderDid: didJwk(holderJwk),
+        schema,
+        proofType: PROOF_TYPE,
+        claims,
+        claimsChecked: offer.claims === null ? true : undefined,
+        expiresAt,
+        holderJwk,
+        dedupe: false as const,
+        emailHash: offer.emailHash ?? undefined,
+        batchId,
+        audit: { actor: offer.createdBy, reason: 'OpenID4VCI credential offer (batch)' },
+      })),
+    ),
+  );
+  if (signed === undefined)
+    throw invalidCredentialRequest('the credentials of this offer were already issued');
+  await deps.store.markIssued(offer.offerHash, signed[0]!.record.credentialId);
+  return signed.map((s) => s.credential);
+}
