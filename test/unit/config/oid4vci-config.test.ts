@@ -25,6 +25,7 @@ describe('OpenID4VCI settings', () => {
       dpopNonce: 'off',
       walletTrust: undefined,
       keyAttestationTrust: undefined,
+      batchSize: 10,
     });
   });
 
