@@ -20,6 +20,7 @@ import { benchPinning } from './bench/pinning.js';
 import { benchRenewal } from './bench/renewal.js';
 import { benchScale } from './bench/scale.js';
 import { benchSeams } from './bench/seams.js';
+import { benchStatusAllocation } from './bench/status-allocation.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
 import { benchWebhookParts } from './bench/webhooks.js';
@@ -82,6 +83,8 @@ const sections: Record<string, () => Promise<Row[]>> = {
   // The OpenID4VCI credential endpoint's CPU per credential beside hosted issue-vc's, one server.
   oid4vci: () => benchOid4vci(),
   status: benchStatusList,
+  // Two processes inserting 1,000 whole issuances each into one SQLite file (the slow test's 400, at volume).
+  'status-allocation': benchStatusAllocation,
   iden3: benchIden3,
   // The merklization equivalence test's check over BENCH_MERKLIZE_CREDENTIALS generated credentials.
   'merklize-equivalence': benchMerklizeEquivalence,
