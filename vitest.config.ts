@@ -9,8 +9,11 @@ import { defineConfig } from 'vitest/config';
 // importing the app and the Iden3 libraries again (~2.5 s a file here). So a test file leaves no
 // global state behind: it closes what it starts (servers, processes, browsers) and restores real
 // timers.
-// Two workers, also on two cores (vitest's default there is one): much of a slow file's time is
-// spent waiting on the processes it started, a browser or a database, and the other worker uses it.
+// Three workers, also on two cores (vitest's default there is one): most of a file's time is spent
+// waiting on the processes it started, a browser, a database or a lease running out, and the other
+// workers use it. A whole run takes about 270 s of CPU (user and system, its child processes
+// included; PostgreSQL's own not counted) and took 337-367 s on two quiet cores with two workers:
+// the cores were idle about half of the time.
 // No test depends on the machine being idle: a test waits for the event it needs (a log line, a
 // process exit, `expect.poll` on a state), never for a fixed time, and asserts no durations. The
 // timeouts below only end a test that hangs, so they are generous: a loaded 2-core machine runs
@@ -23,7 +26,7 @@ export default defineConfig({
     // is too short on a busy machine.
     expect: { poll: { timeout: 60_000, interval: 20 } },
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     // The run's temporary PostgreSQL databases are dropped together when it ends.
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
