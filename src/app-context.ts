@@ -41,7 +41,7 @@ export interface AppContext {
   /** The package version (OpenAPI `info.version`). */
   version: string;
   partnerId: string;
-  /** The identity's key holder (`identity.keys`), for the admin key routes and the health probe. */
+  /** The identity's key holder (`identity.keys`), which the readiness probe asks. */
   keys: KeyHolder;
   /** Every part of the store of the engine DATABASE_URL names (src/store/engines.ts). */
   store: OpenedStore;

@@ -111,7 +111,7 @@ export const rotateKeysRoute: RouteFactory = (ctx) => ({
  * they are published (retired keys stay published until the last credential they signed expires).
  */
 export function listKeys(
-  ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
+  ctx: Pick<AppContext, 'identity'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
 ) {
   return async (_req: Request, res: Response) => {
     res.json({ keys: await keyInventory(ctx) });
@@ -124,9 +124,9 @@ export function listKeys(
  * chain (`SD_JWT_ISSUER=x5c`) says when its leaf certificate expires.
  */
 export async function keyInventory(
-  ctx: Pick<AppContext, 'keys'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
+  ctx: Pick<AppContext, 'identity'> & { store: Pick<Store, 'issuances' | 'compromisedKeys'> },
 ) {
-  const ring = ctx.keys.current();
+  const ring = ctx.identity.keys.current();
   const compromised = await compromisedKids(ctx.store.compromisedKeys);
   const published = new Set(
     (await publishedSigningKeys(ring, ctx.store.issuances, new Date(), compromised)).map((j) => j.kid),
@@ -168,11 +168,9 @@ export const RotateKeyBodySchema = z.object({
 });
 
 /** The rotation of the route's context (`keys/rotation.ts`), its event and status lists wired in. */
-export function keyRotation(
-  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store'>,
-): KeyRotation {
+export function keyRotation(ctx: Pick<AppContext, 'config' | 'identity' | 'status' | 'store'>): KeyRotation {
   return new KeyRotation({
-    keys: ctx.keys,
+    keys: ctx.identity.keys,
     identity: ctx.identity,
     config: ctx.config,
     audit: ctx.store.audit,
@@ -196,9 +194,7 @@ function rotationAnswer(r: RotationOutcome) {
  * `POST /admin/keys/rotate` (kit extension): retires the active key of a purpose, adds a new one
  * that signs from now on, reloads the ring and re-signs the status lists with the new key.
  */
-export function rotateKeys(
-  ctx: Pick<AppContext, 'keys' | 'config' | 'identity' | 'status' | 'store' | 'log'>,
-) {
+export function rotateKeys(ctx: Pick<AppContext, 'config' | 'identity' | 'status' | 'store' | 'log'>) {
   const rotation = keyRotation(ctx);
   return async (req: Request, res: Response) => {
     const body = parseInput(RotateKeyBodySchema, req.body ?? {});
@@ -241,7 +237,7 @@ export const compromisedKeyRoute: RouteFactory = (ctx) => ({
 export function compromisedKey(ctx: AppContext) {
   const rotation = keyRotation(ctx);
   const run = compromisePlaybook({
-    keys: ctx.keys,
+    keys: ctx.identity.keys,
     compromisedKeys: ctx.store.compromisedKeys,
     locks: ctx.store.locks,
     rotate: async (actor) => {
@@ -255,16 +251,18 @@ export function compromisedKey(ctx: AppContext) {
   });
   return async (req: Request, res: Response) => {
     const body = parseInput(CompromisedKeyBodySchema, req.body);
-    const key = compromisedKeyOf(ctx.keys, body.kid);
+    const key = compromisedKeyOf(ctx.identity.keys, body.kid);
     if (body.dryRun) {
-      const active = ctx.keys.current().signing.kid === key.kid;
+      const active = ctx.identity.keys.current().signing.kid === key.kid;
       const alreadyCompromised = (await compromisedKids(ctx.store.compromisedKeys)).has(key.kid);
       const credentials = await ctx.statusJobs.count({ kid: key.kid });
       // In x5c mode the rotation away from an active key may be refused (no certified standby
       // key): the rehearsal says so, read from the keys as they are now (a standby key may have
       // been prepared by another process since this ring was loaded).
       const x5c = active ? x5cRotation(ctx.identity, ctx.config) : undefined;
-      const rotationRefused = x5c ? ((await x5cRotationRefusal(x5c, await ctx.keys.reload())) ?? null) : null;
+      const rotationRefused = x5c
+        ? ((await x5cRotationRefusal(x5c, await ctx.identity.keys.reload())) ?? null)
+        : null;
       res.json({ kid: key.kid, active, alreadyCompromised, credentials, rotationRefused, dryRun: true });
       return;
     }
