@@ -75,6 +75,16 @@ export const ToolEnvSchema = z.object({
     '`3000000`',
     '`npm run bench -- history-count`',
   ),
+  BENCH_SEAMS_BASE: tool(
+    "The commit the seams section runs beside this checkout (from this repository's history, with this checkout's `node_modules`).",
+    '`292459f`',
+    '`npm run bench -- seams`',
+  ),
+  BENCH_SEAMS_ROUNDS: tool(
+    'Rounds of the seams section; each round runs the base and this checkout once, in alternating order.',
+    '`3`',
+    '`npm run bench -- seams`',
+  ),
   BENCH_MERKLIZE_CREDENTIALS: tool(
     'Generated credentials the merklization equivalence section compares (the test compares the first 250).',
     '`1000`',
