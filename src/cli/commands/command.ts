@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { AdminApiError, type AdminClient } from '../admin-client.js';
-import type { CliIo } from '../output.js';
+import { AdminApiError, type AdminClient, type CallOptions } from '../admin-client.js';
+import { type CliIo, json } from '../output.js';
 import type { CliSettings } from '../settings.js';
 
 /** What every command's action gets: settings from the environment and a client for the server. */
@@ -19,6 +19,23 @@ export type Act = <A extends unknown[]>(
 
 /** Each file of `commands/` adds its command(s) to the program. */
 export type RegisterCommand = (program: Command, act: Act) => void;
+
+/**
+ * Calls the admin API and prints its answer: the answer's JSON with `--json`, otherwise what `say`
+ * makes of it for a person (a line, or lines). Resolves to the answer.
+ */
+export async function callAndPrint<T>(
+  run: Run,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  say: (body: T) => string | readonly string[],
+  options?: CallOptions,
+): Promise<T> {
+  const { body } = await run.client.call<T>(method, path, options);
+  if (run.json) run.io.out(json(body));
+  else for (const line of [say(body)].flat()) run.io.out(line);
+  return body;
+}
 
 export class UsageError extends Error {
   override name = 'UsageError';

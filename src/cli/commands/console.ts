@@ -1,5 +1,5 @@
-import { json, table } from '../output.js';
-import type { RegisterCommand } from './command.js';
+import { table } from '../output.js';
+import { callAndPrint, type RegisterCommand } from './command.js';
 
 type ConsoleSession = {
   id: string;
@@ -21,13 +21,11 @@ export const consoleCommand: RegisterCommand = (program, act) => {
     .description('the live console sessions (GET /admin/console/sessions)')
     .action(
       act(async (run) => {
-        const { body } = await run.client.call<{ sessions: ConsoleSession[] }>(
-          'GET',
-          '/admin/console/sessions',
+        await callAndPrint<{ sessions: ConsoleSession[] }>(run, 'GET', '/admin/console/sessions', (body) =>
+          body.sessions.length === 0
+            ? 'no console sessions'
+            : table(body.sessions, ['id', 'actor', 'createdAt', 'lastSeenAt', 'endsAt']),
         );
-        if (run.json) run.io.out(json(body));
-        else if (body.sessions.length === 0) run.io.out('no console sessions');
-        else run.io.out(table(body.sessions, ['id', 'actor', 'createdAt', 'lastSeenAt', 'endsAt']));
         return 0;
       }),
     );
@@ -37,11 +35,12 @@ export const consoleCommand: RegisterCommand = (program, act) => {
     .argument('<id>', 'the session id, as `console sessions list` shows it')
     .action(
       act(async (run, id: string) => {
-        const { body } = await run.client.call<{ ended: string }>(
+        await callAndPrint<{ ended: string }>(
+          run,
           'DELETE',
           `/admin/console/sessions/${encodeURIComponent(id)}`,
+          (body) => `${body.ended}: ended`,
         );
-        run.io.out(run.json ? json(body) : `${body.ended}: ended`);
         return 0;
       }),
     );

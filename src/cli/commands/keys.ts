@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { json, table } from '../output.js';
 import type { CliSettings } from '../settings.js';
-import { type RegisterCommand, UsageError } from './command.js';
+import { callAndPrint, type RegisterCommand, UsageError } from './command.js';
 import { addKeysCompromisedCommand } from './keys-compromised.js';
 
 /**
@@ -253,22 +253,16 @@ export const keysCommand: RegisterCommand = (program, act) => {
     .description('every key, with its dates and whether it is still published (GET /admin/keys)')
     .action(
       act(async (run) => {
-        const { body } = await run.client.call<{ keys: Array<Record<string, unknown>> }>(
-          'GET',
-          '/admin/keys',
+        await callAndPrint<{ keys: Array<Record<string, unknown>> }>(run, 'GET', '/admin/keys', (body) =>
+          table(
+            body.keys.map((k) => ({
+              ...k,
+              state: k.active ? 'active' : k.standby ? 'standby' : 'retired',
+              lastExpiry: k.lastCredentialExpiresAt,
+            })),
+            ['purpose', 'kid', 'state', 'published', 'createdAt', 'retiredAt', 'lastExpiry'],
+          ),
         );
-        if (run.json) run.io.out(json(body));
-        else
-          run.io.out(
-            table(
-              body.keys.map((k) => ({
-                ...k,
-                state: k.active ? 'active' : k.standby ? 'standby' : 'retired',
-                lastExpiry: k.lastCredentialExpiresAt,
-              })),
-              ['purpose', 'kid', 'state', 'published', 'createdAt', 'retiredAt', 'lastExpiry'],
-            ),
-          );
         return 0;
       }),
     );

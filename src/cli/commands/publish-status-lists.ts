@@ -1,5 +1,5 @@
-import { json, table } from '../output.js';
-import type { RegisterCommand } from './command.js';
+import { table } from '../output.js';
+import { callAndPrint, type RegisterCommand } from './command.js';
 
 export const publishStatusListsCommand: RegisterCommand = (program, act) => {
   program
@@ -10,14 +10,11 @@ export const publishStatusListsCommand: RegisterCommand = (program, act) => {
     .option('--reason <text>', 'why (kept in the audit log)')
     .action(
       act(async (run, opts: { reason?: string }) => {
-        const { body } = await run.client.call<{ partitions: Array<Record<string, unknown>> }>(
+        await callAndPrint<{ partitions: Array<Record<string, unknown>> }>(
+          run,
           'POST',
           '/admin/publish-token-status-list',
-          { body: opts.reason ? { reason: opts.reason } : {} },
-        );
-        if (run.json) run.io.out(json(body));
-        else
-          run.io.out(
+          (body) =>
             table(
               // iat is in epoch seconds (JWT); people read ISO 8601.
               body.partitions.map((p) => ({
@@ -26,7 +23,8 @@ export const publishStatusListsCommand: RegisterCommand = (program, act) => {
               })),
               ['partition', 'size', 'issuedAt', 'uri'],
             ),
-          );
+          { body: opts.reason ? { reason: opts.reason } : {} },
+        );
         return 0;
       }),
     );

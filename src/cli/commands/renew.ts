@@ -1,6 +1,5 @@
 import { Option } from 'commander';
-import { json } from '../output.js';
-import type { RegisterCommand } from './command.js';
+import { callAndPrint, type RegisterCommand } from './command.js';
 
 interface Renewed {
   credentialId: string;
@@ -21,16 +20,16 @@ export const renewCommand: RegisterCommand = (program, act) => {
     .addOption(new Option('--reason <text>', 'why (kept in the audit log)').makeOptionMandatory())
     .action(
       act(async (run, credentialId: string, opts: { reason: string }) => {
-        const { body } = await run.client.call<Renewed>('POST', '/admin/renew', {
-          body: { credentialId, reason: opts.reason },
-        });
-        if (run.json) run.io.out(json(body));
-        else
-          run.io.out(
+        await callAndPrint<Renewed>(
+          run,
+          'POST',
+          '/admin/renew',
+          (body) =>
             `${body.renewedFrom} renewed by ${body.credentialId} (expires ${body.expiresAt}, upload ${body.uploadState}${
               body.previousRevoked ? '; the previous one is revoked' : ''
             })`,
-          );
+          { body: { credentialId, reason: opts.reason } },
+        );
         return 0;
       }),
     );

@@ -1,5 +1,4 @@
-import { json } from '../output.js';
-import { type RegisterCommand, UsageError } from './command.js';
+import { callAndPrint, type RegisterCommand, UsageError } from './command.js';
 
 export const uploadsCommand: RegisterCommand = (program, act) => {
   const uploads = program.command('uploads').description('uploads to the hosting service (the outbox)');
@@ -16,16 +15,18 @@ export const uploadsCommand: RegisterCommand = (program, act) => {
               ? 'uploads retry: give a credentialId or --all-failed'
               : 'uploads retry: give a credentialId or --all-failed, not both',
           );
-        const { body } = await run.client.call<{ retried: string[] }>('POST', '/admin/uploads/retry', {
-          body: credentialId === undefined ? { allFailed: true } : { credentialId },
-        });
-        if (run.json) run.io.out(json(body));
-        else if (body.retried.length === 0)
-          run.io.out(credentialId ? `${credentialId}: not a failed upload` : 'no failed uploads');
-        else {
-          for (const id of body.retried) run.io.out(`${id}: queued again`);
-          run.io.out(`${body.retried.length} upload(s) queued again`);
-        }
+        const body = await callAndPrint<{ retried: string[] }>(
+          run,
+          'POST',
+          '/admin/uploads/retry',
+          ({ retried }) =>
+            retried.length === 0
+              ? credentialId
+                ? `${credentialId}: not a failed upload`
+                : 'no failed uploads'
+              : [...retried.map((id) => `${id}: queued again`), `${retried.length} upload(s) queued again`],
+          { body: credentialId === undefined ? { allFailed: true } : { credentialId } },
+        );
         // Nothing to retry for a named credential is a failure (a typo should not pass silently).
         return credentialId !== undefined && body.retried.length === 0 ? 1 : 0;
       }),

@@ -1,6 +1,6 @@
 import { json, table } from '../output.js';
 import { type KeysetPage, walkAllPages } from '../paging.js';
-import { type RegisterCommand, UsageError } from './command.js';
+import { callAndPrint, type RegisterCommand, UsageError } from './command.js';
 
 interface Endpoint {
   id: string;
@@ -37,14 +37,16 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
           .map((e) => e.trim())
           .filter((e) => e !== '');
         if (events.length === 0) throw new UsageError('webhooks add: --events names no event type');
-        const { body } = await run.client.call<Endpoint & { secret: string }>('POST', '/admin/webhooks', {
-          body: { url, events, ...(opts.description ? { description: opts.description } : {}) },
-        });
-        if (run.json) run.io.out(json(body));
-        else {
-          run.io.out(`${body.id}: ${body.url} (${body.events.join(', ')})`);
-          run.io.out(`secret (shown once; the receiver verifies with it): ${body.secret}`);
-        }
+        await callAndPrint<Endpoint & { secret: string }>(
+          run,
+          'POST',
+          '/admin/webhooks',
+          (body) => [
+            `${body.id}: ${body.url} (${body.events.join(', ')})`,
+            `secret (shown once; the receiver verifies with it): ${body.secret}`,
+          ],
+          { body: { url, events, ...(opts.description ? { description: opts.description } : {}) } },
+        );
         return 0;
       }),
     );
@@ -53,20 +55,18 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .description('the registered endpoints (GET /admin/webhooks)')
     .action(
       act(async (run) => {
-        const { body } = await run.client.call<{ webhooks: Endpoint[] }>('GET', '/admin/webhooks');
-        if (run.json) run.io.out(json(body));
-        else if (body.webhooks.length === 0) run.io.out('no webhook endpoints');
-        else
-          run.io.out(
-            table(
-              body.webhooks.map((w) => ({
-                ...w,
-                events: w.events.join(','),
-                description: w.description ?? '',
-              })),
-              ['id', 'url', 'events', 'description', 'createdAt'],
-            ),
-          );
+        await callAndPrint<{ webhooks: Endpoint[] }>(run, 'GET', '/admin/webhooks', (body) =>
+          body.webhooks.length === 0
+            ? 'no webhook endpoints'
+            : table(
+                body.webhooks.map((w) => ({
+                  ...w,
+                  events: w.events.join(','),
+                  description: w.description ?? '',
+                })),
+                ['id', 'url', 'events', 'description', 'createdAt'],
+              ),
+        );
         return 0;
       }),
     );
@@ -76,11 +76,12 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .argument('<id>', 'the endpoint id (wh_…)')
     .action(
       act(async (run, id: string) => {
-        const { body } = await run.client.call<{ removed: string }>(
+        await callAndPrint<{ removed: string }>(
+          run,
           'DELETE',
           `/admin/webhooks/${encodeURIComponent(id)}`,
+          (body) => `${body.removed}: removed`,
         );
-        run.io.out(run.json ? json(body) : `${body.removed}: removed`);
         return 0;
       }),
     );
@@ -90,16 +91,16 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .argument('<id>', 'the endpoint id (wh_…)')
     .action(
       act(async (run, id: string) => {
-        const { body } = await run.client.call<{ id: string; secret: string; previousValidUntil: string }>(
+        await callAndPrint<{ id: string; secret: string; previousValidUntil: string }>(
+          run,
           'POST',
           `/admin/webhooks/${encodeURIComponent(id)}/rotate-secret`,
+          (body) => [
+            `${body.id}: new secret (shown once): ${body.secret}`,
+            `the previous secret also signs until ${body.previousValidUntil}`,
+          ],
           { body: {} },
         );
-        if (run.json) run.io.out(json(body));
-        else {
-          run.io.out(`${body.id}: new secret (shown once): ${body.secret}`);
-          run.io.out(`the previous secret also signs until ${body.previousValidUntil}`);
-        }
         return 0;
       }),
     );
@@ -157,12 +158,13 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .argument('<id>', 'the endpoint id (wh_…)')
     .action(
       act(async (run, id: string) => {
-        const { body } = await run.client.call<{ id: string; retried: number }>(
+        await callAndPrint<{ id: string; retried: number }>(
+          run,
           'POST',
           `/admin/webhooks/${encodeURIComponent(id)}/retry-failed`,
+          (body) => `${body.id}: ${body.retried} failed deliveries queued again`,
           { body: {} },
         );
-        run.io.out(run.json ? json(body) : `${body.id}: ${body.retried} failed deliveries queued again`);
         return 0;
       }),
     );
@@ -172,12 +174,13 @@ export const webhooksCommand: RegisterCommand = (program, act) => {
     .argument('<deliveryId>', 'the delivery id (msg_…), from webhooks deliveries --status failed')
     .action(
       act(async (run, deliveryId: string) => {
-        const { body } = await run.client.call<{ retried: string }>(
+        await callAndPrint<{ retried: string }>(
+          run,
           'POST',
           `/admin/webhooks/deliveries/${encodeURIComponent(deliveryId)}/retry`,
+          (body) => `${body.retried}: queued again`,
           { body: {} },
         );
-        run.io.out(run.json ? json(body) : `${body.retried}: queued again`);
         return 0;
       }),
     );
