@@ -1,5 +1,12 @@
 import { Claim, ClaimOptions, DID, SchemaHash } from '@iden3/js-iden3-core';
-import { ErrEntryIndexAlreadyExists, Hash, hashElems, type Proof, ZERO_HASH } from '@iden3/js-merkletree';
+import {
+  ErrEntryIndexAlreadyExists,
+  Hash,
+  hashElems,
+  type Merkletree,
+  type Proof,
+  ZERO_HASH,
+} from '@iden3/js-merkletree';
 import type {
   Iden3StateRecord,
   Iden3Store,
@@ -50,6 +57,21 @@ function newState(
     revocationNonce,
     createdAt: new Date().toISOString(),
   };
+}
+
+/**
+ * The state after nonces went into the revocation tree (`nonce`: the one revoked, or null for
+ * several). The roots tree takes the claims-tree root when claims are added (js-sdk
+ * addCredentialsToMerkleTree); revocation leaves claims and roots trees as they are.
+ */
+async function revokedState(
+  base: Iden3State,
+  revocationTree: Merkletree,
+  nonce: bigint | null,
+): Promise<NewIden3State> {
+  const revocationTreeRoot = await revocationTree.root();
+  const state = identityStateHash(base.claimsTreeRoot, revocationTreeRoot, base.rootOfRoots);
+  return newState(state, base.claimsTreeRoot, revocationTreeRoot, base.rootOfRoots, 'revocation', nonce);
 }
 
 /** Iden3 identity state = Poseidon(claimsTreeRoot, revocationTreeRoot, rootOfRoots). */
@@ -216,21 +238,11 @@ export class Iden3Identity {
           storage.discard();
           return { state: await this.latestState(), alreadyRevoked: true };
         }
-        const revocationTreeRoot = await mt.root();
-        // The roots tree takes the claims-tree root when claims are added (js-sdk
-        // addCredentialsToMerkleTree); revocation leaves claims and roots trees as they are.
-        const state = identityStateHash(base.claimsTreeRoot, revocationTreeRoot, base.rootOfRoots);
+        const state = await revokedState(base, mt, nonce);
         const { committed, record } = await store.commitIden3State({
           ...storage.writes(),
           baseSeq: base.seq,
-          state: newState(
-            state,
-            base.claimsTreeRoot,
-            revocationTreeRoot,
-            base.rootOfRoots,
-            'revocation',
-            nonce,
-          ),
+          state,
           ...(statusChange ? { statusChange } : {}),
         });
         storage.discard();
@@ -265,19 +277,11 @@ export class Iden3Identity {
           storage.discard();
           return 0;
         }
-        const revocationTreeRoot = await mt.root();
-        const state = identityStateHash(base.claimsTreeRoot, revocationTreeRoot, base.rootOfRoots);
+        const state = await revokedState(base, mt, null);
         const { committed } = await store.commitIden3State({
           ...storage.writes(),
           baseSeq: base.seq,
-          state: newState(
-            state,
-            base.claimsTreeRoot,
-            revocationTreeRoot,
-            base.rootOfRoots,
-            'revocation',
-            null,
-          ),
+          state,
           statusChanges,
         });
         storage.discard();

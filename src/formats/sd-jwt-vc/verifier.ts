@@ -8,6 +8,7 @@ import {
   type JWK,
   type JWSHeaderParameters,
   jwtVerify,
+  type KeyInput,
 } from 'jose';
 import { type StatusBits, StatusList, StatusValue } from '../../status/status-list.js';
 import { CheckFailure, Checks, refuse, type VerifyResult } from '../../verify/check.js';
@@ -36,6 +37,23 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
+
+/** A JWT's claims once its `typ`, its signature by `key` with `alg`, and its times at `now` check out. */
+async function verifiedClaims(
+  jwt: string,
+  key: KeyInput,
+  typ: string,
+  alg: string,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const { payload } = await jwtVerify(jwt, key, {
+    typ,
+    algorithms: [alg],
+    currentDate: now,
+    clockTolerance: SKEW_SECONDS,
+  });
+  return payload as Record<string, unknown>;
+}
 
 /**
  * Verifies a compact SD-JWT VC (or a presentation of one with a key binding JWT) as a relying party
@@ -145,14 +163,7 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVcVerifyOptio
     let kb: Record<string, unknown>;
     try {
       const holderKey = await importJWK(cnf.jwk as JWK, kbHeader.alg);
-      kb = (
-        await jwtVerify(kbJwt, holderKey, {
-          typ: 'kb+jwt',
-          algorithms: [kbHeader.alg!],
-          currentDate: now,
-          clockTolerance: SKEW_SECONDS,
-        })
-      ).payload as Record<string, unknown>;
+      kb = await verifiedClaims(kbJwt, holderKey, 'kb+jwt', kbHeader.alg!, now);
     } catch (err) {
       if (err instanceof errors.JWSSignatureVerificationFailed)
         return refuse('KB_SIGNATURE_INVALID', 'the key binding JWT is not signed by the cnf key');
@@ -225,14 +236,7 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVcVerifyOptio
     const found = await keys.keyFor(iss, tokenHeader);
     let claims: Record<string, unknown>;
     try {
-      claims = (
-        await jwtVerify(token, found.key, {
-          typ: 'statuslist+jwt',
-          algorithms: [tokenHeader.alg!],
-          currentDate: now,
-          clockTolerance: SKEW_SECONDS,
-        })
-      ).payload as Record<string, unknown>;
+      claims = await verifiedClaims(token, found.key, 'statuslist+jwt', tokenHeader.alg!, now);
     } catch (err) {
       if (err instanceof errors.JWSSignatureVerificationFailed)
         return refuse(
