@@ -313,6 +313,7 @@ export async function createContext(
         dpopNonce: config.oid4vci.dpopNonce,
         ...oid4vciTrust(config.oid4vci),
         batchSize: config.oid4vci.batchSize,
+        ...(identity.mode === 'x5c' ? { metadataSigner: identity } : {}),
       })
     : undefined;
 

@@ -4,6 +4,7 @@ import { database } from './doctor/checks/database.js';
 import { developmentState } from './doctor/checks/development-state.js';
 import { didJson, jwksJson, jwtVcIssuer } from './doctor/checks/documents.js';
 import { exampleSchema } from './doctor/checks/example-schema.js';
+import { haip } from './doctor/checks/haip.js';
 import { iden3Key } from './doctor/checks/iden3-key.js';
 import { keyBackend } from './doctor/checks/key-backend.js';
 import { keyFiles } from './doctor/checks/key-files.js';
@@ -51,6 +52,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   exampleSchema,
   partnerJwt,
   consoleCheck,
+  haip,
 ];
 
 export async function runDoctor(

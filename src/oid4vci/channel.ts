@@ -9,6 +9,7 @@ import { ChannelMetadata } from './metadata.js';
 import { nonce } from './nonce.js';
 import { type CreatedOffer, createOffer, type OfferRequest, offerObject } from './offers.js';
 import type { ChannelParts, Oid4vciChannelDeps, ProtocolAnswer } from './parts.js';
+import { SignedMetadata } from './signed-metadata.js';
 import { token } from './token.js';
 
 /**
@@ -22,6 +23,7 @@ import { token } from './token.js';
  */
 export class Oid4vciChannel {
   private readonly parts: ChannelParts;
+  private readonly signed: SignedMetadata | undefined;
 
   constructor(deps: Oid4vciChannelDeps) {
     const now = deps.now ?? (() => new Date());
@@ -33,6 +35,7 @@ export class Oid4vciChannel {
       store: deps.store,
       now,
     });
+    this.signed = deps.metadataSigner ? new SignedMetadata(deps.metadataSigner) : undefined;
     const keyAttestation = new KeyAttestationVerifier(deps.keyAttestationTrust, deps.profile ?? 'basic', now);
     this.parts = {
       ...libraries,
@@ -67,6 +70,18 @@ export class Oid4vciChannel {
   /** OpenID4VCI 1.0 §12.2 credential issuer metadata (metadata.ts). */
   issuerMetadata(): IssuerMetadataResult {
     return this.parts.metadata.issuer();
+  }
+
+  /**
+   * OpenID4VCI 1.0 §12.2.3 signed metadata (signed-metadata.ts), when the issuer identifies itself
+   * by certificate (SD_JWT_ISSUER=x5c); undefined otherwise.
+   */
+  get signsMetadata(): boolean {
+    return this.signed !== undefined;
+  }
+
+  async signedIssuerMetadata(): Promise<string | undefined> {
+    return this.signed?.jwt(this.issuerMetadata().credentialIssuer, this.parts.now());
   }
 
   /** An admin's credential offer (offers.ts). */

@@ -43,15 +43,15 @@ export const verifyJwkJwt: CallbackContext['verifyJwt'] = async (signer, jwt) =>
   }
 };
 
-const callbacks: Omit<CallbackContext, 'decryptJwe' | 'encryptJwe'> = {
+export const protocolCallbacks: Omit<CallbackContext, 'decryptJwe' | 'encryptJwe'> = {
   hash: (data, alg) => {
     if (alg !== HashAlgorithm.Sha256) throw new Oauth2Error(`unsupported hash ${alg}`);
     return createHash('sha256').update(data).digest();
   },
   generateRandom: (bytes) => randomBytes(bytes),
   verifyJwt: verifyJwkJwt,
-  // This channel signs no JWT through the libraries: its tokens are opaque and its credentials
-  // are the SD-JWT issuer's.
+  // The channel's tokens are opaque and its credentials are the SD-JWT issuer's; the one JWT it
+  // signs through the libraries, its signed metadata, gets its own callback (signed-metadata.ts).
   signJwt: () => {
     throw new Oauth2Error('the OpenID4VCI channel signs no JWT through the protocol library');
   },
@@ -68,7 +68,7 @@ export interface ProtocolLibraries {
  * the operator chose (x5c-trust.ts), beside the holder's own keys.
  */
 export function librariesVerifying(verifyJwt: CallbackContext['verifyJwt']): ProtocolLibraries {
-  const withCheck = { ...callbacks, verifyJwt };
+  const withCheck = { ...protocolCallbacks, verifyJwt };
   return {
     issuer: new Openid4vciIssuer({ callbacks: withCheck }),
     authorizationServer: new Oauth2AuthorizationServer({ callbacks: withCheck }),
@@ -81,7 +81,7 @@ export function protocolLibraries(origin: string): ProtocolLibraries {
   // a development or test origin on http turns this on.
   if (new URL(origin).protocol === 'http:') setGlobalConfig({ allowInsecureUrls: true });
   return {
-    issuer: new Openid4vciIssuer({ callbacks }),
-    authorizationServer: new Oauth2AuthorizationServer({ callbacks }),
+    issuer: new Openid4vciIssuer({ callbacks: protocolCallbacks }),
+    authorizationServer: new Oauth2AuthorizationServer({ callbacks: protocolCallbacks }),
   };
 }

@@ -1,5 +1,5 @@
 import type { Oid4vciProfile } from '../config/oid4vci-config.js';
-import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.js';
+import type { IssuerCatalog, IssuerIdentity, SigningIdentity } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { Oid4vciStore } from '../store/store.js';
@@ -31,6 +31,8 @@ export interface Oid4vciChannelDeps {
   keyAttestationTrust?: X5cTrust;
   /** OID4VCI_BATCH_SIZE: the most proofs (credentials) one credential request may carry; 1 when not given. */
   batchSize?: number;
+  /** SD_JWT_ISSUER=x5c: the identity whose key and chain sign the metadata (signed-metadata.ts). */
+  metadataSigner?: SigningIdentity;
   now?: () => Date;
 }
 

@@ -5,6 +5,8 @@ import {
   type KeyObject,
   randomBytes,
   sign,
+  verify,
+  X509Certificate,
 } from 'node:crypto';
 import {
   type CallbackContext,
@@ -48,6 +50,8 @@ export function openid4vciWallet(
   fetchImpl?: typeof fetch,
   /** A wallet attestation (its cnf key among `keys`): the client authenticates with it. */
   clientAttestationJwt?: string,
+  /** Given, the client asks for signed issuer metadata and checks it with this. */
+  verifyJwt?: CallbackContext['verifyJwt'],
 ): Openid4vciClient {
   const signJwt: CallbackContext['signJwt'] = (signer, { header, payload }) => {
     if (signer.method !== 'jwk') throw new Error(`signer ${signer.method} not held by this wallet`);
@@ -73,8 +77,37 @@ export function openid4vciWallet(
           })
         : clientAuthenticationAnonymous(),
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
+      ...(verifyJwt ? { verifyJwt } : {}),
     },
   });
+}
+
+/**
+ * A wallet's check of a JWT signed by certificate: the `x5c` chain, each certificate issued and
+ * signed by the next, the last by the CA it trusts, the leaf's key verifying the ES256 signature.
+ */
+export function x5cVerifier(caPem: string): CallbackContext['verifyJwt'] {
+  const ca = new X509Certificate(caPem);
+  return async (signer, jwt) => {
+    if (signer.method !== 'x5c') return { verified: false };
+    const chain = signer.x5c.map((c) => new X509Certificate(Buffer.from(c, 'base64')));
+    const linked = chain.every((c, i) => {
+      const next = chain[i + 1];
+      return next ? c.verify(next.publicKey) : c.verify(ca.publicKey);
+    });
+    const [h, p, sig] = jwt.compact.split('.');
+    const ok =
+      linked &&
+      verify(
+        'sha256',
+        Buffer.from(`${h}.${p}`),
+        { key: chain[0]!.publicKey, dsaEncoding: 'ieee-p1363' },
+        Buffer.from(sig!, 'base64url'),
+      );
+    return ok
+      ? { verified: true, signerJwk: chain[0]!.publicKey.export({ format: 'jwk' }) as Jwk }
+      : { verified: false };
+  };
 }
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');

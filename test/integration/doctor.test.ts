@@ -8,6 +8,7 @@ import { CHECKS } from '../../src/cli/doctor.js';
 import { generateMissingKeys } from '../../src/cli/keys.js';
 import { DEVELOPMENT_KEY_ENCRYPTION_KEY } from '../../src/config/key-encryption-key.js';
 import { rotateKey } from '../../src/keys/key-ring.js';
+import { attester } from '../helpers/attesters.js';
 import { runCli } from '../helpers/cli.js';
 import {
   queryStore,
@@ -200,6 +201,39 @@ describe('admin doctor', () => {
       ),
     });
     expect(declaredOrder(listed)).toEqual([...declaredOrder(listed)].sort((a, b) => a - b));
+  });
+
+  it('OID4VCI_PROFILE=haip: a FAIL per HAIP requirement not met, naming its setting; a PASS once met', async () => {
+    const haipLines = async (extra: Record<string, string>) =>
+      (
+        JSON.parse(
+          (await doctor(['--json', '--origin', issuer.url], { OID4VCI: 'on', ...extra })).stdout,
+        ) as {
+          items: Line[];
+        }
+      ).items.filter((l) => l.item === 'haip');
+    expect(await haipLines({})).toEqual([]);
+    const unmet = await haipLines({ OID4VCI_PROFILE: 'haip' });
+    expect(unmet.filter((l) => l.verdict === 'FAIL').map((l) => l.detail)).toEqual([
+      expect.stringMatching(/set SD_JWT_ISSUER=x5c/),
+      expect.stringMatching(/wallet attestations .* set OID4VCI_WALLET_TRUST/),
+      expect.stringMatching(/key attestations .* set OID4VCI_KEY_ATTESTATION_TRUST/),
+    ]);
+    const pem = join(dir, 'not-a-certificate.pem');
+    writeFileSync(pem, 'nothing here\n');
+    const bad = await haipLines({ OID4VCI_PROFILE: 'haip', OID4VCI_WALLET_TRUST: pem });
+    expect(bad.map((l) => l.detail)).toContainEqual(
+      expect.stringMatching(/OID4VCI_WALLET_TRUST: .*no PEM certificate/),
+    );
+    const anchors = (await attester('wallet-provider')).trustFile;
+    const met = await haipLines({
+      OID4VCI_PROFILE: 'haip',
+      SD_JWT_ISSUER: 'x5c',
+      OID4VCI_WALLET_TRUST: anchors,
+      OID4VCI_KEY_ATTESTATION_TRUST: anchors,
+    });
+    expect(met.map((l) => l.verdict)).toEqual(['PASS', 'WARN']);
+    expect(met[1]!.detail).toMatch(/authorization code flow/);
   });
 
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {

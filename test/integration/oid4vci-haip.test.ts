@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compactVerify, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Attester,
@@ -18,6 +19,7 @@ import {
   holderKey,
   openid4vciWallet,
   receiveWithOpenid4vci,
+  x5cVerifier,
 } from '../helpers/oid4vci-wallet.js';
 
 /**
@@ -262,12 +264,49 @@ describe('OID4VCI_PROFILE=haip', () => {
   });
 });
 
+describe('signed issuer metadata (SD_JWT_ISSUER=x5c)', () => {
+  it('on Accept: application/jwt, the metadata signed by the credential key with its x5c chain; a wallet verifies it', async () => {
+    const url = `${haip.issuer.url}/.well-known/openid-credential-issuer`;
+    const res = await fetch(url, { headers: { accept: 'application/jwt' } });
+    expect(res.headers.get('content-type')).toMatch(/^application\/jwt/);
+    expect(res.headers.get('vary')).toMatch(/Accept/i);
+    const jwt = await res.text();
+    const header = decodeProtectedHeader(jwt);
+    expect(header).toMatchObject({ typ: 'openidvci-issuer-metadata+jwt', alg: 'ES256' });
+    // Not self-signed: the leaf is the development CA's, as the credentials' is.
+    const chain = header.x5c!.map((c) => new X509Certificate(Buffer.from(c, 'base64')));
+    expect(chain[0]!.checkIssued(chain[0]!)).toBe(false);
+    expect(chain.at(-1)!.verify(new X509Certificate(haip.caPem).publicKey)).toBe(true);
+    await compactVerify(jwt, chain[0]!.publicKey);
+    const json = (await (await fetch(url)).json()) as Record<string, unknown>;
+    const payload = decodeJwt(jwt);
+    expect(payload).toMatchObject({ ...json, sub: haip.origin, iss: haip.origin });
+    expect(payload.exp! - payload.iat!).toBe(86_400);
+    // The oid4vc-ts wallet verifies the signed form with its own check of the chain.
+    // (0.4.6 takes a JWT answer but sends no Accept of its own: its fetch adds what §12.2.3 says.)
+    const asking: typeof fetch = (input, init) =>
+      fetch(
+        input,
+        String(input).includes('/.well-known/openid-credential-issuer')
+          ? { ...init, headers: { accept: 'application/jwt, application/json' } }
+          : init,
+      );
+    const wallet = openid4vciWallet([], asking, undefined, x5cVerifier(haip.caPem));
+    const resolved = await wallet.resolveIssuerMetadata(haip.origin);
+    expect(resolved.signedCredentialIssuer?.jwt.header.typ).toBe('openidvci-issuer-metadata+jwt');
+    expect(resolved.credentialIssuer.credential_issuer).toBe(haip.origin);
+  });
+});
+
 describe('key attestation (OID4VCI_KEY_ATTESTATION_TRUST, a schema with keyAttestation)', () => {
   const HIGH = { keyStorage: ['iso_18045_high'], userAuthentication: ['iso_18045_moderate'] };
 
   it('metadata: key_attestations_required on the jwt proof type, and the attestation proof type', async () => {
     const meta = (await (await fetch(`${haip.issuer.url}/.well-known/openid-credential-issuer`)).json()) as {
-      credential_configurations_supported: Record<string, { proof_types_supported: Record<string, unknown> }>;
+      credential_configurations_supported: Record<
+        string,
+        { scope: string; proof_types_supported: Record<string, unknown> }
+      >;
     };
     const required = {
       key_storage: ['iso_18045_high'],
@@ -277,6 +316,10 @@ describe('key attestation (OID4VCI_KEY_ATTESTATION_TRUST, a schema with keyAttes
       jwt: { proof_signing_alg_values_supported: ['ES256'], key_attestations_required: required },
       attestation: { proof_signing_alg_values_supported: ['ES256'], key_attestations_required: required },
     });
+    // HAIP: every configuration has a scope (the schema id).
+    expect(meta.credential_configurations_supported['membership-attested']!.scope).toBe(
+      'membership-attested',
+    );
     // Under haip a schema without the block takes attestation proofs too, and requires none.
     expect(meta.credential_configurations_supported['membership-v1']!.proof_types_supported).toEqual({
       jwt: { proof_signing_alg_values_supported: ['ES256'] },
@@ -424,6 +467,11 @@ describe('OID4VCI_PROFILE=basic with OID4VCI_WALLET_TRUST', () => {
       await fetch(`${basic.url}/.well-known/oauth-authorization-server`)
     ).json()) as Record<string, unknown>;
     expect(meta.token_endpoint_auth_methods_supported).toEqual(['none', 'attest_jwt_client_auth']);
+    // Not in x5c mode: JSON whatever the wallet asks for.
+    const asked = await fetch(`${basic.url}/.well-known/openid-credential-issuer`, {
+      headers: { accept: 'application/jwt' },
+    });
+    expect(asked.headers.get('content-type')).toMatch(/^application\/json/);
     const o = await offer(basic);
     const foreign = wallet(stranger);
     const res = await fetch(`${basic.url}/oid4vci/token`, {

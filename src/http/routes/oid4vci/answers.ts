@@ -52,6 +52,8 @@ export const publicRoute = (
     operationId: string;
     summary: string;
     answer: z.ZodType;
+    /** Media types of the answer, when more than JSON (signed metadata: `application/jwt`). */
+    contentTypes?: readonly string[];
     /** Answers OAuth 2.0 errors (token and credential endpoints). */
     protocol?: true;
     errors?: Route['doc']['errors'];
@@ -67,7 +69,11 @@ export const publicRoute = (
     summary: route.summary,
     tags: TAGS.public,
     responses: {
-      200: { description: route.summary, contentType: 'application/json', schema: route.answer },
+      200: {
+        description: route.summary,
+        contentType: route.contentTypes ?? 'application/json',
+        schema: route.answer,
+      },
       ...(route.protocol ? PROTOCOL_ERRORS : {}),
     },
     ...(route.errors ? { errors: route.errors } : {}),

@@ -79,8 +79,16 @@ export const oid4vciMetadataRoutes: RouteFactory = (ctx) => {
       operationId: 'openid-credential-issuer',
       summary: 'OpenID4VCI 1.0 credential issuer metadata',
       answer: CredentialIssuerMetadataSchema,
-      handler: (_req, res) => {
-        res.json(d.issuerMetadata().credentialIssuer);
+      contentTypes: ['application/json', 'application/jwt'],
+      // OpenID4VCI 1.0 §12.2.3: the signed form for a wallet that asks for it, in x5c mode.
+      handler: async (req, res) => {
+        if (d.signsMetadata) res.vary('Accept');
+        const signed =
+          d.signsMetadata && req.accepts(['application/json', 'application/jwt']) === 'application/jwt'
+            ? await d.signedIssuerMetadata()
+            : undefined;
+        if (signed !== undefined) res.type('application/jwt').send(signed);
+        else res.json(d.issuerMetadata().credentialIssuer);
       },
     }),
     publicRoute({
