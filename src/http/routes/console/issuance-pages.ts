@@ -10,7 +10,7 @@ import { HistoryQuerySchema } from '../admin/history.js';
 import { historyCursor, readHistoryCursor } from '../admin/paging.js';
 import { neutraliseFormula } from './csv-cell.js';
 import { type Html, html, queryString, when } from './html.js';
-import { page, problem } from './layout.js';
+import { page, problem, resultsOrProblem } from './layout.js';
 import { auditTable, type ConsolePages, filterOf, PAGE_ROWS } from './pages.js';
 
 // The console's pages of issued credentials: Issuances, its CSV export, and one credential's page.
@@ -48,13 +48,11 @@ async function historyQuery(
 export async function issuances(p: ConsolePages, req: Request, res: Response): Promise<void> {
   const { ctx } = p;
   let form = filterOf(req, HISTORY_FILTERS);
-  let results: Html;
-  let status = 200;
-  try {
+  const { results, status } = await resultsOrProblem(async () => {
     const { filter, query } = await historyQuery(ctx, req, PAGE_ROWS);
     form = filter;
     const found = await ctx.store.history.list(query);
-    results = html`${
+    return html`${
       found.records.length === 0
         ? html`<p>No issuance on this page matches.</p>`
         : // At a phone's width the table scrolls inside its own region, focusable for the keyboard
@@ -69,11 +67,7 @@ export async function issuances(p: ConsolePages, req: Request, res: Response): P
         ? html`<a rel="next" href="/console/issuances${queryString({ ...filter, cursor: historyCursor(found.next, 'createdAt_desc') })}">Next page</a>`
         : 'End of the results.'
     } <a href="/console/issuances.csv${queryString(filter)}" download>Export these results as CSV</a></p>`;
-  } catch (err) {
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
-    results = problem(err.message);
-    status = 400;
-  }
+  });
   const schemas = ctx.identity.catalog.schemas.all().map((s) => s.schemaId);
   const option = (name: string, value: string, label = value) =>
     html`<option value="${value}"${form[name] === value ? html` selected` : ''}>${label}</option>`;

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { AppError } from '../../../errors.js';
 import { type Html, html } from './html.js';
 import type { ConsoleRequest } from './session.js';
 
@@ -104,3 +105,18 @@ ${opts.body}
 
 /** A problem shown at the top of a page (a bad filter, an unknown credential). */
 export const problem = (text: string): Html => html`<p class="error" role="alert">${text}</p>`;
+
+/**
+ * A filtered page's results, or the problem its filter is (400, shown above the form); a failure
+ * of the kit itself (5xx, or anything not an AppError) goes on to the error handler.
+ */
+export async function resultsOrProblem(
+  build: () => Promise<Html>,
+): Promise<{ results: Html; status: number }> {
+  try {
+    return { results: await build(), status: 200 };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    return { results: problem(err.message), status: 400 };
+  }
+}

@@ -9,7 +9,7 @@ import { keyInventory } from '../admin/keys.js';
 import { auditCursor, readAuditCursor } from '../admin/paging.js';
 import { hourlyChart } from './chart.js';
 import { type Html, html, queryString, when } from './html.js';
-import { type PageId, page, problem } from './layout.js';
+import { type PageId, page, resultsOrProblem } from './layout.js';
 
 const HOUR_MS = 3_600_000;
 /** Rows on one page of the Issuances and Audit pages. */
@@ -146,26 +146,20 @@ export function auditTable(entries: AuditEntry[], caption: string): Html {
 export async function audit(p: ConsolePages, req: Request, res: Response): Promise<void> {
   const { ctx } = p;
   const form = filterOf(req, AUDIT_FILTERS);
-  let results: Html;
-  let status = 200;
-  try {
+  const { results, status } = await resultsOrProblem(async () => {
     const q = parseInput(AuditQuerySchema, { ...form, limit: String(PAGE_ROWS) }, 'query');
     const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;
     const after = cursor === undefined ? undefined : readAuditCursor(cursor);
     if (cursor !== undefined && after === undefined)
       throw new AppError('INVALID_PARAMETER', 'cursor: not a cursor of this page', { field: 'cursor' });
     const found = await ctx.store.audit.list({ ...q, after, total: false });
-    results = html`${auditTable(found.records, 'Audit entries, newest first')}
+    return html`${auditTable(found.records, 'Audit entries, newest first')}
 <p class="pager">${
       found.next === null
         ? 'End of the log.'
         : html`<a rel="next" href="/console/audit${queryString({ ...form, cursor: auditCursor(found.next) })}">Next page</a>`
     }</p>`;
-  } catch (err) {
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
-    results = problem(err.message);
-    status = 400;
-  }
+  });
   page(res, {
     title: 'Audit log',
     current: 'audit',
