@@ -137,9 +137,9 @@ export async function createContext(
         partnerId,
         key: () => keys.current().partner,
       }),
+      (url, payload, options) => http.post(url, payload, options),
       undefined,
       telemetry,
-      (url, payload, options) => http.post(url, payload, options),
     );
   const outbox = new UploadOutbox(store.issuances, serviceClient, {
     maxAttempts: config.uploadMaxAttempts,

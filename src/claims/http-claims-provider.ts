@@ -1,4 +1,4 @@
-import { HttpFailure, type JsonResponse, type PostJson, postJson } from '../service-client/http-json.js';
+import { HttpFailure, type JsonResponse, type PostJson } from '../service-client/http-json.js';
 import {
   type ClaimsAnswer,
   type ClaimsProvider,
@@ -11,9 +11,9 @@ export class HttpClaimsProvider implements ClaimsProvider {
   constructor(
     private readonly url: string,
     private readonly timeoutMs: number,
-    private readonly headers: Record<string, string> = {},
-    /** The context's outbound pools (default: the process's own, for the CLI and tests). */
-    private readonly post: PostJson = postJson,
+    private readonly headers: Record<string, string> | undefined,
+    /** The outbound pools it calls through: the context's, or the admin CLI's own (`postJson`). */
+    private readonly post: PostJson,
   ) {}
 
   async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
@@ -22,7 +22,7 @@ export class HttpClaimsProvider implements ClaimsProvider {
       res = await this.post(
         this.url,
         { userId: query.userId, schemaId: query.schemaId, proofType: query.proofType },
-        { headers: this.headers, timeoutMs: this.timeoutMs },
+        { headers: this.headers ?? {}, timeoutMs: this.timeoutMs },
       );
     } catch (err) {
       const timedOut = err instanceof HttpFailure && err.kind === 'timeout';

@@ -15,11 +15,12 @@ export async function createClaimsProviders(
   registry: SchemaRegistry,
   claimsStore: ClaimsStore,
   schemasDir: string,
+  post: PostJson,
 ): Promise<Map<string, ClaimsProvider>> {
   const sqlite = new SqliteClaimsProvider(claimsStore);
   const providers = new Map<string, ClaimsProvider>();
   for (const schema of registry.all())
-    providers.set(schema.schemaId, await createClaimsProvider(schema, sqlite, schemasDir));
+    providers.set(schema.schemaId, await createClaimsProvider(schema, sqlite, schemasDir, post));
   return providers;
 }
 
@@ -28,7 +29,8 @@ export async function createClaimsProvider(
   schema: LoadedSchema,
   sqlite: SqliteClaimsProvider,
   schemasDir: string,
-  post?: PostJson,
+  /** The outbound pools an `http` provider calls through. */
+  post: PostJson,
 ): Promise<ClaimsProvider> {
   const source = schema.claims;
   switch (source.provider) {

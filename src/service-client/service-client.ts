@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ProofType, Telemetry } from '../model.js';
 import { currentRequestId } from '../request-context.js';
 import type { UploadBody } from '../store/store.js';
-import { HttpFailure, type JsonResponse, type PostJson, postJson } from './http-json.js';
+import { HttpFailure, type JsonResponse, type PostJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';
 
 export type UpstreamFailure = 'timeout' | 'network' | 'status' | 'malformed';
@@ -59,11 +59,11 @@ export class ServiceClient {
   constructor(
     private readonly baseUrl: () => string,
     private readonly jwt: PartnerJwtSigner,
+    /** The outbound pools it calls through: the context's (`HttpPools.post`). */
+    private readonly http: PostJson,
     private readonly timeoutMs = 10_000,
     /** Reports every call's outcome (logs and metrics). */
     private readonly telemetry?: Telemetry,
-    /** The context's outbound pools (default: the process's own, for the CLI and tests). */
-    private readonly http: PostJson = postJson,
   ) {}
 
   // initialize-user: the email goes in the body, never in the JWT.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { parseKeyFile } from '../../src/keys/key-ring.js';
+import { postJson } from '../../src/service-client/http-json.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { type InitializedUser, ServiceClient } from '../../src/service-client/service-client.js';
 import { runCli } from '../helpers/cli.js';
@@ -92,6 +93,7 @@ describe('admin CLI', () => {
             identity: { origin: config.publicOrigin },
             key: () => issuer.ctx.keys.current().partner,
           }),
+          postJson,
         );
         return { serviceClient };
       },

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KeyRing, loadKeyRing } from '../../../src/keys/key-ring.js';
+import { postJson } from '../../../src/service-client/http-json.js';
 import { PartnerJwtSigner } from '../../../src/service-client/partner-jwt.js';
 import { ServiceClient, UpstreamError } from '../../../src/service-client/service-client.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -47,6 +48,7 @@ describe('ServiceClient', () => {
         identity: { origin: 'https://issuer.example' },
         key: () => ring.partner,
       }),
+      postJson,
       timeoutMs,
     );
   const envelope = {
@@ -124,6 +126,7 @@ describe('ServiceClient', () => {
         identity: { origin: 'https://i.example' },
         key: () => ring.partner,
       }),
+      postJson,
     );
     await expect(gone.storeEnvelope(envelope, 'SD_JWT_VC')).rejects.toMatchObject({ failure: 'network' });
   });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClaimsProviders } from '../../../claims/index.js';
 import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../../../schemas/schema-registry.js';
+import { postJson } from '../../../service-client/http-json.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 
@@ -33,7 +34,7 @@ export const schemas: DoctorCheck = {
     const http = registry.all().filter((s) => s.claims.provider === 'http');
     const store = await ctx.store();
     if (http.length === 0 || !store) return lines;
-    const providers = await createClaimsProviders(registry, store.claims, config.schemasDir);
+    const providers = await createClaimsProviders(registry, store.claims, config.schemasDir, postJson);
     for (const schema of http) {
       const item = `claims ${schema.schemaId}`;
       const userId = `doctor-${randomUUID()}`;
