@@ -76,9 +76,33 @@ export interface StartedFormat {
   readonly revoker?: FormatRevoker | undefined;
   /** Readies one schema of a (re)loaded set; throws what is wrong with its block. */
   prepareSchema?(schema: CredentialSchema): void;
+  /**
+   * Another form of each token status list, served on the list's URL to a request whose `Accept`
+   * names `mediaType` (mdoc: the CWT Status List Token): built from the list's signed JWT form.
+   */
+  readonly statusListForm?: StatusListForm | undefined;
+  /** The certificates it signs with, for `doctor` and the console (mdoc: IACA and document signer). */
+  certificates?(): Array<{ role: string; subject: string; notAfter: Date }>;
+  /** Public documents the format adds under the issuer's origin (mdoc: its IACA certificate). */
+  readonly publicDocuments?: readonly FormatPublicDocument[] | undefined;
   /** Another identifier of this issuer (the did:web document's `alsoKnownAs`). */
   readonly alsoKnownAs?: string | undefined;
   close(): Promise<void>;
+}
+
+export interface StatusListForm {
+  readonly mediaType: string;
+  /** The list in this form, from its Status List Token JWT (cached by the caller per JWT). */
+  render(jwt: string): Promise<Uint8Array>;
+}
+
+export interface FormatPublicDocument {
+  /** Its path under the origin (`/.well-known/mdoc-iaca.pem`). */
+  readonly path: string;
+  readonly contentType: string;
+  readonly summary: string;
+  /** Its current content; undefined when there is none (404). */
+  body(): string | undefined;
 }
 
 export interface FormatRevoker {

@@ -1,6 +1,7 @@
 import type { Channel, ProofType } from '../model.js';
 import type { CredentialFormat } from './format.js';
 import { iden3Bjj } from './iden3-bjj/format.js';
+import { msoMdoc } from './mso-mdoc/format.js';
 import { sdJwtVc } from './sd-jwt-vc/format.js';
 
 export type { CredentialFormat, FormatStartDeps, StartedFormat, VerifyOptions } from './format.js';
@@ -10,7 +11,7 @@ export type { CredentialFormat, FormatStartDeps, StartedFormat, VerifyOptions } 
  * Their order is `PROOF_TYPES`' (src/formats/names.ts): the first that serves a channel
  * is the one it issues by default.
  */
-export const FORMATS: readonly CredentialFormat[] = [sdJwtVc, iden3Bjj];
+export const FORMATS: readonly CredentialFormat[] = [sdJwtVc, iden3Bjj, msoMdoc];
 
 /** The formats a channel issues, in list order. */
 export function formatsServing(channel: Channel): readonly CredentialFormat[] {

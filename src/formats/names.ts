@@ -1,4 +1,5 @@
 import { BJJ_SIG_2021_NAMES } from './iden3-bjj/names.js';
+import { MSO_MDOC_NAMES } from './mso-mdoc/names.js';
 import { SD_JWT_VC_NAMES } from './sd-jwt-vc/names.js';
 
 /**
@@ -6,7 +7,7 @@ import { SD_JWT_VC_NAMES } from './sd-jwt-vc/names.js';
  * `names.ts`), in the order of `FORMATS` (src/formats/index.ts; a unit test holds the two lists
  * together). It imports nothing else, so the admin CLI's help reads it without loading zod.
  */
-export const FORMAT_NAMES = [SD_JWT_VC_NAMES, BJJ_SIG_2021_NAMES] as const;
+export const FORMAT_NAMES = [SD_JWT_VC_NAMES, BJJ_SIG_2021_NAMES, MSO_MDOC_NAMES] as const;
 
 /** Every proof type, as published (schema files, request bodies, stored columns, responses). */
 export const PROOF_TYPES = FORMAT_NAMES.map((f) => f.proofType) as [

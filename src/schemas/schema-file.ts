@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Iden3BlockSchema } from '../formats/iden3-bjj/schema-block.js';
+import { MdocBlockSchema } from '../formats/mso-mdoc/schema-block.js';
 import { SD_JWT_VC } from '../formats/sd-jwt-vc/names.js';
 import { SdJwtBlockSchema } from '../formats/sd-jwt-vc/schema-block.js';
 import { ProofTypeSchema } from '../model.js';
@@ -62,6 +63,7 @@ export const SchemaFileSchema = z
     // Each format's block (src/formats/<format>/schema-block.ts).
     sdJwt: SdJwtBlockSchema.optional(),
     iden3: Iden3BlockSchema.optional(),
+    mdoc: MdocBlockSchema.optional(),
     /**
      * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
      * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.

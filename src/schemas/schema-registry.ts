@@ -189,6 +189,7 @@ function partsOf(raw: unknown): {
   credentialSubject?: Record<string, unknown> | undefined;
   sdJwt?: { disclosureFrame?: Record<string, unknown> | undefined } | undefined;
   iden3?: unknown;
+  mdoc?: unknown;
 } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
   const shape = SchemaFileSchema.shape;
@@ -202,6 +203,7 @@ function partsOf(raw: unknown): {
     credentialSubject: part(shape.credentialSubject, file.credentialSubject),
     sdJwt: part(shape.sdJwt, file.sdJwt),
     iden3: file.iden3,
+    mdoc: file.mdoc,
   };
 }
 

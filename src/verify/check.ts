@@ -9,7 +9,7 @@ export interface Check {
 
 export interface VerifyResult {
   ok: boolean;
-  format: 'sd-jwt-vc' | 'iden3' | 'unknown';
+  format: 'sd-jwt-vc' | 'iden3' | 'mso-mdoc' | 'unknown';
   checks: Check[];
   /** The claims the credential shows, once its disclosures are processed. */
   claims?: Record<string, unknown>;

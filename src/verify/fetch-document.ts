@@ -48,11 +48,16 @@ export class DocumentFetcher {
     return `${this.#origin}${parsed.pathname}${parsed.search}`;
   }
 
-  async get(url: string, code = 'FETCH_FAILED'): Promise<FetchedDocument> {
+  /** `accept`: the media type asked for, where the document has several forms (a status list's CWT). */
+  async get(url: string, code = 'FETCH_FAILED', accept?: string): Promise<FetchedDocument> {
     const target = this.target(url);
     let res: Response;
     try {
-      res = await fetch(target, { signal: AbortSignal.timeout(this.#timeoutMs), redirect: 'manual' });
+      res = await fetch(target, {
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        redirect: 'manual',
+        ...(accept ? { headers: { accept } } : {}),
+      });
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const why =

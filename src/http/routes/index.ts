@@ -25,6 +25,7 @@ import { landingRoute } from './ops/landing.js';
 import { metricsRoute } from './ops/metrics.js';
 import { buildOpenApi, openApiRoute } from './ops/openapi.js';
 import { healthzRoute, readyzRoute } from './ops/probes.js';
+import { formatDocumentRoutes } from './public/format-documents.js';
 import { didDocumentRoute, jwtVcIssuerRoute, partnerInfoRoute, partnerJwksRoute } from './public/public.js';
 import { typeMetadataRoutes } from './public/type-metadata.js';
 import type { Route, RouteFactory } from './route.js';
@@ -81,6 +82,7 @@ export const ROUTES: readonly RouteFactory[] = [
   statusListRoute,
   typeMetadataRoutes,
   credentialStatusRoute,
+  formatDocumentRoutes,
   // The OpenID4VCI channel (OID4VCI=on): read and called by standards wallets.
   oid4vciMetadataRoutes,
   oid4vciWalletRoutes,

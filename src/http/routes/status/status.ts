@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../errors.js';
 import { ProofTypeSchema, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
+import type { StatusListForm } from '../../../formats/format.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { AuditStore, IssuanceStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
@@ -22,18 +23,25 @@ export const statusListRoute: RouteFactory = (ctx) => ({
     tags: TAGS.public,
     params: { partition: z.string().regex(PARTITION) },
     responses: {
-      200: { description: 'The signed status list token', contentType: 'application/statuslist+jwt' },
+      200: {
+        description:
+          'The signed status list token; a request whose Accept names application/statuslist+cwt gets the CWT form, while a format that reads it (ISO mdoc) is on',
+        contentType: 'application/statuslist+jwt',
+      },
       304: { description: 'Not modified (If-None-Match)' },
     },
     errors: ['NOT_FOUND'],
   },
-  handler: statusListPartition(ctx.status),
+  handler: statusListPartition(
+    ctx.status,
+    [...ctx.formats.started.values()].flatMap((s) => (s.statusListForm ? [s.statusListForm] : [])),
+  ),
 });
 
 /** Canonical decimal only: the token's `sub` must be the very URL the credentials carry. */
 const PARTITION = /^(0|[1-9]\d*)$/;
 
-export function statusListPartition(status: StatusService) {
+export function statusListPartition(status: StatusService, forms: readonly StatusListForm[] = []) {
   return async (req: Request, res: Response) => {
     const raw = String(req.params.partition);
     if (!PARTITION.test(raw))
@@ -44,6 +52,22 @@ export function statusListPartition(status: StatusService) {
     const partition = Number(raw);
     if (!Number.isSafeInteger(partition)) throw notFound(`no status list partition ${raw}`);
     const published = await status.partitionToken(partition);
+    // draft-ietf-oauth-status-list §8.1: the form is negotiated by Accept; the JWT by default.
+    const types = ['application/statuslist+jwt', ...forms.map((f) => f.mediaType)];
+    const chosen = forms.length > 0 ? req.accepts(types) : false;
+    const form = forms.find((f) => f.mediaType === chosen);
+    if (forms.length > 0) res.vary('Accept');
+    if (form) {
+      const etag = `${published.etag.slice(0, -1)}.${form.mediaType.split('+')[1]}"`;
+      res.set('ETag', etag);
+      res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
+      if (req.get('if-none-match')?.split(',').some((t) => t.trim() === etag)) {
+        res.status(304).end();
+        return;
+      }
+      res.status(200).type(form.mediaType).send(Buffer.from(await form.render(published.token)));
+      return;
+    }
     res.set('ETag', published.etag);
     res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
     if (
