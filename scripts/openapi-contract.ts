@@ -50,7 +50,8 @@ export interface ContractChange {
 }
 
 /**
- * The breaking changes from `before` to `after`: what api-smart-diff classifies as breaking, and
+ * The breaking changes from `before` to `after`: what api-smart-diff classifies as breaking (but an
+ * enum value added), and
  * the changes it leaves unclassified that a client would still notice (a default changed).
  */
 export function breakingChanges(before: object, after: object): ContractChange[] {
@@ -58,7 +59,9 @@ export function breakingChanges(before: object, after: object): ContractChange[]
   return diffs
     .filter(
       (d) =>
-        d.type === 'breaking' ||
+        // A value added to an enum of an answer (a new proof type in the history) is growth, as
+        // docs/operations.md says: the library deems it breaking, a client only meets a new value.
+        (d.type === 'breaking' && !(d.path.at(-2) === 'enum' && d.action === 'add')) ||
         // A changed default changes what a client that leaves the field out gets.
         (d.path.at(-1) === 'default' && d.action !== 'add') ||
         // A value no longer answered (or accepted) breaks a client that switches on it, and a

@@ -49,6 +49,11 @@ export interface CredentialFormat {
 export interface FormatOid4vci {
   /** The credential configuration of an offered schema (§12.2.4, the format's Appendix A profile). */
   configuration(schema: CredentialSchema, signingAlgs: readonly string[]): Record<string, unknown>;
+  /**
+   * The configuration id's suffix, `<schemaId>.<suffix>`, for a format beside the channel's default
+   * (whose id is the schema id alone).
+   */
+  readonly configurationSuffix?: string;
 }
 
 /** The parts every format's start-up may use, built once by the context. */

@@ -2,6 +2,7 @@ import type { JWK } from 'jose';
 import type { ClaimsAnswer } from '../claims/index.js';
 import { type HolderPublicKey, sealEnvelope, toPreviewFields } from '../envelope/index.js';
 import { AppError } from '../errors.js';
+import { formatsServing } from '../formats/index.js';
 import type { IssuerCatalog } from '../identity/issuer-identity.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
@@ -31,6 +32,8 @@ export interface HostedIssueRequest {
   holderJwk?: JWK | undefined;
 }
 
+/** The proof types the hosted door issues. */
+const HOSTED: readonly ProofType[] = formatsServing('hosted').map((f) => f.proofType);
 /**
  * The holder's flow (docs/interface.md "available-vc", "issue-vc"): the claims provider decides
  * what the user may have; the core signs, seals, records and uploads it.
@@ -54,7 +57,8 @@ export class HostedIssuanceService {
   }): Promise<PreviewEntry[]> {
     const candidates = this.deps.identity.catalog.schemas
       .select({ schemaId: req.schemaId, proofType: req.proofType })
-      .filter(({ schema, proofType }) => this.core.issues(schema, proofType));
+      // Only the formats of this door (docs/interface.md): an mdoc is offered through OpenID4VCI.
+      .filter(({ schema, proofType }) => HOSTED.includes(proofType) && this.core.issues(schema, proofType));
     const answers = new Map<string, Promise<ClaimsAnswer>>();
     const out: PreviewEntry[] = [];
     for (const { schema, proofType } of candidates) {

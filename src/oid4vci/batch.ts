@@ -1,9 +1,9 @@
 import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
+import type { ProofType } from '../model.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
 import type { Oid4vciOffer } from '../store/store.js';
 import { batchIdOf, credentialIdOf, didJwk } from './credential-ids.js';
 import { invalidCredentialRequest } from './errors.js';
-import { PROOF_TYPE } from './metadata.js';
 import type { ChannelParts } from './parts.js';
 
 /**
@@ -16,17 +16,19 @@ export async function issueBatch(
   parts: ChannelParts,
   batch: {
     offer: Oid4vciOffer;
+    /** The offer's format (its credential configuration's): an mdoc offer's batch is mdocs. */
+    proofType: ProofType;
     schema: LoadedSchema;
     claims: Record<string, unknown>;
     holderJwks: readonly HolderBindingJwk[];
   },
 ): Promise<Array<string | Record<string, unknown>>> {
   const { deps } = parts;
-  const { offer, schema, claims } = batch;
-  const issuer = deps.core.requireIssuer(schema, PROOF_TYPE);
+  const { offer, schema, claims, proofType } = batch;
+  const issuer = deps.core.requireIssuer(schema, proofType);
   const expiresAt = new Date(parts.now().getTime() + schema.expiresInSeconds * 1000);
   const batchId = batchIdOf(offer.offerHash);
-  const signed = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
+  const signed = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
     deps.core.signBatchForResponse(
       batch.holderJwks.map((holderJwk, n) => ({
         issuer,
@@ -35,7 +37,7 @@ export async function issueBatch(
         userId: offer.userId,
         holderDid: didJwk(holderJwk),
         schema,
-        proofType: PROOF_TYPE,
+        proofType,
         claims,
         claimsChecked: offer.claims === null ? true : undefined,
         expiresAt,

@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import type { ProofType } from '../model.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
 import { credentialRequestDenied } from './errors.js';
 import { PROOF_TYPE } from './metadata.js';
@@ -12,8 +13,10 @@ export async function providerClaims(
   parts: ChannelParts,
   schema: LoadedSchema,
   userId: string,
+  /** The offer's format: the provider is asked for that proof type. */
+  proofType: ProofType = PROOF_TYPE,
 ): Promise<Record<string, unknown>> {
-  const answer = await parts.deps.core.lookupClaims(schema, userId, PROOF_TYPE);
+  const answer = await parts.deps.core.lookupClaims(schema, userId, proofType);
   if (!answer.eligible)
     throw new AppError(
       'NOT_FOUND',

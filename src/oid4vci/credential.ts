@@ -14,7 +14,6 @@ import {
   unknownCredentialConfiguration,
 } from './errors.js';
 import { SIGNING_ALGS, sha256 } from './library.js';
-import { PROOF_TYPE } from './metadata.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
 import { holderKeysOf } from './proofs.js';
 
@@ -48,29 +47,30 @@ export async function credential(
     throw invalidCredentialRequest(
       `this access token is for credential_configuration_id ${offer.configurationId}`,
     );
+  const proofType = parts.metadata.proofTypeOf(offer.configurationId, offer.schemaId);
   const schema = deps.identity.catalog.schemas.get(offer.schemaId);
-  if (!schema || !parts.metadata.offers(schema))
+  if (!schema || !parts.metadata.offers(schema, proofType))
     throw credentialRequestDenied('this credential is no longer issued');
   const holderJwks = await holderKeysOf(parts, parsed.proofs, metadata, schema, deps.batchSize ?? 1);
 
   // The admin's claims are checked by the core as it signs (a misfit is its CLAIMS_INVALID); the
   // claims provider's are checked here, once, and a misfit denies the request.
-  const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId).catch(denied));
+  const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId, proofType).catch(denied));
   const now = parts.now();
   if (holderJwks.length > 1) {
-    const credentials = await issueBatch(parts, { offer, schema, claims, holderJwks });
+    const credentials = await issueBatch(parts, { offer, proofType, schema, claims, holderJwks });
     return { body: credentialResponse(parts.issuer, parsed, credentials), headers: {} };
   }
   const holderJwk = holderJwks[0]!;
-  const { record, credential } = await deps.core.untilRecorded(PROOF_TYPE, 'oid4vci', () =>
+  const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
     deps.core.signForResponse({
-      issuer: deps.core.requireIssuer(schema, PROOF_TYPE),
+      issuer: deps.core.requireIssuer(schema, proofType),
       credentialId: credentialIdOf(offer.offerHash),
       channel: 'oid4vci',
       userId: offer.userId,
       holderDid: didJwk(holderJwk),
       schema,
-      proofType: PROOF_TYPE,
+      proofType,
       claims,
       claimsChecked: offer.claims === null ? true : undefined,
       expiresAt: new Date(now.getTime() + schema.expiresInSeconds * 1000),

@@ -6,7 +6,8 @@ import {
   Openid4vciVersion,
 } from '@openid4vc/openid4vci';
 import type { Oid4vciProfile } from '../config/oid4vci-config.js';
-import { channelFormat, formatOf } from '../formats/index.js';
+import type { CredentialFormat } from '../formats/format.js';
+import { channelFormat, formatOf, formatsServing } from '../formats/index.js';
 import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
@@ -19,11 +20,21 @@ import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
  * (docs/interface.md "OpenID4VCI: the wallet door").
  */
 
-/** The format every offered schema is issued in: one credential configuration per such schema. */
+/**
+ * The format an offer is issued in unless it names another: its credential configuration's id is
+ * the schema id. Another format's configuration of the same schema is `<schemaId>.<suffix>`
+ * (`FormatOid4vci.configurationSuffix`: mdoc's is `mdoc`).
+ */
 export const PROOF_TYPE: ProofType = channelFormat('oid4vci');
 
 /** OAuth 2.0 Attestation-Based Client Authentication's token endpoint auth method. */
 const ATTESTATION_AUTH = 'attest_jwt_client_auth';
+
+/** The credential configuration id of `schemaId` in `format`. */
+export function configurationIdOf(schemaId: string, format: CredentialFormat): string {
+  const suffix = format.proofType === PROOF_TYPE ? undefined : format.oid4vci?.configurationSuffix;
+  return suffix ? `${schemaId}.${suffix}` : schemaId;
+}
 
 export interface ChannelMetadataDeps {
   /** The issuer whose metadata this is: its URLs, the schemas its catalogue offers. */
@@ -42,9 +53,6 @@ export interface ChannelMetadataDeps {
 export class ChannelMetadata {
   private readonly cache = new WeakMap<object, IssuerMetadataResult>();
 
-  /** The channel's format: its credential configuration (OpenID4VCI 1.0 Appendix A). */
-  private readonly format = formatOf(PROOF_TYPE);
-
   constructor(private readonly deps: ChannelMetadataDeps) {}
 
   private get origin(): string {
@@ -62,9 +70,16 @@ export class ChannelMetadata {
     };
   }
 
-  /** Whether `schema` is offered: the core issues it in the channel's format. */
-  offers(schema: LoadedSchema): boolean {
-    return this.deps.core.issues(schema, PROOF_TYPE);
+  /** Whether `schema` is offered in `proofType` (the channel's default format unless given). */
+  offers(schema: LoadedSchema, proofType: ProofType = PROOF_TYPE): boolean {
+    return formatOf(proofType).channels.includes('oid4vci') && this.deps.core.issues(schema, proofType);
+  }
+
+  /** The proof type a credential configuration id issues (its format's). */
+  proofTypeOf(configurationId: string, schemaId: string): ProofType {
+    for (const format of formatsServing('oid4vci'))
+      if (configurationIdOf(schemaId, format) === configurationId) return format.proofType;
+    return PROOF_TYPE;
   }
 
   /**
@@ -95,12 +110,16 @@ export class ChannelMetadata {
     if (cached) return cached;
     const { issuer } = this.deps.libraries;
     const configurations: CredentialConfigurationsSupported = {};
-    for (const schema of this.deps.identity.catalog.schemas.all().filter((s) => this.offers(s))) {
-      const configuration = this.format.oid4vci!.configuration(schema, SIGNING_ALGS);
-      const proofTypes = configuration.proof_types_supported as { jwt: Record<string, unknown> };
-      configuration.proof_types_supported = this.deps.keyAttestation.proofTypes(schema, proofTypes.jwt);
-      configurations[schema.schemaId] = configuration as CredentialConfigurationsSupported[string];
-    }
+    for (const format of formatsServing('oid4vci'))
+      for (const schema of this.deps.identity.catalog.schemas
+        .all()
+        .filter((s) => this.offers(s, format.proofType))) {
+        const configuration = format.oid4vci!.configuration(schema, SIGNING_ALGS);
+        const proofTypes = configuration.proof_types_supported as { jwt: Record<string, unknown> };
+        configuration.proof_types_supported = this.deps.keyAttestation.proofTypes(schema, proofTypes.jwt);
+        configurations[configurationIdOf(schema.schemaId, format)] =
+          configuration as CredentialConfigurationsSupported[string];
+      }
     const credentialIssuer: CredentialIssuerMetadata = issuer.createCredentialIssuerMetadata({
       credential_issuer: this.origin,
       credential_endpoint: this.endpoints.credential,

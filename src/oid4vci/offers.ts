@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { preAuthorizedCodeGrantIdentifier } from '@openid4vc/oauth2';
 import { AppError, invalidParameter } from '../errors.js';
-import type { AuditActor } from '../model.js';
+import { formatOf } from '../formats/index.js';
+import type { AuditActor, ProofType } from '../model.js';
 import { providerClaims } from './claims.js';
 import { random, sha256 } from './library.js';
-import { PROOF_TYPE } from './metadata.js';
+import { configurationIdOf, PROOF_TYPE } from './metadata.js';
 import type { ChannelParts } from './parts.js';
 
 /**
@@ -31,6 +32,8 @@ export const txCodeDigest = (codeHash: string, txCode: string): string =>
 /** What an admin asks for (`POST /admin/credential-offers`), already shape-checked at the edge. */
 export interface OfferRequest {
   schemaId: string;
+  /** The format offered (the channel's default unless given: SD-JWT VC). */
+  proofType?: ProofType | undefined;
   userId?: string | undefined;
   email?: string | undefined;
   claims?: Record<string, unknown> | undefined;
@@ -55,13 +58,18 @@ export interface CreatedOffer {
 export async function createOffer(parts: ChannelParts, req: OfferRequest): Promise<CreatedOffer> {
   const { deps, metadata } = parts;
   const schema = deps.identity.catalog.schemas.require(req.schemaId);
-  if (!metadata.offers(schema))
-    throw invalidParameter('schemaId', `schema ${schema.schemaId} is not issued as ${PROOF_TYPE}`);
+  const proofType = req.proofType ?? PROOF_TYPE;
+  if (!metadata.offers(schema, proofType))
+    throw invalidParameter(
+      req.proofType === undefined ? 'schemaId' : 'proofType',
+      `schema ${schema.schemaId} is not issued as ${proofType} through OpenID4VCI`,
+    );
+  const configurationId = configurationIdOf(schema.schemaId, formatOf(proofType));
   if (req.claims) deps.identity.catalog.schemas.assertClaims(schema, req.claims);
   else {
     if (req.userId === undefined)
       throw invalidParameter('claims', 'required with email (no claims provider key)');
-    await providerClaims(parts, schema, req.userId);
+    await providerClaims(parts, schema, req.userId, proofType);
   }
   const emailHash = req.email === undefined ? null : await deps.hashEmail(req.email);
   const offerId = random(32);
@@ -74,7 +82,7 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
     offerHash: sha256(offerId),
     codeHash,
     schemaId: schema.schemaId,
-    configurationId: schema.schemaId,
+    configurationId,
     // An offer by email has no claims provider key: the email's keyed hash stands in for it.
     userId: req.userId ?? `email:${emailHash}`,
     emailHash,
@@ -88,7 +96,7 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
   await deps.store.prune(new Date(now.getTime() - 24 * 3600 * 1000));
   const { credentialOfferObject, credentialOffer } = await parts.issuer.createCredentialOffer({
     issuerMetadata: metadata.issuer(),
-    credentialConfigurationIds: [schema.schemaId],
+    credentialConfigurationIds: [configurationId],
     grants: { [preAuthorizedCodeGrantIdentifier]: grant(code, txCode !== undefined) },
     credentialOfferUri: metadata.endpoints.offer(offerId),
   });

@@ -95,9 +95,16 @@ export async function loadOrCreateDevIaca(dir: string, origin: string, now = new
 }
 
 /** A document signer certificate for `key`, issued by the development IACA. */
-async function issueDevSigner(iaca: DevIaca, key: ManagedKey, origin: string, now: Date): Promise<Uint8Array> {
+async function issueDevSigner(
+  iaca: DevIaca,
+  key: ManagedKey,
+  origin: string,
+  now: Date,
+): Promise<Uint8Array> {
   const jwk = publicOf(key.publicKey).export({ format: 'jwk' });
-  const publicKey = await webcrypto.subtle.importKey('jwk', jwk as webcrypto.JsonWebKey, EC, true, ['verify']);
+  const publicKey = await webcrypto.subtle.importKey('jwk', jwk as webcrypto.JsonWebKey, EC, true, [
+    'verify',
+  ]);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: `C=${DEV_COUNTRY}, CN=${new URL(origin).host} document signer ${key.kid.slice(0, 8)}`,

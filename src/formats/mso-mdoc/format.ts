@@ -20,23 +20,24 @@ export const msoMdoc: CredentialFormat = {
   // On when a schema lists it at start-up: in development that creates the IACA.
   async start(deps, schemas): Promise<StartedFormat | undefined> {
     if (!schemas.some((s) => s.proofTypes.includes(MSO_MDOC))) return undefined;
+    const signingKey = () => deps.identity.keys.current().signing;
     const certificates = documentSignerCertificates({
       keysDir: deps.config.keysDir,
       origin: deps.identity.origin,
       development: !deps.config.production,
     });
     // Ready before the first request: the IACA exists and the current key has its certificate.
-    if (!deps.config.production || deps.signingKey().x5c) await certificates.signerFor(deps.signingKey());
+    if (!deps.config.production || signingKey().x5c) await certificates.signerFor(signingKey());
     const cwtCache = new Map<string, Promise<Uint8Array>>();
     return {
-      issuer: new MdocIssuer(deps.signingKey, certificates),
-      certificates: () => certificates.describe(deps.signingKey()),
+      issuer: new MdocIssuer(signingKey, certificates),
+      certificates: () => certificates.describe(signingKey()),
       statusListForm: {
         mediaType: STATUS_LIST_CWT_MEDIA_TYPE,
         render(jwt) {
           let cwt = cwtCache.get(jwt);
           if (!cwt) {
-            const key = deps.signingKey();
+            const key = signingKey();
             cwt = certificates
               .signerFor(key)
               .then((certificate) => statusListCwt(jwt, { sign: key.sign, kid: key.kid, certificate }));
@@ -53,14 +54,14 @@ export const msoMdoc: CredentialFormat = {
           path: MDOC_IACA_PATH,
           contentType: 'application/x-pem-file',
           summary: 'The IACA root certificate (PEM) of the issuer’s mdoc document signer',
-          body: () => certificates.iacaPem(deps.signingKey()),
+          body: () => certificates.iacaPem(signingKey()),
         },
       ],
       close: async () => undefined,
     };
   },
   describeSchema: (schema) => (schema.mdoc ? `docType ${schema.mdoc.docType}` : undefined),
-  oid4vci: { configuration: mdocConfiguration },
+  oid4vci: { configuration: mdocConfiguration, configurationSuffix: 'mdoc' },
   verifier: {
     input: 'text',
     expects: 'an ISO mdoc (base64url IssuerSigned)',

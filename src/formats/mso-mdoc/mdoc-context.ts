@@ -17,10 +17,9 @@ const unsupported = () => {
  * The callbacks @animo-id/mdoc runs its cryptography through, over node:crypto. `sign` makes a
  * COSE_Sign1 signature: the issuer passes its key backend's, so a PKCS#11 token signs the MSO.
  */
-export function mdocContext(sign?: (sign1: Sign1) => Promise<Uint8Array>): Pick<
-  MdocContext,
-  'crypto' | 'cose'
-> {
+export function mdocContext(
+  sign?: (sign1: Sign1) => Promise<Uint8Array>,
+): Pick<MdocContext, 'crypto' | 'cose'> {
   return {
     crypto: {
       random: (length) => new Uint8Array(pooledRandomBytes(length)),

@@ -2,7 +2,7 @@ import { cborDecode, cborEncode, DataItem, Document, uint8ArrayToBase64Url } fro
 import { AppError } from '../../errors.js';
 import type { ManagedKey } from '../../keys/key-ring.js';
 import type { CredentialSchema } from '../../schemas/schema-file.js';
-import type { IssuedCredential, Issuer, IssueInput } from '../issuer.js';
+import type { IssuedCredential, IssueInput, Issuer } from '../issuer.js';
 import type { DocumentSignerCertificates } from './document-signer.js';
 import { mdocElements } from './elements.js';
 import { mdocContext, type Sign1 } from './mdoc-context.js';
@@ -68,7 +68,18 @@ export class MdocIssuer implements Issuer {
 function withStatus(sign1: Sign1, entry: { idx: number; uri: string }): void {
   const decoded = cborDecode(sign1.payload) as DataItem<Map<string, unknown>> | Map<string, unknown>;
   const mso = new Map(decoded instanceof DataItem ? decoded.data : decoded);
-  mso.set('status', new Map([['status_list', new Map<string, unknown>([['idx', entry.idx], ['uri', entry.uri]])]]));
+  mso.set(
+    'status',
+    new Map([
+      [
+        'status_list',
+        new Map<string, unknown>([
+          ['idx', entry.idx],
+          ['uri', entry.uri],
+        ]),
+      ],
+    ]),
+  );
   // The library keeps the payload a plain field (cose/sign1.ts); its type marks it read-only.
   (sign1 as { payload: Uint8Array }).payload = cborEncode(DataItem.fromData(mso));
 }

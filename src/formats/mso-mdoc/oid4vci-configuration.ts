@@ -9,7 +9,10 @@ export const COSE_ES256 = -7;
  * docType, the COSE algorithm of the issuer signature, the holder key as a COSE_Key, and each
  * claim as `[namespace, element]` with its display name.
  */
-export function mdocConfiguration(schema: CredentialSchema, signingAlgs: readonly string[]): Record<string, unknown> {
+export function mdocConfiguration(
+  schema: CredentialSchema,
+  signingAlgs: readonly string[],
+): Record<string, unknown> {
   const block = schema.mdoc!;
   const namespace = block.namespace ?? block.docType;
   const title = schema.title ?? schema.schemaId;
@@ -30,7 +33,9 @@ export function mdocConfiguration(schema: CredentialSchema, signingAlgs: readonl
       claims: elementNames(schema).map(({ claim, element }) => ({
         path: [namespace, element],
         mandatory: required.has(claim),
-        display: [{ name: typeof properties[claim]?.title === 'string' ? properties[claim].title : claim, locale }],
+        display: [
+          { name: typeof properties[claim]?.title === 'string' ? properties[claim].title : claim, locale },
+        ],
       })),
     },
   };

@@ -8,7 +8,10 @@ import { z } from 'zod';
 /** An mdoc docType or namespace: reverse-domain text such as `org.iso.18013.5.1.mDL`. */
 const ReverseDomain = z
   .string()
-  .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/, 'must be a reverse-domain name like org.example.membership.1');
+  .regex(
+    /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/,
+    'must be a reverse-domain name like org.example.membership.1',
+  );
 
 export const MdocBlockSchema = z.strictObject({
   /** The document type the Mobile Security Object names (ISO/IEC 18013-5 §8.3.2.1.2.3). */

@@ -88,7 +88,12 @@ export function decodeStatusListCwt(bytes: Uint8Array): DecodedStatusListCwt {
   const raw = bytes[0] === COSE_SIGN1_TAG ? bytes.subarray(1) : bytes;
   const parts = cborDecode(raw) as unknown;
   if (!Array.isArray(parts) || parts.length !== 4) throw new Error('not a COSE_Sign1');
-  const [protectedHeader, , encodedPayload, signature] = parts as [Uint8Array, unknown, Uint8Array, Uint8Array];
+  const [protectedHeader, , encodedPayload, signature] = parts as [
+    Uint8Array,
+    unknown,
+    Uint8Array,
+    Uint8Array,
+  ];
   const header = cborDecode(protectedHeader) as Map<number, unknown>;
   if (header.get(ALG) !== ES256) throw new Error(`alg ${String(header.get(ALG))} is not ES256 (-7)`);
   if (header.get(TYP) !== STATUS_LIST_CWT_MEDIA_TYPE)
@@ -99,7 +104,11 @@ export function decodeStatusListCwt(bytes: Uint8Array): DecodedStatusListCwt {
   const iat = payload.get(IAT);
   const exp = payload.get(EXP);
   if (typeof sub !== 'string' || typeof iat !== 'number') throw new Error('needs sub (2) and iat (6)');
-  if (!(list instanceof Map) || !(list.get('lst') instanceof Uint8Array) || typeof list.get('bits') !== 'number')
+  if (
+    !(list instanceof Map) ||
+    !(list.get('lst') instanceof Uint8Array) ||
+    typeof list.get('bits') !== 'number'
+  )
     throw new Error('status_list (65533) needs bits and lst');
   const toBeSigned = cborEncode(['Signature1', protectedHeader, new Uint8Array(), encodedPayload]);
   return {

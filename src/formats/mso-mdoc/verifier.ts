@@ -21,7 +21,9 @@ export function isIssuerSigned(input: unknown): boolean {
   if (typeof input !== 'string' || input.length < 64 || !BASE64URL.test(input)) return false;
   try {
     const decoded = cborDecode(Buffer.from(input, 'base64url'));
-    return isMap(decoded) ? decoded.has('issuerAuth') : typeof decoded === 'object' && 'issuerAuth' in decoded;
+    return isMap(decoded)
+      ? decoded.has('issuerAuth')
+      : typeof decoded === 'object' && 'issuerAuth' in decoded;
   } catch {
     return false;
   }

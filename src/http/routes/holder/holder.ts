@@ -1,18 +1,29 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../../../envelope/index.js';
-import { channelFormat } from '../../../formats/index.js';
+import { channelFormat, formatsServing } from '../../../formats/index.js';
 import { assertPublicKey, HolderBindingJwkSchema } from '../../../formats/sd-jwt-vc/holder-binding-key.js';
 import type { HostedIssuanceService } from '../../../issuance/hosted-issuance.js';
-import { boundedText, HolderDidSchema, MAX_ID_BYTES, ProofTypeSchema } from '../../../model.js';
+import {
+  boundedText,
+  HolderDidSchema,
+  MAX_ID_BYTES,
+  type ProofType,
+  ProofTypeSchema,
+} from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
 import { type RouteFactory, TAGS } from '../route.js';
 
 // docs/interface.md "holder-facing routes": unknown fields are ignored (zod strips them); wrong
 // types are a 400 naming the field.
 const userId = boundedText(MAX_ID_BYTES);
-const proofType = z.enum(ProofTypeSchema.options, {
-  error: `must be one of ${ProofTypeSchema.options.join(', ')}`,
+// The hosting service's proof types only (docs/interface.md): an mdoc is offered through OpenID4VCI.
+const HOSTED = formatsServing('hosted').map((f) => f.proofType) as [ProofType, ...ProofType[]];
+const proofType = z.enum(HOSTED, {
+  error: (issue) =>
+    ProofTypeSchema.options.includes(issue.input as ProofType)
+      ? `${String(issue.input)} is not issued through this door (its proof types are ${HOSTED.join(', ')}); offer it through OpenID4VCI`
+      : `must be one of ${HOSTED.join(', ')}`,
 });
 
 export const AvailableVcBodySchema = z.object({
@@ -58,7 +69,7 @@ export const AvailableVcAnswerSchema = z.object({
         authTag: z.string(),
         dataEncPublicKey: z.string(),
       }),
-      proofType: ProofTypeSchema,
+      proofType: z.enum(HOSTED),
     }),
   ),
 });

@@ -2,10 +2,11 @@ import type { RequestLike } from '@openid4vc/oauth2';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
+import { formatsServing } from '../../../formats/index.js';
 import type { IssuerUrls } from '../../../identity/issuer-identity.js';
 import { CredentialSubjectSchema } from '../../../issuance/direct-input.js';
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
-import { boundedText, MAX_ID_BYTES } from '../../../model.js';
+import { boundedText, MAX_ID_BYTES, type ProofType } from '../../../model.js';
 import type { Oid4vciChannel } from '../../../oid4vci/channel.js';
 import { DEFAULT_OFFER_SECONDS, MAX_OFFER_SECONDS } from '../../../oid4vci/offers.js';
 import type { ProtocolAnswer } from '../../../oid4vci/parts.js';
@@ -153,10 +154,17 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
   ];
 };
 
+/** The formats OpenID4VCI offers (SD-JWT VC first, its default). */
+const OID4VCI_PROOF_TYPES = formatsServing('oid4vci').map((f) => f.proofType) as [ProofType, ...ProofType[]];
+
 // docs/interface.md "OpenID4VCI: the wallet door": `userId` (the claims provider's) or `email`.
 export const CredentialOfferBodySchema = z
   .object({
     schemaId: SchemaIdField,
+    /** The format offered: SD_JWT_VC unless given (MSO_MDOC for a schema with an mdoc block). */
+    proofType: z
+      .enum(OID4VCI_PROOF_TYPES, { error: `must be one of ${OID4VCI_PROOF_TYPES.join(', ')}` })
+      .optional(),
     userId: boundedText(MAX_ID_BYTES).optional(),
     email: RecipientEmailSchema.optional(),
     claims: CredentialSubjectSchema.optional(),

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../errors.js';
-import { ProofTypeSchema, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
 import type { StatusListForm } from '../../../formats/format.js';
+import { ProofTypeSchema, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { AuditStore, IssuanceStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
@@ -26,7 +26,7 @@ export const statusListRoute: RouteFactory = (ctx) => ({
       200: {
         description:
           'The signed status list token; a request whose Accept names application/statuslist+cwt gets the CWT form, while a format that reads it (ISO mdoc) is on',
-        contentType: 'application/statuslist+jwt',
+        contentType: ['application/statuslist+jwt', 'application/statuslist+cwt'],
       },
       304: { description: 'Not modified (If-None-Match)' },
     },
@@ -61,11 +61,19 @@ export function statusListPartition(status: StatusService, forms: readonly Statu
       const etag = `${published.etag.slice(0, -1)}.${form.mediaType.split('+')[1]}"`;
       res.set('ETag', etag);
       res.set('Cache-Control', `public, max-age=${status.ttlSeconds}`);
-      if (req.get('if-none-match')?.split(',').some((t) => t.trim() === etag)) {
+      if (
+        req
+          .get('if-none-match')
+          ?.split(',')
+          .some((t) => t.trim() === etag)
+      ) {
         res.status(304).end();
         return;
       }
-      res.status(200).type(form.mediaType).send(Buffer.from(await form.render(published.token)));
+      res
+        .status(200)
+        .type(form.mediaType)
+        .send(Buffer.from(await form.render(published.token)));
       return;
     }
     res.set('ETag', published.etag);
