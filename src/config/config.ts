@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import type { SdJwtIssuerMode } from '../identity/issuer-urls.js';
+import type { SdJwtIssuerMode } from '../issuer-urls.js';
 import { DEFAULT_DATABASE_URL, redactDatabaseUrl } from '../store/database-url.js';
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../store/engine.js';
 import type { DatabaseTarget } from '../store/engines.js';

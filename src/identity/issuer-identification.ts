@@ -1,6 +1,6 @@
+import { didWebFromOrigin, type SdJwtIssuerMode } from '../issuer-urls.js';
 import { chainProblems } from '../keys/certificates.js';
 import { KeyError, type KeyRing, type ManagedKey } from '../keys/key-ring.js';
-import { didWebFromOrigin, type SdJwtIssuerMode } from './issuer-urls.js';
 
 /** The JOSE header members that let a verifier find the signing key. */
 export interface IssuerHeader {

@@ -1,11 +1,11 @@
 import type { ClaimsProvider } from '../claims/claims-provider.js';
+import { IssuerUrls, type SdJwtIssuerMode } from '../issuer-urls.js';
 import type { KeyHolder } from '../keys/key-holder.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { TypeMetadataRegistry } from '../schemas/type-metadata.js';
 import { IssuerIdentification } from './issuer-identification.js';
-import { IssuerUrls, type SdJwtIssuerMode } from './issuer-urls.js';
 
-export { didWebFromOrigin, IssuerUrls, type SdJwtIssuerMode } from './issuer-urls.js';
+export { didWebFromOrigin, IssuerUrls, type SdJwtIssuerMode } from '../issuer-urls.js';
 
 /**
  * One issuer as the world sees it (docs/architecture.md "Issuer identity"): its public origin,

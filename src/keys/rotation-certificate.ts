@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
-import type { SdJwtIssuerMode } from '../identity/issuer-urls.js';
+import type { SdJwtIssuerMode } from '../issuer-urls.js';
 import { chainProblems } from './certificates.js';
 import type { KeyRing, ManagedKey } from './key-ring.js';
 

@@ -1,4 +1,4 @@
-import type { SdJwtIssuerMode } from '../identity/issuer-urls.js';
+import type { SdJwtIssuerMode } from '../issuer-urls.js';
 import type { AuditActor } from '../model.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { KeyHolder } from './key-holder.js';

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { AppError } from '../errors.js';
 import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
 import { FORMAT_NAMES } from '../formats/names.js';
-import type { IssuerUrls } from '../identity/issuer-urls.js';
+import type { IssuerUrls } from '../issuer-urls.js';
 import type { ProofType } from '../model.js';
 import { type CredentialSchema, RESERVED_CLAIMS, SchemaFileSchema, unknownSchema } from './schema-file.js';
 

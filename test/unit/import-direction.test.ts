@@ -14,14 +14,14 @@ import { describe, expect, it } from 'vitest';
 const FORMAT_NAMES = /^formats\/(?:names|[^/]+\/(?:names|schema-block))\.ts$/;
 const FORMAT_NAMES_ROOM = 'formats/*/names.ts';
 /**
- * An issuer's identification mode and public URLs (`IssuerUrls`): the config and the schema loader
- * read them, below the identity that holds keys and status-list space.
+ * An issuer's identification mode and public URLs (`IssuerUrls`): the keys, the config and the
+ * schema loader read them, below the identity that holds them with its keys and status-list space.
  */
-const ISSUER_URLS_ROOM = 'identity/issuer-urls.ts';
+const ISSUER_URLS_ROOM = 'issuer-urls.ts';
 /** What a claims source is (`ClaimsProvider`), which the identity's schema catalogue holds one of per schema. */
 const CLAIMS_PROVIDER_ROOM = 'claims/claims-provider.ts';
 /** Files that are rooms of their own, below the rest of their folder. */
-const FILE_ROOMS = new Set([ISSUER_URLS_ROOM, CLAIMS_PROVIDER_ROOM]);
+const FILE_ROOMS = new Set([CLAIMS_PROVIDER_ROOM]);
 
 const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
