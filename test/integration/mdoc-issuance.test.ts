@@ -11,9 +11,11 @@ import {
   parseIssuerSigned,
 } from '@animo-id/mdoc';
 import { DeviceResponse, parse, Verifier } from '@auth0/mdl';
+import { Kms } from '@credo-ts/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
+import { credoHolder } from '../helpers/credo.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
@@ -148,6 +150,44 @@ describe('mdoc over OpenID4VCI', () => {
       ['validity', true, null],
       ['status', false, 'REVOKED'],
     ]);
+  });
+
+  it("Credo's holder (@credo-ts/openid4vc) receives the mdoc and verifies it against the IACA", async () => {
+    const agent = credoHolder({ trustedCertificates: [await iacaPem()], allowInsecureHttpUrls: true });
+    try {
+      const holder = agent.modules.openid4vc.holder;
+      const resolved = await holder.resolveCredentialOffer(await offerMdoc());
+      expect(Object.keys(resolved.offeredCredentialConfigurations)).toEqual(['membership-v1.mdoc']);
+      const token = await holder.requestToken({ resolvedCredentialOffer: resolved });
+      let bound: Kms.PublicJwk | undefined;
+      const { credentials } = await holder.requestCredentials({
+        resolvedCredentialOffer: resolved,
+        ...token,
+        credentialBindingResolver: async ({ agentContext }) => {
+          const kms = agentContext.resolve(Kms.KeyManagementApi);
+          const key = await kms.createKey({ type: { kty: 'EC', crv: 'P-256' } });
+          bound = Kms.PublicJwk.fromPublicJwk(key.publicJwk);
+          return { method: 'jwk', keys: [bound] };
+        },
+      });
+      // Credo keeps an mdoc only after verifying its issuer signature, chain and digests.
+      expect(credentials).toHaveLength(1);
+      const record = credentials[0]!.record as unknown as {
+        credentialInstances: Array<{ issuerSignedBase64Url: string }>;
+      };
+      const received = parseIssuerSigned(
+        Buffer.from(record.credentialInstances[0]!.issuerSignedBase64Url, 'base64url'),
+      );
+      expect(received.docType).toBe(DOC_TYPE);
+      // Its device key is the key Credo bound.
+      const deviceKey = received.issuerSigned.issuerAuth.decodedPayload.deviceKeyInfo?.deviceKey as
+        | Map<number, unknown>
+        | undefined;
+      const { x } = bound!.toJson() as { x: string };
+      expect(Buffer.from(deviceKey!.get(-2) as Uint8Array).toString('base64url')).toBe(x);
+    } finally {
+      await agent.shutdown().catch(() => undefined);
+    }
   });
 
   it('the hosted door refuses MSO_MDOC, naming the field', async () => {
