@@ -198,7 +198,8 @@ export class DirectIssuanceService {
       const active =
         req.onDuplicate === 'allow'
           ? []
-          : (await this.deps.history.activeFor(user.did, schema.schemaId, this.now())).filter(
+          : // Direct issuance is one format's: a holder's credential of the schema in another is another credential.
+            (await this.deps.history.activeFor(user.did, schema.schemaId, DIRECT, this.now())).filter(
               (r) => r.credentialId !== credentialId,
             );
       if (req.onDuplicate === 'ignore') {

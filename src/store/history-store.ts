@@ -85,8 +85,11 @@ export interface HourlyIssuances {
 
 export interface IssuanceHistoryStore {
   list(q: HistoryQuery): Promise<HistoryPage>;
-  /** The holder's credentials of a schema that are neither revoked nor expired (valid or suspended). */
-  activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]>;
+  /**
+   * The holder's credentials of a schema in one proof type that are neither revoked nor expired
+   * (valid or suspended).
+   */
+  activeFor(holderDid: string, schemaId: string, proofType: ProofType, now: Date): Promise<IssuanceSummary[]>;
   /**
    * The renewal links of these credentials, both ways (issuances.renewed_from): the credential each
    * renews, and the one that renews it. Credentials with neither are absent.

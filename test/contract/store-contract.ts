@@ -912,15 +912,25 @@ export function describeStoreContract(engine: string, openEmpty: OpenEmptyStore)
         expect((await store.history.list({ ...base, status: 'suspended', now: at(2 * YEAR) })).total).toBe(0);
       });
 
-      it('activeFor lists the holder SD-JWT credentials of a schema that are valid or suspended, newest first', async () => {
+      it('activeFor lists the holder credentials of a schema and proof type that are valid or suspended, newest first', async () => {
         const store = await open();
         const s = await seed(store);
-        const active = await store.history.activeFor('did:example:holder', 'membership-v1', at(10_000));
-        expect(active.map((r) => r.credentialId)).toEqual([s.suspended.credentialId, s.valid.credentialId]);
-        expect(await store.history.activeFor('did:example:holder', 'kyc-v1', at(10_000))).toEqual([]);
-        expect(await store.history.activeFor('did:example:holder', 'membership-v1', at(2 * YEAR))).toEqual(
-          [],
+        const active = await store.history.activeFor(
+          'did:example:holder',
+          'membership-v1',
+          'SD_JWT_VC',
+          at(10_000),
         );
+        expect(active.map((r) => r.credentialId)).toEqual([s.suspended.credentialId, s.valid.credentialId]);
+        expect(
+          await store.history.activeFor('did:example:holder', 'kyc-v1', 'SD_JWT_VC', at(10_000)),
+        ).toEqual([]);
+        expect(
+          await store.history.activeFor('did:example:holder', 'membership-v1', 'SD_JWT_VC', at(2 * YEAR)),
+        ).toEqual([]);
+        // Only the proof type asked for is read: the holder's BJJ credential of kyc-v1.
+        const bjj = await store.history.activeFor('did:example:holder', 'kyc-v1', 'BJJ_SIG_2021', at(10_000));
+        expect(bjj.map((r) => r.credentialId)).toEqual([s.bjj.credentialId]);
       });
     });
 

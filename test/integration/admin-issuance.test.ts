@@ -443,7 +443,12 @@ describe('admin direct issuance', () => {
         issue(email, 'revoke'),
         issue(email, 'revoke'),
       ]);
-      const active = await issuer.ctx.store.history.activeFor(c.body.holderDid, 'membership-v1', new Date());
+      const active = await issuer.ctx.store.history.activeFor(
+        c.body.holderDid,
+        'membership-v1',
+        'SD_JWT_VC',
+        new Date(),
+      );
       expect(active.map((r) => r.credentialId)).toHaveLength(1);
       expect(answers.map((a) => a.body.credentialId)).toContain(active[0]!.credentialId);
     });

@@ -145,7 +145,7 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
     );
     expect(answers.map((r) => r.status)).toEqual(Array(6).fill(201));
     const holderDid = a.emulator!.state.holderByEmail(email)!.did;
-    const active = await a.ctx.store.history.activeFor(holderDid, 'membership-v1', new Date());
+    const active = await a.ctx.store.history.activeFor(holderDid, 'membership-v1', 'SD_JWT_VC', new Date());
     expect(active.filter((r) => r.status === 0)).toHaveLength(1);
   });
 

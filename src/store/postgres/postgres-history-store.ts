@@ -1,4 +1,4 @@
-import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
+import type { ProofType } from '../../model.js';
 import {
   type FilterTerm,
   type PgStatement,
@@ -168,13 +168,17 @@ export class PostgresHistoryStore implements IssuanceHistoryStore {
     );
   }
 
-  async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {
-    // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
+  async activeFor(
+    holderDid: string,
+    schemaId: string,
+    proofType: ProofType,
+    now: Date,
+  ): Promise<IssuanceSummary[]> {
     const { rows } = await this.pool.query<SummaryRow>({
       name: 'pg-active-for',
       text: `SELECT ${SUMMARY_COLUMNS} FROM issuances WHERE holder_did = $1 AND schema_id = $2
-        AND proof_type = '${SD_JWT_VC}' AND status <> 1 AND expires_at > $3 ORDER BY created_at DESC, seq DESC`,
-      values: [holderDid, schemaId, now],
+        AND proof_type = $3 AND status <> 1 AND expires_at > $4 ORDER BY created_at DESC, seq DESC`,
+      values: [holderDid, schemaId, proofType, now],
     });
     return rows.map(rowToSummary);
   }

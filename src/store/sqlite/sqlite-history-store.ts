@@ -1,4 +1,4 @@
-import { SD_JWT_VC } from '../../formats/sd-jwt-vc/names.js';
+import type { ProofType } from '../../model.js';
 import {
   type FilterTerm,
   PROOF_FILTER_SQL,
@@ -156,9 +156,8 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     /** Where the reads that look at every matching row run (a file database's); else this thread. */
     private readonly reader?: SqliteReader,
   ) {
-    this.active = db.prepare<[string, string, string], SummaryRow>(
-      // Direct issuance is SD-JWT: a holder's Iden3 credential of the schema is another credential.
-      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = '${SD_JWT_VC}' AND status != 1 AND expires_at > ?
+    this.active = db.prepare<[string, string, string, string], SummaryRow>(
+      `SELECT ${COLUMNS} FROM issuances WHERE holder_did = ? AND schema_id = ? AND proof_type = ? AND status != 1 AND expires_at > ?
        ORDER BY created_at DESC, rowid DESC`,
     );
     this.perHour = db.prepare<[string], { hour: string; channel: string; proof_type: string; n: number }>(
@@ -202,8 +201,13 @@ export class SqliteHistoryStore implements IssuanceHistoryStore {
     return row?.batch_id ?? null;
   }
 
-  async activeFor(holderDid: string, schemaId: string, now: Date): Promise<IssuanceSummary[]> {
-    return this.active.all(holderDid, schemaId, now.toISOString()).map(rowToSummary);
+  async activeFor(
+    holderDid: string,
+    schemaId: string,
+    proofType: ProofType,
+    now: Date,
+  ): Promise<IssuanceSummary[]> {
+    return this.active.all(holderDid, schemaId, proofType, now.toISOString()).map(rowToSummary);
   }
 
   async issuancesPerHour(since: Date): Promise<HourlyIssuances[]> {
