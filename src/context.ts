@@ -29,6 +29,7 @@ import { createLogger } from './observability/logger.js';
 import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
 import { Oid4vciChannel } from './oid4vci/channel.js';
+import { UpstreamLogin } from './oid4vci/login.js';
 import { oid4vciTrust } from './oid4vci/x5c-trust.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { loadSchemas } from './schemas/schema-registry.js';
@@ -314,6 +315,21 @@ export async function createContext(
         ...oid4vciTrust(config.oid4vci),
         batchSize: config.oid4vci.batchSize,
         ...(identity.mode === 'x5c' ? { metadataSigner: identity } : {}),
+        log,
+        ...(config.oid4vci.login
+          ? {
+              authorizationCode: {
+                login: new UpstreamLogin({
+                  ...config.oid4vci.login,
+                  clientSecret: secrets.oid4vciLoginClientSecret,
+                  redirectUri: identity.urls.oid4vciLoginCallback,
+                }),
+                store: store.oid4vciAuthorizations,
+                requirePar: config.oid4vci.profile === 'haip',
+                refreshTokens: config.oid4vci.refreshTokens,
+              },
+            }
+          : {}),
       })
     : undefined;
 

@@ -74,6 +74,21 @@ export class IssuerUrls {
     return `${this.origin}/oid4vci/offers/${offerId}`;
   }
 
+  /** RFC 9126 pushed authorization request endpoint (the authorization code flow). */
+  get oid4vciPar(): string {
+    return `${this.origin}/oid4vci/par`;
+  }
+
+  /** RFC 6749 §3.1 authorization endpoint (the authorization code flow). */
+  get oid4vciAuthorize(): string {
+    return `${this.origin}/oid4vci/authorize`;
+  }
+
+  /** Where the login provider sends the holder back (the issuer's redirect_uri as its relying party). */
+  get oid4vciLoginCallback(): string {
+    return `${this.origin}/oid4vci/login/callback`;
+  }
+
   /** The URL a request for `path` addressed, as the issuer publishes it (a DPoP proof's `htu`). */
   at(path: string): string {
     return `${this.origin}${path}`;

@@ -16,6 +16,7 @@ import {
 } from './key-encryption-key.js';
 import { type NamedKey, parseNamedKeys } from './named-keys.js';
 import { type Oid4vciConfig, readOid4vciConfig } from './oid4vci-config.js';
+import { type Oid4vciFlowConfig, readOid4vciFlow } from './oid4vci-login-config.js';
 import { secretProblem } from './secret-strength.js';
 import type { TrustProxy } from './trust-proxy.js';
 
@@ -102,7 +103,7 @@ export interface Config {
   /** One deadline for a whole `/admin/issue-vc` request: initialize-user retries and the upload wait. */
   adminIssueDeadlineMs: number;
   /** OID4VCI and its settings: the OpenID4VCI channel (on by default outside production). */
-  oid4vci: Oid4vciConfig;
+  oid4vci: Oid4vciConfig & Oid4vciFlowConfig;
   /** CONSOLE: the admin console at `/console` (on by default outside production). */
   console: {
     enabled: boolean;
@@ -137,6 +138,8 @@ export interface Secrets {
   redisUrl: string | undefined;
   /** PKCS11_PIN, or the first line of PKCS11_PIN_FILE (KEY_BACKEND=pkcs11). */
   pkcs11Pin: string | undefined;
+  /** OID4VCI_LOGIN_CLIENT_SECRET: the issuer's client secret at the login provider. */
+  oid4vciLoginClientSecret?: string | undefined;
 }
 
 export type { NamedKey };
@@ -221,6 +224,7 @@ export function loadConfig(
     );
   }
   const pkcs11 = checkPkcs11(env, source, cwd, problems);
+  const oid4vciFlow = readOid4vciFlow(env, { production, cwd }, problems);
 
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\/[^\s]+$/.test(env.REDIS_URL))
     problems.push('REDIS_URL: must be redis://[user:password@]host[:port][/db] or rediss://…');
@@ -354,7 +358,7 @@ export function loadConfig(
       webhookRetentionDays: env.WEBHOOK_RETENTION_DAYS ?? 30,
       webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
       adminIssueDeadlineMs,
-      oid4vci,
+      oid4vci: { ...oid4vci, ...oid4vciFlow.flow },
       console: {
         enabled: env.CONSOLE === undefined ? !production : env.CONSOLE === 'on',
         idleSeconds: env.CONSOLE_SESSION_IDLE_SECONDS ?? 1800,
@@ -377,6 +381,7 @@ export function loadConfig(
       ),
       redisUrl: env.REDIS_URL,
       pkcs11Pin: pkcs11.pin,
+      oid4vciLoginClientSecret: oid4vciFlow.clientSecret,
     },
   };
 }

@@ -212,7 +212,7 @@ export const operationVariables = {
     }),
   OID4VCI_PROFILE: z.enum(['basic', 'haip'], 'OID4VCI_PROFILE must be basic or haip').optional().meta({
     description:
-      '`haip`: the OpenID4VCI channel holds to the OpenID4VC High Assurance Interoperability Profile ([haip.md](haip.md)): the token endpoint requires a wallet attestation (`OAuth-Client-Attestation`, trusted through `OID4VCI_WALLET_TRUST`), and DPoP with server-provided nonces is required at the token and credential endpoints (as `OID4VCI_REQUIRE_DPOP=1` with `OID4VCI_DPOP_NONCE=required`; setting either to the contrary is refused). `npm run admin -- doctor` lists what else the profile needs. `basic`: the channel as without it; a wallet attestation that is sent is checked when `OID4VCI_WALLET_TRUST` is set.',
+      '`haip`: the OpenID4VCI channel holds to the OpenID4VC High Assurance Interoperability Profile ([haip.md](haip.md)): the token endpoint requires a wallet attestation (`OAuth-Client-Attestation`, trusted through `OID4VCI_WALLET_TRUST`), and DPoP with server-provided nonces is required at the token and credential endpoints (as `OID4VCI_REQUIRE_DPOP=1` with `OID4VCI_DPOP_NONCE=required`; setting either to the contrary is refused). With a login provider (`OID4VCI_LOGIN_ISSUER`) an authorization request must be pushed first (RFC 9126): a plain one at the authorization endpoint is refused. `npm run admin -- doctor` lists what else the profile needs. `basic`: the channel as without it; a wallet attestation that is sent is checked when `OID4VCI_WALLET_TRUST` is set.',
     default: '`basic`',
   }),
   OID4VCI_WALLET_TRUST: z.string().min(1).optional().meta({
@@ -229,6 +229,36 @@ export const operationVariables = {
     description:
       'The most credentials one OpenID4VCI credential request may ask for, one per proof of possession (batch issuance, OpenID4VCI 1.0 §8): advertised as `batch_credential_issuance.batch_size`; each credential of a batch has its own key, salts and random status list index, and the batch is recorded at once under one batch id. `1` turns batches off (the metadata then says nothing of them).',
     default: '`10`',
+  }),
+  OID4VCI_LOGIN_ISSUER: z.string().min(1).optional().meta({
+    description:
+      "The OpenID Connect provider that signs the holder in for the OpenID4VCI authorization code flow (its issuer identifier; its discovery document is read from `<issuer>/.well-known/openid-configuration`). Set: the channel's authorization server offers the `authorization_code` grant (pushed authorization requests, PKCE S256, `iss` in the response) and the issuer signs in at this provider as a relying party ([interface.md](interface.md#openid4vci-the-wallet-door)). Unset: the pre-authorized code grant only.",
+    default: 'unset',
+    production: 'https',
+  }),
+  OID4VCI_LOGIN_CLIENT_ID: z.string().min(1).optional().meta({
+    description: "The issuer's client id at the `OID4VCI_LOGIN_ISSUER` provider. Required with it.",
+    default: 'unset',
+  }),
+  OID4VCI_LOGIN_CLIENT_SECRET: z.string().min(1).optional().meta({
+    description:
+      "The issuer's client secret at the `OID4VCI_LOGIN_ISSUER` provider (`client_secret_basic`). Secret. Required with it unless `OID4VCI_LOGIN_CLIENT_KEY_FILE` is given.",
+    default: 'unset',
+  }),
+  OID4VCI_LOGIN_CLIENT_KEY_FILE: z.string().min(1).optional().meta({
+    description:
+      'A PKCS#8 PEM file with a P-256 private key: the issuer authenticates at the `OID4VCI_LOGIN_ISSUER` provider with `private_key_jwt` (ES256) instead of a client secret; the provider is given its public key. Secret file.',
+    default: 'unset',
+  }),
+  OID4VCI_LOGIN_USER_CLAIM: z.string().min(1).optional().meta({
+    description:
+      "The ID token claim whose value is the holder's user id at the claims provider: the credential's claims are the claims provider's for it.",
+    default: '`sub`',
+  }),
+  OID4VCI_REFRESH_TOKENS: z.enum(['0', '1'], 'OID4VCI_REFRESH_TOKENS must be 0 or 1').optional().meta({
+    description:
+      '`1`: a DPoP-bound authorization code grant also answers a refresh token (bound to the same DPoP key, used once, a new one with each use, 30 days), with which the wallet gets a fresh credential for the same authorization without signing in again.',
+    default: '`0`',
   }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:

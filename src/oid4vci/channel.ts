@@ -1,5 +1,7 @@
 import type { AuthorizationServerMetadata, RequestLike } from '@openid4vc/oauth2';
 import type { IssuerMetadataResult } from '@openid4vc/openid4vci';
+import { loginCallback } from './authorization-response.js';
+import { authorize } from './authorize.js';
 import { ClientAttestationVerifier } from './client-attestation.js';
 import { credential } from './credential.js';
 import { DpopVerifier } from './dpop.js';
@@ -8,12 +10,15 @@ import { protocolLibraries, SIGNING_ALGS } from './library.js';
 import { ChannelMetadata } from './metadata.js';
 import { nonce } from './nonce.js';
 import { type CreatedOffer, createOffer, type OfferRequest, offerObject } from './offers.js';
-import type { ChannelParts, Oid4vciChannelDeps, ProtocolAnswer } from './parts.js';
+import { pushAuthorization } from './par.js';
+import type { AuthorizationCodeDeps, ChannelParts, Oid4vciChannelDeps, ProtocolAnswer } from './parts.js';
 import { SignedMetadata } from './signed-metadata.js';
 import { token } from './token.js';
 
 /**
- * The OpenID4VCI channel (OpenID for Verifiable Credential Issuance 1.0, pre-authorized code flow;
+ * The OpenID4VCI channel (OpenID for Verifiable Credential Issuance 1.0: the pre-authorized code
+ * flow, and with a login provider the authorization code flow (par.ts, authorize.ts, login.ts,
+ * authorization-response.ts, code-token.ts);
  * docs/interface.md "OpenID4VCI: the wallet door"): an admin's credential offer, the token
  * endpoint that exchanges its pre-authorized code, the nonce endpoint and the credential endpoint,
  * one file per step beside this one. The protocol messages are parsed and checked by
@@ -49,6 +54,7 @@ export class Oid4vciChannel {
         clientAttestation: clientAttestation.accepted,
         keyAttestation,
         batchSize: deps.batchSize,
+        authorizationCode: deps.authorizationCode,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,
@@ -97,6 +103,32 @@ export class Oid4vciChannel {
   /** Token endpoint (token.ts). */
   token(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
     return token(this.parts, request, body);
+  }
+
+  /** The authorization code flow's parts; undefined without a login provider (OID4VCI_LOGIN_ISSUER). */
+  get authorizationCode(): AuthorizationCodeDeps | undefined {
+    return this.parts.deps.authorizationCode;
+  }
+
+  /** Pushed authorization request endpoint (par.ts). */
+  pushAuthorization(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
+    return pushAuthorization(this.parts, this.flow(), request, body);
+  }
+
+  /** Authorization endpoint (authorize.ts): where to send the holder's browser. */
+  authorize(request: RequestLike, query: Record<string, unknown>): Promise<string> {
+    return authorize(this.parts, this.flow(), request, query);
+  }
+
+  /** The login provider's redirect back (authorization-response.ts): where to send the browser. */
+  loginCallback(query: Record<string, unknown>): Promise<string> {
+    return loginCallback(this.parts, this.flow(), query);
+  }
+
+  private flow(): AuthorizationCodeDeps {
+    const flow = this.parts.deps.authorizationCode;
+    if (!flow) throw new Error('the authorization code flow is not configured (OID4VCI_LOGIN_ISSUER)');
+    return flow;
   }
 
   /** Nonce endpoint (nonce.ts). */

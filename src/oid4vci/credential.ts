@@ -43,7 +43,12 @@ export async function credential(
   } catch (err) {
     throw fromLibrary(err, 'invalid credential request');
   }
-  if (parsed.credentialConfigurationId !== offer.configurationId)
+  // OpenID4VCI 1.0 §6.2: after authorization_details, the token answered the configuration id as
+  // the credential identifier.
+  const asked =
+    parsed.credentialConfigurationId ??
+    (offer.grantType === 'authorization_code' ? parsed.credentialIdentifier : undefined);
+  if (asked !== offer.configurationId)
     throw invalidCredentialRequest(
       `this access token is for credential_configuration_id ${offer.configurationId}`,
     );

@@ -9,7 +9,7 @@ import { ProtocolError } from '../errors.js';
 
 /** A 400 refusal with `error` = `code` and the words given. */
 const refusal =
-  (code: Oauth2ErrorCodes) =>
+  (code: Oauth2ErrorCodes | string) =>
   (description: string): ProtocolError =>
     new ProtocolError(400, code, description);
 
@@ -23,6 +23,13 @@ export const unsupportedGrantType = refusal(Oauth2ErrorCodes.UnsupportedGrantTyp
  */
 export const invalidClient = (description: string) =>
   new ProtocolError(401, Oauth2ErrorCodes.InvalidClient, description);
+
+// RFC 6749 §4.1.2.1 and §5.2, RFC 9126 §2.3, RFC 9396 §5: the authorization code flow.
+export const invalidRequest = refusal(Oauth2ErrorCodes.InvalidRequest);
+export const invalidScope = refusal(Oauth2ErrorCodes.InvalidScope);
+export const invalidTarget = refusal(Oauth2ErrorCodes.InvalidTarget);
+export const unsupportedResponseType = refusal('unsupported_response_type');
+export const invalidAuthorizationDetails = refusal('invalid_authorization_details');
 
 // RFC 9449 §7.1 and §8: DPoP proofs at the token endpoint (the credential endpoint's are 401s).
 export const invalidDpopProof = refusal(Oauth2ErrorCodes.InvalidDpopProof);

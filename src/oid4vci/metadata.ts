@@ -48,6 +48,8 @@ export interface ChannelMetadataDeps {
   keyAttestation: KeyAttestationVerifier;
   /** OID4VCI_BATCH_SIZE: advertised as `batch_credential_issuance` from 2 on. */
   batchSize?: number | undefined;
+  /** The authorization code flow, when a login provider is configured (OID4VCI_LOGIN_ISSUER). */
+  authorizationCode?: { requirePar: boolean; refreshTokens: boolean } | undefined;
 }
 
 export class ChannelMetadata {
@@ -84,20 +86,53 @@ export class ChannelMetadata {
 
   /**
    * RFC 8414 authorization server metadata: the pre-authorized code grant and its token endpoint;
-   * `attest_jwt_client_auth` when wallet attestations are taken, the only method under `haip`.
+   * `attest_jwt_client_auth` when wallet attestations are taken, the only method under `haip`; with
+   * a login provider, also the authorization code grant (RFC 9126 PAR, PKCE S256, RFC 9207).
    */
   authorizationServer(): AuthorizationServerMetadata {
     const { profile, clientAttestation } = this.deps;
+    const code = this.deps.authorizationCode;
+    const { urls } = this.deps.identity;
     const haip = profile === 'haip';
     const methods = haip ? [ATTESTATION_AUTH] : clientAttestation ? ['none', ATTESTATION_AUTH] : ['none'];
     return this.deps.libraries.authorizationServer.createAuthorizationServerMetadata({
       issuer: this.origin,
       token_endpoint: this.endpoints.token,
-      grant_types_supported: [preAuthorizedCodeGrantIdentifier],
+      grant_types_supported: [
+        preAuthorizedCodeGrantIdentifier,
+        ...(code ? ['authorization_code'] : []),
+        ...(code?.refreshTokens ? ['refresh_token'] : []),
+      ],
       token_endpoint_auth_methods_supported: methods,
       'pre-authorized_grant_anonymous_access_supported': !haip,
       dpop_signing_alg_values_supported: SIGNING_ALGS,
+      ...(code
+        ? {
+            authorization_endpoint: urls.oid4vciAuthorize,
+            pushed_authorization_request_endpoint: urls.oid4vciPar,
+            require_pushed_authorization_requests: code.requirePar,
+            response_types_supported: ['code'],
+            code_challenge_methods_supported: ['S256'],
+            authorization_response_iss_parameter_supported: true,
+            authorization_details_types_supported: ['openid_credential'],
+            scopes_supported: this.offered().map((c) => c.configurationId),
+          }
+        : {}),
     });
+  }
+
+  /** Every credential configuration offered: its id, schema and format. */
+  offered(): Array<{ configurationId: string; schema: LoadedSchema; proofType: ProofType }> {
+    const out: Array<{ configurationId: string; schema: LoadedSchema; proofType: ProofType }> = [];
+    for (const format of formatsServing('oid4vci'))
+      for (const schema of this.deps.identity.catalog.schemas.all())
+        if (this.offers(schema, format.proofType))
+          out.push({
+            configurationId: configurationIdOf(schema.schemaId, format),
+            schema,
+            proofType: format.proofType,
+          });
+    return out;
   }
 
   /**
@@ -117,8 +152,10 @@ export class ChannelMetadata {
         const configuration = format.oid4vci!.configuration(schema, SIGNING_ALGS);
         const proofTypes = configuration.proof_types_supported as { jwt: Record<string, unknown> };
         configuration.proof_types_supported = this.deps.keyAttestation.proofTypes(schema, proofTypes.jwt);
-        configurations[configurationIdOf(schema.schemaId, format)] =
-          configuration as CredentialConfigurationsSupported[string];
+        const id = configurationIdOf(schema.schemaId, format);
+        // OpenID4VCI 1.0 §12.2.4: the scope that asks for it in an authorization request.
+        if (this.deps.authorizationCode) configuration.scope = id;
+        configurations[id] = configuration as CredentialConfigurationsSupported[string];
       }
     const credentialIssuer: CredentialIssuerMetadata = issuer.createCredentialIssuerMetadata({
       credential_issuer: this.origin,

@@ -9,7 +9,8 @@ import { configurationIdOf, PROOF_TYPE } from './metadata.js';
 import type { ChannelParts } from './parts.js';
 
 /**
- * Credential offers (OpenID4VCI 1.0 §4.1, pre-authorized code grant): made by an admin, served by
+ * Credential offers (OpenID4VCI 1.0 §4.1, the pre-authorized code grant or, with a login provider,
+ * the authorization code grant with the offer id as `issuer_state`): made by an admin, served by
  * reference to the wallet.
  */
 
@@ -39,6 +40,11 @@ export interface OfferRequest {
   claims?: Record<string, unknown> | undefined;
   txCode: boolean;
   expiresInSeconds: number;
+  /**
+   * How the wallet redeems it: its pre-authorized code (the default), or an authorization whose
+   * `issuer_state` is the offer id, after the holder signs in as `userId` at the login provider.
+   */
+  grant?: 'pre-authorized_code' | 'authorization_code' | undefined;
   audit: AuditActor;
 }
 
@@ -65,6 +71,17 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
       `schema ${schema.schemaId} is not issued as ${proofType} through OpenID4VCI`,
     );
   const configurationId = configurationIdOf(schema.schemaId, formatOf(proofType));
+  const byAuthorization = req.grant === 'authorization_code';
+  if (byAuthorization) {
+    if (!deps.authorizationCode)
+      throw invalidParameter('grant', 'authorization_code needs a login provider (OID4VCI_LOGIN_ISSUER)');
+    if (req.userId === undefined)
+      throw invalidParameter(
+        'userId',
+        'required with grant authorization_code: the holder signs in as this user',
+      );
+    if (req.txCode) throw invalidParameter('txCode', 'not with grant authorization_code');
+  }
   if (req.claims) deps.identity.catalog.schemas.assertClaims(schema, req.claims);
   else {
     if (req.userId === undefined)
@@ -74,7 +91,8 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
   const emailHash = req.email === undefined ? null : await deps.hashEmail(req.email);
   const offerId = random(32);
   const code = codeOf(offerId);
-  const codeHash = sha256(code);
+  // An offer redeemed by an authorization has no pre-authorized code: its row's is never told.
+  const codeHash = sha256(byAuthorization ? random(32) : code);
   const txCode = req.txCode ? randomDigits(TX_CODE_LENGTH) : undefined;
   const now = parts.now();
   const expiresAt = new Date(now.getTime() + req.expiresInSeconds * 1000);
@@ -91,13 +109,16 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
     expiresAt,
     createdBy: req.audit.actor,
     createdAt: now,
+    ...(byAuthorization ? { grantType: 'authorization_code' as const } : {}),
   });
   // Offers that nobody redeemed are dropped as new ones are made.
   await deps.store.prune(new Date(now.getTime() - 24 * 3600 * 1000));
   const { credentialOfferObject, credentialOffer } = await parts.issuer.createCredentialOffer({
     issuerMetadata: metadata.issuer(),
     credentialConfigurationIds: [configurationId],
-    grants: { [preAuthorizedCodeGrantIdentifier]: grant(code, txCode !== undefined) },
+    grants: byAuthorization
+      ? { authorization_code: { issuer_state: offerId } }
+      : { [preAuthorizedCodeGrantIdentifier]: grant(code, txCode !== undefined) },
     credentialOfferUri: metadata.endpoints.offer(offerId),
   });
   return {
@@ -117,7 +138,10 @@ export async function offerObject(parts: ChannelParts, offerId: string): Promise
   return {
     credential_issuer: parts.deps.identity.urls.origin,
     credential_configuration_ids: [offer.configurationId],
-    grants: { [preAuthorizedCodeGrantIdentifier]: grant(codeOf(offerId), offer.txCodeHash !== null) },
+    grants:
+      offer.grantType === 'authorization_code'
+        ? { authorization_code: { issuer_state: offerId } }
+        : { [preAuthorizedCodeGrantIdentifier]: grant(codeOf(offerId), offer.txCodeHash !== null) },
   };
 }
 

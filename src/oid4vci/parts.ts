@@ -2,13 +2,18 @@ import type { Oid4vciProfile } from '../config/oid4vci-config.js';
 import type { IssuerCatalog, IssuerIdentity, SigningIdentity } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
-import type { Oid4vciStore } from '../store/store.js';
+import type { Logger } from '../model.js';
+import type { Oid4vciAuthorizationStore, Oid4vciStore } from '../store/store.js';
 import type { ClientAttestationVerifier } from './client-attestation.js';
 import type { DpopNonceMode, DpopVerifier } from './dpop.js';
 import type { KeyAttestationVerifier } from './key-attestation.js';
 import type { ProtocolLibraries } from './library.js';
+import type { UpstreamLogin } from './login.js';
 import type { ChannelMetadata } from './metadata.js';
 import type { X5cTrust } from './x5c-trust.js';
+
+/** How long an access token of the channel lives (every grant's). */
+export const ACCESS_TOKEN_SECONDS = 300;
 
 /** What the OpenID4VCI channel is built from (src/context.ts). */
 export interface Oid4vciChannelDeps {
@@ -33,7 +38,21 @@ export interface Oid4vciChannelDeps {
   batchSize?: number;
   /** SD_JWT_ISSUER=x5c: the identity whose key and chain sign the metadata (signed-metadata.ts). */
   metadataSigner?: SigningIdentity;
+  /**
+   * The authorization code flow (OID4VCI_LOGIN_ISSUER set): the login provider that signs the
+   * holder in, whether an authorization request must be pushed first (OID4VCI_PROFILE=haip), and
+   * whether refresh tokens are given (OID4VCI_REFRESH_TOKENS=1). Absent: pre-authorized code only.
+   */
+  authorizationCode?: AuthorizationCodeDeps;
+  log?: Logger;
   now?: () => Date;
+}
+
+export interface AuthorizationCodeDeps {
+  login: UpstreamLogin;
+  store: Oid4vciAuthorizationStore;
+  requirePar: boolean;
+  refreshTokens: boolean;
 }
 
 /** What every step of the channel works with, built once by `Oid4vciChannel`. */
@@ -48,6 +67,8 @@ export interface ChannelParts extends ProtocolLibraries {
 
 /** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */
 export interface ProtocolAnswer {
+  /** 200 unless given (RFC 9126 §2.2: 201 for a pushed authorization request). */
+  status?: 201;
   body: Record<string, unknown>;
   headers: Record<string, string>;
 }

@@ -4,12 +4,12 @@ import {
   preAuthorizedCodeGrantIdentifier,
   type RequestLike,
 } from '@openid4vc/oauth2';
+import { authorizationCodeToken, refreshTokenGrant } from './code-token.js';
 import { fromLibrary, invalidDpopProof, invalidGrant, unsupportedGrantType } from './errors.js';
 import { random, sha256 } from './library.js';
 import { txCodeDigest } from './offers.js';
-import type { ChannelParts, ProtocolAnswer } from './parts.js';
+import { ACCESS_TOKEN_SECONDS, type ChannelParts, type ProtocolAnswer } from './parts.js';
 
-const ACCESS_TOKEN_SECONDS = 300;
 /**
  * Transaction codes compared for one offer, at most: each check is counted before the code is
  * compared, so no burst of requests on any number of instances gets more; the offer is locked for
@@ -42,11 +42,19 @@ export async function token(
     throw fromLibrary(err, 'invalid token request');
   }
   const { grant } = parsed;
+  const flow = deps.authorizationCode;
+  if (flow && grant.grantType === 'authorization_code')
+    return authorizationCodeToken(parts, flow, request, parsed);
+  if (flow?.refreshTokens && grant.grantType === 'refresh_token')
+    return refreshTokenGrant(parts, flow, request, parsed);
   if (grant.grantType !== preAuthorizedCodeGrantIdentifier)
-    throw unsupportedGrantType('only the pre-authorized code grant is offered');
+    throw unsupportedGrantType(
+      flow ? 'this grant type is not offered here' : 'only the pre-authorized code grant is offered',
+    );
   const offer = await deps.store.offerByCode(sha256(grant.preAuthorizedCode));
   const now = parts.now();
-  if (!offer) throw invalidGrant('unknown pre-authorized_code');
+  // An offer redeemed by an authorization has no pre-authorized code.
+  if (offer?.grantType !== 'pre-authorized_code') throw invalidGrant('unknown pre-authorized_code');
   if (offer.state === 'locked') throw invalidGrant('too many wrong tx_code values: the offer is locked');
   if (offer.state !== 'offered') throw invalidGrant('the pre-authorized_code was already used');
   if (offer.expiresAt <= now) throw invalidGrant('the pre-authorized_code has expired');

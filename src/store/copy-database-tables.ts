@@ -303,6 +303,7 @@ export const COPIED_TABLES: TableSpec[] = [
       ...int('token_expires_at'),
       ...text('dpop_jkt', 'credential_id', 'created_by'),
       ...int('created_at'),
+      ...text('grant_type'),
     ],
   },
   { table: 'oid4vci_nonces', key: ['nonce'], columns: [...text('nonce'), ...int('expires_at')] },
@@ -322,6 +323,8 @@ export const NOT_COPIED_TABLES: Record<string, string> = {
   named_locks: 'short leases, nothing to carry over',
   oid4vci_dpop_proofs: 'DPoP proofs seen in the last minutes: kept no longer than a proof is fresh',
   oid4vci_dpop_nonces: 'DPoP nonces live minutes: a wallet given one is given a new one',
+  oid4vci_authorizations:
+    'authorization requests, sign-ins and codes live minutes; a wallet whose refresh token is not carried over signs in again',
 };
 /** Tables the target must not hold rows in (key_ring_version always holds its seed row). */
 export const MUST_BE_EMPTY = [

@@ -6,6 +6,7 @@ export interface Oid4vciOfferRow<Ms> {
   code_hash: string;
   schema_id: string;
   configuration_id: string;
+  grant_type: Oid4vciOffer['grantType'];
   user_id: string;
   email_hash: string | null;
   claims: string | null;
@@ -28,6 +29,7 @@ export function offerFromRow(r: Oid4vciOfferRow<number | string>): Oid4vciOffer 
     codeHash: r.code_hash,
     schemaId: r.schema_id,
     configurationId: r.configuration_id,
+    grantType: r.grant_type,
     userId: r.user_id,
     emailHash: r.email_hash,
     claims: r.claims === null ? null : (JSON.parse(r.claims) as Record<string, unknown>),
@@ -59,8 +61,9 @@ export function newOfferValues(o: NewOid4vciOffer): Array<string | number | null
     o.expiresAt.getTime(),
     o.createdBy,
     o.createdAt.getTime(),
+    o.grantType ?? 'pre-authorized_code',
   ];
 }
 
 export const INSERT_OFFER_COLUMNS =
-  'offer_hash, code_hash, schema_id, configuration_id, user_id, email_hash, claims, tx_code_hash, state, expires_at, created_by, created_at';
+  'offer_hash, code_hash, schema_id, configuration_id, user_id, email_hash, claims, tx_code_hash, state, expires_at, created_by, created_at, grant_type';

@@ -8,6 +8,11 @@ export interface Oid4vciOffer {
   codeHash: string;
   schemaId: string;
   configurationId: string;
+  /**
+   * The grant that redeems the offer: its pre-authorized code, or an authorization whose
+   * `issuer_state` is the offer id (the holder signs in first).
+   */
+  grantType: 'pre-authorized_code' | 'authorization_code';
   /** The claims provider's user id (or, for an offer made by email, a keyed hash of the email). */
   userId: string;
   emailHash: string | null;
@@ -31,8 +36,8 @@ export interface Oid4vciOffer {
 
 export type NewOid4vciOffer = Omit<
   Oid4vciOffer,
-  'txCodeAttempts' | 'state' | 'tokenHash' | 'tokenExpiresAt' | 'dpopJkt' | 'credentialId'
->;
+  'txCodeAttempts' | 'state' | 'tokenHash' | 'tokenExpiresAt' | 'dpopJkt' | 'credentialId' | 'grantType'
+> & { /** `pre-authorized_code` when not given. */ grantType?: Oid4vciOffer['grantType'] };
 
 /**
  * Offers, codes, tokens and nonces of the OpenID4VCI channel, in the database so that any instance

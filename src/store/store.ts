@@ -18,6 +18,7 @@ import type { IssuanceStore } from './issuance-store.js';
 import type { KeyMaterialStore } from './key-material-store.js';
 import type { MetaStore } from './meta-store.js';
 import type { NamedLockStore } from './named-lock-store.js';
+import type { Oid4vciAuthorizationStore } from './oid4vci-authorization-store.js';
 import type { Oid4vciStore } from './oid4vci-store.js';
 import type { RenewalLinks, RenewalStore } from './renewal-store.js';
 import type { StatusJobStore } from './status-job-store.js';
@@ -34,6 +35,7 @@ export type * from './issuance-store.js';
 export type * from './key-material-store.js';
 export type * from './meta-store.js';
 export type * from './named-lock-store.js';
+export type * from './oid4vci-authorization-store.js';
 export type * from './oid4vci-store.js';
 export type * from './status-store.js';
 export type {
@@ -74,6 +76,8 @@ export interface Store {
   locks: NamedLockStore;
   webhooks: WebhookStore;
   oid4vci: Oid4vciStore;
+  /** The OpenID4VCI authorization code flow's requests, sign-ins, codes and refresh tokens. */
+  oid4vciAuthorizations: Oid4vciAuthorizationStore;
   /** Bulk status change jobs (docs/operations.md "Bulk status changes"). */
   statusJobs: StatusJobStore;
   /** Signing keys declared compromised, never published again. */

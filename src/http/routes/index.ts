@@ -20,6 +20,7 @@ import {
 } from './admin/webhooks.js';
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
+import { oid4vciAuthorizationCodeRoutes } from './oid4vci/authorization-code.js';
 import { credentialOffersRoute, oid4vciMetadataRoutes, oid4vciWalletRoutes } from './oid4vci/oid4vci.js';
 import { landingRoute } from './ops/landing.js';
 import { metricsRoute } from './ops/metrics.js';
@@ -86,6 +87,7 @@ export const ROUTES: readonly RouteFactory[] = [
   // The OpenID4VCI channel (OID4VCI=on): read and called by standards wallets.
   oid4vciMetadataRoutes,
   oid4vciWalletRoutes,
+  oid4vciAuthorizationCodeRoutes,
   // Operations: probes, metrics, the contract itself and the landing page; no rate limit.
   healthzRoute,
   readyzRoute,

@@ -13,6 +13,7 @@ import { PostgresIden3Store } from './postgres-iden3-store.js';
 import { PostgresIssuanceStore } from './postgres-issuance-store.js';
 import { PostgresKeyStore } from './postgres-key-store.js';
 import { PostgresLockStore } from './postgres-lock-store.js';
+import { PostgresOid4vciAuthorizationStore } from './postgres-oid4vci-authorization-store.js';
 import { PostgresOid4vciStore } from './postgres-oid4vci-store.js';
 import { PostgresRenewalStore } from './postgres-renewal-store.js';
 import { PostgresStatusJobStore } from './postgres-status-job-store.js';
@@ -69,6 +70,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     locks: new PostgresLockStore(pool),
     webhooks: new PostgresWebhookStore(pool),
     oid4vci: new PostgresOid4vciStore(pool),
+    oid4vciAuthorizations: new PostgresOid4vciAuthorizationStore(pool),
     statusJobs: new PostgresStatusJobStore(pool),
     compromisedKeys: new PostgresCompromisedKeyStore(pool),
     renewals: new PostgresRenewalStore(pool),

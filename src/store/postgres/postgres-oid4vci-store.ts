@@ -13,7 +13,7 @@ export class PostgresOid4vciStore implements Oid4vciStore {
 
   async createOffer(offer: NewOid4vciOffer): Promise<void> {
     await this.pool.query(
-      `INSERT INTO oid4vci_offers (${INSERT_OFFER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO oid4vci_offers (${INSERT_OFFER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       newOfferValues(offer),
     );
   }

@@ -9,6 +9,7 @@ import { SqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { SqliteIden3Store } from './sqlite-iden3-store.js';
 import { SqliteIssuanceStore } from './sqlite-issuance-store.js';
 import { SqliteLockStore } from './sqlite-lock-store.js';
+import { SqliteOid4vciAuthorizationStore } from './sqlite-oid4vci-authorization-store.js';
 import { SqliteOid4vciStore } from './sqlite-oid4vci-store.js';
 import { SqliteReader } from './sqlite-reader.js';
 import { SqliteRenewalStore } from './sqlite-renewal-store.js';
@@ -51,6 +52,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     idempotency: new SqliteIdempotencyStore(db),
     webhooks,
     oid4vci: new SqliteOid4vciStore(db),
+    oid4vciAuthorizations: new SqliteOid4vciAuthorizationStore(db),
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),
     renewals: new SqliteRenewalStore(db, audit, webhooks),

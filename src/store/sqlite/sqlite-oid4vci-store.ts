@@ -10,7 +10,7 @@ export class SqliteOid4vciStore implements Oid4vciStore {
     type Row = Oid4vciOfferRow<number>;
     this.stmts = {
       insert: db.prepare(
-        `INSERT INTO oid4vci_offers (${INSERT_OFFER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO oid4vci_offers (${INSERT_OFFER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       byHash: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE offer_hash = ?'),
       byCode: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE code_hash = ?'),

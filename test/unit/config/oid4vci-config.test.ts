@@ -26,7 +26,36 @@ describe('OpenID4VCI settings', () => {
       walletTrust: undefined,
       keyAttestationTrust: undefined,
       batchSize: 10,
+      // No login provider: no authorization code flow.
+      refreshTokens: false,
     });
+  });
+
+  it('a login provider needs its client id and one client authentication', () => {
+    const login = (env: Record<string, string>) => problems(env).filter((p) => p.startsWith('OID4VCI_'));
+    expect(login({ OID4VCI_LOGIN_CLIENT_ID: 'kit' })).toEqual([
+      'OID4VCI_LOGIN_CLIENT_ID: only with OID4VCI_LOGIN_ISSUER',
+    ]);
+    expect(login({ OID4VCI_LOGIN_ISSUER: 'https://login.example' })).toEqual([
+      'OID4VCI_LOGIN_CLIENT_ID: required with OID4VCI_LOGIN_ISSUER',
+      'OID4VCI_LOGIN_CLIENT_SECRET: required with OID4VCI_LOGIN_ISSUER (or OID4VCI_LOGIN_CLIENT_KEY_FILE)',
+    ]);
+    const { config, secrets } = loadConfig(
+      {
+        OID4VCI_LOGIN_ISSUER: 'https://login.example',
+        OID4VCI_LOGIN_CLIENT_ID: 'kit',
+        OID4VCI_LOGIN_CLIENT_SECRET: 'a-secret',
+        OID4VCI_REFRESH_TOKENS: '1',
+      },
+      '/srv/issuer',
+    );
+    expect(config.oid4vci).toMatchObject({
+      login: { issuer: 'https://login.example', clientId: 'kit', userClaim: 'sub' },
+      refreshTokens: true,
+    });
+    // The secret is kept with the secrets, never in the config.
+    expect(JSON.stringify(config)).not.toContain('a-secret');
+    expect(secrets.oid4vciLoginClientSecret).toBe('a-secret');
   });
 
   it('haip requires DPoP with server nonces; trust files resolved against the working folder', () => {

@@ -31,7 +31,7 @@ import {
  */
 
 /** The request as `@openid4vc/oauth2` reads it: DPoP's `htu` is the public URL, so ISSUER_ORIGIN's. */
-function requestLike(urls: IssuerUrls, req: Request) {
+export function requestLike(urls: IssuerUrls, req: Request) {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === 'string') headers.set(name, value);
@@ -54,19 +54,22 @@ export function oid4vciOffReason(path: string): string | undefined {
   return channelPath ? 'the OpenID4VCI door is off here; OID4VCI=on enables it (then restart)' : undefined;
 }
 
-const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
+export const noStore = (res: Response) => res.set('Cache-Control', 'no-store');
 
 const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 
 /** A step answering with a protocol answer (token, credential): its body and headers, never cached. */
-const protocolStep =
+export const protocolStep =
   (
     urls: IssuerUrls,
     step: (request: RequestLike, body: Record<string, unknown>) => Promise<ProtocolAnswer>,
   ): Route['handler'] =>
   async (req, res) => {
     const answer = await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
-    noStore(res).set(answer.headers).json(answer.body);
+    noStore(res)
+      .status(answer.status ?? 200)
+      .set(answer.headers)
+      .json(answer.body);
   };
 
 /** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
@@ -169,6 +172,7 @@ export const CredentialOfferBodySchema = z
     email: RecipientEmailSchema.optional(),
     claims: CredentialSubjectSchema.optional(),
     txCode: z.boolean().default(false),
+    grant: z.enum(['pre-authorized_code', 'authorization_code']).optional(),
     expiresInSeconds: z.number().int().min(30).max(MAX_OFFER_SECONDS).default(DEFAULT_OFFER_SECONDS),
     reason: z.string().min(1).max(1000).optional(),
   })

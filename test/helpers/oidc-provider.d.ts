@@ -1,0 +1,15 @@
+// oidc-provider 8 ships no type declarations: the part of its API the tests use.
+declare module 'oidc-provider' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+
+  interface ErrorContext {
+    type: string;
+    body: unknown;
+  }
+  export default class Provider {
+    constructor(issuer: string, configuration: Record<string, unknown>);
+    callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    on(event: string, listener: (...args: unknown[]) => void): this;
+  }
+  export type { ErrorContext };
+}
