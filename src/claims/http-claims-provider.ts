@@ -1,4 +1,4 @@
-import { HttpFailure, type JsonResponse, type PostJson } from '../service-client/http-json.js';
+import { HttpFailure, type JsonResponse, type PostJson } from '../outbound/http-json.js';
 import {
   type ClaimsAnswer,
   type ClaimsProvider,

@@ -1,5 +1,5 @@
+import type { PostJson } from '../outbound/http-json.js';
 import type { LoadedSchema, SchemaRegistry } from '../schemas/schema-registry.js';
-import type { PostJson } from '../service-client/http-json.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { ClaimsProvider } from './claims-provider.js';
 import { HttpClaimsProvider } from './http-claims-provider.js';

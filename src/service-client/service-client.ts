@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { ProofType, Telemetry } from '../model.js';
+import { HttpFailure, type JsonResponse, type PostJson } from '../outbound/http-json.js';
 import { currentRequestId } from '../request-context.js';
 import type { UploadBody } from '../store/store.js';
-import { HttpFailure, type JsonResponse, type PostJson } from './http-json.js';
 import type { PartnerJwtSigner } from './partner-jwt.js';
 
 export type UpstreamFailure = 'timeout' | 'network' | 'status' | 'malformed';

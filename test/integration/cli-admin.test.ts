@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../src/keys/certificates.js';
 import { issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { parseKeyFile } from '../../src/keys/key-ring.js';
-import { postJson } from '../../src/service-client/http-json.js';
+import { postJson } from '../../src/outbound/http-json.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { type InitializedUser, ServiceClient } from '../../src/service-client/service-client.js';
 import { runCli } from '../helpers/cli.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { UploadOutbox } from '../../src/issuance/outbox.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
-import { postJson } from '../../src/service-client/http-json.js';
+import { postJson } from '../../src/outbound/http-json.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { ServiceClient } from '../../src/service-client/service-client.js';
 import { copyDatabase } from '../../src/store/copy-database.js';

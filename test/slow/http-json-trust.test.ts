@@ -8,11 +8,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../src/keys/certificates.js';
 import { DEV_CA_PEM, issueDevLeaf, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
-import { postJson } from '../../src/service-client/http-json.js';
+import { postJson } from '../../src/outbound/http-json.js';
 import { tempDir } from '../helpers/tmp.js';
 
 // postJson's trust, with a second process started with NODE_EXTRA_CA_CERTS; the rest of postJson
-// is tested in test/unit/service-client/http-json.test.ts.
+// is tested in test/unit/outbound/http-json.test.ts.
 // Answered at once: the deadline only has to outlast a busy machine.
 const ANSWERED_MS = 60_000;
 
@@ -49,7 +49,7 @@ describe('postJson over https', () => {
           `const { postJson } = await import(process.argv[1]);
            const res = await postJson(process.argv[2], {}, { timeoutMs: 60000 });
            process.stdout.write(JSON.stringify(res));`,
-          fileURLToPath(new URL('../../src/service-client/http-json.ts', import.meta.url)),
+          fileURLToPath(new URL('../../src/outbound/http-json.ts', import.meta.url)),
           `${origin}/b`,
         ],
         {

@@ -39,7 +39,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['identity/'], // who the issuer is: origin, identification, keys, status-list space, partner
   ['keys/'],
   ['config/'], // the one reader of process.env; DATABASE_URL through the store's engine list
-  ['schemas/', 'store/', 'rate-limit/', 'envelope/', 'workers/'], // workers/: the loop background workers share
+  ['schemas/', 'store/', 'rate-limit/', 'envelope/', 'workers/', 'outbound/'], // workers/: the loop background workers share; outbound/: outbound HTTP (pools, postJson)
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
   [ISSUER_URLS_ROOM, CLAIMS_PROVIDER_ROOM], // an issuer's mode and public URLs; what a claims source is
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import { Lifecycle } from '../../src/observability/lifecycle.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { HttpPools } from '../../src/outbound/http-json.js';
 import { drain } from '../../src/server.js';
-import { HttpPools } from '../../src/service-client/http-json.js';
 
 // docs/operations.md "Shutdown": when the grace runs out, a request still running is answered 503
 // ("retry it"), and its Idempotency-Key claim is released so that the retry is not told 409.

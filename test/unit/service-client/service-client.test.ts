@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KeyRing, loadKeyRing } from '../../../src/keys/key-ring.js';
-import { postJson } from '../../../src/service-client/http-json.js';
+import { postJson } from '../../../src/outbound/http-json.js';
 import { PartnerJwtSigner } from '../../../src/service-client/partner-jwt.js';
 import { ServiceClient, UpstreamError } from '../../../src/service-client/service-client.js';
 import { tempDir } from '../../helpers/tmp.js';

@@ -1,4 +1,4 @@
-import { postJson } from '../../../service-client/http-json.js';
+import { postJson } from '../../../outbound/http-json.js';
 import { PartnerJwtSigner } from '../../../service-client/partner-jwt.js';
 import { networkCause } from '../../admin-client.js';
 import type { DoctorCheck } from '../doctor-context.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClaimsProviders } from '../../../claims/index.js';
+import { postJson } from '../../../outbound/http-json.js';
 import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../../../schemas/schema-registry.js';
-import { postJson } from '../../../service-client/http-json.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 

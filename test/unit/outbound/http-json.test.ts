@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeHttpPools, HttpFailure, postJson } from '../../../src/service-client/http-json.js';
+import { closeHttpPools, HttpFailure, postJson } from '../../../src/outbound/http-json.js';
 
 // Calls that are answered at once: their deadline only has to outlast a busy machine.
 const ANSWERED_MS = 60_000;
