@@ -9,6 +9,7 @@ import { iden3Key } from './doctor/checks/iden3-key.js';
 import { keyBackend } from './doctor/checks/key-backend.js';
 import { keyFiles } from './doctor/checks/key-files.js';
 import { keys } from './doctor/checks/keys.js';
+import { mdocCertificates } from './doctor/checks/mdoc.js';
 import { origin } from './doctor/checks/origin.js';
 import { outbox } from './doctor/checks/outbox.js';
 import { partnerJwt } from './doctor/checks/partner-jwt.js';
@@ -41,6 +42,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   database,
   redis,
   iden3Key,
+  mdocCertificates,
   didJson,
   jwtVcIssuer,
   jwksJson,

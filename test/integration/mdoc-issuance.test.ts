@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
 import { credoHolder } from '../helpers/credo.js';
-import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import { queryStore, startIssuer, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
 
@@ -189,6 +189,32 @@ describe('mdoc over OpenID4VCI', () => {
       await agent.shutdown().catch(() => undefined);
     }
   });
+
+  // The CLI reads this issuer's KEYS_DIR and SQLite file (TEST_STORE=postgres keeps keys in a database of its own).
+  it.skipIf(TEST_STORE !== 'sqlite')(
+    'admin doctor shows the IACA and document signer certificates with their expiry',
+    async () => {
+      const run = await runCli(
+        ['--json', 'doctor'],
+        {
+          ISSUER_ORIGIN: issuer.url,
+          KEYS_DIR: join(dir, 'keys'),
+          SCHEMAS_DIR: join(dir, 'schemas'),
+          DATABASE_URL: `sqlite:${join(dir, 'issuer.db')}`,
+        },
+        dir,
+      );
+      const { items } = JSON.parse(run.stdout) as {
+        items: Array<{ item: string; verdict: string; detail: string }>;
+      };
+      const mdoc = items.filter((l) => l.item === 'mdoc certificates');
+      expect(mdoc.map((l) => l.verdict)).toEqual(['PASS', 'PASS']);
+      expect(mdoc[0]!.detail).toMatch(
+        /^IACA root C=XX, CN=issuer-kit development IACA .*: valid until \d{4}-.* \(\d+ days\)$/,
+      );
+      expect(mdoc[1]!.detail).toMatch(/document signer: issued by the development IACA/);
+    },
+  );
 
   it('the hosted door refuses MSO_MDOC, naming the field', async () => {
     const res = await issuer.post('/issue-vc', {
