@@ -330,6 +330,7 @@ export async function createContext(
               },
             }
           : {}),
+        encryptionRequired: config.oid4vci.responseEncryption === 'required',
       })
     : undefined;
 

@@ -260,6 +260,14 @@ export const operationVariables = {
       '`1`: a DPoP-bound authorization code grant also answers a refresh token (bound to the same DPoP key, used once, a new one with each use, 30 days), with which the wallet gets a fresh credential for the same authorization without signing in again.',
     default: '`0`',
   }),
+  OID4VCI_RESPONSE_ENCRYPTION: z
+    .enum(['optional', 'required'], 'OID4VCI_RESPONSE_ENCRYPTION must be optional or required')
+    .optional()
+    .meta({
+      description:
+        'Credential response encryption (OpenID4VCI 1.0 §10), advertised as `credential_response_encryption` (ECDH-ES on P-256, A128GCM or A256GCM): a wallet that sends `credential_response_encryption` gets its credential response as a compact JWE (`application/jwt`). `required`: a credential request without it is refused (`invalid_encryption_parameters`), and the metadata says `encryption_required: true`.',
+      default: '`optional`',
+    }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

@@ -22,6 +22,8 @@ export interface Oid4vciConfig {
   keyAttestationTrust: string | undefined;
   /** OID4VCI_BATCH_SIZE: the most credentials (proofs) one credential request may ask for. */
   batchSize: number;
+  /** OID4VCI_RESPONSE_ENCRYPTION: whether credential responses must be encrypted. */
+  responseEncryption: 'optional' | 'required';
 }
 
 /**
@@ -56,5 +58,6 @@ export function readOid4vciConfig(
     walletTrust: file('OID4VCI_WALLET_TRUST', env.OID4VCI_WALLET_TRUST),
     keyAttestationTrust: file('OID4VCI_KEY_ATTESTATION_TRUST', env.OID4VCI_KEY_ATTESTATION_TRUST),
     batchSize: env.OID4VCI_BATCH_SIZE ?? 10,
+    responseEncryption: env.OID4VCI_RESPONSE_ENCRYPTION ?? 'optional',
   };
 }

@@ -55,6 +55,7 @@ export class Oid4vciChannel {
         keyAttestation,
         batchSize: deps.batchSize,
         authorizationCode: deps.authorizationCode,
+        encryptionRequired: deps.encryptionRequired,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,

@@ -6,6 +6,7 @@ import { issueBatch } from './batch.js';
 import { denied, providerClaims } from './claims.js';
 import { credentialIdOf, didJwk } from './credential-ids.js';
 import { type ChallengeError, challengeHeader } from './dpop.js';
+import { answerWith, requestedEncryption } from './encryption.js';
 import {
   credentialRequestDenied,
   fromLibrary,
@@ -33,13 +34,17 @@ export async function credential(
 ): Promise<ProtocolAnswer> {
   const { deps } = parts;
   const offer = await authorize(parts, request);
+  const { encryption, request: credentialRequest } = await requestedEncryption(
+    body,
+    deps.encryptionRequired ?? false,
+  );
   const metadata = parts.metadata.issuer();
   const configurationId = body.credential_configuration_id;
   if (typeof configurationId === 'string' && !(configurationId in metadata.knownCredentialConfigurations))
     throw unknownCredentialConfiguration(`unknown credential_configuration_id ${configurationId}`);
   let parsed: CredentialRequest;
   try {
-    parsed = parts.issuer.parseCredentialRequest({ issuerMetadata: metadata, credentialRequest: body });
+    parsed = parts.issuer.parseCredentialRequest({ issuerMetadata: metadata, credentialRequest });
   } catch (err) {
     throw fromLibrary(err, 'invalid credential request');
   }
@@ -64,7 +69,7 @@ export async function credential(
   const now = parts.now();
   if (holderJwks.length > 1) {
     const credentials = await issueBatch(parts, { offer, proofType, schema, claims, holderJwks });
-    return { body: credentialResponse(parts.issuer, parsed, credentials), headers: {} };
+    return answerWith(credentialResponse(parts.issuer, parsed, credentials), encryption);
   }
   const holderJwk = holderJwks[0]!;
   const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
@@ -88,7 +93,7 @@ export async function credential(
   await deps.store.markIssued(offer.offerHash, record.credentialId);
   if (credential === undefined)
     throw invalidCredentialRequest('the credential of this offer was already issued');
-  return { body: credentialResponse(parts.issuer, parsed, [credential]), headers: {} };
+  return answerWith(credentialResponse(parts.issuer, parsed, [credential]), encryption);
 }
 
 /** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued credentials, one per key. */

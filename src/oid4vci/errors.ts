@@ -44,6 +44,7 @@ export const unknownCredentialConfiguration = refusal(Oauth2ErrorCodes.UnknownCr
 export const invalidProof = refusal(Oauth2ErrorCodes.InvalidProof);
 export const invalidNonce = refusal(Oauth2ErrorCodes.InvalidNonce);
 export const credentialRequestDenied = refusal(Oauth2ErrorCodes.CredentialRequestDenied);
+export const invalidEncryptionParameters = refusal(Oauth2ErrorCodes.InvalidEncryptionParameters);
 
 /**
  * RFC 6750 §3.1 / RFC 9449 §7.1: the credential endpoint's 401 (`invalid_token`,

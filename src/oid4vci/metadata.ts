@@ -12,6 +12,7 @@ import type { IssuerCatalog, IssuerIdentity } from '../identity/issuer-identity.
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
+import { responseEncryptionMetadata } from './encryption.js';
 import type { KeyAttestationVerifier } from './key-attestation.js';
 import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
 
@@ -50,6 +51,8 @@ export interface ChannelMetadataDeps {
   batchSize?: number | undefined;
   /** The authorization code flow, when a login provider is configured (OID4VCI_LOGIN_ISSUER). */
   authorizationCode?: { requirePar: boolean; refreshTokens: boolean } | undefined;
+  /** OID4VCI_RESPONSE_ENCRYPTION=required: advertised as `encryption_required`. */
+  encryptionRequired?: boolean | undefined;
 }
 
 export class ChannelMetadata {
@@ -162,6 +165,7 @@ export class ChannelMetadata {
       credential_endpoint: this.endpoints.credential,
       nonce_endpoint: this.endpoints.nonce,
       credential_configurations_supported: configurations,
+      credential_response_encryption: responseEncryptionMetadata(this.deps.encryptionRequired ?? false),
       // §12.2.4: batch_size is 2 or more; a request carrying more proofs than it is refused.
       ...((this.deps.batchSize ?? 1) >= 2
         ? { batch_credential_issuance: { batch_size: this.deps.batchSize! } }

@@ -45,6 +45,8 @@ export interface Oid4vciChannelDeps {
    */
   authorizationCode?: AuthorizationCodeDeps;
   log?: Logger;
+  /** OID4VCI_RESPONSE_ENCRYPTION=required: every credential request must ask for an encrypted response. */
+  encryptionRequired?: boolean;
   now?: () => Date;
 }
 
@@ -71,4 +73,6 @@ export interface ProtocolAnswer {
   status?: 201;
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /** The body encrypted to the wallet (OpenID4VCI 1.0 §10): sent instead, as `application/jwt`. */
+  jwt?: string | undefined;
 }

@@ -8,6 +8,8 @@ import {
   verify,
   X509Certificate,
 } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   type CallbackContext,
   clientAuthenticationAnonymous,
@@ -163,4 +165,59 @@ export async function receiveWithOpenid4vci(
   if (typeof credential !== 'string')
     throw new Error(`no credential in ${JSON.stringify(credentialResponse)}`);
   return { credential, holder, configurationId };
+}
+
+/** A proof JWT signed by `key`, with whatever payload and header a test wants (a wallet free to get things wrong). */
+export function proofJwt(
+  key: HolderKey,
+  payload: Record<string, unknown>,
+  header: Record<string, unknown> = {},
+): string {
+  const input = `${b64({ alg: 'ES256', typ: 'openid4vci-proof+jwt', jwk: key.publicJwk, ...header })}.${b64(payload)}`;
+  const signature = sign('sha256', Buffer.from(input), { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${signature.toString('base64url')}`;
+}
+
+const PRE_AUTHORIZED_CODE = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
+
+/** An admin's offer of membership-v1 taken at the token endpoint (no DPoP): its access token. */
+export async function offeredAccessToken(issuer: {
+  url: string;
+  admin(path: string, body?: unknown): Promise<Response>;
+}): Promise<string> {
+  const res = await issuer.admin('/admin/credential-offers', {
+    schemaId: 'membership-v1',
+    userId: 'demo-user-1',
+  });
+  if (res.status !== 201) throw new Error(`offer: ${res.status} ${await res.text()}`);
+  const { credentialOffer } = (await res.json()) as {
+    credentialOffer: { grants: Record<string, { 'pre-authorized_code': string }> };
+  };
+  const token = await fetch(`${issuer.url}/oid4vci/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: PRE_AUTHORIZED_CODE,
+      'pre-authorized_code': credentialOffer.grants[PRE_AUTHORIZED_CODE]!['pre-authorized_code'],
+    }).toString(),
+  });
+  if (token.status !== 200) throw new Error(`token: ${token.status} ${await token.text()}`);
+  return ((await token.json()) as { access_token: string }).access_token;
+}
+
+/** A fresh c_nonce from the issuer's nonce endpoint. */
+export async function freshNonce(issuerUrl: string): Promise<string> {
+  const res = await fetch(`${issuerUrl}/oid4vci/nonce`, { method: 'POST' });
+  return ((await res.json()) as { c_nonce: string }).c_nonce;
+}
+
+/** A schemas folder in `dir` with membership-v1 issued as SD-JWT VC only (no Iden3 back-end to start). */
+export function sdJwtMembershipSchemas(dir: string): string {
+  const schemas = join(dir, 'schemas');
+  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
+  schema.proofTypes = ['SD_JWT_VC'];
+  delete schema.iden3;
+  mkdirSync(schemas, { recursive: true });
+  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
+  return schemas;
 }

@@ -1,12 +1,16 @@
-import { sign } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { type HolderKey, holderKey, openid4vciWallet } from '../helpers/oid4vci-wallet.js';
+import {
+  freshNonce,
+  holderKey,
+  offeredAccessToken,
+  openid4vciWallet,
+  proofJwt,
+  sdJwtMembershipSchemas,
+} from '../helpers/oid4vci-wallet.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 /**
@@ -18,26 +22,6 @@ import { createTempDatabase, postgresAvailable, type TempDatabase } from '../hel
  */
 
 const pg = await postgresAvailable('OpenID4VCI batch issuance on PostgreSQL');
-
-function writeSchemas(dir: string): string {
-  const schemas = join(dir, 'schemas');
-  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-  schema.proofTypes = ['SD_JWT_VC'];
-  delete schema.iden3;
-  mkdirSync(schemas, { recursive: true });
-  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
-  return schemas;
-}
-
-const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
-
-/** A proof JWT signed by `key` with the given payload (a wallet free to get things wrong). */
-function proofJwt(key: HolderKey, payload: Record<string, unknown>) {
-  const h = { alg: 'ES256', typ: 'openid4vci-proof+jwt', jwk: key.publicJwk };
-  const input = `${Buffer.from(JSON.stringify(h)).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
-  const signature = sign('sha256', Buffer.from(input), { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
-  return `${input}.${signature.toString('base64url')}`;
-}
 
 describe.each([
   ['sqlite', true],
@@ -54,7 +38,7 @@ describe.each([
       dir,
       env: {
         OID4VCI: 'on',
-        SCHEMAS_DIR: writeSchemas(dir),
+        SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
         ...(db ? { DATABASE_URL: db.url } : {}),
       },
     });
@@ -64,31 +48,8 @@ describe.each([
     await db?.drop();
   });
 
-  async function tokenFor(): Promise<string> {
-    const res = await issuer.admin('/admin/credential-offers', {
-      schemaId: 'membership-v1',
-      userId: 'demo-user-1',
-    });
-    expect(res.status).toBe(201);
-    const { credentialOffer } = (await res.json()) as {
-      credentialOffer: { grants: Record<string, { 'pre-authorized_code': string }> };
-    };
-    const token = await fetch(`${issuer.url}/oid4vci/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: PRE_AUTH,
-        'pre-authorized_code': credentialOffer.grants[PRE_AUTH]!['pre-authorized_code'],
-      }).toString(),
-    });
-    expect(token.status).toBe(200);
-    return ((await token.json()) as { access_token: string }).access_token;
-  }
-
-  async function nonce(): Promise<string> {
-    const res = await fetch(`${issuer.url}/oid4vci/nonce`, { method: 'POST' });
-    return ((await res.json()) as { c_nonce: string }).c_nonce;
-  }
+  const tokenFor = () => offeredAccessToken(issuer);
+  const nonce = () => freshNonce(issuer.url);
 
   const proofPayload = (c_nonce: string) => ({
     aud: issuer.url,

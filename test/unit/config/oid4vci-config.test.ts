@@ -28,6 +28,7 @@ describe('OpenID4VCI settings', () => {
       batchSize: 10,
       // No login provider: no authorization code flow.
       refreshTokens: false,
+      responseEncryption: 'optional',
     });
   });
 

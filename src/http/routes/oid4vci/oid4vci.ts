@@ -68,8 +68,10 @@ export const protocolStep =
     const answer = await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
     noStore(res)
       .status(answer.status ?? 200)
-      .set(answer.headers)
-      .json(answer.body);
+      .set(answer.headers);
+    // A Buffer, so Express adds no `; charset=utf-8` to the media type (OpenID4VCI 1.0 §8.3).
+    if (answer.jwt !== undefined) res.type('application/jwt').send(Buffer.from(answer.jwt));
+    else res.json(answer.body);
   };
 
 /** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
@@ -149,8 +151,10 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       method: 'post',
       path: '/oid4vci/credential',
       operationId: 'oid4vci-credential',
-      summary: 'Credential endpoint: one SD-JWT VC bound to the proof key (OpenID4VCI 1.0 §8)',
+      summary:
+        'Credential endpoint: one SD-JWT VC per proof key (OpenID4VCI 1.0 §8), as a JWE (`application/jwt`) when the wallet asks for encryption (§10)',
       answer: CredentialAnswerSchema,
+      contentTypes: ['application/json', 'application/jwt'],
       protocol: true,
       handler: protocolStep(urls, (request, body) => d.credential(request, body)),
     }),
