@@ -1,4 +1,5 @@
-import type { CredentialOfferObject } from '@openid4vc/openid4vci';
+import type { RequestDpopOptions } from '@openid4vc/oauth2';
+import type { CredentialOfferObject, IssuerMetadataResult, Openid4vciClient } from '@openid4vc/openid4vci';
 import { expect } from 'vitest';
 import { type HolderKey, holderKey, openid4vciWallet } from './oid4vci-wallet.js';
 
@@ -15,6 +16,10 @@ export interface AuthCodeRun {
   holder: HolderKey;
   dpop: HolderKey;
   accessTokenResponse: Record<string, unknown>;
+  /** The wallet's DPoP state after the token request (its key and the server's nonce). */
+  tokenDpop: RequestDpopOptions;
+  wallet: Openid4vciClient;
+  issuerMetadata: IssuerMetadataResult;
 }
 
 /** Follows the issuer's 303 from its authorization endpoint: where the holder signs in. */
@@ -102,5 +107,13 @@ export async function receiveByAuthorizationCode(options: {
   const first = credentialResponse.credentials?.[0] as { credential?: unknown } | undefined;
   if (typeof first?.credential !== 'string')
     throw new Error(`no credential in ${JSON.stringify(credentialResponse)}`);
-  return { credential: first.credential, holder, dpop, accessTokenResponse };
+  return {
+    credential: first.credential,
+    holder,
+    dpop,
+    accessTokenResponse,
+    tokenDpop: tokenDpop!,
+    wallet,
+    issuerMetadata,
+  };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Oauth2Client, type Oauth2ClientOptions } from '@openid4vc/oauth2';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
@@ -103,6 +104,7 @@ beforeAll(async () => {
         OID4VCI_LOGIN_ISSUER: provider.issuer,
         OID4VCI_LOGIN_CLIENT_ID: provider.clientId,
         OID4VCI_LOGIN_CLIENT_SECRET: provider.clientSecret,
+        OID4VCI_REFRESH_TOKENS: '1',
       });
     },
   });
@@ -181,6 +183,59 @@ describe('a wallet completes the authorization code flow', () => {
     expect((await verifySdJwtVc(issuer.url, credential)).claims).toMatchObject({ givenName: 'Bram' });
     // The offer is redeemed: its object is gone, its pre-authorized path was never open.
     expect((await fetch(`${issuer.url}/oid4vci/offers/${offer.offerId}`)).status).toBe(404);
+  });
+});
+
+describe('refresh tokens (OID4VCI_REFRESH_TOKENS=1)', () => {
+  it('a fresh credential for the same grant with the DPoP key; used once; never with another key', async () => {
+    const run = await receiveByAuthorizationCode({ issuerUrl: issuer.url, signIn: browser('demo-user-1') });
+    const refreshToken = run.accessTokenResponse.refresh_token as string;
+    expect(typeof refreshToken).toBe('string');
+    const oauth2 = new Oauth2Client({
+      callbacks: (run.wallet as unknown as { options: { callbacks: Oauth2ClientOptions['callbacks'] } })
+        .options.callbacks,
+    });
+    const authorizationServerMetadata = run.issuerMetadata.authorizationServers[0]!;
+    const before = await oid4vciIssuances();
+    // Another key (the wallet's credential key, not its DPoP key): refused, the token kept.
+    await expect(
+      oauth2.retrieveRefreshTokenAccessToken({
+        authorizationServerMetadata,
+        refreshToken,
+        dpop: { signer: run.holder.signer, nonce: run.tokenDpop.nonce },
+      }),
+    ).rejects.toThrow(/invalid_grant|invalid_dpop_proof|use_dpop_nonce/);
+    const refreshed = await oauth2.retrieveRefreshTokenAccessToken({
+      authorizationServerMetadata,
+      refreshToken,
+      dpop: run.tokenDpop,
+    });
+    expect(refreshed.accessTokenResponse.refresh_token).not.toBe(refreshToken);
+    const { c_nonce } = await run.wallet.requestNonce({ issuerMetadata: run.issuerMetadata });
+    const { jwt } = await run.wallet.createCredentialRequestJwtProof({
+      issuerMetadata: run.issuerMetadata,
+      signer: run.holder.signer,
+      nonce: c_nonce,
+      credentialConfigurationId: 'membership-v1',
+    });
+    const { credentialResponse } = await run.wallet.retrieveCredentials({
+      issuerMetadata: run.issuerMetadata,
+      accessToken: refreshed.accessTokenResponse.access_token,
+      credentialConfigurationId: 'membership-v1',
+      proofs: { jwt: [jwt] },
+      dpop: refreshed.dpop!,
+    });
+    const fresh = (credentialResponse.credentials![0] as { credential: string }).credential;
+    expect((await verifySdJwtVc(issuer.url, fresh)).claims).toMatchObject({ givenName: 'Alice' });
+    expect(await oid4vciIssuances()).toBe(before + 1);
+    // Used once: the first refresh token is spent.
+    await expect(
+      oauth2.retrieveRefreshTokenAccessToken({
+        authorizationServerMetadata,
+        refreshToken,
+        dpop: refreshed.dpop!,
+      }),
+    ).rejects.toThrow(/invalid_grant/);
   });
 });
 
@@ -291,5 +346,34 @@ describe('bad input and faults: the specification’s error, nothing issued', ()
     });
     expect(res.status).toBe(303);
     expect(res.headers.get('location')!.startsWith(`${provider.issuer}/auth?`)).toBe(true);
+  });
+});
+
+describe('the login provider down', () => {
+  it('the wallet is sent back with temporarily_unavailable, its state and iss; nothing issued', async () => {
+    const before = await oid4vciIssuances();
+    const pushed = (await (await push(goodRequest)).json()) as { request_uri: string };
+    await provider.close();
+    // The issuer read the provider's discovery document before: the holder is still sent there,
+    // and the sign-in's end (the code exchange at the provider's token endpoint) is what fails.
+    const res = await fetch(
+      `${issuer.url}/oid4vci/authorize?${new URLSearchParams({ client_id: 'wallet-1', request_uri: pushed.request_uri })}`,
+      { redirect: 'manual' },
+    );
+    expect(res.status).toBe(303);
+    const location = res.headers.get('location')!;
+    expect(location.startsWith(`${provider.issuer}/auth?`)).toBe(true);
+    const state = new URL(location).searchParams.get('state')!;
+    const back = new URL(
+      await followIssuerRedirect(
+        `${issuer.url}/oid4vci/login/callback?${new URLSearchParams({ state, code: 'c' })}`,
+      ),
+    );
+    expect(Object.fromEntries(back.searchParams)).toMatchObject({
+      error: 'temporarily_unavailable',
+      state: 'wallet-state',
+      iss: issuer.url,
+    });
+    expect(await oid4vciIssuances()).toBe(before);
   });
 });
