@@ -41,19 +41,16 @@ export const haip: DoctorCheck = {
     };
     trust('OID4VCI_WALLET_TRUST', oid4vci.walletTrust);
     trust('OID4VCI_KEY_ATTESTATION_TRUST', oid4vci.keyAttestationTrust);
-    lines.push(
-      line(
-        'haip',
-        'WARN',
-        'HAIP requires the authorization code flow (pushed authorization requests, PKCE S256), which this kit does not offer yet: wallets can use the pre-authorized code flow only',
-      ),
-    );
+    if (!oid4vci.login)
+      fail(
+        'HAIP requires the authorization code flow (pushed authorization requests, PKCE S256): set OID4VCI_LOGIN_ISSUER, OID4VCI_LOGIN_CLIENT_ID and OID4VCI_LOGIN_CLIENT_SECRET (the OpenID Connect provider holders sign in at)',
+      );
     if (lines.every((l) => l.verdict !== 'FAIL'))
       lines.unshift(
         line(
           'haip',
           'PASS',
-          'OID4VCI_PROFILE=haip: wallet attestation and DPoP with server nonces required, wallet providers and key attesters trusted, x5c issuer, signed metadata',
+          'OID4VCI_PROFILE=haip: wallet attestation and DPoP with server nonces required, wallet providers and key attesters trusted, x5c issuer, signed metadata, the authorization code flow with PAR',
         ),
       );
     return lines;
