@@ -24,6 +24,7 @@ import { holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
  *   offers it and verifies what it receives before keeping it (did:web and x5c: Credo supports no
  *   other way to find an issuer key).
  * In x5c mode the issuer requires server-provided DPoP nonces (OID4VCI_DPOP_NONCE=required).
+ * In x5c mode Credo also takes a batch of ten (OpenID4VCI 1.0 §8, one key each) and sees it revoked.
  * Every credential is checked by Meeco's `@meeco/sd-jwt` (and Credo's verifier where it applies)
  * with the issuer key found the mode's way, and after `/admin/revoke` its status list bit reads
  * revoked.
@@ -167,6 +168,79 @@ describe.each(['url', 'did:web', 'x5c'] as const)('SD_JWT_ISSUER=%s', (mode: Mod
               )[0]!.n,
             ),
           ).toBeGreaterThan(0);
+      } finally {
+        await agent.shutdown().catch(() => undefined);
+      }
+    });
+  }
+
+  if (mode === 'x5c') {
+    it('Credo holder: a batch of ten (batch_size from the metadata), each verified, distinct random indexes, revoked together', async () => {
+      const agent = credoHolder({
+        trustedCertificates: [r.caPem],
+        fetch: walletFetch,
+        allowInsecureHttpUrls: true,
+      });
+      try {
+        const holder = agent.modules.openid4vc.holder;
+        const resolved = await holder.resolveCredentialOffer((await offer()).offerUri);
+        const token = await holder.requestToken({ resolvedCredentialOffer: resolved });
+        const bound: Kms.PublicJwk[] = [];
+        const { credentials } = await holder.requestCredentials({
+          resolvedCredentialOffer: resolved,
+          ...token,
+          credentialBindingResolver: async ({ agentContext, issuerMaxBatchSize }) => {
+            expect(issuerMaxBatchSize).toBe(10);
+            const kms = agentContext.resolve(Kms.KeyManagementApi);
+            for (let i = 0; i < issuerMaxBatchSize; i++)
+              bound.push(
+                Kms.PublicJwk.fromPublicJwk(
+                  (await kms.createKey({ type: { kty: 'EC', crv: 'P-256' } })).publicJwk,
+                ),
+              );
+            return { method: 'jwk', keys: bound };
+          },
+        });
+        const record = credentials[0]!.record as { credentialInstances: Array<{ compactSdJwtVc: string }> };
+        expect(record.credentialInstances).toHaveLength(10);
+        const payloads: Array<Record<string, any>> = [];
+        for (const { compactSdJwtVc } of record.credentialInstances)
+          payloads.push(await verified(compactSdJwtVc));
+        const boundKeys = bound.map((k) => {
+          const { kid: _kid, ...jwk } = k.toJson() as Record<string, unknown>;
+          return jwk;
+        });
+        for (const p of payloads) expect(boundKeys).toContainEqual(p.cnf.jwk);
+        const indexes = payloads.map((p) => p.status.status_list.idx as number).sort((a, b) => a - b);
+        expect(new Set(indexes).size).toBe(10);
+        expect(indexes.at(-1)! - indexes[0]!).toBeGreaterThan(9);
+        // One call revokes the batch (its id is the same on each of the ten records).
+        const ids = await queryStore<{ batch_id: string }>(
+          r.issuer.ctx.store,
+          'SELECT DISTINCT batch_id FROM issuances WHERE holder_did IN (' +
+            payloads.map(() => '?').join(',') +
+            ')',
+          payloads.map((p) => p.sub),
+        );
+        expect(ids).toHaveLength(1);
+        const started = await r.issuer.admin('/admin/status-changes', {
+          change: 'revoke',
+          selector: { batchId: ids[0]!.batch_id },
+          reason: 'wallet lost',
+          expectedCount: 10,
+        });
+        expect(started.status).toBe(202);
+        const { jobId } = (await started.json()) as { jobId: string };
+        await expect
+          .poll(
+            async () =>
+              ((await (await r.issuer.admin(`/admin/status-changes/${jobId}`)).json()) as any).state,
+          )
+          .toBe('done');
+        for (const p of payloads) {
+          const list = await (await walletFetch(p.status.status_list.uri)).text();
+          expect(getListFromStatusListJWT(list).getStatus(p.status.status_list.idx)).toBe(1);
+        }
       } finally {
         await agent.shutdown().catch(() => undefined);
       }
