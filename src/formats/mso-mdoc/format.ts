@@ -60,6 +60,17 @@ export const msoMdoc: CredentialFormat = {
       close: async () => undefined,
     };
   },
+  // The running loader's check: a reloaded set cannot turn the format on (its IACA and document
+  // signer are readied at start-up), so a schema listing it then waits for a restart.
+  schemaProblems(schemas, _schemasDir, running) {
+    if (running) return [];
+    return schemas
+      .filter((s) => s.proofTypes.includes(MSO_MDOC))
+      .map((s) => ({
+        file: s.file,
+        message: `proofTypes: ${MSO_MDOC} starts only when a schema lists it at start-up; restart the server to add it`,
+      }));
+  },
   describeSchema: (schema) => (schema.mdoc ? `docType ${schema.mdoc.docType}` : undefined),
   oid4vci: { configuration: mdocConfiguration, configurationSuffix: 'mdoc' },
   verifier: {

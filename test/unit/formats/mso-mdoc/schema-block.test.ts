@@ -68,3 +68,19 @@ describe('the mdoc schema block', () => {
     expect(problems(write('c.json', { ...raw, mdoc: { docType: 'a.b', extra: 1 } }))).toMatch(/mdoc/);
   });
 });
+
+describe('a reloaded schema set', () => {
+  it('cannot turn mdoc on: a schema listing MSO_MDOC waits for a restart, named by its file', async () => {
+    const { msoMdoc } = await import('../../../../src/formats/mso-mdoc/format.js');
+    const schema = loadSchemaFile(EXAMPLE, urls);
+    expect(msoMdoc.schemaProblems!([schema], 'schemas', undefined)).toEqual([
+      {
+        file: schema.file,
+        message:
+          'proofTypes: MSO_MDOC starts only when a schema lists it at start-up; restart the server to add it',
+      },
+    ]);
+    const running = { issuer: {} as never, close: async () => undefined };
+    expect(msoMdoc.schemaProblems!([schema], 'schemas', running)).toEqual([]);
+  });
+});
