@@ -349,6 +349,42 @@ describe('bad input and faults: the specification’s error, nothing issued', ()
   });
 });
 
+describe('OID4VCI_PROFILE=haip', () => {
+  it('requires pushed requests: a plain authorization request is refused, the metadata says so', async () => {
+    const dir = tempDir();
+    const haip = await startIssuer({
+      dir,
+      env: {
+        OID4VCI: 'on',
+        SCHEMAS_DIR: writeSchemas(dir),
+        OID4VCI_PROFILE: 'haip',
+        OID4VCI_LOGIN_ISSUER: provider.issuer,
+        OID4VCI_LOGIN_CLIENT_ID: provider.clientId,
+        OID4VCI_LOGIN_CLIENT_SECRET: provider.clientSecret,
+      },
+    });
+    try {
+      const meta = (await (
+        await fetch(`${haip.url}/.well-known/oauth-authorization-server`)
+      ).json()) as Record<string, unknown>;
+      expect(meta.require_pushed_authorization_requests).toBe(true);
+      const res = await fetch(`${haip.url}/oid4vci/authorize?${new URLSearchParams(goodRequest)}`, {
+        redirect: 'manual',
+      });
+      await expectError(res, 400, 'invalid_request');
+      // And a push without the wallet attestation the profile requires.
+      const pushed = await fetch(`${haip.url}/oid4vci/par`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(goodRequest).toString(),
+      });
+      await expectError(pushed, 401, 'invalid_client');
+    } finally {
+      await haip.close();
+    }
+  });
+});
+
 describe('the login provider down', () => {
   it('the wallet is sent back with temporarily_unavailable, its state and iss; nothing issued', async () => {
     const before = await oid4vciIssuances();
