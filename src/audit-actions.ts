@@ -21,5 +21,7 @@ export const AUDIT_ACTIONS = [
   'renew',
   'renewal.skipped',
   'console.session-end',
+  'oid4vci.claims',
+  'oid4vci.notification',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

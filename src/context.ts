@@ -331,6 +331,8 @@ export async function createContext(
             }
           : {}),
         encryptionRequired: config.oid4vci.responseEncryption === 'required',
+        notifications: config.oid4vci.notifications,
+        deferredSeconds: config.oid4vci.deferredSeconds,
       })
     : undefined;
 

@@ -69,6 +69,16 @@ export class IssuerUrls {
     return `${this.origin}/oid4vci/credential`;
   }
 
+  /** OpenID4VCI 1.0 §9 deferred credential endpoint. */
+  get oid4vciDeferredCredential(): string {
+    return `${this.origin}/oid4vci/deferred-credential`;
+  }
+
+  /** OpenID4VCI 1.0 §11 notification endpoint. */
+  get oid4vciNotification(): string {
+    return `${this.origin}/oid4vci/notification`;
+  }
+
   /** OpenID4VCI 1.0 §4.1.3: an offer by reference (`credential_offer_uri`). */
   oid4vciOffer(offerId: string): string {
     return `${this.origin}/oid4vci/offers/${offerId}`;

@@ -1,9 +1,9 @@
 import { HttpFailure, type JsonResponse, type PostJson } from '../outbound/http-json.js';
 import {
-  type ClaimsAnswer,
   type ClaimsProvider,
   type ClaimsQuery,
   ClaimsSourceError,
+  type ProviderAnswer,
   parseClaimsAnswer,
 } from './claims-provider.js';
 
@@ -16,7 +16,7 @@ export class HttpClaimsProvider implements ClaimsProvider {
     private readonly post: PostJson,
   ) {}
 
-  async lookup(query: ClaimsQuery): Promise<ClaimsAnswer> {
+  async lookup(query: ClaimsQuery): Promise<ProviderAnswer> {
     let res: JsonResponse;
     try {
       res = await this.post(

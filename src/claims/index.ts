@@ -6,8 +6,14 @@ import { HttpClaimsProvider } from './http-claims-provider.js';
 import { loadModuleClaimsProvider } from './module-claims-provider.js';
 import { SqliteClaimsProvider } from './sqlite-claims-provider.js';
 
-export type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from './claims-provider.js';
-export { ClaimsSourceError } from './claims-provider.js';
+export type {
+  ClaimsAnswer,
+  ClaimsPending,
+  ClaimsProvider,
+  ClaimsQuery,
+  ProviderAnswer,
+} from './claims-provider.js';
+export { ClaimsSourceError, isPending } from './claims-provider.js';
 export { SqliteClaimsProvider };
 
 /** One provider per schema, built at start-up (and by a schema reload) from each schema's `claims` block. */

@@ -268,6 +268,18 @@ export const operationVariables = {
         'Credential response encryption (OpenID4VCI 1.0 §10), advertised as `credential_response_encryption` (ECDH-ES on P-256, A128GCM or A256GCM): a wallet that sends `credential_response_encryption` gets its credential response as a compact JWE (`application/jwt`). `required`: a credential request without it is refused (`invalid_encryption_parameters`), and the metadata says `encryption_required: true`.',
       default: '`optional`',
     }),
+  OID4VCI_NOTIFICATIONS: z.enum(['on', 'off'], 'OID4VCI_NOTIFICATIONS must be on or off').optional().meta({
+    description:
+      "The OpenID4VCI notification endpoint (OpenID4VCI 1.0 §11): `notification_endpoint` in the credential issuer metadata and a `notification_id` in every credential response, so that a wallet can say it accepted, failed to store or deleted a credential (recorded in the credential's audit trail and sent as `credential.wallet_*` webhook events). `off` removes both, for profiles that forbid the wallet telling the issuer ([interface.md](interface.md#openid4vci-the-wallet-door)).",
+    default: '`on`',
+  }),
+  OID4VCI_DEFERRED_SECONDS: int('OID4VCI_DEFERRED_SECONDS', 60, 30 * 86_400)
+    .optional()
+    .meta({
+      description:
+        'How long a deferred OpenID4VCI credential (the claims provider answered "pending") waits for its claims: the wallet polls the deferred credential endpoint with its `transaction_id` until then, and after it the transaction is refused as `invalid_transaction_id` ([interface.md](interface.md#openid4vci-the-wallet-door)).',
+      default: '`86400` (one day)',
+    }),
   ADMIN_ISSUE_DEADLINE_MS: int('ADMIN_ISSUE_DEADLINE_MS', 100, 300_000).optional().meta({
     description:
       'One deadline for a whole `/admin/issue-vc`: `initialize-user` attempts (each bounded by what is left) and the upload wait; past it a hanging `initialize-user` is 502 and a hanging upload answers 202 pending.',

@@ -24,6 +24,10 @@ export interface Oid4vciConfig {
   batchSize: number;
   /** OID4VCI_RESPONSE_ENCRYPTION: whether credential responses must be encrypted. */
   responseEncryption: 'optional' | 'required';
+  /** OID4VCI_NOTIFICATIONS: the notification endpoint and ids (on by default). */
+  notifications: boolean;
+  /** OID4VCI_DEFERRED_SECONDS: how long a deferred credential's transaction waits. */
+  deferredSeconds: number;
 }
 
 /**
@@ -59,5 +63,7 @@ export function readOid4vciConfig(
     keyAttestationTrust: file('OID4VCI_KEY_ATTESTATION_TRUST', env.OID4VCI_KEY_ATTESTATION_TRUST),
     batchSize: env.OID4VCI_BATCH_SIZE ?? 10,
     responseEncryption: env.OID4VCI_RESPONSE_ENCRYPTION ?? 'optional',
+    notifications: (env.OID4VCI_NOTIFICATIONS ?? 'on') === 'on',
+    deferredSeconds: env.OID4VCI_DEFERRED_SECONDS ?? 86_400,
   };
 }

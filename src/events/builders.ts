@@ -1,6 +1,12 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AuditActor, StatusChange } from '../model.js';
-import type { NewWebhookEvent, StatusChangeData, WebhookEventData, WebhookEventType } from './catalogue.js';
+import type {
+  NewWebhookEvent,
+  StatusChangeData,
+  WalletNotificationData,
+  WebhookEventData,
+  WebhookEventType,
+} from './catalogue.js';
 
 /**
  * One builder per event type (docs/operations.md "Webhooks"): the only code that makes an event's
@@ -76,6 +82,42 @@ export function credentialRenewedEvent(
   schemaId: string,
 ): NewWebhookEvent {
   return event('credential.renewed', { credentialId, renewedFrom, schemaId });
+}
+
+/**
+ * `credential.deferred`: an OpenID4VCI credential waits for its claims (OpenID4VCI 1.0 §9);
+ * `credentialId` is the id it will have, `transactionExpiresAt` when the wallet's transaction lapses.
+ */
+export function credentialDeferredEvent(d: WebhookEventData['credential.deferred']): NewWebhookEvent {
+  return event('credential.deferred', {
+    credentialId: d.credentialId,
+    schemaId: d.schemaId,
+    channel: d.channel,
+    holderDid: d.holderDid,
+    transactionExpiresAt: d.transactionExpiresAt,
+    interval: d.interval,
+  });
+}
+
+/** The wallet's notification events (OpenID4VCI 1.0 §11), by the `event` it sent. */
+export const WALLET_NOTIFICATION_EVENT_TYPE = {
+  credential_accepted: 'credential.wallet_accepted',
+  credential_failure: 'credential.wallet_failure',
+  credential_deleted: 'credential.wallet_deleted',
+} as const satisfies Record<string, WebhookEventType>;
+
+export type WalletNotification = keyof typeof WALLET_NOTIFICATION_EVENT_TYPE;
+
+/** `credential.wallet_accepted`, `credential.wallet_failure` or `credential.wallet_deleted`. */
+export function walletNotificationEvent(
+  notification: WalletNotification,
+  d: WalletNotificationData,
+): NewWebhookEvent {
+  return event(WALLET_NOTIFICATION_EVENT_TYPE[notification], {
+    credentialId: d.credentialId,
+    schemaId: d.schemaId,
+    ...(d.eventDescription === undefined ? {} : { eventDescription: d.eventDescription }),
+  });
 }
 
 /** The `key.rotated` event of a rotation of `purpose` that made `kid` sign and retired `retired`. */

@@ -30,9 +30,28 @@ export interface WebhookEventData {
   'credential.suspended': StatusChangeData;
   'credential.unsuspended': StatusChangeData;
   'credential.renewed': { credentialId: string; renewedFrom: string; schemaId: string };
+  'credential.deferred': {
+    credentialId: string;
+    schemaId: string;
+    channel: string;
+    holderDid: string;
+    transactionExpiresAt: string;
+    interval: number;
+  };
+  'credential.wallet_accepted': WalletNotificationData;
+  'credential.wallet_failure': WalletNotificationData;
+  'credential.wallet_deleted': WalletNotificationData;
   'key.rotated': { purpose: string; kid: string; retiredKid: string | null };
   'key.compromised': { kid: string; actor: string; reason: string | undefined };
   'status_list.published': { partition: number; uri: string };
+}
+
+/** The `data` of a wallet's notification (OpenID4VCI 1.0 §11) about a credential it received. */
+export interface WalletNotificationData {
+  credentialId: string;
+  schemaId: string;
+  /** The wallet's `event_description`, only when it sent one. */
+  eventDescription?: string;
 }
 
 /** The `data` of a status change event. */
@@ -66,6 +85,17 @@ export const WEBHOOK_EVENTS = {
   'credential.suspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
   'credential.unsuspended': ['credentialId', 'revocationNonce', 'actor', 'reason', 'jobId'],
   'credential.renewed': ['credentialId', 'renewedFrom', 'schemaId'],
+  'credential.deferred': [
+    'credentialId',
+    'schemaId',
+    'channel',
+    'holderDid',
+    'transactionExpiresAt',
+    'interval',
+  ],
+  'credential.wallet_accepted': ['credentialId', 'schemaId', 'eventDescription'],
+  'credential.wallet_failure': ['credentialId', 'schemaId', 'eventDescription'],
+  'credential.wallet_deleted': ['credentialId', 'schemaId', 'eventDescription'],
   'key.rotated': ['purpose', 'kid', 'retiredKid'],
   'key.compromised': ['kid', 'actor', 'reason'],
   'status_list.published': ['partition', 'uri'],

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { JWK } from 'jose';
-import { type ClaimsAnswer, ClaimsSourceError } from '../claims/index.js';
+import { type ClaimsAnswer, ClaimsSourceError, isPending, type ProviderAnswer } from '../claims/index.js';
 import { type Envelope, type HolderPublicKey, sealEnvelope } from '../envelope/index.js';
 import { AppError, upstreamUnavailable } from '../errors.js';
 import { credentialIssuedEvent } from '../events/builders.js';
@@ -143,7 +143,25 @@ export class IssuanceCore {
     );
   }
 
+  /**
+   * The claims provider's answer. A pending one (not ready yet) is a 503 here: only the OpenID4VCI
+   * channel can wait for the claims, and it asks `lookupClaimsOrPending`.
+   */
   async lookupClaims(schema: LoadedSchema, userId: string, proofType: ProofType): Promise<ClaimsAnswer> {
+    const answer = await this.lookupClaimsOrPending(schema, userId, proofType);
+    if (!isPending(answer)) return answer;
+    throw new AppError(
+      'UNAVAILABLE',
+      `the claims source for ${schema.schemaId} has this user's claims pending: try again later`,
+    );
+  }
+
+  /** The claims provider's answer, a pending one included (OpenID4VCI deferred issuance). */
+  async lookupClaimsOrPending(
+    schema: LoadedSchema,
+    userId: string,
+    proofType: ProofType,
+  ): Promise<ProviderAnswer> {
     const provider = this.deps.identity.catalog.claimsProviders.get(schema.schemaId);
     if (!provider) throw new AppError('INTERNAL', `no claims provider for ${schema.schemaId}`);
     const started = performance.now();

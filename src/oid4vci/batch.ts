@@ -21,6 +21,8 @@ export async function issueBatch(
     schema: LoadedSchema;
     claims: Record<string, unknown>;
     holderJwks: readonly HolderBindingJwk[];
+    /** The digest of the answer's notification id (notification.ts); null when none is given. */
+    notificationHash?: string | null;
   },
 ): Promise<Array<string | Record<string, unknown>>> {
   const { deps } = parts;
@@ -51,6 +53,10 @@ export async function issueBatch(
   );
   if (signed === undefined)
     throw invalidCredentialRequest('the credentials of this offer were already issued');
-  await deps.store.markIssued(offer.offerHash, signed[0]!.record.credentialId);
+  await deps.store.markIssued(
+    offer.offerHash,
+    signed[0]!.record.credentialId,
+    batch.notificationHash ?? null,
+  );
   return signed.map((s) => s.credential);
 }

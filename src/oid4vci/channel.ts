@@ -3,12 +3,14 @@ import type { IssuerMetadataResult } from '@openid4vc/openid4vci';
 import { loginCallback } from './authorization-response.js';
 import { authorize } from './authorize.js';
 import { ClientAttestationVerifier } from './client-attestation.js';
-import { credential } from './credential.js';
+import { authorizeAccess, credential } from './credential.js';
+import { deferredCredential, type SuppliedClaims, supplyDeferredClaims } from './deferred.js';
 import { DpopVerifier } from './dpop.js';
 import { KeyAttestationVerifier } from './key-attestation.js';
 import { protocolLibraries, SIGNING_ALGS } from './library.js';
 import { ChannelMetadata } from './metadata.js';
 import { nonce } from './nonce.js';
+import { notification } from './notification.js';
 import { type CreatedOffer, createOffer, type OfferRequest, offerObject } from './offers.js';
 import { pushAuthorization } from './par.js';
 import type { AuthorizationCodeDeps, ChannelParts, Oid4vciChannelDeps, ProtocolAnswer } from './parts.js';
@@ -42,7 +44,7 @@ export class Oid4vciChannel {
     });
     this.signed = deps.metadataSigner ? new SignedMetadata(deps.metadataSigner) : undefined;
     const keyAttestation = new KeyAttestationVerifier(deps.keyAttestationTrust, deps.profile ?? 'basic', now);
-    this.parts = {
+    const parts: ChannelParts = {
       ...libraries,
       deps,
       now,
@@ -56,6 +58,7 @@ export class Oid4vciChannel {
         batchSize: deps.batchSize,
         authorizationCode: deps.authorizationCode,
         encryptionRequired: deps.encryptionRequired,
+        notifications: deps.notifications ?? true,
       }),
       dpop: new DpopVerifier({
         authorizationServer: libraries.authorizationServer,
@@ -66,7 +69,9 @@ export class Oid4vciChannel {
       }),
       clientAttestation,
       keyAttestation,
+      authorize: (request, states) => authorizeAccess(parts, request, states),
     };
+    this.parts = parts;
   }
 
   /** RFC 8414 authorization server metadata (metadata.ts). */
@@ -140,5 +145,25 @@ export class Oid4vciChannel {
   /** Credential endpoint (credential.ts). */
   credential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
     return credential(this.parts, request, body);
+  }
+
+  /** Deferred credential endpoint (deferred.ts). */
+  deferredCredential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
+    return deferredCredential(this.parts, request, body);
+  }
+
+  /** An admin's claims for a deferred credential (deferred.ts). */
+  supplyDeferredClaims(req: SuppliedClaims): Promise<{ credentialId: string; transactionExpiresAt: Date }> {
+    return supplyDeferredClaims(this.parts, req);
+  }
+
+  /** Notification endpoint (notification.ts); absent with OID4VCI_NOTIFICATIONS=off. */
+  notification(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
+    return notification(this.parts, request, body);
+  }
+
+  /** Whether the notification endpoint is served (OID4VCI_NOTIFICATIONS). */
+  get notifications(): boolean {
+    return this.parts.deps.notifications ?? true;
   }
 }

@@ -1,3 +1,4 @@
+import { type ClaimsAnswer, isPending } from '../claims/index.js';
 import { AppError } from '../errors.js';
 import type { ProofType } from '../model.js';
 import type { LoadedSchema } from '../schemas/schema-registry.js';
@@ -17,6 +18,31 @@ export async function providerClaims(
   proofType: ProofType = PROOF_TYPE,
 ): Promise<Record<string, unknown>> {
   const answer = await parts.deps.core.lookupClaims(schema, userId, proofType);
+  return checkedClaims(parts, schema, answer);
+}
+
+/** The provider's claims, or its "not ready yet" (a credential request defers on it). */
+export type ClaimsOrPending =
+  | { pending: false; claims: Record<string, unknown> }
+  | { pending: true; retryAfterSeconds?: number | undefined };
+
+/** As `providerClaims`, but a pending answer is given back instead of refused. */
+export async function providerClaimsOrPending(
+  parts: ChannelParts,
+  schema: LoadedSchema,
+  userId: string,
+  proofType: ProofType = PROOF_TYPE,
+): Promise<ClaimsOrPending> {
+  const answer = await parts.deps.core.lookupClaimsOrPending(schema, userId, proofType);
+  if (isPending(answer)) return { pending: true, retryAfterSeconds: answer.retryAfterSeconds };
+  return { pending: false, claims: checkedClaims(parts, schema, answer) };
+}
+
+function checkedClaims(
+  parts: ChannelParts,
+  schema: LoadedSchema,
+  answer: ClaimsAnswer,
+): Record<string, unknown> {
   if (!answer.eligible)
     throw new AppError(
       'NOT_FOUND',

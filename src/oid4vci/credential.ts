@@ -3,8 +3,9 @@ import type { Openid4vciIssuer } from '@openid4vc/openid4vci';
 import { ProtocolError } from '../errors.js';
 import type { Oid4vciOffer } from '../store/store.js';
 import { issueBatch } from './batch.js';
-import { denied, providerClaims } from './claims.js';
+import { denied, providerClaimsOrPending } from './claims.js';
 import { credentialIdOf, didJwk } from './credential-ids.js';
+import { defer } from './deferred.js';
 import { type ChallengeError, challengeHeader } from './dpop.js';
 import { answerWith, requestedEncryption } from './encryption.js';
 import {
@@ -15,6 +16,7 @@ import {
   unknownCredentialConfiguration,
 } from './errors.js';
 import { SIGNING_ALGS, sha256 } from './library.js';
+import { newNotificationId } from './notification.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
 import { holderKeysOf } from './proofs.js';
 
@@ -33,7 +35,7 @@ export async function credential(
   body: Record<string, unknown>,
 ): Promise<ProtocolAnswer> {
   const { deps } = parts;
-  const offer = await authorize(parts, request);
+  const offer = await authorizeAccess(parts, request);
   const { encryption, request: credentialRequest } = await requestedEncryption(
     body,
     deps.encryptionRequired ?? false,
@@ -65,11 +67,29 @@ export async function credential(
 
   // The admin's claims are checked by the core as it signs (a misfit is its CLAIMS_INVALID); the
   // claims provider's are checked here, once, and a misfit denies the request.
-  const claims = offer.claims ?? (await providerClaims(parts, schema, offer.userId, proofType).catch(denied));
+  let claims = offer.claims;
+  if (claims === null) {
+    const answer = await providerClaimsOrPending(parts, schema, offer.userId, proofType).catch(denied);
+    // "Not ready yet": the credential is deferred (deferred.ts, OpenID4VCI 1.0 §9).
+    if (answer.pending) {
+      const pending = await defer(parts, { offer, holderJwks, answer });
+      // §10: the 202 is encrypted like the credential would have been.
+      return { ...(await answerWith(pending.body, encryption)), status: 202 };
+    }
+    claims = answer.claims;
+  }
   const now = parts.now();
   if (holderJwks.length > 1) {
-    const credentials = await issueBatch(parts, { offer, proofType, schema, claims, holderJwks });
-    return answerWith(credentialResponse(parts.issuer, parsed, credentials), encryption);
+    const notification = newNotificationId(parts);
+    const credentials = await issueBatch(parts, {
+      offer,
+      proofType,
+      schema,
+      claims,
+      holderJwks,
+      notificationHash: notification?.hash ?? null,
+    });
+    return answerWith(credentialResponse(parts.issuer, parsed, credentials, notification?.id), encryption);
   }
   const holderJwk = holderJwks[0]!;
   const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
@@ -90,10 +110,11 @@ export async function credential(
       audit: { actor: offer.createdBy, reason: 'OpenID4VCI credential offer' },
     }),
   );
-  await deps.store.markIssued(offer.offerHash, record.credentialId);
+  const notification = credential === undefined ? undefined : newNotificationId(parts);
+  await deps.store.markIssued(offer.offerHash, record.credentialId, notification?.hash ?? null);
   if (credential === undefined)
     throw invalidCredentialRequest('the credential of this offer was already issued');
-  return answerWith(credentialResponse(parts.issuer, parsed, [credential]), encryption);
+  return answerWith(credentialResponse(parts.issuer, parsed, [credential], notification?.id), encryption);
 }
 
 /** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued credentials, one per key. */
@@ -101,15 +122,24 @@ function credentialResponse(
   issuer: Openid4vciIssuer,
   credentialRequest: CredentialRequest,
   credentials: Array<string | Record<string, unknown>>,
+  notificationId: string | undefined,
 ): Record<string, unknown> {
   return issuer.createCredentialResponse({
     credentialRequest,
     credentials: credentials.map((credential) => ({ credential })),
+    ...(notificationId === undefined ? {} : { notificationId }),
   });
 }
 
-/** RFC 6750 §2.1 / RFC 9449 §7: the offer an access token was given for. */
-async function authorize(parts: ChannelParts, request: RequestLike): Promise<Oid4vciOffer> {
+/**
+ * RFC 6750 §2.1 / RFC 9449 §7: the offer an access token was given for, in one of `states` (the
+ * credential endpoint: `token`; the deferred and notification endpoints say theirs).
+ */
+export async function authorizeAccess(
+  parts: ChannelParts,
+  request: RequestLike,
+  states: ReadonlyArray<Oid4vciOffer['state']> = ['token'],
+): Promise<Oid4vciOffer> {
   const { deps } = parts;
   const header = request.headers.get('authorization') ?? '';
   const [scheme, token] = header.split(' ', 2);
@@ -134,8 +164,13 @@ async function authorize(parts: ChannelParts, request: RequestLike): Promise<Oid
   const offer = await deps.store.offerByToken(sha256(token));
   if (!offer || offer.tokenExpiresAt === null || offer.tokenExpiresAt <= parts.now())
     throw refuse('invalid_token', 'unknown or expired access token');
-  if (offer.state !== 'token')
-    throw refuse('invalid_token', 'the credential of this access token was already issued');
+  if (!states.includes(offer.state))
+    throw refuse(
+      'invalid_token',
+      offer.state === 'deferred'
+        ? 'the credential of this access token is deferred: poll the deferred credential endpoint'
+        : 'the credential of this access token was already issued',
+    );
   if (offer.dpopJkt === null) {
     if (scheme === 'DPoP') throw refuse('invalid_token', 'this access token is not DPoP-bound');
     return offer;

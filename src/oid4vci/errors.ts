@@ -46,6 +46,15 @@ export const invalidNonce = refusal(Oauth2ErrorCodes.InvalidNonce);
 export const credentialRequestDenied = refusal(Oauth2ErrorCodes.CredentialRequestDenied);
 export const invalidEncryptionParameters = refusal(Oauth2ErrorCodes.InvalidEncryptionParameters);
 
+// OpenID4VCI 1.0 §9.3: the deferred credential endpoint.
+export const invalidTransactionId = refusal(Oauth2ErrorCodes.InvalidTransactionId);
+
+// OpenID4VCI 1.0 §11.3: the notification endpoint (codes the oauth2 library does not list).
+export const invalidNotificationId = (description: string): ProtocolError =>
+  new ProtocolError(400, 'invalid_notification_id', description);
+export const invalidNotificationRequest = (description: string): ProtocolError =>
+  new ProtocolError(400, 'invalid_notification_request', description);
+
 /**
  * RFC 6750 §3.1 / RFC 9449 §7.1: the credential endpoint's 401 (`invalid_token`,
  * `invalid_dpop_proof` or `use_dpop_nonce`) with its `WWW-Authenticate` challenge.

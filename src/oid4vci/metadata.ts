@@ -53,6 +53,8 @@ export interface ChannelMetadataDeps {
   authorizationCode?: { requirePar: boolean; refreshTokens: boolean } | undefined;
   /** OID4VCI_RESPONSE_ENCRYPTION=required: advertised as `encryption_required`. */
   encryptionRequired?: boolean | undefined;
+  /** OID4VCI_NOTIFICATIONS: the notification endpoint is published. */
+  notifications: boolean;
 }
 
 export class ChannelMetadata {
@@ -71,6 +73,8 @@ export class ChannelMetadata {
       token: urls.oid4vciToken,
       nonce: urls.oid4vciNonce,
       credential: urls.oid4vciCredential,
+      deferredCredential: urls.oid4vciDeferredCredential,
+      notification: urls.oid4vciNotification,
       offer: (offerId: string) => urls.oid4vciOffer(offerId),
     };
   }
@@ -164,6 +168,8 @@ export class ChannelMetadata {
       credential_issuer: this.origin,
       credential_endpoint: this.endpoints.credential,
       nonce_endpoint: this.endpoints.nonce,
+      deferred_credential_endpoint: this.endpoints.deferredCredential,
+      ...(this.deps.notifications ? { notification_endpoint: this.endpoints.notification } : {}),
       credential_configurations_supported: configurations,
       credential_response_encryption: responseEncryptionMetadata(this.deps.encryptionRequired ?? false),
       // §12.2.4: batch_size is 2 or more; a request carrying more proofs than it is refused.

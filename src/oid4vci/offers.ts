@@ -3,7 +3,7 @@ import { preAuthorizedCodeGrantIdentifier } from '@openid4vc/oauth2';
 import { AppError, invalidParameter } from '../errors.js';
 import { formatOf } from '../formats/index.js';
 import type { AuditActor, ProofType } from '../model.js';
-import { providerClaims } from './claims.js';
+import { providerClaimsOrPending } from './claims.js';
 import { random, sha256 } from './library.js';
 import { configurationIdOf, PROOF_TYPE } from './metadata.js';
 import type { ChannelParts } from './parts.js';
@@ -86,7 +86,8 @@ export async function createOffer(parts: ChannelParts, req: OfferRequest): Promi
   else {
     if (req.userId === undefined)
       throw invalidParameter('claims', 'required with email (no claims provider key)');
-    await providerClaims(parts, schema, req.userId, proofType);
+    // Claims not ready yet ("pending") are no reason to refuse: the credential will be deferred.
+    await providerClaimsOrPending(parts, schema, req.userId, proofType);
   }
   const emailHash = req.email === undefined ? null : await deps.hashEmail(req.email);
   const offerId = random(32);

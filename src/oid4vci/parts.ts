@@ -1,9 +1,10 @@
+import type { RequestLike } from '@openid4vc/oauth2';
 import type { Oid4vciProfile } from '../config/oid4vci-config.js';
 import type { IssuerCatalog, IssuerIdentity, SigningIdentity } from '../identity/issuer-identity.js';
 import type { EmailHasher } from '../issuance/email-hash.js';
 import type { IssuanceCore } from '../issuance/issuance-core.js';
 import type { Logger } from '../model.js';
-import type { Oid4vciAuthorizationStore, Oid4vciStore } from '../store/store.js';
+import type { Oid4vciAuthorizationStore, Oid4vciOffer, Oid4vciStore } from '../store/store.js';
 import type { ClientAttestationVerifier } from './client-attestation.js';
 import type { DpopNonceMode, DpopVerifier } from './dpop.js';
 import type { KeyAttestationVerifier } from './key-attestation.js';
@@ -47,6 +48,10 @@ export interface Oid4vciChannelDeps {
   log?: Logger;
   /** OID4VCI_RESPONSE_ENCRYPTION=required: every credential request must ask for an encrypted response. */
   encryptionRequired?: boolean;
+  /** OID4VCI_NOTIFICATIONS (OpenID4VCI 1.0 §11); on when not given. */
+  notifications?: boolean;
+  /** OID4VCI_DEFERRED_SECONDS: how long a deferred transaction waits (OpenID4VCI 1.0 §9). */
+  deferredSeconds?: number;
   now?: () => Date;
 }
 
@@ -65,12 +70,20 @@ export interface ChannelParts extends ProtocolLibraries {
   dpop: DpopVerifier;
   clientAttestation: ClientAttestationVerifier;
   keyAttestation: KeyAttestationVerifier;
+  /**
+   * The offer a request's access token (and DPoP proof) was given for, in one of `states`
+   * (credential.ts `authorize`; the deferred and notification endpoints call it through here).
+   */
+  authorize(request: RequestLike, states: ReadonlyArray<Oid4vciOffer['state']>): Promise<Oid4vciOffer>;
 }
 
 /** A wallet endpoint's answer: its JSON body and the headers it carries (RFC 9449 §8: `DPoP-Nonce`). */
 export interface ProtocolAnswer {
-  /** 200 unless given (RFC 9126 §2.2: 201 for a pushed authorization request). */
-  status?: 201;
+  /**
+   * 200 unless given: 201 a pushed authorization request (RFC 9126 §2.2), 202 a deferred credential
+   * (OpenID4VCI 1.0 §8.3, §9.2), 204 a notification (§11.2).
+   */
+  status?: 200 | 201 | 202 | 204;
   body: Record<string, unknown>;
   headers: Record<string, string>;
   /** The body encrypted to the wallet (OpenID4VCI 1.0 §10): sent instead, as `application/jwt`. */

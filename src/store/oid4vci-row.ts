@@ -20,6 +20,13 @@ export interface Oid4vciOfferRow<Ms> {
   credential_id: string | null;
   created_by: string;
   created_at: Ms;
+  transaction_hash: string | null;
+  transaction_expires_at: Ms | null;
+  holder_jwks: string | null;
+  retry_interval: number | null;
+  pushed_claims: string | null;
+  notification_hash: string | null;
+  notification_event: string | null;
 }
 
 /** A row as the store's record (pg hands a BIGINT back as a string). */
@@ -41,6 +48,19 @@ export function offerFromRow(r: Oid4vciOfferRow<number | string>): Oid4vciOffer 
     tokenExpiresAt: r.token_expires_at === null ? null : new Date(Number(r.token_expires_at)),
     dpopJkt: r.dpop_jkt,
     credentialId: r.credential_id,
+    deferral:
+      r.transaction_hash === null
+        ? null
+        : {
+            transactionHash: r.transaction_hash,
+            expiresAt: new Date(Number(r.transaction_expires_at)),
+            holderJwks: r.holder_jwks ?? '',
+            interval: Number(r.retry_interval),
+            pushedClaims:
+              r.pushed_claims === null ? null : (JSON.parse(r.pushed_claims) as Record<string, unknown>),
+          },
+    notificationHash: r.notification_hash,
+    notificationEvent: r.notification_event,
     createdBy: r.created_by,
     createdAt: new Date(Number(r.created_at)),
   };

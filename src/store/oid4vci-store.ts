@@ -1,3 +1,6 @@
+import type { NewWebhookEvent } from '../events/catalogue.js';
+import type { AuditEntry } from './audit-store.js';
+
 /**
  * A credential offer of the OpenID4VCI channel as stored (src/oid4vci/offers.ts). Secrets are
  * kept only as SHA-256 digests: the offer id, the pre-authorized code, the transaction code, the
@@ -21,14 +24,25 @@ export interface Oid4vciOffer {
   txCodeHash: string | null;
   /** Transaction codes compared for this offer (a bounded number, each counted before it is compared). */
   txCodeAttempts: number;
-  /** `offered` → `token` (the code exchanged) → `issued`; `locked` when its last tx_code check was wrong. */
-  state: 'offered' | 'token' | 'issued' | 'locked';
+  /**
+   * `offered` → `token` (the code exchanged) → `issued`, or `token` → `deferred` (the claims are
+   * pending: the wallet polls with a transaction id) → `issued`; `locked` when its last tx_code
+   * check was wrong.
+   */
+  state: 'offered' | 'token' | 'deferred' | 'issued' | 'locked';
   expiresAt: Date;
   tokenHash: string | null;
   tokenExpiresAt: Date | null;
   /** RFC 9449 §6: the JWK thumbprint the access token is bound to, when the wallet used DPoP. */
   dpopJkt: string | null;
+  /** The credential it gave; while `deferred`, the id the credential will have. */
   credentialId: string | null;
+  /** The deferred transaction (OpenID4VCI 1.0 §9), from `deferTransaction` on. */
+  deferral: Oid4vciDeferral | null;
+  /** SHA-256 of the notification id given with the credential (OpenID4VCI 1.0 §11). */
+  notificationHash: string | null;
+  /** The last notification event the wallet sent. */
+  notificationEvent: string | null;
   /** The admin (key name) who made the offer: the actor of the issuance in the audit log. */
   createdBy: string;
   createdAt: Date;
@@ -36,8 +50,50 @@ export interface Oid4vciOffer {
 
 export type NewOid4vciOffer = Omit<
   Oid4vciOffer,
-  'txCodeAttempts' | 'state' | 'tokenHash' | 'tokenExpiresAt' | 'dpopJkt' | 'credentialId' | 'grantType'
+  | 'txCodeAttempts'
+  | 'state'
+  | 'tokenHash'
+  | 'tokenExpiresAt'
+  | 'dpopJkt'
+  | 'credentialId'
+  | 'grantType'
+  | 'deferral'
+  | 'notificationHash'
+  | 'notificationEvent'
 > & { /** `pre-authorized_code` when not given. */ grantType?: Oid4vciOffer['grantType'] };
+
+/** A deferred credential's transaction (OpenID4VCI 1.0 §9): bound to the offer's access token. */
+export interface Oid4vciDeferral {
+  /** SHA-256 of the transaction id the wallet was given. */
+  transactionHash: string;
+  expiresAt: Date;
+  /** The proofs' public keys (a JSON array): one credential each, bound to it, when issued. */
+  holderJwks: string;
+  /** Seconds the wallet waits between polls. */
+  interval: number;
+  /** Claims an admin supplied; null: the claims provider is asked at each poll. */
+  pushedClaims: Record<string, unknown> | null;
+}
+
+/** An offer's credential deferred: its transaction and the event that reports it. */
+export interface DeferTransaction {
+  transactionHash: string;
+  expiresAt: Date;
+  holderJwks: string;
+  interval: number;
+  credentialId: string;
+  event: NewWebhookEvent;
+  now: Date;
+}
+
+/** A notification the wallet sent (OpenID4VCI 1.0 §11), with its audit row and event. */
+export interface RecordNotification {
+  offerHash: string;
+  notificationHash: string;
+  event: string;
+  audit: AuditEntry;
+  webhookEvent: NewWebhookEvent;
+}
 
 /**
  * Offers, codes, tokens and nonces of the OpenID4VCI channel, in the database so that any instance
@@ -67,8 +123,38 @@ export interface Oid4vciStore {
     token: { tokenHash: string; expiresAt: Date; dpopJkt: string | null },
     now: Date,
   ): Promise<boolean>;
-  /** `token` → `issued` with the credential it gave. */
-  markIssued(offerHash: string, credentialId: string): Promise<boolean>;
+  /**
+   * `token` (or `deferred`) → `issued` with the credential it gave and the digest of the
+   * notification id given with it (null: none given: notifications are off, or this request found
+   * the credential recorded by another). The request that signed sets its notification id even
+   * when the other one marked the offer first.
+   */
+  markIssued(offerHash: string, credentialId: string, notificationHash?: string | null): Promise<boolean>;
+  /**
+   * `token` → `deferred`: the transaction is stored, the access token lives until it lapses, and
+   * `credential.deferred` is written in the same transaction. False when the offer was not in
+   * `token` any more (another request took it).
+   */
+  deferTransaction(offerHash: string, t: DeferTransaction): Promise<boolean>;
+  offerByTransaction(transactionHash: string): Promise<Oid4vciOffer | undefined>;
+  offerByNotification(notificationHash: string): Promise<Oid4vciOffer | undefined>;
+  /** The offer whose credential `credentialId` is deferred (state `deferred`). */
+  deferredByCredential(credentialId: string): Promise<Oid4vciOffer | undefined>;
+  /**
+   * An admin's claims for the deferred credential `credentialId`, whose transaction has not
+   * lapsed at `now`, with the audit row; the offer, or undefined when there is no such transaction.
+   */
+  supplyClaims(
+    credentialId: string,
+    claims: Record<string, unknown>,
+    now: Date,
+    audit: AuditEntry,
+  ): Promise<Oid4vciOffer | undefined>;
+  /**
+   * Records the wallet's notification, its audit row and its event in one transaction; false when
+   * the same event was recorded last (nothing is recorded twice) or the id is not the offer's.
+   */
+  recordNotification(n: RecordNotification): Promise<boolean>;
   createNonce(nonce: string, expiresAt: Date): Promise<void>;
   /** Removes a nonce and answers its expiry; undefined when there is none (unknown or taken). */
   takeNonce(nonce: string): Promise<Date | undefined>;

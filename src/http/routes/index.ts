@@ -21,7 +21,12 @@ import {
 import { availableVcRoute, issueVcRoute } from './holder/holder.js';
 import { credentialStatusRoute } from './iden3/credential-status.js';
 import { oid4vciAuthorizationCodeRoutes } from './oid4vci/authorization-code.js';
-import { credentialOffersRoute, oid4vciMetadataRoutes, oid4vciWalletRoutes } from './oid4vci/oid4vci.js';
+import {
+  credentialOffersRoute,
+  deferredClaimsRoute,
+  oid4vciMetadataRoutes,
+  oid4vciWalletRoutes,
+} from './oid4vci/oid4vci.js';
 import { landingRoute } from './ops/landing.js';
 import { metricsRoute } from './ops/metrics.js';
 import { buildOpenApi, openApiRoute } from './ops/openapi.js';
@@ -74,6 +79,7 @@ export const ROUTES: readonly RouteFactory[] = [
   listConsoleSessionsRoute,
   endConsoleSessionRoute,
   credentialOffersRoute,
+  deferredClaimsRoute,
   // Public (no key, open CORS): read by wallets and verifiers.
   didDocumentRoute,
   jwtVcIssuerRoute,

@@ -1,11 +1,21 @@
 import { INSERT_OFFER_COLUMNS, newOfferValues, type Oid4vciOfferRow, offerFromRow } from '../oid4vci-row.js';
-import type { NewOid4vciOffer, Oid4vciOffer, Oid4vciStore } from '../store.js';
-import type { PgPool } from './database.js';
+import type {
+  AuditEntry,
+  DeferTransaction,
+  NewOid4vciOffer,
+  Oid4vciOffer,
+  Oid4vciStore,
+  RecordNotification,
+} from '../store.js';
+import { type PgPool, withTransaction } from './database.js';
+import { insertAudit } from './postgres-audit-store.js';
+import { insertEventSql } from './postgres-webhook-store.js';
 
 type Row = Oid4vciOfferRow<string>;
 
 /**
- * Offers and nonces of migrations 017 and 026 (docs/interface.md "OpenID4VCI: the wallet door"). Each
+ * Offers and nonces of migrations 017 and 026, deferred transactions and notifications of 029
+ * (docs/interface.md "OpenID4VCI: the wallet door"). Each
  * change of state is one conditional UPDATE or DELETE: of two instances racing, one row changes.
  */
 export class PostgresOid4vciStore implements Oid4vciStore {
@@ -18,7 +28,10 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     );
   }
 
-  private async one(column: 'offer_hash' | 'code_hash' | 'token_hash', value: string) {
+  private async one(
+    column: 'offer_hash' | 'code_hash' | 'token_hash' | 'transaction_hash' | 'notification_hash',
+    value: string,
+  ) {
     const { rows } = await this.pool.query<Row>(`SELECT * FROM oid4vci_offers WHERE ${column} = $1`, [value]);
     return rows[0] && offerFromRow(rows[0]);
   }
@@ -66,12 +79,99 @@ export class PostgresOid4vciStore implements Oid4vciStore {
     return rowCount === 1;
   }
 
-  async markIssued(offerHash: string, credentialId: string): Promise<boolean> {
+  async markIssued(
+    offerHash: string,
+    credentialId: string,
+    notificationHash?: string | null,
+  ): Promise<boolean> {
     const { rowCount } = await this.pool.query(
-      `UPDATE oid4vci_offers SET state = 'issued', credential_id = $1 WHERE offer_hash = $2 AND state = 'token'`,
-      [credentialId, offerHash],
+      `UPDATE oid4vci_offers SET state = 'issued', credential_id = $1,
+         notification_hash = coalesce($2::text, notification_hash)
+       WHERE offer_hash = $3 AND (state IN ('token', 'deferred')
+         OR (state = 'issued' AND notification_hash IS NULL AND $2::text IS NOT NULL))`,
+      [credentialId, notificationHash ?? null, offerHash],
     );
     return rowCount === 1;
+  }
+
+  deferTransaction(offerHash: string, t: DeferTransaction): Promise<boolean> {
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE oid4vci_offers SET state = 'deferred', transaction_hash = $1, transaction_expires_at = $2,
+           token_expires_at = $2, holder_jwks = $3, retry_interval = $4, credential_id = $5
+         WHERE offer_hash = $6 AND state = 'token' AND token_expires_at > $7`,
+        [
+          t.transactionHash,
+          t.expiresAt.getTime(),
+          t.holderJwks,
+          t.interval,
+          t.credentialId,
+          offerHash,
+          t.now.getTime(),
+        ],
+      );
+      if (rowCount !== 1) return false;
+      await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+        t.event.id,
+        t.event.type,
+        t.event.data,
+        t.now,
+      ]);
+      return true;
+    });
+  }
+
+  offerByTransaction(transactionHash: string): Promise<Oid4vciOffer | undefined> {
+    return this.one('transaction_hash', transactionHash);
+  }
+
+  offerByNotification(notificationHash: string): Promise<Oid4vciOffer | undefined> {
+    return this.one('notification_hash', notificationHash);
+  }
+
+  async deferredByCredential(credentialId: string): Promise<Oid4vciOffer | undefined> {
+    const { rows } = await this.pool.query<Row>(
+      "SELECT * FROM oid4vci_offers WHERE credential_id = $1 AND state = 'deferred'",
+      [credentialId],
+    );
+    return rows[0] && offerFromRow(rows[0]);
+  }
+
+  supplyClaims(
+    credentialId: string,
+    claims: Record<string, unknown>,
+    now: Date,
+    audit: AuditEntry,
+  ): Promise<Oid4vciOffer | undefined> {
+    return withTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<Row>(
+        `UPDATE oid4vci_offers SET pushed_claims = $1
+         WHERE credential_id = $2 AND state = 'deferred' AND transaction_expires_at > $3 RETURNING *`,
+        [JSON.stringify(claims), credentialId, now.getTime()],
+      );
+      if (!rows[0]) return undefined;
+      await insertAudit(client, audit);
+      return offerFromRow(rows[0]);
+    });
+  }
+
+  recordNotification(n: RecordNotification): Promise<boolean> {
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE oid4vci_offers SET notification_event = $1
+         WHERE offer_hash = $2 AND notification_hash = $3 AND notification_event IS DISTINCT FROM $1`,
+        [n.event, n.offerHash, n.notificationHash],
+      );
+      if (rowCount !== 1) return false;
+      await insertAudit(client, n.audit);
+      await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+        n.webhookEvent.id,
+        n.webhookEvent.type,
+        n.webhookEvent.data,
+        n.audit.at,
+      ]);
+      return true;
+    });
   }
 
   createNonce(nonce: string, expiresAt: Date): Promise<void> {

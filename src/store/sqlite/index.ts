@@ -51,7 +51,7 @@ export function sqliteStoreOn(db: SqliteDatabase): SqliteStore {
     history: new SqliteHistoryStore(db, reader),
     idempotency: new SqliteIdempotencyStore(db),
     webhooks,
-    oid4vci: new SqliteOid4vciStore(db),
+    oid4vci: new SqliteOid4vciStore(db, audit, webhooks),
     oid4vciAuthorizations: new SqliteOid4vciAuthorizationStore(db),
     statusJobs: new SqliteStatusJobStore(db, audit, webhooks),
     compromisedKeys: new SqliteCompromisedKeyStore(db, audit),

@@ -1,12 +1,28 @@
 import { INSERT_OFFER_COLUMNS, newOfferValues, type Oid4vciOfferRow, offerFromRow } from '../oid4vci-row.js';
-import type { NewOid4vciOffer, Oid4vciOffer, Oid4vciStore } from '../store.js';
+import type {
+  AuditEntry,
+  DeferTransaction,
+  NewOid4vciOffer,
+  Oid4vciOffer,
+  Oid4vciStore,
+  RecordNotification,
+} from '../store.js';
 import type { SqliteDatabase } from './database.js';
+import type { SqliteAuditStore } from './sqlite-audit-store.js';
+import type { SqliteWebhookStore } from './sqlite-webhook-store.js';
 
-/** Offers and nonces of migrations 014 and 021 (docs/interface.md "OpenID4VCI: the wallet door"). */
+/**
+ * Offers and nonces of migrations 014 and 021, deferred transactions and notifications of 024
+ * (docs/interface.md "OpenID4VCI: the wallet door").
+ */
 export class SqliteOid4vciStore implements Oid4vciStore {
   private readonly stmts;
 
-  constructor(db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audit: SqliteAuditStore,
+    private readonly webhooks: SqliteWebhookStore,
+  ) {
     type Row = Oid4vciOfferRow<number>;
     this.stmts = {
       insert: db.prepare(
@@ -29,7 +45,30 @@ export class SqliteOid4vciStore implements Oid4vciStore {
          WHERE offer_hash = @offerHash AND state = 'offered' AND expires_at > @now`,
       ),
       issued: db.prepare(
-        `UPDATE oid4vci_offers SET state = 'issued', credential_id = ? WHERE offer_hash = ? AND state = 'token'`,
+        `UPDATE oid4vci_offers SET state = 'issued', credential_id = @credentialId,
+           notification_hash = coalesce(@notificationHash, notification_hash)
+         WHERE offer_hash = @offerHash AND (state IN ('token', 'deferred')
+           OR (state = 'issued' AND notification_hash IS NULL AND @notificationHash IS NOT NULL))`,
+      ),
+      defer: db.prepare(
+        `UPDATE oid4vci_offers SET state = 'deferred', transaction_hash = @transactionHash,
+           transaction_expires_at = @expiresAt, token_expires_at = @expiresAt, holder_jwks = @holderJwks,
+           retry_interval = @interval, credential_id = @credentialId
+         WHERE offer_hash = @offerHash AND state = 'token' AND token_expires_at > @now`,
+      ),
+      byTransaction: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE transaction_hash = ?'),
+      byNotification: db.prepare<[string], Row>('SELECT * FROM oid4vci_offers WHERE notification_hash = ?'),
+      deferredBy: db.prepare<[string], Row>(
+        "SELECT * FROM oid4vci_offers WHERE credential_id = ? AND state = 'deferred'",
+      ),
+      supply: db.prepare<[string, string, number], Row>(
+        `UPDATE oid4vci_offers SET pushed_claims = ?
+         WHERE credential_id = ? AND state = 'deferred' AND transaction_expires_at > ? RETURNING *`,
+      ),
+      notify: db.prepare(
+        `UPDATE oid4vci_offers SET notification_event = @event
+         WHERE offer_hash = @offerHash AND notification_hash = @notificationHash
+           AND notification_event IS NOT @event`,
       ),
       insertNonce: db.prepare('INSERT INTO oid4vci_nonces (nonce, expires_at) VALUES (?, ?)'),
       takeNonce: db.prepare<[string], { expires_at: number }>(
@@ -96,8 +135,81 @@ export class SqliteOid4vciStore implements Oid4vciStore {
     );
   }
 
-  async markIssued(offerHash: string, credentialId: string): Promise<boolean> {
-    return this.stmts.issued.run(credentialId, offerHash).changes === 1;
+  async markIssued(
+    offerHash: string,
+    credentialId: string,
+    notificationHash?: string | null,
+  ): Promise<boolean> {
+    return (
+      this.stmts.issued.run({ credentialId, notificationHash: notificationHash ?? null, offerHash })
+        .changes === 1
+    );
+  }
+
+  async deferTransaction(offerHash: string, t: DeferTransaction): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const changed = this.stmts.defer.run({
+          offerHash,
+          transactionHash: t.transactionHash,
+          expiresAt: t.expiresAt.getTime(),
+          holderJwks: t.holderJwks,
+          interval: t.interval,
+          credentialId: t.credentialId,
+          now: t.now.getTime(),
+        }).changes;
+        if (changed !== 1) return false;
+        this.webhooks.insertEvent(t.event, t.now);
+        return true;
+      })
+      .immediate();
+  }
+
+  async offerByTransaction(transactionHash: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.byTransaction.get(transactionHash);
+    return row && offerFromRow(row);
+  }
+
+  async offerByNotification(notificationHash: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.byNotification.get(notificationHash);
+    return row && offerFromRow(row);
+  }
+
+  async deferredByCredential(credentialId: string): Promise<Oid4vciOffer | undefined> {
+    const row = this.stmts.deferredBy.get(credentialId);
+    return row && offerFromRow(row);
+  }
+
+  async supplyClaims(
+    credentialId: string,
+    claims: Record<string, unknown>,
+    now: Date,
+    audit: AuditEntry,
+  ): Promise<Oid4vciOffer | undefined> {
+    return this.db
+      .transaction(() => {
+        const row = this.stmts.supply.get(JSON.stringify(claims), credentialId, now.getTime());
+        if (!row) return undefined;
+        this.audit.insertAudit(audit);
+        return offerFromRow(row);
+      })
+      .immediate();
+  }
+
+  async recordNotification(n: RecordNotification): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const changed = this.stmts.notify.run({
+          offerHash: n.offerHash,
+          notificationHash: n.notificationHash,
+          event: n.event,
+        }).changes;
+        if (changed !== 1) return false;
+        this.audit.insertAudit(n.audit);
+        this.webhooks.insertEvent(n.webhookEvent, n.audit.at);
+        return true;
+      })
+      .immediate();
   }
 
   async createNonce(nonce: string, expiresAt: Date): Promise<void> {

@@ -19,7 +19,35 @@ describe('claims provider answers', () => {
     ['2030-01-02', '2030-01-02T00:00:00.000Z'],
   ])('reads expiresAt %s as %s', (given, iso) => {
     const answer = parseClaimsAnswer({ eligible: true, credentialSubject: {}, expiresAt: given });
-    expect(answer.eligible && answer.expiresAt?.toISOString()).toBe(iso);
+    expect(answer.eligible && 'expiresAt' in answer && answer.expiresAt?.toISOString()).toBe(iso);
+  });
+
+  it('accepts "not ready yet": pending, with or without retryAfterSeconds, claims or not', () => {
+    expect(parseClaimsAnswer({ eligible: true, pending: true })).toEqual({ eligible: true, pending: true });
+    expect(parseClaimsAnswer({ eligible: true, pending: true, retryAfterSeconds: 30 })).toEqual({
+      eligible: true,
+      pending: true,
+      retryAfterSeconds: 30,
+    });
+    expect(parseClaimsAnswer({ eligible: true, pending: true, credentialSubject: { a: 1 } })).toEqual({
+      eligible: true,
+      pending: true,
+    });
+    expect(parseClaimsAnswer({ eligible: true, pending: false, credentialSubject: { a: 1 } })).toEqual({
+      eligible: true,
+      credentialSubject: { a: 1 },
+      expiresAt: undefined,
+    });
+  });
+
+  it.each([
+    { eligible: true, pending: true, retryAfterSeconds: 0 },
+    { eligible: true, pending: true, retryAfterSeconds: 1.5 },
+    { eligible: true, pending: 'yes' },
+    { eligible: false, pending: true },
+  ])('refuses a malformed pending answer %j', (body) => {
+    if (body.eligible === false) expect(parseClaimsAnswer(body)).toEqual({ eligible: false });
+    else expect(() => parseClaimsAnswer(body)).toThrow(ClaimsSourceError);
   });
 
   it.each([

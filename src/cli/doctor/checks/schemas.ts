@@ -44,7 +44,13 @@ export const schemas: DoctorCheck = {
           schemaId: schema.schemaId,
           proofType: schema.proofTypes[0]!,
         });
-        lines.push(line(item, 'PASS', `the http source answered eligible:${answer.eligible} for ${userId}`));
+        lines.push(
+          line(
+            item,
+            'PASS',
+            `the http source answered eligible:${answer.eligible}${'pending' in answer ? ' pending:true' : ''} for ${userId}`,
+          ),
+        );
       } catch (err) {
         lines.push(line(item, 'FAIL', `the http source failed a lookup: ${(err as Error).message}`));
       }

@@ -31,6 +31,13 @@ export const TokenAnswerSchema = z.looseObject({
 export const NonceAnswerSchema = z.looseObject({ c_nonce: z.string() });
 export const CredentialAnswerSchema = z.looseObject({
   credentials: z.array(z.looseObject({ credential: z.string() })),
+  /** OpenID4VCI 1.0 §11: unless OID4VCI_NOTIFICATIONS=off. */
+  notification_id: z.string().optional(),
+});
+/** OpenID4VCI 1.0 §8.3 / §9.2: the claims are not ready; poll the deferred credential endpoint. */
+export const DeferredAnswerSchema = z.looseObject({
+  transaction_id: z.string(),
+  interval: z.number().int(),
 });
 
 /** A refused protocol request: RFC 6749 §5.2's error body, or the kit's for a body it cannot read. */
@@ -47,15 +54,28 @@ const PROTOCOL_ERRORS: Route['doc']['responses'] = {
   },
 };
 
+/** The 200 of a public route: JSON unless it says its media types; none without an answer (a 204). */
+function answer200(
+  summary: string,
+  answer: z.ZodType | undefined,
+  contentTypes: readonly string[] | undefined,
+): Route['doc']['responses'] {
+  if (!answer) return {};
+  return { 200: { description: summary, contentType: contentTypes ?? 'application/json', schema: answer } };
+}
+
 export const publicRoute = (
   route: Omit<Route, 'group' | 'auth' | 'doc'> & {
     operationId: string;
     summary: string;
-    answer: z.ZodType;
+    /** The 200's body; none for an endpoint that answers 204. */
+    answer?: z.ZodType;
     /** Media types of the answer, when more than JSON (signed metadata: `application/jwt`). */
     contentTypes?: readonly string[];
     /** Answers OAuth 2.0 errors (token and credential endpoints). */
     protocol?: true;
+    /** Its other answers (a 202 deferral, a 204), beside the 200 of `answer`. */
+    more?: Route['doc']['responses'];
     errors?: Route['doc']['errors'];
   },
 ): Route => ({
@@ -69,11 +89,8 @@ export const publicRoute = (
     summary: route.summary,
     tags: TAGS.public,
     responses: {
-      200: {
-        description: route.summary,
-        contentType: route.contentTypes ?? 'application/json',
-        schema: route.answer,
-      },
+      ...answer200(route.summary, route.answer, route.contentTypes),
+      ...(route.more ?? {}),
       ...(route.protocol ? PROTOCOL_ERRORS : {}),
     },
     ...(route.errors ? { errors: route.errors } : {}),

@@ -19,6 +19,7 @@ import {
   CredentialAnswerSchema,
   CredentialIssuerMetadataSchema,
   CredentialOfferObjectSchema,
+  DeferredAnswerSchema,
   NonceAnswerSchema,
   publicRoute,
   TokenAnswerSchema,
@@ -47,6 +48,7 @@ export function requestLike(urls: IssuerUrls, req: Request) {
 export function oid4vciOffReason(path: string): string | undefined {
   const channelPath =
     path === '/admin/credential-offers' ||
+    path.startsWith('/admin/deferred-credentials/') ||
     path.startsWith('/oid4vci/') ||
     path === '/.well-known/openid-credential-issuer' ||
     path === '/.well-known/oauth-authorization-server';
@@ -66,12 +68,15 @@ export const protocolStep =
   ): Route['handler'] =>
   async (req, res) => {
     const answer = await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
-    noStore(res)
-      .status(answer.status ?? 200)
-      .set(answer.headers);
+    noStore(res).set(answer.headers);
+    if (answer.status === 204) res.status(204).end();
     // A Buffer, so Express adds no `; charset=utf-8` to the media type (OpenID4VCI 1.0 §8.3).
-    if (answer.jwt !== undefined) res.type('application/jwt').send(Buffer.from(answer.jwt));
-    else res.json(answer.body);
+    else if (answer.jwt !== undefined)
+      res
+        .status(answer.status ?? 200)
+        .type('application/jwt')
+        .send(Buffer.from(answer.jwt));
+    else res.status(answer.status ?? 200).json(answer.body);
   };
 
 /** `GET /.well-known/openid-credential-issuer` and `/.well-known/oauth-authorization-server`. */
@@ -155,14 +160,48 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
         'Credential endpoint: one SD-JWT VC per proof key (OpenID4VCI 1.0 §8), as a JWE (`application/jwt`) when the wallet asks for encryption (§10)',
       answer: CredentialAnswerSchema,
       contentTypes: ['application/json', 'application/jwt'],
+      more: DEFERRED,
       protocol: true,
       handler: protocolStep(urls, (request, body) => d.credential(request, body)),
     }),
+    publicRoute({
+      method: 'post',
+      path: '/oid4vci/deferred-credential',
+      operationId: 'oid4vci-deferred-credential',
+      summary: 'Deferred credential endpoint: the credential once its claims are there (OpenID4VCI 1.0 §9)',
+      answer: CredentialAnswerSchema,
+      more: DEFERRED,
+      protocol: true,
+      handler: protocolStep(urls, (request, body) => d.deferredCredential(request, body)),
+    }),
+    ...(d.notifications
+      ? [
+          publicRoute({
+            method: 'post',
+            path: '/oid4vci/notification',
+            operationId: 'oid4vci-notification',
+            summary:
+              'Notification endpoint: the wallet accepted, failed or deleted a credential (OpenID4VCI 1.0 §11)',
+            more: { 204: { description: 'The notification was received' } },
+            protocol: true,
+            handler: protocolStep(urls, (request, body) => d.notification(request, body)),
+          }),
+        ]
+      : []),
   ];
 };
 
 /** The formats OpenID4VCI offers (SD-JWT VC first, its default). */
 const OID4VCI_PROOF_TYPES = formatsServing('oid4vci').map((f) => f.proofType) as [ProofType, ...ProofType[]];
+/** The credential and deferred credential endpoints' 202 (OpenID4VCI 1.0 §8.3, §9.2). */
+const DEFERRED = {
+  202: {
+    description:
+      '`{ transaction_id, interval }`: the claims are not ready yet; poll the deferred credential endpoint',
+    contentType: 'application/json',
+    schema: DeferredAnswerSchema,
+  },
+};
 
 // docs/interface.md "OpenID4VCI: the wallet door": `userId` (the claims provider's) or `email`.
 export const CredentialOfferBodySchema = z
@@ -230,6 +269,60 @@ export const credentialOffersRoute: RouteFactory = (ctx) => {
       noStore(res)
         .status(201)
         .json({ ...offer, expiresAt: offer.expiresAt.toISOString() });
+    },
+  };
+};
+
+const DeferredCredentialIdSchema = z.string().uuid();
+
+// docs/interface.md "OpenID4VCI: the wallet door": the claims of a deferred credential.
+export const DeferredClaimsBodySchema = z
+  .object({ claims: CredentialSubjectSchema, reason: z.string().min(1).max(1000).optional() })
+  .strict();
+
+/**
+ * `POST /admin/deferred-credentials/:credentialId/claims`: the claims a deferred OpenID4VCI
+ * credential waits for (the id `credential.deferred` named); the wallet gets it at its next poll.
+ */
+export const deferredClaimsRoute: RouteFactory = (ctx) => {
+  const d = channel(ctx);
+  if (!d) return [];
+  return {
+    method: 'post',
+    path: '/admin/deferred-credentials/:credentialId/claims',
+    group: 'admin',
+    auth: 'admin-api-key',
+    doc: {
+      operationId: 'admin-deferred-credential-claims',
+      summary: 'Supply the claims of a deferred OpenID4VCI credential',
+      tags: TAGS.admin,
+      params: { credentialId: DeferredCredentialIdSchema },
+      body: DeferredClaimsBodySchema,
+      responses: {
+        200: {
+          description: '`{ credentialId, transactionExpiresAt }`: the wallet receives it at its next poll',
+          contentType: 'application/json',
+          schema: z.object({ credentialId: z.string(), transactionExpiresAt: Timestamp }),
+        },
+      },
+      errors: ['NOT_FOUND', 'CLAIMS_INVALID'],
+    },
+    handler: async (req: Request, res: Response) => {
+      const { credentialId } = parseInput(
+        z.object({ credentialId: DeferredCredentialIdSchema }),
+        req.params,
+        'query',
+      );
+      const body = parseInput(DeferredClaimsBodySchema, req.body);
+      const done = await d.supplyDeferredClaims({
+        credentialId,
+        claims: body.claims,
+        audit: auditActor(res, body.reason),
+      });
+      noStore(res).json({
+        credentialId: done.credentialId,
+        transactionExpiresAt: done.transactionExpiresAt.toISOString(),
+      });
     },
   };
 };
