@@ -29,6 +29,8 @@ describe('OpenID4VCI settings', () => {
       // No login provider: no authorization code flow.
       refreshTokens: false,
       responseEncryption: 'optional',
+      notifications: true,
+      deferredSeconds: 86_400,
     });
   });
 
@@ -57,6 +59,14 @@ describe('OpenID4VCI settings', () => {
     // The secret is kept with the secrets, never in the config.
     expect(JSON.stringify(config)).not.toContain('a-secret');
     expect(secrets.oid4vciLoginClientSecret).toBe('a-secret');
+  });
+
+  it('OID4VCI_NOTIFICATIONS=off and OID4VCI_DEFERRED_SECONDS', () => {
+    const { config } = loadConfig(
+      { OID4VCI_NOTIFICATIONS: 'off', OID4VCI_DEFERRED_SECONDS: '3600' },
+      '/srv/issuer',
+    );
+    expect(config.oid4vci).toMatchObject({ notifications: false, deferredSeconds: 3600 });
   });
 
   it('haip requires DPoP with server nonces; trust files resolved against the working folder', () => {
