@@ -1,7 +1,7 @@
 import { CompactEncrypt, importJWK, type KeyObject } from 'jose';
 import { z } from 'zod';
+import type { ProtocolAnswer } from './answer.js';
 import { invalidEncryptionParameters } from './errors.js';
-import type { ProtocolAnswer } from './parts.js';
 
 /**
  * Credential response encryption (OpenID4VCI 1.0 §10, §8.2 `credential_response_encryption`):
