@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-import { PROOF_TYPES } from '../../formats/names.js';
+import { BJJ_SIG_2021_NAMES } from '../../formats/iden3-bjj/names.js';
+import { SD_JWT_VC_NAMES } from '../../formats/sd-jwt-vc/names.js';
 // docs/interface.md "Direct issuance": an individual recipient's address; the same rule the issuer applies before calling.
 import { isRoleAddress } from '../../issuance/recipient-email.js';
 import { invalidParameter } from './errors.js';
@@ -36,6 +37,9 @@ const isSpki = (b64: string): boolean => {
   }
 };
 
+// The interface's proof types (the service knows no others; an mdoc never reaches it).
+const SERVICE_PROOF_TYPES = [SD_JWT_VC_NAMES.proofType, BJJ_SIG_2021_NAMES.proofType] as const;
+
 // The body of `POST /dstorage/vcs` as the service checks it: the encrypted envelope plus its
 // metadata; all fields required (docs/interface.md "Direct issuance"). AES-256-GCM: 12-byte IV, 16-byte tag. The emulator keeps
 // its own copy of the rule on purpose: it is the other side of the wire.
@@ -49,7 +53,7 @@ export const VcUploadSchema = z.object({
   encryptedKey: base64Field().refine(isSpki, 'must be the base64 of a DER SubjectPublicKeyInfo'),
   externalId: z.string().min(1, 'required').max(256),
   // Beside the envelope fields, as the reference issuer sends it; recorded, optional.
-  proofType: z.enum(PROOF_TYPES, `must be ${PROOF_TYPES.join(' or ')}`).optional(),
+  proofType: z.enum(SERVICE_PROOF_TYPES, `must be ${SERVICE_PROOF_TYPES.join(' or ')}`).optional(),
 });
 export type VcUpload = z.infer<typeof VcUploadSchema>;
 
