@@ -62,6 +62,14 @@ const del = (issuer: TestIssuer, path: string) =>
 
 // docs/operations.md "Webhooks": Standard Webhooks headers and body, retries with the same
 // webhook-id, events written with the change they report.
+/** Event types raised through an OpenID4VCI wallet (deferred issuance, notifications), not by this file's flows. */
+const RAISED_BY_WALLETS: readonly WebhookEventType[] = [
+  'credential.deferred',
+  'credential.wallet_accepted',
+  'credential.wallet_failure',
+  'credential.wallet_deleted',
+];
+
 describe('webhooks', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
   afterEach(async () => {
@@ -462,7 +470,10 @@ describe('webhooks', () => {
     );
 
     const typeOf = (r: Received) => (JSON.parse(r.body) as { type: string }).type;
-    await hook.until((r) => WEBHOOK_EVENT_TYPES.every((t) => r.some((x) => typeOf(x) === t)));
+    // Every type this issuer's admins and holders raise; the ones an OpenID4VCI wallet raises
+    // (a deferred credential, its notifications) are held field by field in oid4vci-deferred.test.ts.
+    const raisedHere = WEBHOOK_EVENT_TYPES.filter((t) => !RAISED_BY_WALLETS.includes(t));
+    await hook.until((r) => raisedHere.every((t) => r.some((x) => typeOf(x) === t)));
 
     // What must never appear: the claim values, the envelopes the hosting service stored, every
     // signing key's private part, the signed status list tokens.
