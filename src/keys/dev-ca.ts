@@ -1,9 +1,9 @@
-import { type KeyObject, randomBytes, webcrypto } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type KeyObject, webcrypto } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attachChain, originHost, publicOf } from './certificates.js';
 import { DEV_CA_FILE, DEV_CA_PEM } from './key-files.js';
-import { type LibKey, type LibKeyPair, sanFor, x509 } from './x509.js';
+import { certificateSerial, createDevRoot, type LibKey, readDevRoot, sanFor, x509 } from './x509.js';
 
 /**
  * A development certificate authority for `SD_JWT_ISSUER=x5c` (development only):
@@ -20,12 +20,6 @@ const DAY_MS = 86_400_000;
 const CA_DAYS = 3650;
 const LEAF_DAYS = 825;
 
-interface DevCaFile {
-  createdAt: string;
-  privateJwk: webcrypto.JsonWebKey;
-  certificate: string;
-}
-
 export interface DevCa {
   file: string;
   certificate: x509.X509Certificate;
@@ -40,34 +34,12 @@ export function hasDevCa(dir: string): boolean {
 /** Loads the development CA of KEYS_DIR, creating it (and dev-ca.pem) the first time. */
 export async function loadOrCreateDevCa(dir: string, now = new Date()): Promise<DevCa> {
   const file = join(dir, DEV_CA_FILE);
-  if (existsSync(file)) {
-    const data = JSON.parse(readFileSync(file, 'utf8')) as DevCaFile;
-    const privateKey = await webcrypto.subtle.importKey('jwk', data.privateJwk, EC, false, ['sign']);
-    return { file, certificate: new x509.X509Certificate(data.certificate), privateKey, created: false };
-  }
+  if (existsSync(file)) return { file, ...(await readDevRoot(file)), created: false };
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const keys = (await webcrypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
-    name: 'CN=issuer-kit development CA',
-    notBefore: now,
-    notAfter: new Date(now.getTime() + CA_DAYS * DAY_MS),
-    keys: keys as unknown as LibKeyPair,
-    signingAlgorithm: EC,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as LibKey),
-    ],
-  });
-  const body: DevCaFile = {
-    createdAt: now.toISOString(),
-    privateJwk: await webcrypto.subtle.exportKey('jwk', keys.privateKey),
-    certificate: certificate.toString('pem'),
-  };
+  const { certificate, privateKey, body } = await createDevRoot('CN=issuer-kit development CA', CA_DAYS, now);
   writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   writeFileSync(join(dir, DEV_CA_PEM), `${body.certificate}\n`);
-  return { file, certificate, privateKey: keys.privateKey, created: true };
+  return { file, certificate, privateKey, created: true };
 }
 
 /**
@@ -84,7 +56,7 @@ export async function issueDevLeaf(
   const jwk = publicOf(publicKey).export({ format: 'jwk' });
   const leafKey = await webcrypto.subtle.importKey('jwk', jwk as webcrypto.JsonWebKey, EC, true, ['verify']);
   const leaf = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+    serialNumber: certificateSerial(),
     subject: `CN=${originHost(origin)}`,
     issuer: ca.certificate.subject,
     notBefore: new Date(now.getTime() - 60_000),
@@ -102,9 +74,6 @@ export async function issueDevLeaf(
   });
   return [leaf, ca.certificate].map((c) => Buffer.from(c.rawData).toString('base64'));
 }
-
-// RFC 5280 §4.1.2.2: positive, at most 20 octets; a leading 0x01..0x7f byte keeps it positive.
-const serial = () => `01${randomBytes(15).toString('hex')}`;
 
 /** Development: gives `key` a leaf from KEYS_DIR's development CA (created if missing). */
 export async function certifyWithDevCa(

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { type KeyObject, webcrypto } from 'node:crypto';
+import { type KeyObject, randomBytes, webcrypto } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { originHost } from './certificates.js';
@@ -32,6 +33,64 @@ export function sanFor(origin: string): x509.SubjectAlternativeNameExtension {
 }
 
 const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const DAY_MS = 86_400_000;
+
+// RFC 5280 §4.1.2.2: positive, at most 20 octets; a leading 0x01..0x7f byte keeps it positive.
+export const certificateSerial = (): string => `01${randomBytes(15).toString('hex')}`;
+
+/**
+ * A development root certificate authority (the SD-JWT x5c development CA, the mdoc development
+ * IACA): a P-256 key and its self-signed certificate, kept in a JSON file of KEYS_DIR.
+ */
+export interface DevRoot {
+  certificate: x509.X509Certificate;
+  privateKey: webcrypto.CryptoKey;
+}
+
+/** A development root's file (mode 0600). */
+export interface DevRootFile {
+  createdAt: string;
+  privateJwk: webcrypto.JsonWebKey;
+  certificate: string;
+}
+
+/** Reads a development root's file. */
+export async function readDevRoot(file: string): Promise<DevRoot> {
+  const data = JSON.parse(readFileSync(file, 'utf8')) as DevRootFile;
+  const privateKey = await webcrypto.subtle.importKey('jwk', data.privateJwk, EC, false, ['sign']);
+  return { certificate: new x509.X509Certificate(data.certificate), privateKey };
+}
+
+/**
+ * A new development root named `name` (an X.500 name), valid `days` from `now`, able to certify
+ * leaves only (path length 0), and the file body to keep it in.
+ */
+export async function createDevRoot(
+  name: string,
+  days: number,
+  now: Date,
+): Promise<DevRoot & { body: DevRootFile }> {
+  const keys = (await webcrypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: certificateSerial(),
+    name,
+    notBefore: now,
+    notAfter: new Date(now.getTime() + days * DAY_MS),
+    keys: keys as unknown as LibKeyPair,
+    signingAlgorithm: EC,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as LibKey),
+    ],
+  });
+  const body: DevRootFile = {
+    createdAt: now.toISOString(),
+    privateJwk: await webcrypto.subtle.exportKey('jwk', keys.privateKey),
+    certificate: certificate.toString('pem'),
+  };
+  return { certificate, privateKey: keys.privateKey, body };
+}
 
 /**
  * A PKCS#10 request (RFC 2986) for a P-256 key naming the origin's host (CN and subjectAltName),

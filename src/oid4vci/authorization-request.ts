@@ -1,14 +1,15 @@
-import type { Oauth2AuthorizationServer } from '@openid4vc/oauth2';
-import type { Oid4vciOffer } from '../store/store.js';
+import type { Oauth2AuthorizationServer, RequestLike } from '@openid4vc/oauth2';
+import type { Oid4vciAuthorization, Oid4vciOffer } from '../store/store.js';
 import {
+  fromLibrary,
   invalidAuthorizationDetails,
   invalidRequest,
   invalidScope,
   invalidTarget,
   unsupportedResponseType,
 } from './errors.js';
-import { sha256 } from './library.js';
-import type { ChannelParts } from './parts.js';
+import { random, sha256 } from './library.js';
+import type { AuthorizationCodeDeps, ChannelParts } from './parts.js';
 
 /**
  * The checks every authorization request passes, pushed (par.ts) or plain (authorize.ts):
@@ -26,14 +27,56 @@ export type AuthorizationRequest = Awaited<
   ReturnType<Oauth2AuthorizationServer['parsePushedAuthorizationRequest']>
 >['authorizationRequest'];
 
+/** An authorization request's parameters as the protocol library parses them, with its DPoP proof. */
+export async function parseAuthorizationRequest(
+  parts: ChannelParts,
+  request: RequestLike,
+  parameters: Record<string, unknown>,
+  failure: string,
+): Promise<Awaited<ReturnType<Oauth2AuthorizationServer['parsePushedAuthorizationRequest']>>> {
+  try {
+    return await parts.authorizationServer.parsePushedAuthorizationRequest({
+      request,
+      authorizationRequest: parameters,
+    });
+  } catch (err) {
+    throw fromLibrary(err, failure);
+  }
+}
+
+/**
+ * Keeps a checked request, single use, for REQUEST_URI_SECONDS; returns the random id its
+ * `request_uri` carries (only its hash is stored).
+ */
+export async function keepAuthorizationRequest(
+  flow: AuthorizationCodeDeps,
+  checked: CheckedRequest,
+  dpopJkt: string | null,
+  now: Date,
+): Promise<string> {
+  const id = random(32);
+  await flow.store.createAuthorization({
+    requestHash: sha256(id),
+    clientId: checked.clientId,
+    redirectUri: checked.redirectUri,
+    codeChallenge: checked.codeChallenge,
+    walletState: checked.walletState,
+    configurationId: checked.configurationId,
+    details: checked.details,
+    offerHash: checked.offer?.offerHash ?? null,
+    dpopJkt,
+    expiresAt: new Date(now.getTime() + REQUEST_URI_SECONDS * 1000),
+    createdAt: now,
+  });
+  return id;
+}
+
 /** An authorization request as the flow keeps it. */
-export interface CheckedRequest {
-  clientId: string;
-  redirectUri: string;
-  codeChallenge: string;
-  walletState: string | null;
-  configurationId: string;
-  details: Array<Record<string, unknown>> | null;
+export interface CheckedRequest
+  extends Pick<
+    Oid4vciAuthorization,
+    'clientId' | 'redirectUri' | 'codeChallenge' | 'walletState' | 'configurationId' | 'details'
+  > {
   offer: Oid4vciOffer | null;
 }
 

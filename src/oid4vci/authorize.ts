@@ -1,10 +1,10 @@
-import {
-  type Oauth2AuthorizationServer,
-  parsePushedAuthorizationRequestUriReferenceValue,
-  type RequestLike,
-} from '@openid4vc/oauth2';
+import { parsePushedAuthorizationRequestUriReferenceValue, type RequestLike } from '@openid4vc/oauth2';
 import type { Oid4vciAuthorization } from '../store/store.js';
-import { checkAuthorizationRequest, REQUEST_URI_SECONDS } from './authorization-request.js';
+import {
+  checkAuthorizationRequest,
+  keepAuthorizationRequest,
+  parseAuthorizationRequest,
+} from './authorization-request.js';
 import { walletRedirect } from './authorization-response.js';
 import { fromLibrary, invalidRequest } from './errors.js';
 import { random, sha256 } from './library.js';
@@ -90,30 +90,9 @@ async function keepPlainRequest(
 ): Promise<string> {
   if ('request' in query)
     throw invalidRequest('request objects are not supported: send the parameters themselves');
-  let parsed: Awaited<ReturnType<Oauth2AuthorizationServer['parsePushedAuthorizationRequest']>>;
-  try {
-    parsed = await parts.authorizationServer.parsePushedAuthorizationRequest({
-      request,
-      authorizationRequest: query,
-    });
-  } catch (err) {
-    throw fromLibrary(err, 'invalid authorization request');
-  }
+  const parsed = await parseAuthorizationRequest(parts, request, query, 'invalid authorization request');
   const checked = await checkAuthorizationRequest(parts, parsed.authorizationRequest);
-  const id = random(32);
-  const now = parts.now();
-  await flow.store.createAuthorization({
-    requestHash: sha256(id),
-    clientId: checked.clientId,
-    redirectUri: checked.redirectUri,
-    codeChallenge: checked.codeChallenge,
-    walletState: checked.walletState,
-    configurationId: checked.configurationId,
-    details: checked.details,
-    offerHash: checked.offer?.offerHash ?? null,
-    dpopJkt: parsed.authorizationRequest.dpop_jkt ?? null,
-    expiresAt: new Date(now.getTime() + REQUEST_URI_SECONDS * 1000),
-    createdAt: now,
-  });
+  const dpopJkt = parsed.authorizationRequest.dpop_jkt ?? null;
+  const id = await keepAuthorizationRequest(flow, checked, dpopJkt, parts.now());
   return sha256(id);
 }

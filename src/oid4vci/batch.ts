@@ -4,6 +4,7 @@ import type { LoadedSchema } from '../schemas/schema-registry.js';
 import type { Oid4vciOffer } from '../store/store.js';
 import { batchIdOf, credentialIdOf, didJwk } from './credential-ids.js';
 import { invalidCredentialRequest } from './errors.js';
+import { newNotificationId } from './notification.js';
 import type { ChannelParts } from './parts.js';
 
 /**
@@ -59,4 +60,50 @@ export async function issueBatch(
     batch.notificationHash ?? null,
   );
   return signed.map((s) => s.credential);
+}
+
+/**
+ * One credential for one proven key (the credential endpoint's, or a deferred transaction's once
+ * its claims are there): signed, recorded, then the offer marked issued with a notification id
+ * (notification.ts). `credential` is undefined when another request recorded it first; the
+ * caller answers that with its own error.
+ */
+export async function issueSingle(
+  parts: ChannelParts,
+  single: {
+    offer: Oid4vciOffer;
+    proofType: ProofType;
+    schema: LoadedSchema;
+    claims: Record<string, unknown>;
+    holderJwk: HolderBindingJwk;
+    credentialId: string;
+    /** The claims provider's claims were checked already; an admin's are checked as it signs. */
+    claimsChecked: boolean;
+    reason: string;
+    now: Date;
+  },
+): Promise<{ credential: string | Record<string, unknown> | undefined; notificationId: string | undefined }> {
+  const { deps } = parts;
+  const { offer, schema, proofType, holderJwk } = single;
+  const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
+    deps.core.signForResponse({
+      issuer: deps.core.requireIssuer(schema, proofType),
+      credentialId: single.credentialId,
+      channel: 'oid4vci',
+      userId: offer.userId,
+      holderDid: didJwk(holderJwk),
+      schema,
+      proofType,
+      claims: single.claims,
+      claimsChecked: single.claimsChecked ? true : undefined,
+      expiresAt: new Date(single.now.getTime() + schema.expiresInSeconds * 1000),
+      holderJwk,
+      dedupe: false,
+      emailHash: offer.emailHash ?? undefined,
+      audit: { actor: offer.createdBy, reason: single.reason },
+    }),
+  );
+  const notification = credential === undefined ? undefined : newNotificationId(parts);
+  await deps.store.markIssued(offer.offerHash, record.credentialId, notification?.hash ?? null);
+  return { credential, notificationId: notification?.id };
 }

@@ -2,9 +2,9 @@ import type { RequestLike } from '@openid4vc/oauth2';
 import type { Openid4vciIssuer } from '@openid4vc/openid4vci';
 import { ProtocolError } from '../errors.js';
 import type { Oid4vciOffer } from '../store/store.js';
-import { issueBatch } from './batch.js';
+import { issueBatch, issueSingle } from './batch.js';
 import { denied, providerClaimsOrPending } from './claims.js';
-import { credentialIdOf, didJwk } from './credential-ids.js';
+import { credentialIdOf } from './credential-ids.js';
 import { defer } from './deferred.js';
 import { type ChallengeError, challengeHeader } from './dpop.js';
 import { answerWith, requestedEncryption } from './encryption.js';
@@ -91,30 +91,20 @@ export async function credential(
     });
     return answerWith(credentialResponse(parts.issuer, parsed, credentials, notification?.id), encryption);
   }
-  const holderJwk = holderJwks[0]!;
-  const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
-    deps.core.signForResponse({
-      issuer: deps.core.requireIssuer(schema, proofType),
-      credentialId: credentialIdOf(offer.offerHash),
-      channel: 'oid4vci',
-      userId: offer.userId,
-      holderDid: didJwk(holderJwk),
-      schema,
-      proofType,
-      claims,
-      claimsChecked: offer.claims === null ? true : undefined,
-      expiresAt: new Date(now.getTime() + schema.expiresInSeconds * 1000),
-      holderJwk,
-      dedupe: false,
-      emailHash: offer.emailHash ?? undefined,
-      audit: { actor: offer.createdBy, reason: 'OpenID4VCI credential offer' },
-    }),
-  );
-  const notification = credential === undefined ? undefined : newNotificationId(parts);
-  await deps.store.markIssued(offer.offerHash, record.credentialId, notification?.hash ?? null);
+  const { credential, notificationId } = await issueSingle(parts, {
+    offer,
+    proofType,
+    schema,
+    claims,
+    holderJwk: holderJwks[0]!,
+    credentialId: credentialIdOf(offer.offerHash),
+    claimsChecked: offer.claims === null,
+    reason: 'OpenID4VCI credential offer',
+    now,
+  });
   if (credential === undefined)
     throw invalidCredentialRequest('the credential of this offer was already issued');
-  return answerWith(credentialResponse(parts.issuer, parsed, [credential], notification?.id), encryption);
+  return answerWith(credentialResponse(parts.issuer, parsed, [credential], notificationId), encryption);
 }
 
 /** The credential response (OpenID4VCI 1.0 §8.3) carrying the issued credentials, one per key. */

@@ -6,7 +6,7 @@ import { credentialDeferredEvent } from '../events/builders.js';
 import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
 import type { AuditActor } from '../model.js';
 import type { Oid4vciOffer } from '../store/store.js';
-import { issueBatch } from './batch.js';
+import { issueBatch, issueSingle } from './batch.js';
 import { denied, providerClaimsOrPending } from './claims.js';
 import { credentialIdOf, didJwk } from './credential-ids.js';
 import {
@@ -144,32 +144,21 @@ export async function deferredCredential(
     });
     return deferredAnswer(credentials, notification?.id);
   }
-  const holderJwk = holderJwks[0]!;
-  const now = parts.now();
-  const { record, credential } = await deps.core.untilRecorded(proofType, 'oid4vci', () =>
-    deps.core.signForResponse({
-      issuer: deps.core.requireIssuer(schema, proofType),
-      credentialId,
-      channel: 'oid4vci',
-      userId: offer.userId,
-      holderDid: didJwk(holderJwk),
-      schema,
-      proofType,
-      claims: ready,
-      // The provider's claims were checked by providerClaimsOrPending; an admin's are checked as it signs.
-      claimsChecked: d.pushedClaims === null ? true : undefined,
-      expiresAt: new Date(now.getTime() + schema.expiresInSeconds * 1000),
-      holderJwk,
-      dedupe: false,
-      emailHash: offer.emailHash ?? undefined,
-      audit: { actor: offer.createdBy, reason: 'OpenID4VCI deferred credential' },
-    }),
-  );
-  const notification = credential === undefined ? undefined : newNotificationId(parts);
-  await deps.store.markIssued(offer.offerHash, record.credentialId, notification?.hash ?? null);
+  const { credential, notificationId } = await issueSingle(parts, {
+    offer,
+    proofType,
+    schema,
+    claims: ready,
+    holderJwk: holderJwks[0]!,
+    credentialId,
+    // The provider's claims were checked by providerClaimsOrPending; an admin's are checked as it signs.
+    claimsChecked: d.pushedClaims === null,
+    reason: 'OpenID4VCI deferred credential',
+    now: parts.now(),
+  });
   // A concurrent poll signed it: this one is a use of a used transaction.
   if (credential === undefined) throw invalidTransactionId('this transaction_id was already used');
-  return deferredAnswer([credential], notification?.id);
+  return deferredAnswer([credential], notificationId);
 }
 
 /**

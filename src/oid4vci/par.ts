@@ -1,11 +1,11 @@
+import { pushedAuthorizationRequestUriPrefix, type RequestLike } from '@openid4vc/oauth2';
 import {
-  type Oauth2AuthorizationServer,
-  pushedAuthorizationRequestUriPrefix,
-  type RequestLike,
-} from '@openid4vc/oauth2';
-import { checkAuthorizationRequest, REQUEST_URI_SECONDS } from './authorization-request.js';
-import { fromLibrary, invalidDpopProof, invalidRequest } from './errors.js';
-import { random, sha256 } from './library.js';
+  checkAuthorizationRequest,
+  keepAuthorizationRequest,
+  parseAuthorizationRequest,
+  REQUEST_URI_SECONDS,
+} from './authorization-request.js';
+import { invalidDpopProof, invalidRequest } from './errors.js';
 import type { AuthorizationCodeDeps, ChannelParts, ProtocolAnswer } from './parts.js';
 
 /**
@@ -21,18 +21,15 @@ export async function pushAuthorization(
   request: RequestLike,
   body: Record<string, unknown>,
 ): Promise<ProtocolAnswer> {
-  let parsed: Awaited<ReturnType<Oauth2AuthorizationServer['parsePushedAuthorizationRequest']>>;
   // JWT-secured requests (RFC 9101) are not taken: the library would go and fetch their keys.
   if ('request' in body || 'request_uri' in body)
     throw invalidRequest('request objects are not supported: send the parameters themselves');
-  try {
-    parsed = await parts.authorizationServer.parsePushedAuthorizationRequest({
-      request,
-      authorizationRequest: body,
-    });
-  } catch (err) {
-    throw fromLibrary(err, 'invalid pushed authorization request');
-  }
+  const parsed = await parseAuthorizationRequest(
+    parts,
+    request,
+    body,
+    'invalid pushed authorization request',
+  );
   // The wallet attestation (client-attestation.ts): required under OID4VCI_PROFILE=haip.
   await parts.clientAttestation.verify(request, parsed.authorizationRequest.client_id);
   const checked = await checkAuthorizationRequest(parts, parsed.authorizationRequest);
@@ -42,21 +39,8 @@ export async function pushAuthorization(
     if (dpopJkt !== null && dpopJkt !== jkt) throw invalidDpopProof('dpop_jkt is not the DPoP proof key');
     dpopJkt = jkt;
   }
-  const id = random(32);
   const now = parts.now();
-  await flow.store.createAuthorization({
-    requestHash: sha256(id),
-    clientId: checked.clientId,
-    redirectUri: checked.redirectUri,
-    codeChallenge: checked.codeChallenge,
-    walletState: checked.walletState,
-    configurationId: checked.configurationId,
-    details: checked.details,
-    offerHash: checked.offer?.offerHash ?? null,
-    dpopJkt,
-    expiresAt: new Date(now.getTime() + REQUEST_URI_SECONDS * 1000),
-    createdAt: now,
-  });
+  const id = await keepAuthorizationRequest(flow, checked, dpopJkt, now);
   // Requests nobody finished are dropped as new ones come.
   await flow.store.prune(new Date(now.getTime() - 3600 * 1000));
   const { pushedAuthorizationResponse } = parts.authorizationServer.createPushedAuthorizationResponse({

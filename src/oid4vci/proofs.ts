@@ -72,8 +72,13 @@ function nonceOf(jwt: string): unknown {
   }
 }
 
+interface TakenNonce {
+  nonce: string;
+  expiresAt: Date;
+}
+
 /** Takes the proofs' nonce once: unknown, used or expired is `invalid_nonce`. */
-async function takeNonce(parts: ChannelParts, nonce: unknown): Promise<{ nonce: string; expiresAt: Date }> {
+async function takeNonce(parts: ChannelParts, nonce: unknown): Promise<TakenNonce> {
   const expiresAt = typeof nonce === 'string' ? await parts.deps.store.takeNonce(nonce) : undefined;
   if (!expiresAt || expiresAt <= parts.now())
     throw invalidNonce('the proof needs a fresh c_nonce from the nonce endpoint');
@@ -92,7 +97,7 @@ async function verifyProof(
   jwt: string,
   metadata: IssuerMetadataResult,
   required: KeyAttestationRequirement | undefined,
-  { nonce, expiresAt }: { nonce: string; expiresAt: Date },
+  taken: TakenNonce,
 ): Promise<HolderBindingJwk> {
   const keyAttestation = decodeJwt({ jwt }).header.key_attestation;
   if (required && typeof keyAttestation !== 'string')
@@ -105,11 +110,8 @@ async function verifyProof(
   let verified: Awaited<ReturnType<Openid4vciIssuer['verifyCredentialRequestJwtProof']>>;
   try {
     verified = await issuer.verifyCredentialRequestJwtProof({
-      issuerMetadata: metadata,
       jwt,
-      expectedNonce: nonce,
-      nonceExpiresAt: expiresAt,
-      now: parts.now(),
+      ...checkedAgainst(parts, metadata, taken),
     });
   } catch (err) {
     throw fromLibrary(err, 'invalid proof');
@@ -132,18 +134,15 @@ async function verifyAttestationProof(
   jwt: string,
   metadata: IssuerMetadataResult,
   required: KeyAttestationRequirement | undefined,
-  { nonce, expiresAt }: { nonce: string; expiresAt: Date },
+  taken: TakenNonce,
 ): Promise<HolderBindingJwk> {
   const issuer = parts.keyAttestation.issuer();
   parts.keyAttestation.precheck(jwt);
   let verified: Awaited<ReturnType<Openid4vciIssuer['verifyCredentialRequestAttestationProof']>>;
   try {
     verified = await issuer.verifyCredentialRequestAttestationProof({
-      issuerMetadata: metadata,
       keyAttestationJwt: jwt,
-      expectedNonce: nonce,
-      nonceExpiresAt: expiresAt,
-      now: parts.now(),
+      ...checkedAgainst(parts, metadata, taken),
     });
   } catch (err) {
     throw fromLibrary(err, 'invalid attestation proof');
@@ -152,6 +151,16 @@ async function verifyAttestationProof(
   const first = verified.payload.attested_keys[0];
   if (!first) throw invalidProof('the key attestation attests no key');
   return publicHolderKey(first, 'attested key', 'attested_keys[0]');
+}
+
+/** What the library checks a proof against: this issuer's metadata and the nonce taken, now. */
+function checkedAgainst(parts: ChannelParts, metadata: IssuerMetadataResult, taken: TakenNonce) {
+  return {
+    issuerMetadata: metadata,
+    expectedNonce: taken.nonce,
+    nonceExpiresAt: taken.expiresAt,
+    now: parts.now(),
+  };
 }
 
 function publicHolderKey(jwk: Jwk, what: string, path: string): HolderBindingJwk {

@@ -35,6 +35,35 @@ export type NewOid4vciAuthorization = Omit<
   'state' | 'userId' | 'refreshExpiresAt' | 'loginVerifier'
 >;
 
+/** The sign-in `startLogin` records: its state's digest, its PKCE verifier, when it runs out. */
+export interface Oid4vciLoginStart {
+  loginHash: string;
+  verifier: string;
+  expiresAt: Date;
+}
+
+/** The code `issueCode` records for the signed-in user. */
+export interface Oid4vciCodeIssue {
+  userId: string;
+  codeHash: string;
+  expiresAt: Date;
+}
+
+/** What `setTokens` records for the token step. */
+export interface Oid4vciTokens {
+  expiresAt: Date;
+  dpopJkt: string | null;
+  refreshHash: string | null;
+  refreshExpiresAt: Date | null;
+}
+
+/** The next refresh token `rotateRefresh` puts in place of the one used. */
+export interface Oid4vciRefreshRotation {
+  refreshHash: string;
+  refreshExpiresAt: Date;
+  expiresAt: Date;
+}
+
 /**
  * Authorization requests, sign-ins, codes and refresh tokens of the OpenID4VCI channel, in the
  * database so that any instance serves any step. Each change of state is one conditional write:
@@ -49,31 +78,19 @@ export interface Oid4vciAuthorizationStore {
   startLogin(
     requestHash: string,
     clientId: string,
-    login: { loginHash: string; verifier: string; expiresAt: Date },
+    login: Oid4vciLoginStart,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined>;
   /** The authorization waiting for the sign-in with this state digest, live at `now`. */
   authorizationByLogin(loginHash: string, now: Date): Promise<Oid4vciAuthorization | undefined>;
   /** `login` → `code`: the signed-in user and the code's digest; false if the sign-in was taken. */
-  issueCode(
-    loginHash: string,
-    code: { userId: string; codeHash: string; expiresAt: Date },
-    now: Date,
-  ): Promise<boolean>;
+  issueCode(loginHash: string, code: Oid4vciCodeIssue, now: Date): Promise<boolean>;
   /** `login` → `refused`: the sign-in failed; its state is good for nothing more. */
   refuseLogin(loginHash: string): Promise<void>;
   /** `code` → `token`, once, if the code is live at `now`: the authorization it was issued for. */
   takeCode(codeHash: string, now: Date): Promise<Oid4vciAuthorization | undefined>;
   /** The token step's expiry, the DPoP key of its tokens and its refresh token (or none). */
-  setTokens(
-    requestHash: string,
-    tokens: {
-      expiresAt: Date;
-      dpopJkt: string | null;
-      refreshHash: string | null;
-      refreshExpiresAt: Date | null;
-    },
-  ): Promise<void>;
+  setTokens(requestHash: string, tokens: Oid4vciTokens): Promise<void>;
   /**
    * A refresh token used by the holder of its DPoP key `dpopJkt`: its digest replaced by the next
    * one's, once, if it is live at `now`. Undefined: unknown, used, expired or another key's.
@@ -81,7 +98,7 @@ export interface Oid4vciAuthorizationStore {
   rotateRefresh(
     refreshHash: string,
     dpopJkt: string,
-    next: { refreshHash: string; refreshExpiresAt: Date; expiresAt: Date },
+    next: Oid4vciRefreshRotation,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined>;
   /** Drops authorizations whose step and refresh token both ran out before `before`. */
@@ -146,5 +163,61 @@ export function newAuthorizationValues(a: NewOid4vciAuthorization): Array<string
     'pushed',
     a.expiresAt.getTime(),
     a.createdAt.getTime(),
+  ];
+}
+
+/**
+ * The values of `startLogin`'s UPDATE, in the engines' order: login_hash, login_verifier,
+ * expires_at, then the request_hash, client_id and time it is matched by.
+ */
+export function startLoginValues(
+  requestHash: string,
+  clientId: string,
+  login: Oid4vciLoginStart,
+  now: Date,
+): [string, string, number, string, string, number] {
+  return [login.loginHash, login.verifier, login.expiresAt.getTime(), requestHash, clientId, now.getTime()];
+}
+
+/** The values of `issueCode`'s UPDATE: user_id, code_hash, expires_at, then the login_hash and time it is matched by. */
+export function issueCodeValues(
+  loginHash: string,
+  code: Oid4vciCodeIssue,
+  now: Date,
+): [string, string, number, string, number] {
+  return [code.userId, code.codeHash, code.expiresAt.getTime(), loginHash, now.getTime()];
+}
+
+/** The values of `setTokens`' UPDATE: expires_at, dpop_jkt, refresh_hash, refresh_expires_at, request_hash. */
+export function setTokensValues(
+  requestHash: string,
+  tokens: Oid4vciTokens,
+): [number, string | null, string | null, number | null, string] {
+  return [
+    tokens.expiresAt.getTime(),
+    tokens.dpopJkt,
+    tokens.refreshHash,
+    tokens.refreshExpiresAt?.getTime() ?? null,
+    requestHash,
+  ];
+}
+
+/**
+ * The values of `rotateRefresh`'s UPDATE: the next refresh_hash, refresh_expires_at and
+ * expires_at, then the refresh_hash, dpop_jkt and time it is matched by.
+ */
+export function rotateRefreshValues(
+  refreshHash: string,
+  dpopJkt: string,
+  next: Oid4vciRefreshRotation,
+  now: Date,
+): [string, number, number, string, string, number] {
+  return [
+    next.refreshHash,
+    next.refreshExpiresAt.getTime(),
+    next.expiresAt.getTime(),
+    refreshHash,
+    dpopJkt,
+    now.getTime(),
   ];
 }

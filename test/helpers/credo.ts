@@ -184,6 +184,28 @@ class InMemoryHolderKms implements Kms.KeyManagementService {
 }
 
 /**
+ * A credential binding resolver for Credo's holder: a new P-256 key in the agent's KMS for the
+ * credential each time it is asked; `keys` lists the public keys it bound, the latest last.
+ */
+export function newKeyBinding(): {
+  keys: Kms.PublicJwk[];
+  resolver: (options: { agentContext: AgentContext }) => Promise<{ method: 'jwk'; keys: Kms.PublicJwk[] }>;
+} {
+  const keys: Kms.PublicJwk[] = [];
+  return {
+    keys,
+    resolver: async ({ agentContext }) => {
+      const key = await agentContext
+        .resolve(Kms.KeyManagementApi)
+        .createKey({ type: { kty: 'EC', crv: 'P-256' } });
+      const bound = Kms.PublicJwk.fromPublicJwk(key.publicJwk);
+      keys.push(bound);
+      return { method: 'jwk', keys: [bound] };
+    },
+  };
+}
+
+/**
  * Credo's OpenID4VCI holder (`@credo-ts/openid4vc` 0.6.3, the holder module Credo-based wallets
  * use) with the verifier's platform pieces and a key store. It checks every credential it receives
  * (signature, issuer key by did:web or x5c, status when asked) before answering it.

@@ -11,11 +11,10 @@ import {
   parseIssuerSigned,
 } from '@animo-id/mdoc';
 import { DeviceResponse, parse, Verifier } from '@auth0/mdl';
-import { Kms } from '@credo-ts/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
-import { credoHolder } from '../helpers/credo.js';
+import { credoHolder, newKeyBinding } from '../helpers/credo.js';
 import { queryStore, startIssuer, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
@@ -159,16 +158,11 @@ describe('mdoc over OpenID4VCI', () => {
       const resolved = await holder.resolveCredentialOffer(await offerMdoc());
       expect(Object.keys(resolved.offeredCredentialConfigurations)).toEqual(['membership-v1.mdoc']);
       const token = await holder.requestToken({ resolvedCredentialOffer: resolved });
-      let bound: Kms.PublicJwk | undefined;
+      const binding = newKeyBinding();
       const { credentials } = await holder.requestCredentials({
         resolvedCredentialOffer: resolved,
         ...token,
-        credentialBindingResolver: async ({ agentContext }) => {
-          const kms = agentContext.resolve(Kms.KeyManagementApi);
-          const key = await kms.createKey({ type: { kty: 'EC', crv: 'P-256' } });
-          bound = Kms.PublicJwk.fromPublicJwk(key.publicJwk);
-          return { method: 'jwk', keys: [bound] };
-        },
+        credentialBindingResolver: binding.resolver,
       });
       // Credo keeps an mdoc only after verifying its issuer signature, chain and digests.
       expect(credentials).toHaveLength(1);
@@ -183,7 +177,7 @@ describe('mdoc over OpenID4VCI', () => {
       const deviceKey = received.issuerSigned.issuerAuth.decodedPayload.deviceKeyInfo?.deviceKey as
         | Map<number, unknown>
         | undefined;
-      const { x } = bound!.toJson() as { x: string };
+      const { x } = binding.keys.at(-1)!.toJson() as { x: string };
       expect(Buffer.from(deviceKey!.get(-2) as Uint8Array).toString('base64url')).toBe(x);
     } finally {
       await agent.shutdown().catch(() => undefined);

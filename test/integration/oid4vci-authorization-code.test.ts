@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Oauth2Client, type Oauth2ClientOptions } from '@openid4vc/oauth2';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +10,7 @@ import {
   receiveByAuthorizationCode,
   WALLET_REDIRECT,
 } from '../helpers/oid4vci-auth-code-wallet.js';
+import { sdJwtMembershipSchemas } from '../helpers/oid4vci-wallet.js';
 
 /**
  * The OpenID4VCI authorization code flow (docs/interface.md "OpenID4VCI: the wallet door") over
@@ -20,16 +19,6 @@ import {
  * user id from the ID token, and the credential verifies with `@sd-jwt/sd-jwt-vc`. Bad input answers
  * the specification's error and issues nothing.
  */
-
-function writeSchemas(dir: string): string {
-  const schemas = join(dir, 'schemas');
-  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-  schema.proofTypes = ['SD_JWT_VC'];
-  delete schema.iden3;
-  mkdirSync(schemas, { recursive: true });
-  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
-  return schemas;
-}
 
 let issuer: TestIssuer;
 let provider: LoginProvider;
@@ -94,7 +83,7 @@ async function token(form: Record<string, string>) {
 
 beforeAll(async () => {
   const dir = tempDir();
-  const env: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: writeSchemas(dir) };
+  const env: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) };
   issuer = await startIssuer({
     dir,
     env,
@@ -356,7 +345,7 @@ describe('OID4VCI_PROFILE=haip', () => {
       dir,
       env: {
         OID4VCI: 'on',
-        SCHEMAS_DIR: writeSchemas(dir),
+        SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
         OID4VCI_PROFILE: 'haip',
         OID4VCI_LOGIN_ISSUER: provider.issuer,
         OID4VCI_LOGIN_CLIENT_ID: provider.clientId,

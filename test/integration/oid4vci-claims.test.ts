@@ -1,9 +1,7 @@
 import { sign } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { type HolderKey, holderKey } from '../helpers/oid4vci-wallet.js';
+import { type HolderKey, holderKey, sdJwtMembershipSchemas } from '../helpers/oid4vci-wallet.js';
 
 /**
  * The claims of an OpenID4VCI credential request are checked against the schema once (OpenID4VCI
@@ -23,16 +21,6 @@ const VALID = {
 };
 
 let issuer: TestIssuer;
-
-function writeSchemas(dir: string): string {
-  const schemas = join(dir, 'schemas');
-  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-  schema.proofTypes = ['SD_JWT_VC'];
-  delete schema.iden3;
-  mkdirSync(schemas, { recursive: true });
-  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
-  return schemas;
-}
 
 async function setProviderClaims(claims: Record<string, unknown>): Promise<void> {
   await queryStore(
@@ -91,7 +79,7 @@ async function oid4vciIssuances(): Promise<number> {
 
 beforeAll(async () => {
   const dir = tempDir();
-  issuer = await startIssuer({ dir, env: { OID4VCI: 'on', SCHEMAS_DIR: writeSchemas(dir) } });
+  issuer = await startIssuer({ dir, env: { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) } });
 }, 120_000);
 afterAll(async () => {
   await issuer?.close();

@@ -7,7 +7,12 @@ import type { IssuerMetadataResult, Openid4vciClient } from '@openid4vc/openid4v
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { type HolderKey, holderKey, openid4vciWallet } from '../helpers/oid4vci-wallet.js';
+import {
+  type HolderKey,
+  holderKey,
+  openid4vciWallet,
+  sdJwtMembershipSchemas,
+} from '../helpers/oid4vci-wallet.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { type WebhookReceiver, webhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -376,15 +381,9 @@ describe('OID4VCI_NOTIFICATIONS=off', () => {
   let issuer: TestIssuer;
   beforeAll(async () => {
     const dir = tempDir();
-    const schemas = join(dir, 'schemas');
-    const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-    schema.proofTypes = ['SD_JWT_VC'];
-    delete schema.iden3;
-    mkdirSync(schemas, { recursive: true });
-    writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
     issuer = await startIssuer({
       dir,
-      env: { OID4VCI: 'on', OID4VCI_NOTIFICATIONS: 'off', SCHEMAS_DIR: schemas },
+      env: { OID4VCI: 'on', OID4VCI_NOTIFICATIONS: 'off', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) },
     });
   }, 120_000);
   afterAll(async () => {

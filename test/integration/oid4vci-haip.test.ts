@@ -187,33 +187,20 @@ describe('OID4VCI_PROFILE=haip', () => {
       'oauth-client-attestation': jwt,
       'oauth-client-attestation-pop': popJwt,
     });
+    /** A wallet's attestation with a proof of possession by its own key for this issuer. */
+    const attestedWith = (x: typeof w) =>
+      attested(x.jwt, attestationPop(x.key.privateKey, { iss: x.sub, aud }));
 
     expect(await expectError(await tokenRequest(haip, code, {}), 401, 'invalid_client')).toMatch(
       /wallet attestation is required/,
     );
     const foreign = wallet(stranger);
     expect(
-      await expectError(
-        await tokenRequest(
-          haip,
-          code,
-          attested(foreign.jwt, attestationPop(foreign.key.privateKey, { iss: foreign.sub, aud })),
-        ),
-        401,
-        'invalid_client',
-      ),
+      await expectError(await tokenRequest(haip, code, attestedWith(foreign)), 401, 'invalid_client'),
     ).toMatch(/not from a trusted wallet provider/);
     const expired = wallet(provider, { expiresIn: -60 });
     expect(
-      await expectError(
-        await tokenRequest(
-          haip,
-          code,
-          attested(expired.jwt, attestationPop(expired.key.privateKey, { iss: expired.sub, aud })),
-        ),
-        401,
-        'invalid_client',
-      ),
+      await expectError(await tokenRequest(haip, code, attestedWith(expired)), 401, 'invalid_client'),
     ).toMatch(/exp/);
     await expectError(
       await tokenRequest(

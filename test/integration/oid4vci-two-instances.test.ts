@@ -1,12 +1,16 @@
 import { createHash, randomUUID, sign } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { type HolderKey, holderKey, receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
+import {
+  type HolderKey,
+  holderKey,
+  receiveWithOpenid4vci,
+  sdJwtMembershipSchemas,
+} from '../helpers/oid4vci-wallet.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 /**
@@ -24,17 +28,6 @@ const engines = postgres ? (['sqlite', 'postgres'] as const) : (['sqlite'] as co
 const KEK = 'b2'.repeat(32);
 const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
 
-/** membership-v1 as SD-JWT VC only. */
-function writeSchemas(dir: string): string {
-  const schemas = join(dir, 'schemas');
-  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-  schema.proofTypes = ['SD_JWT_VC'];
-  delete schema.iden3;
-  mkdirSync(schemas, { recursive: true });
-  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
-  return schemas;
-}
-
 interface Pair {
   a: TestIssuer;
   b: TestIssuer;
@@ -49,7 +42,7 @@ interface Pair {
 async function startPair(engine: 'sqlite' | 'postgres', env: Record<string, string> = {}): Promise<Pair> {
   const dir = tempDir();
   let db: TempDatabase | undefined;
-  const common: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: writeSchemas(dir), ...env };
+  const common: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir), ...env };
   if (engine === 'postgres') {
     db = await createTempDatabase();
     Object.assign(common, {

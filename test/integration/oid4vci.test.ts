@@ -1,5 +1,4 @@
 import { sign } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { decodeJwt } from 'jose';
@@ -12,6 +11,7 @@ import {
   holderKey,
   openid4vciWallet,
   receiveWithOpenid4vci,
+  sdJwtMembershipSchemas,
 } from '../helpers/oid4vci-wallet.js';
 
 /**
@@ -20,17 +20,6 @@ import {
  * issuer's published keys and status list. Bad input answers the specification's error and issues
  * nothing.
  */
-
-/** membership-v1 as SD-JWT VC only (no Iden3 back-end to start). */
-function writeSchemas(dir: string): string {
-  const schemas = join(dir, 'schemas');
-  const schema = JSON.parse(readFileSync('schemas/membership-v1.json', 'utf8'));
-  schema.proofTypes = ['SD_JWT_VC'];
-  delete schema.iden3;
-  mkdirSync(schemas, { recursive: true });
-  writeFileSync(join(schemas, 'membership-v1.json'), JSON.stringify(schema));
-  return schemas;
-}
 
 interface Offer {
   offerId: string;
@@ -109,7 +98,7 @@ async function expectError(res: Response, status: number, error: string) {
 
 beforeAll(async () => {
   const dir = tempDir();
-  issuer = await startIssuer({ dir, env: { OID4VCI: 'on', SCHEMAS_DIR: writeSchemas(dir) } });
+  issuer = await startIssuer({ dir, env: { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) } });
 }, 120_000);
 afterAll(async () => {
   await issuer?.close();
@@ -480,7 +469,7 @@ describe('OID4VCI_REQUIRE_DPOP=1', () => {
     const dir = tempDir();
     strict = await startIssuer({
       dir,
-      env: { OID4VCI: 'on', OID4VCI_REQUIRE_DPOP: '1', SCHEMAS_DIR: writeSchemas(dir) },
+      env: { OID4VCI: 'on', OID4VCI_REQUIRE_DPOP: '1', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) },
     });
   }, 120_000);
   afterAll(async () => {

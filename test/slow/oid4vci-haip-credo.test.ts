@@ -1,7 +1,7 @@
 import { Kms } from '@credo-ts/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Attester, attester, walletAttestation } from '../helpers/attesters.js';
-import { credoHolder } from '../helpers/credo.js';
+import { credoHolder, newKeyBinding } from '../helpers/credo.js';
 import { issuerKeyOf, meecoVerify, type Running, start, stop } from '../helpers/issuer-modes.js';
 
 /**
@@ -51,12 +51,7 @@ describe('OID4VCI_PROFILE=haip with Credo’s holder', () => {
       const { credentials } = await holder.requestCredentials({
         resolvedCredentialOffer: resolved,
         ...token,
-        credentialBindingResolver: async ({ agentContext }) => {
-          const key = await agentContext
-            .resolve(Kms.KeyManagementApi)
-            .createKey({ type: { kty: 'EC', crv: 'P-256' } });
-          return { method: 'jwk', keys: [Kms.PublicJwk.fromPublicJwk(key.publicJwk)] };
-        },
+        credentialBindingResolver: newKeyBinding().resolver,
       });
       expect(credentials).toHaveLength(1);
       const record = credentials[0]!.record as { credentialInstances: Array<{ compactSdJwtVc: string }> };

@@ -2,7 +2,7 @@ import { globalAgent } from 'node:https';
 import { Kms } from '@credo-ts/core';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credoHolder, credoVerifier } from '../helpers/credo.js';
+import { credoHolder, credoVerifier, newKeyBinding } from '../helpers/credo.js';
 import { queryStore } from '../helpers/issuer.js';
 import {
   issuerKeyOf,
@@ -137,22 +137,17 @@ describe.each(['url', 'did:web', 'x5c'] as const)('SD_JWT_ISSUER=%s', (mode: Mod
           // Our authorization server offers DPoP, so Credo binds the token to a key of its own.
           expect(token.dpop).toBeDefined();
           expect(token.accessTokenResponse.token_type).toBe('DPoP');
-          let bound: Kms.PublicJwk | undefined;
+          const binding = newKeyBinding();
           const { credentials } = await holder.requestCredentials({
             resolvedCredentialOffer: resolved,
             ...token,
-            credentialBindingResolver: async ({ agentContext }) => {
-              const kms = agentContext.resolve(Kms.KeyManagementApi);
-              const key = await kms.createKey({ type: { kty: 'EC', crv: 'P-256' } });
-              bound = Kms.PublicJwk.fromPublicJwk(key.publicJwk);
-              return { method: 'jwk', keys: [bound] };
-            },
+            credentialBindingResolver: binding.resolver,
           });
           expect(credentials).toHaveLength(1);
           const record = credentials[0]!.record as { credentialInstances: Array<{ compactSdJwtVc: string }> };
           const compact = record.credentialInstances[0]!.compactSdJwtVc;
           const payload = await verified(compact);
-          const { kid: _kid, ...boundJwk } = bound!.toJson() as Record<string, unknown>;
+          const { kid: _kid, ...boundJwk } = binding.keys.at(-1)!.toJson() as Record<string, unknown>;
           expect(payload.cnf.jwk).toEqual(boundJwk);
           if (txCode) await expectRevocable(payload);
         }

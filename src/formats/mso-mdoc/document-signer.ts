@@ -1,10 +1,17 @@
-import { randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { webcrypto, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../../errors.js';
 import { publicOf, x5cToPem } from '../../keys/certificates.js';
 import type { ManagedKey } from '../../keys/key-ring.js';
-import { type LibKey, type LibKeyPair, x509 } from '../../keys/x509.js';
+import {
+  certificateSerial,
+  createDevRoot,
+  type DevRoot,
+  type LibKey,
+  readDevRoot,
+  x509,
+} from '../../keys/x509.js';
 
 /**
  * The certificates an mdoc's issuer signature is checked with (ISO/IEC 18013-5 Annex B): the
@@ -41,48 +48,16 @@ export interface DocumentSignerCertificates {
   describe(key: ManagedKey): Array<{ role: 'iaca' | 'document-signer'; subject: string; notAfter: Date }>;
 }
 
-interface DevIaca {
-  certificate: x509.X509Certificate;
-  privateKey: webcrypto.CryptoKey;
-}
-
-interface DevIacaFile {
-  createdAt: string;
-  privateJwk: webcrypto.JsonWebKey;
-  certificate: string;
-}
-
-/** RFC 5280 §4.1.2.2: positive, at most 20 octets. */
-const serial = () => `01${randomBytes(15).toString('hex')}`;
-
 /** Loads KEYS_DIR's development IACA, creating it (and `mdoc-iaca.pem`) the first time. */
-export async function loadOrCreateDevIaca(dir: string, origin: string, now = new Date()): Promise<DevIaca> {
+export async function loadOrCreateDevIaca(dir: string, origin: string, now = new Date()): Promise<DevRoot> {
   const file = join(dir, MDOC_IACA_FILE);
-  if (existsSync(file)) {
-    const data = JSON.parse(readFileSync(file, 'utf8')) as DevIacaFile;
-    const privateKey = await webcrypto.subtle.importKey('jwk', data.privateJwk, EC, false, ['sign']);
-    return { certificate: new x509.X509Certificate(data.certificate), privateKey };
-  }
+  if (existsSync(file)) return readDevRoot(file);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const keys = (await webcrypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
-    name: `C=${DEV_COUNTRY}, CN=issuer-kit development IACA (${new URL(origin).host})`,
-    notBefore: now,
-    notAfter: new Date(now.getTime() + IACA_DAYS * DAY_MS),
-    keys: keys as unknown as LibKeyPair,
-    signingAlgorithm: EC,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as LibKey),
-    ],
-  });
-  const body: DevIacaFile = {
-    createdAt: now.toISOString(),
-    privateJwk: await webcrypto.subtle.exportKey('jwk', keys.privateKey),
-    certificate: certificate.toString('pem'),
-  };
+  const { certificate, privateKey, body } = await createDevRoot(
+    `C=${DEV_COUNTRY}, CN=issuer-kit development IACA (${new URL(origin).host})`,
+    IACA_DAYS,
+    now,
+  );
   try {
     writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
@@ -91,12 +66,12 @@ export async function loadOrCreateDevIaca(dir: string, origin: string, now = new
     throw err;
   }
   writeFileSync(join(dir, MDOC_IACA_PEM), `${body.certificate}\n`);
-  return { certificate, privateKey: keys.privateKey };
+  return { certificate, privateKey };
 }
 
 /** A document signer certificate for `key`, issued by the development IACA. */
 async function issueDevSigner(
-  iaca: DevIaca,
+  iaca: DevRoot,
   key: ManagedKey,
   origin: string,
   now: Date,
@@ -106,7 +81,7 @@ async function issueDevSigner(
     'verify',
   ]);
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+    serialNumber: certificateSerial(),
     subject: `C=${DEV_COUNTRY}, CN=${new URL(origin).host} document signer ${key.kid.slice(0, 8)}`,
     issuer: iaca.certificate.subject,
     notBefore: new Date(now.getTime() - 60_000),
@@ -136,7 +111,7 @@ export function documentSignerCertificates(options: {
   development: boolean;
 }): DocumentSignerCertificates {
   const issued = new Map<string, Promise<Uint8Array>>();
-  let iaca: Promise<DevIaca> | undefined;
+  let iaca: Promise<DevRoot> | undefined;
   const devIaca = () => {
     iaca ??= loadOrCreateDevIaca(options.keysDir, options.origin);
     return iaca;

@@ -1,11 +1,19 @@
 import {
   authorizationFromRow,
   INSERT_AUTHORIZATION_COLUMNS,
+  issueCodeValues,
   type NewOid4vciAuthorization,
   newAuthorizationValues,
   type Oid4vciAuthorization,
   type Oid4vciAuthorizationRow,
   type Oid4vciAuthorizationStore,
+  type Oid4vciCodeIssue,
+  type Oid4vciLoginStart,
+  type Oid4vciRefreshRotation,
+  type Oid4vciTokens,
+  rotateRefreshValues,
+  setTokensValues,
+  startLoginValues,
 } from '../oid4vci-authorization-store.js';
 import type { PgPool } from './database.js';
 
@@ -32,13 +40,13 @@ export class PostgresOid4vciAuthorizationStore implements Oid4vciAuthorizationSt
   startLogin(
     requestHash: string,
     clientId: string,
-    login: { loginHash: string; verifier: string; expiresAt: Date },
+    login: Oid4vciLoginStart,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined> {
     return this.row(
       `UPDATE oid4vci_authorizations SET state = 'login', login_hash = $1, login_verifier = $2, expires_at = $3
        WHERE request_hash = $4 AND client_id = $5 AND state = 'pushed' AND expires_at > $6 RETURNING *`,
-      [login.loginHash, login.verifier, login.expiresAt.getTime(), requestHash, clientId, now.getTime()],
+      startLoginValues(requestHash, clientId, login, now),
     );
   }
 
@@ -49,15 +57,11 @@ export class PostgresOid4vciAuthorizationStore implements Oid4vciAuthorizationSt
     );
   }
 
-  async issueCode(
-    loginHash: string,
-    code: { userId: string; codeHash: string; expiresAt: Date },
-    now: Date,
-  ): Promise<boolean> {
+  async issueCode(loginHash: string, code: Oid4vciCodeIssue, now: Date): Promise<boolean> {
     const { rowCount } = await this.pool.query(
       `UPDATE oid4vci_authorizations SET state = 'code', user_id = $1, code_hash = $2, expires_at = $3
        WHERE login_hash = $4 AND state = 'login' AND expires_at > $5`,
-      [code.userId, code.codeHash, code.expiresAt.getTime(), loginHash, now.getTime()],
+      issueCodeValues(loginHash, code, now),
     );
     return rowCount === 1;
   }
@@ -77,45 +81,24 @@ export class PostgresOid4vciAuthorizationStore implements Oid4vciAuthorizationSt
     );
   }
 
-  async setTokens(
-    requestHash: string,
-    tokens: {
-      expiresAt: Date;
-      dpopJkt: string | null;
-      refreshHash: string | null;
-      refreshExpiresAt: Date | null;
-    },
-  ): Promise<void> {
+  async setTokens(requestHash: string, tokens: Oid4vciTokens): Promise<void> {
     await this.pool.query(
       `UPDATE oid4vci_authorizations SET expires_at = $1, dpop_jkt = $2, refresh_hash = $3, refresh_expires_at = $4
        WHERE request_hash = $5`,
-      [
-        tokens.expiresAt.getTime(),
-        tokens.dpopJkt,
-        tokens.refreshHash,
-        tokens.refreshExpiresAt?.getTime() ?? null,
-        requestHash,
-      ],
+      setTokensValues(requestHash, tokens),
     );
   }
 
   rotateRefresh(
     refreshHash: string,
     dpopJkt: string,
-    next: { refreshHash: string; refreshExpiresAt: Date; expiresAt: Date },
+    next: Oid4vciRefreshRotation,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined> {
     return this.row(
       `UPDATE oid4vci_authorizations SET refresh_hash = $1, refresh_expires_at = $2, expires_at = $3
        WHERE refresh_hash = $4 AND dpop_jkt = $5 AND state = 'token' AND refresh_expires_at > $6 RETURNING *`,
-      [
-        next.refreshHash,
-        next.refreshExpiresAt.getTime(),
-        next.expiresAt.getTime(),
-        refreshHash,
-        dpopJkt,
-        now.getTime(),
-      ],
+      rotateRefreshValues(refreshHash, dpopJkt, next, now),
     );
   }
 

@@ -1,11 +1,19 @@
 import {
   authorizationFromRow,
   INSERT_AUTHORIZATION_COLUMNS,
+  issueCodeValues,
   type NewOid4vciAuthorization,
   newAuthorizationValues,
   type Oid4vciAuthorization,
   type Oid4vciAuthorizationRow,
   type Oid4vciAuthorizationStore,
+  type Oid4vciCodeIssue,
+  type Oid4vciLoginStart,
+  type Oid4vciRefreshRotation,
+  type Oid4vciTokens,
+  rotateRefreshValues,
+  setTokensValues,
+  startLoginValues,
 } from '../oid4vci-authorization-store.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -59,17 +67,10 @@ export class SqliteOid4vciAuthorizationStore implements Oid4vciAuthorizationStor
   async startLogin(
     requestHash: string,
     clientId: string,
-    login: { loginHash: string; verifier: string; expiresAt: Date },
+    login: Oid4vciLoginStart,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined> {
-    const row = this.stmts.startLogin.get(
-      login.loginHash,
-      login.verifier,
-      login.expiresAt.getTime(),
-      requestHash,
-      clientId,
-      now.getTime(),
-    );
+    const row = this.stmts.startLogin.get(...startLoginValues(requestHash, clientId, login, now));
     return row && authorizationFromRow(row);
   }
 
@@ -78,15 +79,8 @@ export class SqliteOid4vciAuthorizationStore implements Oid4vciAuthorizationStor
     return row && authorizationFromRow(row);
   }
 
-  async issueCode(
-    loginHash: string,
-    code: { userId: string; codeHash: string; expiresAt: Date },
-    now: Date,
-  ): Promise<boolean> {
-    return (
-      this.stmts.issueCode.run(code.userId, code.codeHash, code.expiresAt.getTime(), loginHash, now.getTime())
-        .changes === 1
-    );
+  async issueCode(loginHash: string, code: Oid4vciCodeIssue, now: Date): Promise<boolean> {
+    return this.stmts.issueCode.run(...issueCodeValues(loginHash, code, now)).changes === 1;
   }
 
   async refuseLogin(loginHash: string): Promise<void> {
@@ -98,38 +92,17 @@ export class SqliteOid4vciAuthorizationStore implements Oid4vciAuthorizationStor
     return row && authorizationFromRow(row);
   }
 
-  async setTokens(
-    requestHash: string,
-    tokens: {
-      expiresAt: Date;
-      dpopJkt: string | null;
-      refreshHash: string | null;
-      refreshExpiresAt: Date | null;
-    },
-  ): Promise<void> {
-    this.stmts.setTokens.run(
-      tokens.expiresAt.getTime(),
-      tokens.dpopJkt,
-      tokens.refreshHash,
-      tokens.refreshExpiresAt?.getTime() ?? null,
-      requestHash,
-    );
+  async setTokens(requestHash: string, tokens: Oid4vciTokens): Promise<void> {
+    this.stmts.setTokens.run(...setTokensValues(requestHash, tokens));
   }
 
   async rotateRefresh(
     refreshHash: string,
     dpopJkt: string,
-    next: { refreshHash: string; refreshExpiresAt: Date; expiresAt: Date },
+    next: Oid4vciRefreshRotation,
     now: Date,
   ): Promise<Oid4vciAuthorization | undefined> {
-    const row = this.stmts.rotate.get(
-      next.refreshHash,
-      next.refreshExpiresAt.getTime(),
-      next.expiresAt.getTime(),
-      refreshHash,
-      dpopJkt,
-      now.getTime(),
-    );
+    const row = this.stmts.rotate.get(...rotateRefreshValues(refreshHash, dpopJkt, next, now));
     return row && authorizationFromRow(row);
   }
 
