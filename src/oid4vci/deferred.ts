@@ -163,8 +163,8 @@ export async function deferredCredential(
 
 /**
  * §9.2: `credentials` and `notification_id` as in the credential response. Written here, not by
- * the library's createDeferredCredentialResponse, whose check refuses `notification_id` beside
- * `credentials` (an inverted condition in @openid4vc/openid4vci 0.4.6, oid4vc-ts issue 245).
+ * the library's createDeferredCredentialResponse: in @openid4vc/openid4vci 0.4.6 its check refuses
+ * `notification_id` beside `credentials`, the reverse of what §9.2 allows.
  */
 function deferredAnswer(
   credentials: Array<string | Record<string, unknown>>,

@@ -226,7 +226,7 @@ describe.each(engines)('OpenID4VCI deferred issuance and notifications (%s)', (e
 
     source.release(`${engine}-late`);
     // By hand: the wallet library (0.4.6) refuses a deferred response carrying notification_id
-    // beside credentials, which OpenID4VCI 1.0 §9.2 allows (oid4vc-ts issue 245).
+    // beside credentials, which OpenID4VCI 1.0 §9.2 allows (@openid4vc/openid4vci 0.4.6 checks the reverse).
     const done = await rawPoll(issuer, s.accessToken, { transaction_id: transactionId });
     expect(done.status).toBe(200);
     const { credentials, notification_id } = done.body as {
