@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { WEBHOOK_EVENTS, type WebhookEventType } from '../../src/events/catalogue.js';
+import { ADA_CLAIMS, adaMembership } from '../helpers/direct-issue.js';
 import { queryStore, removeDir, startIssuer, tempDir } from '../helpers/issuer.js';
 import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
 import { webhookReceiver } from '../helpers/webhook-receiver.js';
@@ -32,15 +33,7 @@ describe.each([
         const direct = await issuer.admin('/admin/issue-vc', {
           userId: 'rows@example.org',
           schemaId: 'membership-v1',
-          vct: 'urn:vct:membership',
-          expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
-          credentialSubject: {
-            givenName: 'Ada',
-            familyName: 'Lovelace',
-            memberSince: '2020-01-15',
-            tier: 'gold',
-            memberNumber: 7,
-          },
+          ...adaMembership(),
         });
         expect(direct.status).toBe(201);
         const { credentialId: directId } = (await direct.json()) as { credentialId: string };
@@ -74,13 +67,7 @@ describe.each([
           {
             userId: directRecord.userId!,
             schemaId: 'membership-v1',
-            claims: {
-              givenName: 'Ada',
-              familyName: 'Lovelace',
-              memberSince: '2020-01-15',
-              tier: 'gold',
-              memberNumber: 7,
-            },
+            claims: ADA_CLAIMS,
             expiresAt: null,
           },
         ]);

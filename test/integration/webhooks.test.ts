@@ -8,6 +8,7 @@ import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { WEBHOOK_EVENT_TYPES, WEBHOOK_EVENTS, type WebhookEventType } from '../../src/store/webhook-store.js';
 import { Webhooks } from '../../src/webhooks/webhooks.js';
 import { runCli } from '../helpers/cli.js';
+import { adaMembership } from '../helpers/direct-issue.js';
 import { expectError } from '../helpers/errors.js';
 import {
   queryStore,
@@ -193,15 +194,7 @@ describe('webhooks', () => {
     const res = await issuer.admin('/admin/issue-vc', {
       userId: 'only.revoked@example.org',
       schemaId: 'membership-v1',
-      vct: 'urn:vct:membership',
-      expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
-      credentialSubject: {
-        givenName: 'Ada',
-        familyName: 'Lovelace',
-        memberSince: '2020-01-15',
-        tier: 'gold',
-        memberNumber: 7,
-      },
+      ...adaMembership(),
     });
     expect(res.status).toBe(201);
     const { credentialId } = (await res.json()) as { credentialId: string };
@@ -797,15 +790,7 @@ describe.each([
           const issued = await issuer.admin('/admin/issue-vc', {
             userId,
             schemaId: 'membership-v1',
-            vct: 'urn:vct:membership',
-            expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
-            credentialSubject: {
-              givenName: 'Ada',
-              familyName: 'Lovelace',
-              memberSince: '2020-01-15',
-              tier: 'gold',
-              memberNumber: 7,
-            },
+            ...adaMembership(),
           });
           expect(issued.status).toBe(201);
           const { credentialId } = (await issued.json()) as { credentialId: string };
@@ -880,15 +865,7 @@ describe.each([
         const issued = await issuer.admin('/admin/issue-vc', {
           userId: 'published.after@example.org',
           schemaId: 'membership-v1',
-          vct: 'urn:vct:membership',
-          expiration: new Date(Date.now() + 30 * 86400_000).toISOString(),
-          credentialSubject: {
-            givenName: 'Ada',
-            familyName: 'Lovelace',
-            memberSince: '2020-01-15',
-            tier: 'gold',
-            memberNumber: 7,
-          },
+          ...adaMembership(),
         });
         expect(issued.status).toBe(201);
         const { credentialId } = (await issued.json()) as { credentialId: string };
