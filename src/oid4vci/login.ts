@@ -207,7 +207,8 @@ export class UpstreamLogin {
 
 /** jose's reason (its class and claim), without the token. */
 function describeJoseError(err: unknown): string {
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return `${err.claim}: ${err.reason}`;
+  if (err instanceof joseErrors.JWTClaimValidationFailed || err instanceof joseErrors.JWTExpired)
+    return `${err.claim}: ${err.reason}`;
   if (err instanceof joseErrors.JOSEError) return err.code;
   return (err as Error).message;
 }

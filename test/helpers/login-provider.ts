@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import Provider, { type ErrorContext } from 'oidc-provider';
 
 /**
@@ -13,7 +14,21 @@ export interface LoginProvider {
   clientSecret: string;
   /** Signs in as `user` from the provider's authorization URL; answers where it sends the browser back. */
   signIn(authorizationUrl: string, user: string, options?: { abort?: boolean }): Promise<string>;
+  /**
+   * From now on the provider's token endpoint answers an ID token changed by `change` (its claims
+   * edited, then signed again with the provider's own key, or with `foreignKey`): a provider gone
+   * wrong, or a token meant for someone else. `undefined` restores honest answers.
+   */
+  alterIdTokens(change: IdTokenChange | undefined): void;
   close(): Promise<void>;
+}
+
+export interface IdTokenChange {
+  claims: (claims: Record<string, unknown>) => Record<string, unknown>;
+  /** Signs with a key the provider never published (its `kid` kept): a forged signature. */
+  foreignKey?: boolean;
+  /** Each ID token as the issuer received it. */
+  sent?: string[];
 }
 
 export interface LoginProviderOptions {
@@ -31,7 +46,12 @@ export async function startLoginProvider(options: LoginProviderOptions): Promise
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const clientId = 'issuer-kit';
   const clientSecret = 'a-login-provider-client-secret-for-tests-only';
+  // The provider's signing key, ours so that a test can make it sign what a real provider would not.
+  const signing = await generateKeyPair('RS256', { extractable: true });
+  const foreign = await generateKeyPair('RS256');
+  const signingJwk: JWK = { ...(await exportJWK(signing.privateKey)), kid: 'login-provider-1', use: 'sig' };
   const provider = new Provider(issuer, {
+    jwks: { keys: [signingJwk] },
     clients: [
       {
         client_id: clientId,
@@ -51,12 +71,27 @@ export async function startLoginProvider(options: LoginProviderOptions): Promise
     },
   });
   provider.on('server_error', () => {});
+  let alter: IdTokenChange | undefined;
+  provider.use(async (ctx, next) => {
+    await next();
+    const body = ctx.body as { id_token?: unknown } | undefined;
+    if (!alter || ctx.path !== '/token' || typeof body?.id_token !== 'string') return;
+    const header = decodeProtectedHeader(body.id_token);
+    const altered = await new SignJWT(alter.claims(decodeJwt(body.id_token)))
+      .setProtectedHeader({ alg: header.alg!, kid: header.kid!, ...(header.typ ? { typ: header.typ } : {}) })
+      .sign(alter.foreignKey ? foreign.privateKey : signing.privateKey);
+    body.id_token = altered;
+    alter.sent?.push(altered);
+  });
   server.on('request', provider.callback());
   return {
     issuer,
     clientId,
     clientSecret,
     signIn: (url, user, signInOptions) => signIn(url, user, signInOptions?.abort ?? false),
+    alterIdTokens: (change) => {
+      alter = change;
+    },
     close: () => new Promise<void>((done) => server.close(() => done())),
   };
 }

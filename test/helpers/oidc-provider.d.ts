@@ -6,9 +6,15 @@ declare module 'oidc-provider' {
     type: string;
     body: unknown;
   }
+  /** The Koa context a middleware of `use` sees. */
+  interface MiddlewareContext {
+    path: string;
+    body: unknown;
+  }
   export default class Provider {
     constructor(issuer: string, configuration: Record<string, unknown>);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    use(middleware: (ctx: MiddlewareContext, next: () => Promise<void>) => Promise<void>): void;
     on(event: string, listener: (...args: unknown[]) => void): this;
   }
   export type { ErrorContext };
