@@ -1,6 +1,7 @@
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError } from '../helpers/errors.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import {
@@ -167,6 +168,64 @@ describe.each([
         expect(getListFromStatusListJWT(list).getStatus(p.status.status_list.idx)).toBe(1);
       }
       expect((await history(`batchId=${batchId}&status=revoked&limit=50`)).data).toHaveLength(10);
+    },
+  );
+
+  it.skipIf(!available)(
+    'POST /admin/revoke with batchId revokes every credential of the batch in one call; bad bodies and an unknown batch are refused',
+    async () => {
+      const keys = Array.from({ length: 3 }, () => holderKey());
+      const c_nonce = await nonce();
+      const res = await credentialRequest(await tokenFor(), {
+        credential_configuration_id: 'membership-v1',
+        proofs: { jwt: keys.map((k) => proofJwt(k, proofPayload(c_nonce))) },
+      });
+      expect(res.status).toBe(200);
+      const credentials = ((await res.json()) as { credentials: Array<{ credential: string }> }).credentials;
+      const payloads = credentials.map((c) => decodeJwt(c.credential.split('~')[0]!) as Record<string, any>);
+      const batchId = (
+        await queryStore<{ batch_id: string }>(
+          issuer.ctx.store,
+          'SELECT batch_id FROM issuances WHERE holder_did = ?',
+          [payloads[0]!.sub],
+        )
+      )[0]!.batch_id;
+
+      await expectError(
+        await issuer.admin('/admin/revoke', { batchId, revocationNonce: '1', reason: 'lost' }),
+        400,
+        'INVALID_PARAMETER',
+        'batchId',
+      );
+      await expectError(await issuer.admin('/admin/revoke', { batchId }), 400, 'INVALID_PARAMETER', 'reason');
+      await expectError(
+        await issuer.admin('/admin/revoke', { batchId: 'batch-unknown', reason: 'lost' }),
+        404,
+        'NOT_FOUND',
+        'batchId',
+      );
+      for (const p of payloads) {
+        const list = await (await fetch(p.status.status_list.uri)).text();
+        expect(getListFromStatusListJWT(list).getStatus(p.status.status_list.idx)).toBe(0);
+      }
+
+      const revoked = await issuer.admin('/admin/revoke', { batchId, reason: 'phone stolen' });
+      expect(revoked.status).toBe(202);
+      expect(await revoked.json()).toMatchObject({ batchId, state: 'done', count: 3, done: 3, failed: 0 });
+      for (const p of payloads) {
+        const list = await (await fetch(p.status.status_list.uri)).text();
+        expect(getListFromStatusListJWT(list).getStatus(p.status.status_list.idx)).toBe(1);
+      }
+      const history = (await (
+        await issuer.admin(`/admin/issuance-history?batchId=${batchId}&status=revoked&limit=50`)
+      ).json()) as { data: unknown[] };
+      expect(history.data).toHaveLength(3);
+      // Each credential's revocation is audited under the admin's reason.
+      const audited = await queryStore<{ n: number | string }>(
+        issuer.ctx.store,
+        "SELECT COUNT(*) AS n FROM audit_log WHERE action = 'revoke' AND reason = 'phone stolen' AND job_id IS NOT NULL",
+      );
+      expect(Number(audited[0]!.n)).toBe(3);
     },
   );
 

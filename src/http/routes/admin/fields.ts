@@ -5,6 +5,8 @@ import type { AuditActor } from '../../../model.js';
 /** Field rules shared by the admin bodies and queries. */
 export const SchemaIdField = z.string().min(1).max(255);
 export const VctField = z.string().min(1).max(2048);
+/** A batch id as recorded with its credentials (an OpenID4VCI batch's, a batch-issue run's). */
+export const BatchSelectorField = z.string().min(1).max(255);
 /** A date (`2026-01-31`, midnight UTC) or a date-time with its offset, as a Date. */
 export const DateBoundField = z
   .union([z.iso.date(), z.iso.datetime({ offset: true })], {

@@ -12,7 +12,13 @@ import {
 import { parseInput } from '../../middleware/validate.js';
 import { Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
-import { auditActor, EmailFilterField, RequiredReasonField, SchemaIdField } from './fields.js';
+import {
+  auditActor,
+  BatchSelectorField,
+  EmailFilterField,
+  RequiredReasonField,
+  SchemaIdField,
+} from './fields.js';
 
 /** The most credential ids one request may name (docs/admin-cli.md "Bulk status changes"). */
 export const MAX_SELECTOR_IDS = 10_000;
@@ -32,7 +38,7 @@ export const SelectorSchema = z
     schemaId: SchemaIdField.optional(),
     holderDid: HolderDidSchema.optional(),
     email: EmailFilterField.optional(),
-    batchId: z.string().min(1).max(255).optional(),
+    batchId: BatchSelectorField.optional(),
     kid: z.string().min(1).max(255).optional(),
     issuedAfter: IsoDateTime.optional(),
     issuedBefore: IsoDateTime.optional(),

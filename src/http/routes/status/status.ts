@@ -2,11 +2,18 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../errors.js';
 import type { StatusListForm } from '../../../formats/format.js';
-import { ProofTypeSchema, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
+import {
+  type AuditActor,
+  ProofTypeSchema,
+  STATUS_NAMES,
+  type StatusChange,
+  type StatusName,
+} from '../../../model.js';
+import type { StatusJobs } from '../../../status/status-jobs.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { AuditStore, IssuanceStore } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
-import { auditActor, ReasonField } from '../admin/fields.js';
+import { auditActor, BatchSelectorField, ReasonField } from '../admin/fields.js';
 import { NonceSchema } from '../nonce.js';
 import { NonceString, Timestamp } from '../responses.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';
@@ -138,18 +145,40 @@ export const StatusChangeBodySchema = z
     revocationNonce: NonceSchema.optional(),
     nonce: NonceSchema.optional(),
     proofType: ProofTypeSchema.optional(),
+    /** Every credential recorded under this batch id instead of one nonce (docs/interface.md "OpenID4VCI: the wallet door", batch issuance). */
+    batchId: BatchSelectorField.optional(),
     reason: ReasonField,
   })
   .check((ctx) => {
-    if (ctx.value.revocationNonce === undefined && ctx.value.nonce === undefined) {
-      ctx.issues.push({ code: 'custom', path: ['revocationNonce'], message: 'required', input: undefined });
+    const { revocationNonce, nonce, batchId, proofType, reason } = ctx.value;
+    const byNonce = revocationNonce !== undefined || nonce !== undefined;
+    const issue = (path: string, message: string) =>
+      ctx.issues.push({ code: 'custom', path: [path], message, input: undefined });
+    if (batchId === undefined) {
+      if (!byNonce) issue('revocationNonce', 'required unless batchId is given');
+      return;
     }
+    if (byNonce) issue('batchId', 'not with revocationNonce: give one of them');
+    if (proofType !== undefined) issue('proofType', 'not with batchId');
+    if (reason === undefined) issue('reason', 'required with batchId: say why (kept in the audit log)');
   });
+
+/** The answer of a status change by `batchId`: the job that changed the batch, and how far it got. */
+export const BatchStatusChangeAnswerSchema = z.object({
+  batchId: z.string(),
+  jobId: z.string(),
+  state: z.enum(['running', 'done', 'failed']),
+  count: z.number().int(),
+  done: z.number().int(),
+  failed: z.number().int(),
+});
+export type BatchStatusChangeAnswer = z.infer<typeof BatchStatusChangeAnswerSchema>;
 
 /**
  * `POST /admin/revoke`, `/admin/suspend` and `/admin/unsuspend` (the last two need
  * STATUS_LIST_BITS=2). Only revoke honours `Idempotency-Key`: suspend and unsuspend are
- * idempotent by themselves.
+ * idempotent by themselves. With `batchId`, every credential of the batch, as one bulk status
+ * change job run within the request (docs/interface.md "OpenID4VCI: the wallet door", batch issuance).
  */
 export const statusChangeRoutes: RouteFactory = (ctx) =>
   (['revoke', 'suspend', 'unsuspend'] as const).map((change) => ({
@@ -160,21 +189,42 @@ export const statusChangeRoutes: RouteFactory = (ctx) =>
     ...(change === 'revoke' ? { idempotency: 'admin/revoke' } : {}),
     doc: {
       operationId: `admin-${change}`,
-      summary: `${change[0]!.toUpperCase()}${change.slice(1)} a credential by revocation nonce${change === 'revoke' ? ' (Idempotency-Key honoured)' : ''}`,
+      summary: `${change[0]!.toUpperCase()}${change.slice(1)} a credential by revocation nonce, or every credential of a batch by batchId${change === 'revoke' ? ' (Idempotency-Key honoured)' : ''}`,
       tags: TAGS.admin,
       body: StatusChangeBodySchema,
-      responses: json200(
-        '`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`',
-        StatusChangeAnswerSchema,
-      ),
+      responses: {
+        ...json200(
+          '`{ revocationNonce, isRevoked, status, revokedAt, suspendedAt }`',
+          StatusChangeAnswerSchema,
+        ),
+        202: {
+          description:
+            'By batchId: the bulk status change job over the batch, `{ batchId, jobId, state, count, done, failed }`; `state: "done"` when it finished within the request, `"running"` when it goes on after it (`GET /admin/status-changes/:jobId`)',
+          contentType: 'application/json',
+          schema: BatchStatusChangeAnswerSchema,
+        },
+      },
       errors: ['NOT_FOUND', 'CONFLICT'],
     },
-    handler: changeStatus(ctx.status, change),
+    handler: changeStatus(ctx.status, change, ctx.statusJobs, ctx.identity.statusLists.bits),
   }));
 
-export function changeStatus(status: StatusService, change: StatusChange) {
+export function changeStatus(status: StatusService, change: StatusChange, jobs: StatusJobs, bits: 1 | 2) {
   return async (req: Request, res: Response) => {
     const body = parseInput(StatusChangeBodySchema, req.body);
+    if (body.batchId !== undefined) {
+      if (change !== 'revoke' && bits !== 2)
+        throw new AppError(
+          'INVALID_PARAMETER',
+          'batchId: suspension needs a 2-bit status list (STATUS_LIST_BITS=2)',
+          {
+            field: 'batchId',
+          },
+        );
+      const answer = await changeBatch(jobs, change, body.batchId, auditActor(res, body.reason));
+      res.status(202).json(answer);
+      return;
+    }
     const nonce = (body.revocationNonce ?? body.nonce)!;
     const record = await status.change(nonce, change, body.proofType, auditActor(res, body.reason));
     res.json({
@@ -184,6 +234,35 @@ export function changeStatus(status: StatusService, change: StatusChange) {
       revokedAt: record.revokedAt?.toISOString() ?? null,
       suspendedAt: record.suspendedAt?.toISOString() ?? null,
     } satisfies StatusChangeAnswer);
+  };
+}
+
+/**
+ * A batch's change is a bulk status change job selecting its batch id
+ * (docs/operations.md "Bulk status changes"): chunked, audited per credential, resumed by another
+ * instance if this one dies, and its partitions published once. The request waits for this
+ * process's run of it.
+ */
+async function changeBatch(
+  jobs: StatusJobs,
+  change: StatusChange,
+  batchId: string,
+  audit: AuditActor,
+): Promise<BatchStatusChangeAnswer> {
+  if ((await jobs.count({ batchId })) === 0)
+    throw new AppError('NOT_FOUND', `batchId: no credential recorded under batch ${batchId}`, {
+      field: 'batchId',
+    });
+  const created = await jobs.create(change, { batchId }, { ...audit, reason: audit.reason ?? '' });
+  await jobs.runLeased(created.id);
+  const job = (await jobs.get(created.id)) ?? created;
+  return {
+    batchId,
+    jobId: job.id,
+    state: job.state,
+    count: job.total,
+    done: job.done,
+    failed: job.failed,
   };
 }
 
