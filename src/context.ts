@@ -6,6 +6,7 @@ import { type Config, DEFAULT_ADMIN_ACTOR, type NamedKey, type Secrets } from '.
 import { claimDatabaseEnvironment, developmentStateProblems } from './development/production-guard.js';
 import { startedIden3Issuer } from './formats/iden3-bjj/format.js';
 import { FORMATS } from './formats/index.js';
+import { loadSchemas } from './formats/schema-file.js';
 import { type StartedFormats, startFormats } from './formats/start.js';
 import {
   type IssuerIdentity,
@@ -33,7 +34,6 @@ import { UpstreamLogin } from './oid4vci/login.js';
 import { oid4vciTrust } from './oid4vci/x5c-trust.js';
 import { HttpPools } from './outbound/http-json.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
-import { loadSchemas } from './schemas/schema-registry.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusJobs } from './status/status-jobs.js';

@@ -40,7 +40,7 @@ export class IssuerUrls {
 
   /**
    * The `vct` of a schema whose file names none: a URL under the origin, so that the issuer serves
-   * its type metadata there (src/schemas/type-metadata.ts) and the type name is collision-resistant,
+   * its type metadata there (src/formats/sd-jwt-vc/type-metadata.ts) and the type name is collision-resistant,
    * as the SD-JWT VC draft recommends for `vct` ("Type Metadata": a URL `vct` is where the metadata
    * can be retrieved). A schemaId outside `[A-Za-z0-9._~-]` is percent-encoded and then gets no
    * served metadata (only plain paths are served).

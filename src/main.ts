@@ -19,7 +19,7 @@ import { createLogger } from './observability/logger.js';
 
 /** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
 async function schemaProblems(dir: string): Promise<string[]> {
-  const { loadSchemas, SchemaFileError } = await import('./schemas/schema-registry.js');
+  const { loadSchemas, SchemaFileError } = await import('./formats/schema-file.js');
   try {
     // The origin only shapes a default vct, which is never a problem.
     loadSchemas(dir, new IssuerUrls('http://localhost'));

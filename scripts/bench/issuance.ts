@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { generateHolderKeyPair, parseHolderPublicKey, sealEnvelope } from '../../src/envelope/index.js';
+import { loadSchemas } from '../../src/formats/schema-file.js';
 import { SdJwtVcIssuer } from '../../src/formats/sd-jwt-vc/sd-jwt-vc-issuer.js';
 import { IssuerIdentification } from '../../src/identity/issuer-identification.js';
 import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import { loadKeyRing } from '../../src/keys/key-ring.js';
-import { loadSchemas } from '../../src/schemas/schema-registry.js';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { processCpuMs, startBenchServer } from './server.js';
 

@@ -1,10 +1,10 @@
 import type { ClaimsProvider } from '../claims/claims-provider.js';
 import { createClaimsProvider, SqliteClaimsProvider } from '../claims/index.js';
 import type { CredentialFormat, StartedFormat } from '../formats/format.js';
+import { buildTypeMetadata } from '../formats/sd-jwt-vc/type-metadata.js';
 import type { IssuerUrls } from '../identity/issuer-identity.js';
 import type { HttpPools } from '../outbound/http-json.js';
 import { SchemaFileError, type SchemaFileProblem, type SchemaRegistry } from '../schemas/schema-registry.js';
-import { buildTypeMetadata } from '../schemas/type-metadata.js';
 import type { ClaimsStore } from '../store/store.js';
 import type { SchemaSet } from './schema-catalog.js';
 

@@ -3,9 +3,10 @@ import { MSO_MDOC_NAMES } from './mso-mdoc/names.js';
 import { SD_JWT_VC_NAMES } from './sd-jwt-vc/names.js';
 
 /**
- * The credential formats' names, for the floors below the format modules (each format's
- * `names.ts`), in the order of `FORMATS` (src/formats/index.ts; a unit test holds the two lists
- * together). It imports nothing else, so the admin CLI's help reads it without loading zod.
+ * The credential formats' names (each format's `names.ts`), in the order of `FORMATS`
+ * (src/formats/index.ts; a unit test holds the two lists together), for the schema file and the
+ * edges that validate a proof type. It imports nothing else, so the admin CLI's help reads it
+ * without loading zod or the format modules.
  */
 export const FORMAT_NAMES = [SD_JWT_VC_NAMES, BJJ_SIG_2021_NAMES, MSO_MDOC_NAMES] as const;
 

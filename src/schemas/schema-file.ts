@@ -1,15 +1,5 @@
 import { z } from 'zod';
-import { Iden3BlockSchema } from '../formats/iden3-bjj/schema-block.js';
-import { MdocBlockSchema } from '../formats/mso-mdoc/schema-block.js';
-import { SD_JWT_VC } from '../formats/sd-jwt-vc/names.js';
-import { SdJwtBlockSchema } from '../formats/sd-jwt-vc/schema-block.js';
-import { ProofTypeSchema } from '../model.js';
-
-export {
-  DisclosureFrameSchema,
-  type TypeDisplay,
-  TypeDisplaySchema,
-} from '../formats/sd-jwt-vc/schema-block.js';
+import type { ProofType } from '../model.js';
 
 /** Claims that can never come from claim data (docs/schemas-and-claims.md). */
 export const RESERVED_CLAIMS = [
@@ -49,67 +39,59 @@ export const ClaimsSourceSchema = z.discriminatedUnion('provider', [
 ]);
 export type ClaimsSource = z.infer<typeof ClaimsSourceSchema>;
 
-export const SchemaFileSchema = z
-  .object({
-    schemaId: z.string().min(1).max(255),
-    // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
-    // a value that is present must still be right.
-    title: z.string().min(1).optional(),
-    description: z.string().default(''),
-    proofTypes: z.array(ProofTypeSchema).min(1),
-    expiresInSeconds: z.number().int().positive().default(31_536_000),
-    credentialSubject: z.object({ type: z.literal('object') }).loose(),
-    claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
-    // Each format's block (src/formats/<format>/schema-block.ts).
-    sdJwt: SdJwtBlockSchema.optional(),
-    iden3: Iden3BlockSchema.optional(),
-    mdoc: MdocBlockSchema.optional(),
-    /**
-     * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
-     * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.
-     */
-    /**
-     * OpenID4VCI: the holder's key must be attested by a trusted key attester
-     * (docs/haip.md "Key attestation"); each list, when given, names the `key_storage` /
-     * `user_authentication` levels (OpenID4VCI 1.0 Appendix D.2) the attestation must assert one of.
-     */
-    keyAttestation: z
-      .strictObject({
-        keyStorage: z.array(z.string().min(1)).min(1).optional(),
-        userAuthentication: z.array(z.string().min(1)).min(1).optional(),
-      })
-      .optional(),
-    renewal: z
-      .strictObject({
-        beforeExpirySeconds: z.number().int().positive(),
-        revokePrevious: z.boolean().default(false),
-      })
-      .optional(),
-  })
-  .superRefine((file, ctx) => {
-    // OpenID4VCI issues SD-JWT VCs only.
-    if (file.keyAttestation && !file.proofTypes.includes(SD_JWT_VC))
-      ctx.addIssue({
-        code: 'custom',
-        path: ['keyAttestation'],
-        message: `needs ${SD_JWT_VC} in proofTypes (OpenID4VCI issues SD-JWT VCs)`,
-      });
-    if (!file.renewal) return;
-    // Renewal re-issues direct credentials, which are SD-JWT VCs only.
-    if (!file.proofTypes.includes(SD_JWT_VC))
-      ctx.addIssue({
-        code: 'custom',
-        path: ['renewal'],
-        message: `needs ${SD_JWT_VC} in proofTypes (renewal re-issues direct credentials)`,
-      });
-    if (file.renewal.beforeExpirySeconds >= file.expiresInSeconds)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['renewal', 'beforeExpirySeconds'],
-        message: 'must be less than expiresInSeconds (a renewed credential would be due again at once)',
-      });
-  });
-export type SchemaFile = z.infer<typeof SchemaFileSchema>;
+/**
+ * The schema file's parts that are no format's (docs/schemas-and-claims.md). The formats list
+ * completes it (src/formats/schema-file.ts `SchemaFileSchema`): the proof types it knows in place
+ * of `proofTypes` here, each format's block, and the checks between them.
+ */
+export const SchemaFileBaseSchema = z.object({
+  schemaId: z.string().min(1).max(255),
+  // Optional with defaults (title: the schemaId; one year; the built-in sqlite claims source);
+  // a value that is present must still be right.
+  title: z.string().min(1).optional(),
+  description: z.string().default(''),
+  proofTypes: z.array(z.string()).min(1),
+  expiresInSeconds: z.number().int().positive().default(31_536_000),
+  credentialSubject: z.object({ type: z.literal('object') }).loose(),
+  claims: ClaimsSourceSchema.default({ provider: 'sqlite' }),
+  /**
+   * OpenID4VCI: the holder's key must be attested by a trusted key attester
+   * (docs/haip.md "Key attestation"); each list, when given, names the `key_storage` /
+   * `user_authentication` levels (OpenID4VCI 1.0 Appendix D.2) the attestation must assert one of.
+   */
+  keyAttestation: z
+    .strictObject({
+      keyStorage: z.array(z.string().min(1)).min(1).optional(),
+      userAuthentication: z.array(z.string().min(1)).min(1).optional(),
+    })
+    .optional(),
+  /**
+   * Direct credentials of this schema are re-issued `beforeExpirySeconds` before they expire
+   * (docs/schemas-and-claims.md "Renewal"); the previous one is revoked then with `revokePrevious`.
+   */
+  renewal: z
+    .strictObject({
+      beforeExpirySeconds: z.number().int().positive(),
+      revokePrevious: z.boolean().default(false),
+    })
+    .optional(),
+});
+
+/**
+ * Each format's block of a schema file as read, keyed by the block's name: each format's
+ * `schema-block.ts` adds its own (declaration merging), so this floor names no format.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: each format's schema-block.ts adds its member.
+export interface SchemaFileBlocks {}
+
+/** Each format's block once loaded, where loading completes it (SD-JWT VC: its `vct`). */
+// biome-ignore lint/suspicious/noEmptyInterface: a format's schema-block.ts may add its member.
+export interface LoadedSchemaBlocks {}
+
+/** A schema file as validated. */
+export type SchemaFile = Omit<z.infer<typeof SchemaFileBaseSchema>, 'proofTypes'> & {
+  proofTypes: ProofType[];
+} & SchemaFileBlocks;
 
 /**
  * The answer naming a schema the server does not serve, with how to make it read a new file
@@ -120,10 +102,9 @@ export function unknownSchema(schemaId: string): string {
   return `unknown schema ${schemaId}: not among the schemas this server read from SCHEMAS_DIR; after adding its file there, run \`npm run admin -- schemas reload\` (POST /admin/schemas/reload, or SIGHUP) and try again`;
 }
 
-/** A schema file as loaded: the validated file plus where it came from. */
-export interface CredentialSchema extends Omit<SchemaFile, 'sdJwt'> {
-  /** Absolute path of the schema file (for error messages). */
-  readonly file: string;
-  /** Always present once loaded, with `vct`: the file's, else `IssuerUrls.vct`. */
-  sdJwt: NonNullable<SchemaFile['sdJwt']> & { vct: string };
-}
+/** A schema file as loaded: the validated file, its blocks completed, plus where it came from. */
+export type CredentialSchema = Omit<SchemaFile, keyof LoadedSchemaBlocks> &
+  LoadedSchemaBlocks & {
+    /** Absolute path of the schema file (for error messages). */
+    readonly file: string;
+  };

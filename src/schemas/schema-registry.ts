@@ -2,13 +2,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
-import { FORMAT_NAMES } from '../formats/names.js';
 import type { IssuerUrls } from '../issuer-urls.js';
 import type { ProofType } from '../model.js';
-import { type CredentialSchema, RESERVED_CLAIMS, SchemaFileSchema, unknownSchema } from './schema-file.js';
+import {
+  type CredentialSchema,
+  RESERVED_CLAIMS,
+  type SchemaFile,
+  SchemaFileBaseSchema,
+  unknownSchema,
+} from './schema-file.js';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function can sit on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -44,56 +48,80 @@ export interface ClaimsProblem {
 }
 
 /**
- * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop start-up
- * (and a reload) with every problem of every file in one SchemaFileError (one line each).
- * `urls` gives the default `sdJwt.vct` (`IssuerUrls.vct`).
+ * What the formats make of a schema file (src/formats/schema-file.ts), handed to the loader so
+ * that it names no format: the file's zod schema, each format's proof type and block, how a
+ * validated file is completed, and the checks of the blocks' contents.
  */
-export function loadSchemas(dir: string, urls: Pick<IssuerUrls, 'vct'>): SchemaRegistry {
-  let names: string[];
-  try {
-    names = readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isFile() && e.name.endsWith('.json'))
-      .map((e) => e.name)
-      .sort();
-  } catch (err) {
-    throw new SchemaFileError([
-      { file: dir, message: `cannot read SCHEMAS_DIR (${(err as Error).message})` },
-    ]);
-  }
-  const loader = schemaFileLoader(urls);
-  const schemas = new Map<string, LoadedSchema>();
-  const problems: SchemaFileProblem[] = [];
-  for (const name of names) {
-    const file = join(dir, name);
-    let schema: LoadedSchema;
-    try {
-      schema = loader(file);
-    } catch (err) {
-      if (!(err instanceof SchemaFileError)) throw err;
-      problems.push(...err.problems);
-      continue;
-    }
-    const other = schemas.get(schema.schemaId);
-    if (other)
-      problems.push({ file, message: `schemaId ${schema.schemaId} is also defined in ${other.file}` });
-    else schemas.set(schema.schemaId, schema);
-  }
-  if (problems.length > 0) throw new SchemaFileError(problems);
-  return new SchemaRegistry(schemas);
+export interface SchemaFileForm {
+  readonly schema: z.ZodType<SchemaFile>;
+  readonly proofType: z.ZodType<ProofType>;
+  /** Each format's block; a schema listing the proof type must have it when `blockRequired`. */
+  readonly blocks: readonly { proofType: ProofType; block: string; blockRequired: boolean }[];
+  /** The loaded form of a validated file (what a block leaves to the issuer filled in). */
+  complete(file: SchemaFile, urls: Pick<IssuerUrls, 'vct'>): Omit<CredentialSchema, 'file'>;
+  /** The problems of the blocks' contents, read from the file as parsed JSON. */
+  blockProblems(raw: Record<string, unknown>): string[];
 }
 
-/** Loads one schema file as `loadSchemas` does (`admin schemas validate`); throws SchemaFileError. */
-export function loadSchemaFile(file: string, urls: Pick<IssuerUrls, 'vct'>): LoadedSchema {
-  return schemaFileLoader(urls)(file);
+/** A schema loader for one form of schema file. */
+export function schemaLoader(form: SchemaFileForm) {
+  const fileLoader = (urls: Pick<IssuerUrls, 'vct'>): ((file: string) => LoadedSchema) => {
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    addFormats(ajv);
+    return (file) => parseSchemaFile(form, file, ajv, urls);
+  };
+  return {
+    /**
+     * Loads every `*.json` directly in SCHEMAS_DIR (docs/schemas-and-claims.md); bad files stop
+     * start-up (and a reload) with every problem of every file in one SchemaFileError (one line
+     * each). `urls` gives the default `sdJwt.vct` (`IssuerUrls.vct`).
+     */
+    loadSchemas(dir: string, urls: Pick<IssuerUrls, 'vct'>): SchemaRegistry {
+      let names: string[];
+      try {
+        names = readdirSync(dir, { withFileTypes: true })
+          .filter((e) => e.isFile() && e.name.endsWith('.json'))
+          .map((e) => e.name)
+          .sort();
+      } catch (err) {
+        throw new SchemaFileError([
+          { file: dir, message: `cannot read SCHEMAS_DIR (${(err as Error).message})` },
+        ]);
+      }
+      const loader = fileLoader(urls);
+      const schemas = new Map<string, LoadedSchema>();
+      const problems: SchemaFileProblem[] = [];
+      for (const name of names) {
+        const file = join(dir, name);
+        let schema: LoadedSchema;
+        try {
+          schema = loader(file);
+        } catch (err) {
+          if (!(err instanceof SchemaFileError)) throw err;
+          problems.push(...err.problems);
+          continue;
+        }
+        const other = schemas.get(schema.schemaId);
+        if (other)
+          problems.push({ file, message: `schemaId ${schema.schemaId} is also defined in ${other.file}` });
+        else schemas.set(schema.schemaId, schema);
+      }
+      if (problems.length > 0) throw new SchemaFileError(problems);
+      return new SchemaRegistry(schemas);
+    },
+    /** Loads one schema file as `loadSchemas` does (`admin schemas validate`); throws SchemaFileError. */
+    loadSchemaFile(file: string, urls: Pick<IssuerUrls, 'vct'>): LoadedSchema {
+      return fileLoader(urls)(file);
+    },
+  };
 }
 
-function schemaFileLoader(urls: Pick<IssuerUrls, 'vct'>): (file: string) => LoadedSchema {
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats(ajv);
-  return (file) => parseSchemaFile(file, ajv, urls);
-}
-
-function parseSchemaFile(file: string, ajv: Ajv2020, urls: Pick<IssuerUrls, 'vct'>): LoadedSchema {
+function parseSchemaFile(
+  form: SchemaFileForm,
+  file: string,
+  ajv: Ajv2020,
+  urls: Pick<IssuerUrls, 'vct'>,
+): LoadedSchema {
   const fail = (messages: string[]) => new SchemaFileError(messages.map((message) => ({ file, message })));
   let raw: unknown;
   try {
@@ -101,14 +129,14 @@ function parseSchemaFile(file: string, ajv: Ajv2020, urls: Pick<IssuerUrls, 'vct
   } catch (err) {
     throw fail([`not valid JSON (${(err as Error).message})`]);
   }
-  const parsed = SchemaFileSchema.safeParse(raw);
+  const parsed = form.schema.safeParse(raw);
   // Every problem in one pass: the checks below read their own part of the file, so they run
   // even when another part fails the format (docs/schemas-and-claims.md "Reloading schemas").
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-  const parts = parsed.success ? parsed.data : partsOf(raw);
-  for (const f of FORMAT_NAMES) {
+  const parts: FileParts = parsed.success ? { ...parsed.data } : partsOf(form, raw);
+  for (const f of form.blocks) {
     if (f.blockRequired && parts.proofTypes?.includes(f.proofType) && !parts[f.block])
       problems.push(`${f.block}: required when proofTypes lists ${f.proofType}`);
   }
@@ -126,17 +154,13 @@ function parseSchemaFile(file: string, ajv: Ajv2020, urls: Pick<IssuerUrls, 'vct
       problems.push(`credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
     }
   }
-  const frameReserved = RESERVED_CLAIMS.filter((c) => disclosedNames(parts.sdJwt?.disclosureFrame).has(c));
-  if (frameReserved.length > 0) {
-    problems.push(`sdJwt.disclosureFrame: reserved claim names ${frameReserved.join(', ')}`);
-  }
+  if (isRecord(raw)) problems.push(...form.blockProblems(raw));
   if (!parsed.success || problems.length > 0 || !validate) throw fail(problems);
-  const data = parsed.data;
+  const data = form.complete(parsed.data, urls);
   const validClaims = validate;
   return {
     ...data,
     title: data.title ?? data.schemaId,
-    sdJwt: { ...data.sdJwt, vct: data.sdJwt?.vct ?? urls.vct(data.schemaId) },
     file,
     claimProblems(claims: Record<string, unknown>): ClaimsProblem[] {
       return [
@@ -183,60 +207,27 @@ function withoutSubjectId(schema: Record<string, unknown>): Record<string, unkno
   return { ...schema, properties: rest, ...(required === undefined ? {} : { required }) };
 }
 
-/** The parts of a file that fails the format which are right on their own, for the other checks. */
-function partsOf(raw: unknown): {
-  proofTypes?: string[] | undefined;
+/** The parts of a schema file the loader's own checks read. */
+type FileParts = {
+  proofTypes?: readonly string[] | undefined;
   credentialSubject?: Record<string, unknown> | undefined;
-  sdJwt?: { disclosureFrame?: Record<string, unknown> | undefined } | undefined;
-  iden3?: unknown;
-  mdoc?: unknown;
-} {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
-  const shape = SchemaFileSchema.shape;
+} & { [block: string]: unknown };
+
+const isRecord = (raw: unknown): raw is Record<string, unknown> =>
+  typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+
+/** The parts of a file that fails the format which are right on their own, for the other checks. */
+function partsOf(form: SchemaFileForm, raw: unknown): FileParts {
+  if (!isRecord(raw)) return {};
   const part = <T>(schema: z.ZodType<T>, value: unknown): T | undefined => {
     const r = schema.safeParse(value);
     return r.success ? r.data : undefined;
   };
-  const file = raw as Record<string, unknown>;
   return {
-    proofTypes: part(shape.proofTypes, file.proofTypes),
-    credentialSubject: part(shape.credentialSubject, file.credentialSubject),
-    sdJwt: part(shape.sdJwt, file.sdJwt),
-    iden3: file.iden3,
-    mdoc: file.mdoc,
+    proofTypes: part(z.array(form.proofType).min(1), raw.proofTypes),
+    credentialSubject: part(SchemaFileBaseSchema.shape.credentialSubject, raw.credentialSubject),
+    ...Object.fromEntries(form.blocks.map((f) => [f.block, raw[f.block]])),
   };
-}
-
-/**
- * The claims source and Iden3 block of a schema file, each when it is right on its own (whatever the
- * rest of the file; the Iden3 block only when `proofTypes` lists its proof type, as the server reads
- * it only then): `admin schemas validate` checks the module and the JSON-LD context of a file
- * that also fails the format, so one run names every problem.
- */
-export function schemaFileParts(file: string): {
-  claims?: z.infer<typeof SchemaFileSchema.shape.claims> | undefined;
-  iden3?: z.infer<typeof SchemaFileSchema.shape.iden3> | undefined;
-} {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    return {};
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
-  const { claims, iden3, proofTypes } = raw as Record<string, unknown>;
-  const shape = SchemaFileSchema.shape;
-  const c = shape.claims.safeParse(claims);
-  const i = shape.iden3.safeParse(iden3);
-  const bjj = Array.isArray(proofTypes) && proofTypes.includes(BJJ_SIG_2021);
-  return { claims: c.success ? c.data : undefined, iden3: bjj && i.success ? i.data : undefined };
-}
-
-/** Top-level claim names a disclosure frame makes disclosable or descends into. */
-function disclosedNames(frame: Record<string, unknown> | undefined): Set<string> {
-  if (!frame) return new Set();
-  const sd = Array.isArray(frame._sd) ? frame._sd.filter((n): n is string => typeof n === 'string') : [];
-  return new Set([...sd, ...Object.keys(frame).filter((k) => k !== '_sd' && k !== '_sd_decoy')]);
 }
 
 export class SchemaRegistry {

@@ -1,5 +1,3 @@
-import { BJJ_SIG_2021 } from '../formats/iden3-bjj/names.js';
-import { PROOF_TYPES } from '../formats/names.js';
 import type { ProofType } from '../model.js';
 import type { HistoryStatusFilter } from './store.js';
 
@@ -63,15 +61,23 @@ export function statusFilterSql(
 }
 
 /**
- * The history's proof type filter. Iden3 credentials have a partial index (its WHERE names the
- * value, so the SQL does too); other ones, most rows, are checked row by row.
+ * The proof type whose rows the history's partial index `issuances_bjj_created` holds (SQLite
+ * migrations 009 and 014, PostgreSQL 011): the database's own fact, so the value is written as
+ * those migrations' WHERE writes it.
  */
-export const PROOF_FILTER_SQL = Object.fromEntries(
-  PROOF_TYPES.map((proofType): [ProofType, FilterTerm] => [
-    proofType,
-    { sql: `proof_type = '${proofType}'`, drives: proofType === BJJ_SIG_2021, reads: ['proof_type'] },
-  ]),
-) as Record<ProofType, FilterTerm>;
+const PARTIALLY_INDEXED_PROOF_TYPE: string = 'BJJ_SIG_2021';
+
+/**
+ * The history's proof type filter. The partially indexed proof type drives the read (its WHERE
+ * names the value, so the SQL does too); other ones, most rows, are checked row by row.
+ */
+export function proofFilterSql(proofType: ProofType): FilterTerm {
+  return {
+    sql: `proof_type = '${proofType}'`,
+    drives: proofType === PARTIALLY_INDEXED_PROOF_TYPE,
+    reads: ['proof_type'],
+  };
+}
 
 /**
  * The first term that an index answers drives the read (the caller lists terms most selective

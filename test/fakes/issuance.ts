@@ -1,10 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import type { ClaimsAnswer, ClaimsProvider, ClaimsQuery } from '../../src/claims/index.js';
 import type { IssuedCredential, IssueInput, Issuer } from '../../src/formats/issuer.js';
+import { loadSchemas } from '../../src/formats/schema-file.js';
 import { IssuerUrls } from '../../src/identity/issuer-identity.js';
 import type { UploadOutbox } from '../../src/issuance/outbox.js';
 import type { ProofType } from '../../src/model.js';
-import { loadSchemas, type SchemaRegistry } from '../../src/schemas/schema-registry.js';
+import type { SchemaRegistry } from '../../src/schemas/schema-registry.js';
 import { envelopeSha256, insertedRecord } from '../../src/store/issuance-row.js';
 import type {
   BatchInsertOutcome,

@@ -7,13 +7,6 @@ import { describe, expect, it } from 'vitest';
 // other. docs/architecture.md "Direction of imports" explains the order; a new folder or top-level
 // file of src/ gets its line here.
 /**
- * The formats' names and schema-file blocks: `formats/names.ts`, `formats/<format>/names.ts` and
- * `formats/<format>/schema-block.ts` import nothing of ours but each other, so the model, the
- * schema loader and the stores read them below the format modules.
- */
-const FORMAT_NAMES = /^formats\/(?:names|[^/]+\/(?:names|schema-block))\.ts$/;
-const FORMAT_NAMES_ROOM = 'formats/*/names.ts';
-/**
  * An issuer's identification mode and public URLs (`IssuerUrls`): the keys, the config and the
  * schema loader read them, below the identity that holds them with its keys and status-list space.
  */
@@ -43,7 +36,6 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['events/'], // the webhook event catalogue and its builders: stores write the events they are given
   [ISSUER_URLS_ROOM, CLAIMS_PROVIDER_ROOM], // an issuer's mode and public URLs; what a claims source is
   ['model.ts', 'errors.ts', 'random-pool.ts', 'request-context.ts', 'short-did.ts'], // the bottom floor
-  [FORMAT_NAMES_ROOM], // each format's proof type and schema-file block, and their list
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
 ];
 
@@ -60,13 +52,7 @@ const files = (readdirSync(SRC, { recursive: true }) as string[])
   .sort();
 
 const roomOf = (file: string): string =>
-  FORMAT_NAMES.test(file)
-    ? FORMAT_NAMES_ROOM
-    : FILE_ROOMS.has(file)
-      ? file
-      : file.includes('/')
-        ? `${file.split('/')[0]}/`
-        : file;
+  FILE_ROOMS.has(file) ? file : file.includes('/') ? `${file.split('/')[0]}/` : file;
 const levelOf = new Map(ROOM_ORDER.flatMap((line, level) => line.map((room) => [room, level] as const)));
 
 /** Every relative module a file names: `from '…'`, `import '…'` and `import('…')`, as paths under src/. */

@@ -30,7 +30,7 @@ export const schemasCommand: RegisterCommand = (program, act) => {
           { loadModuleClaimsProvider },
           { formatOf },
         ] = await Promise.all([
-          import('../../schemas/schema-registry.js'),
+          import('../../formats/schema-file.js'),
           import('../../formats/iden3-bjj/iden3-bjj-issuer.js'),
           import('../../claims/module-claims-provider.js'),
           import('../../formats/index.js'),

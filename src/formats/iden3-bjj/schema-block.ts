@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * Iden3 BJJ's schema-file block (docs/schemas-and-claims.md), read by the schema loader below the
- * format modules: it imports zod alone.
+ * Iden3 BJJ's schema-file block (docs/schemas-and-claims.md), which the formats' schema file
+ * (src/formats/schema-file.ts) includes: it imports zod alone.
  */
 export const Iden3BlockSchema = z.object({
   type: z.string().min(1),
@@ -10,3 +10,10 @@ export const Iden3BlockSchema = z.object({
   contextFile: z.string().min(1),
   jsonSchemaUrl: z.url(),
 });
+export type Iden3Block = z.infer<typeof Iden3BlockSchema>;
+
+declare module '../../schemas/schema-file.js' {
+  interface SchemaFileBlocks {
+    iden3?: Iden3Block | undefined;
+  }
+}

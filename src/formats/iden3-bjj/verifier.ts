@@ -4,9 +4,9 @@ import { Claim, DID, SchemaHash } from '@iden3/js-iden3-core';
 import { Hash, Proof, type ProofJSON, verifyProof } from '@iden3/js-merkletree';
 import { z } from 'zod';
 import { IssuerUrls } from '../../identity/issuer-identity.js';
-import { loadSchemas } from '../../schemas/schema-registry.js';
 import { Checks, refuse, type VerifyResult } from '../../verify/check.js';
 import type { DocumentFetcher } from '../../verify/fetch-document.js';
+import { loadSchemas } from '../schema-file.js';
 import {
   buildCoreClaim,
   claimSignedMessage,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * ISO mdoc's schema-file block (docs/schemas-and-claims.md "ISO mdoc"), read by the schema loader
- * below the format modules: it imports zod alone.
+ * ISO mdoc's schema-file block (docs/schemas-and-claims.md "ISO mdoc"), which the formats' schema
+ * file (src/formats/schema-file.ts) includes: it imports zod alone.
  */
 
 /** An mdoc docType or namespace: reverse-domain text such as `org.iso.18013.5.1.mDL`. */
@@ -22,3 +22,9 @@ export const MdocBlockSchema = z.strictObject({
   elements: z.record(z.string(), z.string().min(1).max(128)).optional(),
 });
 export type MdocBlock = z.infer<typeof MdocBlockSchema>;
+
+declare module '../../schemas/schema-file.js' {
+  interface SchemaFileBlocks {
+    mdoc?: MdocBlock | undefined;
+  }
+}

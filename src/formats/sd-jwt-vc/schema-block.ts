@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * SD-JWT VC's schema-file block (docs/schemas-and-claims.md), read by the schema loader below the
- * format modules: it imports zod alone.
+ * SD-JWT VC's schema-file block (docs/schemas-and-claims.md), which the formats' schema file
+ * (src/formats/schema-file.ts) includes: it imports zod alone.
  */
 
 export const DisclosureFrameSchema = z.record(z.string(), z.unknown());
@@ -39,3 +39,14 @@ export const SdJwtBlockSchema = z.object({
   /** Type metadata display (SD-JWT VC draft "Type Metadata"); without it, `title` and `description` are used. */
   display: z.array(TypeDisplaySchema).min(1).optional(),
 });
+export type SdJwtBlock = z.infer<typeof SdJwtBlockSchema>;
+
+declare module '../../schemas/schema-file.js' {
+  interface SchemaFileBlocks {
+    sdJwt?: SdJwtBlock | undefined;
+  }
+  interface LoadedSchemaBlocks {
+    /** Always present once loaded, with `vct`: the file's, else `IssuerUrls.vct`. */
+    sdJwt: SdJwtBlock & { vct: string };
+  }
+}

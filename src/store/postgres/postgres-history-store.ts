@@ -2,7 +2,7 @@ import type { ProofType } from '../../model.js';
 import {
   type FilterTerm,
   type PgStatement,
-  PROOF_FILTER_SQL,
+  proofFilterSql,
   SCAN_LIMIT,
   splitFilters,
   statusFilterSql,
@@ -34,7 +34,6 @@ const STATUS_SQL: ReturnType<typeof statusFilterSql> = {
     reads: ['last_error', 'upload_state'],
   },
 };
-const PROOF_SQL = PROOF_FILTER_SQL;
 const KEPT_COLUMNS = SUMMARY_COLUMNS.split(',')
   .map((c) => `i.${c.trim()}`)
   .join(', ');
@@ -77,7 +76,7 @@ export function historyStatements(q: HistoryQuery): {
   if (channel !== undefined)
     terms.push({ sql: (param) => `channel = ${param(channel)}`, drives: false, reads: ['channel'] });
   if (q.proofType !== undefined) {
-    const { sql, drives, reads } = PROOF_SQL[q.proofType];
+    const { sql, drives, reads } = proofFilterSql(q.proofType);
     terms.push({ sql: fixed(sql), drives, reads });
   }
   if (status?.rest) terms.push({ sql: fixed(status.rest), drives: false, reads: status.reads });

@@ -1,7 +1,7 @@
 import type { ProofType } from '../../model.js';
 import {
   type FilterTerm,
-  PROOF_FILTER_SQL,
+  proofFilterSql,
   SCAN_LIMIT,
   type SqliteStatement,
   splitFilters,
@@ -37,7 +37,6 @@ const KEPT_COLUMNS = COLUMNS.split(',')
  * comparison is time order.
  */
 const STATUS_SQL = statusFilterSql('@now');
-const PROOF_SQL = PROOF_FILTER_SQL;
 
 /** A filter term, and the index that must drive it when it drives the read. */
 type SqliteTerm = FilterTerm & { index?: string };
@@ -96,7 +95,7 @@ export function historyStatements(q: HistoryQuery): {
     params.channel = q.channel;
     terms.push({ sql: 'channel = @channel', drives: false, reads: ['channel'] });
   }
-  if (q.proofType !== undefined) terms.push(PROOF_SQL[q.proofType]);
+  if (q.proofType !== undefined) terms.push(proofFilterSql(q.proofType));
   if (status?.rest) terms.push({ sql: status.rest, drives: false, reads: status.reads });
   const where = (conds: string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
   const { driver, drive, rest, reads } = splitFilters(terms);

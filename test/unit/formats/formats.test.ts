@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { channelFormat, FORMATS, formatsServing } from '../../../src/formats/index.js';
 import { FORMAT_NAMES, PROOF_TYPES } from '../../../src/formats/names.js';
-import { ProofTypeSchema } from '../../../src/model.js';
+import { ProofTypeSchema } from '../../../src/formats/schema-file.js';
 
 describe('the list of credential formats', () => {
   it('names the same formats, in the same order, as the names the lower floors read', () => {

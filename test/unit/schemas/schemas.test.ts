@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadSchemas, SchemaFileError } from '../../../src/formats/schema-file.js';
 import { IssuerUrls } from '../../../src/identity/issuer-identity.js';
-import { loadSchemas, SchemaFileError } from '../../../src/schemas/schema-registry.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const ORIGIN = 'https://issuer.example';

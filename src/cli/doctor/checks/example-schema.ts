@@ -1,5 +1,5 @@
 import { accessSync, constants } from 'node:fs';
-import { loadSchemas } from '../../../schemas/schema-registry.js';
+import { loadSchemas } from '../../../formats/schema-file.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { line } from '../line.js';
 

@@ -1,6 +1,6 @@
 import { documentSignerCertificates } from '../../../formats/mso-mdoc/document-signer.js';
 import { MSO_MDOC } from '../../../formats/mso-mdoc/names.js';
-import { loadSchemas } from '../../../schemas/schema-registry.js';
+import { loadSchemas } from '../../../formats/schema-file.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 

@@ -1,5 +1,5 @@
+import { loadSchemas } from '../../../formats/schema-file.js';
 import { countSealedRecipients } from '../../../keys/reseal.js';
-import { loadSchemas } from '../../../schemas/schema-registry.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 

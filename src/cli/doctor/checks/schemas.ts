@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createClaimsProviders } from '../../../claims/index.js';
+import { loadSchemas, SchemaFileError } from '../../../formats/schema-file.js';
 import { postJson } from '../../../outbound/http-json.js';
-import { loadSchemas, SchemaFileError, type SchemaRegistry } from '../../../schemas/schema-registry.js';
+import type { SchemaRegistry } from '../../../schemas/schema-registry.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 

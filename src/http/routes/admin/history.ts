@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { invalidParameter } from '../../../errors.js';
+import { ProofTypeSchema } from '../../../formats/schema-file.js';
 import type { EmailHasher } from '../../../issuance/email-hash.js';
-import { CHANNELS, ProofTypeSchema } from '../../../model.js';
+import { CHANNELS } from '../../../model.js';
 import { derivedStatus } from '../../../status/derived-status.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { IssuanceHistoryStore } from '../../../store/store.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { reloadAndLog } from '../../../catalog/schema-catalog.js';
 import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
-import { ProofTypeSchema } from '../../../model.js';
+import { ProofTypeSchema } from '../../../formats/schema-file.js';
 import type { LoadedSchema } from '../../../schemas/schema-registry.js';
 import { parseInput } from '../../middleware/validate.js';
 import { json200, type RouteFactory, TAGS } from '../route.js';

@@ -2,15 +2,10 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseHolderPublicKey } from '../../../envelope/index.js';
 import { channelFormat, formatsServing } from '../../../formats/index.js';
+import { ProofTypeSchema } from '../../../formats/schema-file.js';
 import { assertPublicKey, HolderBindingJwkSchema } from '../../../formats/sd-jwt-vc/holder-binding-key.js';
 import type { HostedIssuanceService } from '../../../issuance/hosted-issuance.js';
-import {
-  boundedText,
-  HolderDidSchema,
-  MAX_ID_BYTES,
-  type ProofType,
-  ProofTypeSchema,
-} from '../../../model.js';
+import { boundedText, HolderDidSchema, MAX_ID_BYTES, type ProofType } from '../../../model.js';
 import { parseInput } from '../../middleware/validate.js';
 import { type RouteFactory, TAGS } from '../route.js';
 

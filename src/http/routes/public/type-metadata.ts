@@ -1,11 +1,11 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { SchemaCatalog } from '../../../catalog/schema-catalog.js';
-import { TypeDisplaySchema } from '../../../schemas/schema-file.js';
+import { TypeDisplaySchema } from '../../../formats/sd-jwt-vc/schema-block.js';
 import type { ServedTypeMetadata } from '../../../schemas/type-metadata.js';
 import { publicDoc, type RouteFactory } from '../route.js';
 
-/** SD-JWT VC type metadata (draft-ietf-oauth-sd-jwt-vc §6) as `schemas/type-metadata.ts` writes it. */
+/** SD-JWT VC type metadata (draft-ietf-oauth-sd-jwt-vc §6) as `formats/sd-jwt-vc/type-metadata.ts` writes it. */
 export const TypeMetadataSchema = z.object({
   vct: z.string(),
   name: z.string(),

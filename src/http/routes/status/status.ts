@@ -2,13 +2,8 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { AppError, notFound } from '../../../errors.js';
 import type { StatusListForm } from '../../../formats/format.js';
-import {
-  type AuditActor,
-  ProofTypeSchema,
-  STATUS_NAMES,
-  type StatusChange,
-  type StatusName,
-} from '../../../model.js';
+import { ProofTypeSchema } from '../../../formats/schema-file.js';
+import { type AuditActor, STATUS_NAMES, type StatusChange, type StatusName } from '../../../model.js';
 import type { StatusJobs } from '../../../status/status-jobs.js';
 import type { StatusService } from '../../../status/status-service.js';
 import type { AuditStore, IssuanceStore } from '../../../store/store.js';

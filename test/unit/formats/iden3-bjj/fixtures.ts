@@ -1,9 +1,9 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDIDType, DID } from '@iden3/js-iden3-core';
+import { loadSchemaFile } from '../../../../src/formats/schema-file.js';
 import { IssuerUrls } from '../../../../src/identity/issuer-identity.js';
 import type { CredentialSchema } from '../../../../src/schemas/schema-file.js';
-import { loadSchemaFile } from '../../../../src/schemas/schema-registry.js';
 
 export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../schemas');
 

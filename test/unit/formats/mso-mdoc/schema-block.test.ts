@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DateOnly } from '@animo-id/mdoc';
 import { describe, expect, it } from 'vitest';
 import { mdocElements } from '../../../../src/formats/mso-mdoc/elements.js';
-import { loadSchemaFile, SchemaFileError } from '../../../../src/schemas/schema-registry.js';
+import { loadSchemaFile, SchemaFileError } from '../../../../src/formats/schema-file.js';
 import { tempDir } from '../../../helpers/tmp.js';
 
 const urls = { vct: (id: string) => `https://issuer.example/vct/${id}` };
