@@ -32,7 +32,12 @@ export async function authorizationCodeToken(
   const { grant, accessTokenRequest } = parsed;
   if (grant.grantType !== 'authorization_code') throw invalidGrant('not an authorization code');
   const now = parts.now();
-  // Taken before anything else is compared: a code is good for one try, right or wrong.
+  // The DPoP proof first: a `use_dpop_nonce` answer (RFC 9449 §8) asks the wallet to send the
+  // same request again with our nonce, so it must leave the code unspent.
+  const dpopJwt = parsed.dpop?.jwt;
+  if (parts.deps.requireDpop && !dpopJwt) throw invalidDpopProof('a DPoP proof is required');
+  const dpopJkt = dpopJwt ? await parts.dpop.verify({ request, jwt: dpopJwt }) : null;
+  // Taken before the grant is compared: a code is good for one try, right or wrong.
   const authorization = await flow.store.takeCode(sha256(grant.code), now);
   if (!authorization) throw invalidGrant('unknown, used or expired authorization code');
   const clientId = accessTokenRequest.client_id;
@@ -40,16 +45,11 @@ export async function authorizationCodeToken(
     throw invalidGrant('this authorization code was issued to another client');
   if (accessTokenRequest.redirect_uri !== authorization.redirectUri)
     throw invalidGrant('redirect_uri is not the one of the authorization request');
-  const dpopJwt = parsed.dpop?.jwt;
-  if ((parts.deps.requireDpop || authorization.dpopJkt !== null) && !dpopJwt)
-    throw invalidDpopProof('a DPoP proof is required');
-  const dpopJkt = dpopJwt
-    ? await parts.dpop.verify({
-        request,
-        jwt: dpopJwt,
-        ...(authorization.dpopJkt ? { expectedJwkThumbprint: authorization.dpopJkt } : {}),
-      })
-    : null;
+  // RFC 9449 §10: a code bound at the authorization request is redeemed with that key only.
+  if (authorization.dpopJkt !== null && dpopJkt !== authorization.dpopJkt)
+    throw invalidDpopProof(
+      dpopJkt === null ? 'a DPoP proof is required' : 'the DPoP proof is not of the key the code is bound to',
+    );
   // The wallet attestation (client-attestation.ts): required under OID4VCI_PROFILE=haip.
   await parts.clientAttestation.verify(request, authorization.clientId);
   try {

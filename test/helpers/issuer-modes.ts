@@ -57,7 +57,12 @@ export interface Running {
  * on loopback with a certificate from our development CA, and node's https agent (what
  * cross-fetch uses in Node) trusts that CA. ISSUER_ORIGIN is that https origin.
  */
-export async function start(mode: Mode, extraEnv: Record<string, string> = {}): Promise<Running> {
+export async function start(
+  mode: Mode,
+  extraEnv: Record<string, string> = {},
+  /** Given the issuer's origin before it starts; the settings it answers are added to its env. */
+  prepare?: (origin: string) => Promise<Record<string, string>>,
+): Promise<Running> {
   const dir = tempDir();
   const keysDir = join(dir, 'keys');
   let https: Server | undefined;
@@ -73,13 +78,15 @@ export async function start(mode: Mode, extraEnv: Record<string, string> = {}): 
     tls = { key: privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, cert: x5cToPem(chain) };
   }
   const env: Record<string, string> = { SD_JWT_ISSUER: mode, SCHEMAS_DIR: join(dir, 'schemas'), ...extraEnv };
+  const issuerEnv = origin ? { ...env, ISSUER_ORIGIN: origin } : env;
   const issuer = await startIssuer({
     dir,
-    env: origin ? { ...env, ISSUER_ORIGIN: origin } : env,
+    env: issuerEnv,
     prepare: async (_dir, o) => {
       writeSchemas(dir, o);
       await generateMissingKeys(keysDir);
       if (mode === 'x5c') await generateDevChain(keysDir, { ISSUER_ORIGIN: o, NODE_ENV: 'test' });
+      if (prepare) Object.assign(issuerEnv, await prepare(o));
     },
   });
   if (https && tls) {

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Oauth2Client, type Oauth2ClientOptions } from '@openid4vc/oauth2';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jws } from '../helpers/attesters.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { type LoginProvider, startLoginProvider } from '../helpers/login-provider.js';
@@ -10,7 +11,7 @@ import {
   receiveByAuthorizationCode,
   WALLET_REDIRECT,
 } from '../helpers/oid4vci-auth-code-wallet.js';
-import { sdJwtMembershipSchemas } from '../helpers/oid4vci-wallet.js';
+import { holderKey, sdJwtMembershipSchemas } from '../helpers/oid4vci-wallet.js';
 
 /**
  * The OpenID4VCI authorization code flow (docs/interface.md "OpenID4VCI: the wallet door") over
@@ -370,6 +371,81 @@ describe('OID4VCI_PROFILE=haip', () => {
       await expectError(pushed, 401, 'invalid_client');
     } finally {
       await haip.close();
+    }
+  });
+});
+
+describe('OID4VCI_DPOP_NONCE=required', () => {
+  it('a token request answered use_dpop_nonce leaves the code good for the same request with the nonce', async () => {
+    const dir = tempDir();
+    const env: Record<string, string> = {
+      OID4VCI: 'on',
+      SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
+      OID4VCI_DPOP_NONCE: 'required',
+    };
+    let login: LoginProvider | undefined;
+    const withNonces = await startIssuer({
+      dir,
+      env,
+      prepare: async (_dir, origin) => {
+        login = await startLoginProvider({ redirectUri: `${origin}/oid4vci/login/callback` });
+        Object.assign(env, {
+          OID4VCI_LOGIN_ISSUER: login.issuer,
+          OID4VCI_LOGIN_CLIENT_ID: login.clientId,
+          OID4VCI_LOGIN_CLIENT_SECRET: login.clientSecret,
+        });
+      },
+    });
+    try {
+      const pushed = await fetch(`${withNonces.url}/oid4vci/par`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(goodRequest).toString(),
+      });
+      const { request_uri } = (await pushed.json()) as { request_uri: string };
+      const atProvider = await followIssuerRedirect(
+        `${withNonces.url}/oid4vci/authorize?${new URLSearchParams({ client_id: 'wallet-1', request_uri })}`,
+      );
+      const back = new URL(await followIssuerRedirect(await login!.signIn(atProvider, 'demo-user-1')));
+      const code = back.searchParams.get('code')!;
+      const key = holderKey();
+      const tokenUrl = `${withNonces.url}/oid4vci/token`;
+      // RFC 9449 §4.2: a DPoP proof for this request, with the server's nonce once it gave one.
+      const send = (nonce?: string) =>
+        fetch(tokenUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            dpop: jws(
+              { typ: 'dpop+jwt', alg: 'ES256', jwk: key.publicJwk },
+              {
+                htm: 'POST',
+                htu: tokenUrl,
+                iat: Math.floor(Date.now() / 1000),
+                jti: randomUUID(),
+                ...(nonce ? { nonce } : {}),
+              },
+              key.privateKey,
+            ),
+          },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            code,
+            redirect_uri: WALLET_REDIRECT,
+            client_id: 'wallet-1',
+            code_verifier: VERIFIER,
+          }).toString(),
+        });
+      const asked = await send();
+      await expectError(asked.clone(), 400, 'use_dpop_nonce');
+      const nonce = asked.headers.get('dpop-nonce');
+      expect(nonce).toBeTruthy();
+      const answered = await send(nonce!);
+      expect(answered.status, await answered.clone().text()).toBe(200);
+      expect(((await answered.json()) as { token_type: string }).token_type).toBe('DPoP');
+    } finally {
+      await withNonces.close();
+      await login?.close();
     }
   });
 });

@@ -14,8 +14,8 @@ import {
 import { sdJwtMembershipSchemas } from '../helpers/oid4vci-wallet.js';
 
 /**
- * The issuer as the relying party of its login provider (docs/interface.md "OpenID4VCI: the
- * wallet door", OpenID Connect Core 1.0 §3.1.3.7): a real provider (`oidc-provider`) signs the
+ * The issuer as the relying party of its login provider
+ * (docs/interface.md "OpenID4VCI: the wallet door"; OpenID Connect Core 1.0 §3.1.3.7): a real provider (`oidc-provider`) signs the
  * holder in; an ID token for another audience, with another nonce, a forged signature or expired
  * is refused at the login callback: the wallet is sent back with `access_denied` (RFC 6749
  * §4.1.2.1), no code, nothing issued, the reason in the log and no token in it. And the issuer
