@@ -37,7 +37,13 @@ export interface AppContext {
   /** Outbound HTTP pools (hosting service, `http` claims providers), closed with the context. */
   http: HttpPools;
   /** `adminApiKeys`: every accepted admin key with its actor name (ADMIN_API_KEY as `admin`). */
-  secrets: { apiKey: string; adminApiKeys: NamedKey[]; metricsToken: string | undefined };
+  secrets: {
+    apiKey: string;
+    adminApiKeys: NamedKey[];
+    metricsToken: string | undefined;
+    /** The keys above are hex SHA-256 digests (a tenant's, kept so in the registry). */
+    keysHashed: boolean;
+  };
   /** The package version (OpenAPI `info.version`). */
   version: string;
   partnerId: string;
@@ -118,6 +124,13 @@ export interface ContextOverrides {
   keysPollMs?: number;
   /** Bulk status change timing and chunk size (tests use small ones). */
   statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
+  /**
+   * The store this context works on, opened by the caller (a tenant's namespace,
+   * src/tenancy/namespaces.ts); default: what DATABASE_URL names. The context closes it.
+   */
+  store?: () => Promise<OpenedStore>;
+  /** Create missing keys even in production (a tenant's first start). */
+  generateKeys?: boolean;
   /** Renewal sweep timing, and its clock (tests and the bench drive them). */
   renewal?: { sweepMs?: number; batchSize?: number; now?: () => Date };
 }

@@ -69,8 +69,8 @@ export function createApp(
     ops: [],
   } satisfies Record<Group, RequestHandler[]>;
   const auth = {
-    'api-key': [requireKey('x-api-key', ctx.secrets.apiKey)],
-    'admin-api-key': [refuseBrowsers, requireAdminKey(ctx.secrets.adminApiKeys)],
+    'api-key': [requireKey('x-api-key', ctx.secrets.apiKey, ctx.secrets.keysHashed)],
+    'admin-api-key': [refuseBrowsers, requireAdminKey(ctx.secrets.adminApiKeys, ctx.secrets.keysHashed)],
     'metrics-token': [requireBearer(ctx.secrets.metricsToken, 'metrics')],
     none: [],
   } satisfies Record<RouteAuth, RequestHandler[]>;

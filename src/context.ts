@@ -82,11 +82,12 @@ export async function createContext(
   // The config holds the URL without its password; the secrets hold the target whole.
   let store: OpenedStore;
   try {
-    store = await openStore(secrets.database, {
-      poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
-      timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
-      log,
-    });
+    store = await (overrides.store?.() ??
+      openStore(secrets.database, {
+        poolMax: 'poolMax' in config.database ? config.database.poolMax : 10,
+        timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
+        log,
+      }));
   } catch (err) {
     throw new Error(
       `DATABASE_URL: cannot open ${describeTarget(secrets.database)} (${(err as Error).message})`,
@@ -122,6 +123,7 @@ export async function createContext(
       backend: keyBackend,
       check: (ring) => face.identification.assertUsable(ring),
       pollMs: overrides.keysPollMs ?? 2000,
+      generateIfMissing: overrides.generateKeys,
       log,
     }),
     () => void keyBackend.close(),
@@ -340,7 +342,7 @@ export async function createContext(
     config,
     identity,
     http,
-    secrets: { apiKey, adminApiKeys, metricsToken },
+    secrets: { apiKey, adminApiKeys, metricsToken, keysHashed: secrets.keysHashed === true },
     version: PACKAGE_VERSION,
     partnerId,
     keys,

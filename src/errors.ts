@@ -24,6 +24,11 @@ export const ERROR_STATUS = {
    * attached) or draining, or the database cannot answer (docs/operations.md "Database unreachable").
    */
   UNAVAILABLE: 503,
+  /**
+   * The tenant this host belongs to is disabled by the deployment operator (docs/several-issuers.md):
+   * its issuance and admin writes stop; its public routes keep serving.
+   */
+  TENANT_DISABLED: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -46,7 +51,11 @@ export class AppError extends Error {
     this.status = options?.status ?? ERROR_STATUS[code];
     this.details = details;
     // Both 5xx codes say who is unavailable in words written for the caller, never a raw error.
-    this.expose = this.status < 500 || code === 'UPSTREAM_UNAVAILABLE' || code === 'UNAVAILABLE';
+    this.expose =
+      this.status < 500 ||
+      code === 'UPSTREAM_UNAVAILABLE' ||
+      code === 'UNAVAILABLE' ||
+      code === 'TENANT_DISABLED';
   }
 
   /**

@@ -106,6 +106,17 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
+  if (config.tenancy === 'multi') {
+    // docs/several-issuers.md: the tenants of the registry, each its own issuer, routed by host.
+    const { runTenants } = await import('./tenancy/run-tenants.js');
+    return runTenants(config, secrets, log, {
+      first,
+      bind: () => listen(config.port, config.host, ['PORT', 'HOST']),
+      bindAdmin: config.admin
+        ? () => listen(config.admin!.port, config.admin!.host, ['ADMIN_PORT', 'ADMIN_HOST'])
+        : undefined,
+    });
+  }
   let bound = first ? await listen(config.port, config.host, ['PORT', 'HOST']) : undefined;
   let adminBound =
     first && config.admin

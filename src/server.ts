@@ -55,11 +55,7 @@ export async function serve(
   const extras = { doctor: options.doctor };
   attach(bound.server, createApp(ctx, admin ? 'public' : 'all', extras));
   if (admin) attach(admin.server, createApp(ctx, 'admin', extras));
-  await ctx.outbox.start({ recover: options.recoverUploads ?? true });
-  await ctx.webhooks.start();
-  ctx.statusJobs.start();
-  ctx.renewal.start();
-  ctx.lifecycle.recovered = true;
+  await startBackground(ctx, options.recoverUploads ?? true);
   return {
     server: bound.server,
     url: bound.url,
@@ -68,7 +64,20 @@ export async function serve(
   };
 }
 
-function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse) => void): void {
+/**
+ * Starts what a context runs in the background (the outbox, webhooks, bulk status changes, the
+ * renewal sweep); with `recover`, the pending uploads are retried at once. A context's `close`
+ * stops them.
+ */
+export async function startBackground(ctx: AppContext, recover: boolean): Promise<void> {
+  await ctx.outbox.start({ recover });
+  await ctx.webhooks.start();
+  ctx.statusJobs.start();
+  ctx.renewal.start();
+  ctx.lifecycle.recovered = true;
+}
+
+export function attach(server: Server, app: (req: IncomingMessage, res: ServerResponse) => void): void {
   server.off('request', starting);
   server.on('request', app);
 }

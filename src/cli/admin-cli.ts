@@ -22,6 +22,7 @@ import { renewCommand } from './commands/renew.js';
 import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
+import { tenantsCommand } from './commands/tenants.js';
 import { uploadsCommand } from './commands/uploads.js';
 import { verifyCommand } from './commands/verify.js';
 import { webhooksCommand } from './commands/webhooks.js';
@@ -51,6 +52,7 @@ const COMMANDS: RegisterCommand[] = [
   dbCommand,
   doctorCommand,
   verifyCommand,
+  tenantsCommand,
   completionCommand,
 ];
 

@@ -11,6 +11,8 @@ import { DEV_SECRETS_FILE } from '../keys/key-files.js';
 export interface CliSettings {
   url: string;
   adminApiKey: string | undefined;
+  /** OPERATOR_API_KEY: `tenants` commands (TENANCY=multi). */
+  operatorApiKey: string | undefined;
   keysDir: string;
   production: boolean;
   /** DATABASE_URL as the server reads it (for `backup`, which works on the file). */
@@ -54,6 +56,7 @@ export function loadCliSettings(
   return {
     url,
     adminApiKey,
+    operatorApiKey: merged.OPERATOR_API_KEY,
     keysDir,
     production: merged.NODE_ENV === 'production',
     databaseUrl: merged.DATABASE_URL ?? 'sqlite:./data/issuer.db',

@@ -18,6 +18,7 @@ import { type NamedKey, parseNamedKeys } from './named-keys.js';
 import { type Oid4vciConfig, readOid4vciConfig } from './oid4vci-config.js';
 import { type Oid4vciFlowConfig, readOid4vciFlow } from './oid4vci-login-config.js';
 import { secretProblem } from './secret-strength.js';
+import { readTenancy } from './tenancy-config.js';
 import type { TrustProxy } from './trust-proxy.js';
 
 export interface Config {
@@ -25,6 +26,8 @@ export interface Config {
   production: boolean;
   port: number;
   host: string;
+  /** TENANCY: one issuer, or the tenants of the registry (docs/several-issuers.md). */
+  tenancy: 'single' | 'multi';
   /** ADMIN_PORT/ADMIN_HOST: when set, admin routes answer only on this listener. */
   admin: { port: number; host: string } | undefined;
   /** ALLOW_INSECURE_UPSTREAM=1: production accepts an http SERVICE_V1_BASE_URL (staging sidecar). */
@@ -124,6 +127,10 @@ export interface Secrets {
   adminApiKey: string | undefined;
   /** ADMIN_API_KEYS: named admin keys; the name is the actor in the audit log. */
   adminApiKeys: NamedKey[];
+  /** The keys to the routes are hex SHA-256 digests (a tenant's, from the registry). */
+  keysHashed?: boolean;
+  /** OPERATOR_API_KEY (TENANCY=multi): the operator routes' key. */
+  operatorApiKey?: string | undefined;
   /** Bearer token `GET /metrics` requires; unset = open. */
   metricsToken?: string | undefined;
   /** DATABASE_URL as given (default sqlite:./data/issuer.db). */
@@ -156,10 +163,11 @@ export function loadConfig(
   const env: Env = parsed.env;
   const problems: string[] = [...parsed.problems];
   // A variable already reported as malformed is not reported again as missing.
-  const missing = (name: keyof Env, line: string) => {
-    if (!parsed.invalid.has(name)) problems.push(line);
-  };
   const production = env.NODE_ENV === 'production';
+  const tenancy = readTenancy(env, production, problems);
+  const missing = (name: keyof Env, line: string) => {
+    if (!parsed.invalid.has(name) && tenancy.requires(name)) problems.push(line);
+  };
   const port = env.PORT ?? 3000;
 
   const publicOrigin = checkOrigin(
@@ -303,6 +311,7 @@ export function loadConfig(
     config: {
       nodeEnv: env.NODE_ENV ?? 'development',
       production,
+      tenancy: tenancy.mode,
       port,
       host: env.HOST ?? '127.0.0.1',
       admin:
@@ -371,6 +380,7 @@ export function loadConfig(
       adminApiKey: env.ADMIN_API_KEY,
       adminApiKeys,
       metricsToken: env.METRICS_TOKEN,
+      operatorApiKey: tenancy.operatorApiKey,
       databaseUrl,
       database: target,
       keyEncryptionKey,

@@ -26,6 +26,17 @@ export const deploymentVariables = {
     default: '`http://localhost:$PORT`',
     production: 'required, https',
   }),
+  TENANCY: z.enum(['single', 'multi'], 'TENANCY must be single or multi').optional().meta({
+    description:
+      '`multi`: several issuers (tenants) in one deployment, each with its own origin, keys, schemas, admins and data namespace, routed by `Host`; the operator adds them with `npm run admin -- tenants add` ([several-issuers.md](several-issuers.md)). `single`: this process is one issuer, as configured by the variables here.',
+    default: '`single`',
+  }),
+  OPERATOR_API_KEY: z.string().optional().meta({
+    description:
+      '`TENANCY=multi`: `x-operator-api-key` of the operator routes (`/operator/tenants`) and of `npm run admin -- tenants`; it opens no tenant route. Secret.',
+    default: 'unset',
+    production: 'required with `TENANCY=multi`; the secret rule',
+  }),
   DATABASE_URL: z.string().optional().meta({
     description:
       '`sqlite:<path>`, or `postgres://user[:password]@host[:port]/db` (also `postgresql://`) for the PostgreSQL store shared by several instances ([several-instances.md](several-instances.md)). Treated as a secret: shown with its password as `***`.',

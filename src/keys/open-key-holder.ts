@@ -16,6 +16,11 @@ export interface OpenKeyHolderOptions {
   check: (ring: KeyRing) => void;
   /** How often an instance looks for a rotation made through another. */
   pollMs: number;
+  /**
+   * Create missing keys (default: outside production only). A tenant's first start creates its
+   * own in production too (docs/several-issuers.md "Adding a tenant").
+   */
+  generateIfMissing?: boolean | undefined;
   log: Logger;
 }
 
@@ -33,10 +38,11 @@ export function openKeyHolder(options: OpenKeyHolderOptions): Promise<KeyHolder>
     assertSignsInBackend(ring, backend);
   };
   const environment = config.production ? 'production' : 'development';
+  const generate = options.generateIfMissing ?? !config.production;
   if (!options.keys)
     return fileKeyHolder(
       config.keysDir,
-      !config.production,
+      generate,
       check,
       environment,
       {
@@ -58,7 +64,7 @@ export function openKeyHolder(options: OpenKeyHolderOptions): Promise<KeyHolder>
   return databaseKeyHolder(options.keys, {
     check,
     keysDir: config.keysDir,
-    generateIfMissing: !config.production,
+    generateIfMissing: generate,
     kek: options.secrets.keyEncryption.current,
     pollMs: options.pollMs,
     environment,

@@ -18,9 +18,12 @@ export async function verifySdJwtVc(
      * process whose ISSUER_ORIGIN is not an address the test can reach (it listens on port 0).
      */
     statusListsFrom?: string;
+    /** How to reach the issuer (a tenant of a multi deployment is reached by its forwarded host). */
+    fetch?: (url: string | URL) => Promise<Response>;
   } = {},
 ) {
-  const meta = (await (await fetch(`${issuerUrl}/.well-known/jwt-vc-issuer`)).json()) as {
+  const get = options.fetch ?? fetch;
+  const meta = (await (await get(`${issuerUrl}/.well-known/jwt-vc-issuer`)).json()) as {
     issuer: string;
     jwks: { keys: JWK[] };
   };
@@ -46,7 +49,7 @@ export async function verifySdJwtVc(
         at.protocol = to.protocol;
         at.host = to.host;
       }
-      const res = await fetch(at);
+      const res = await get(at);
       if (res.status !== 200) throw new Error(`status list ${uri} answered ${res.status}`);
       return res.text();
     },

@@ -61,7 +61,8 @@ export interface StartOptions {
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 const databases = new Map<string, TempDatabase>();
 
-async function databaseUrlFor(dir: string): Promise<string> {
+/** The DATABASE_URL of the test store for `dir` (TEST_STORE: a file in it, or a fresh database). */
+export async function databaseUrlFor(dir: string): Promise<string> {
   if (TEST_STORE === 'sqlite') return `sqlite:${join(dir, 'issuer.db')}`;
   let db = databases.get(dir);
   if (!db) {

@@ -19,6 +19,7 @@ const FILE_ROOMS = new Set([CLAIMS_PROVIDER_ROOM]);
 const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
   ['cluster.ts', 'cli/'], // the WORKERS=N primary; the admin CLI
+  ['tenancy/'], // TENANCY=multi: the registry, the namespaces, a context per tenant, routing by host
   ['server.ts'], // the listeners
   ['app.ts'], // middleware, the route table, the error handler
   ['http/'], // routes and middleware
@@ -39,8 +40,11 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['audit-actions.ts'], // names only, below the model (the admin CLI lists them without loading zod)
 ];
 
-/** Rooms allowed to import Express: the app and its routes, and the emulator's own server. */
-const EXPRESS_ROOMS = new Set(['app.ts', 'http/', 'development/']);
+/**
+ * Rooms allowed to import Express: the app and its routes, the emulator's own server, and the
+ * dispatch of a multi-tenant deployment with its operator routes.
+ */
+const EXPRESS_ROOMS = new Set(['app.ts', 'http/', 'development/', 'tenancy/']);
 
 /** What the production path (the context and the app) must never load: the development start and the emulator. */
 const DEVELOPMENT_ONLY = ['development/start.ts', 'development/emulator/'];

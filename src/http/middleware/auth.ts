@@ -4,13 +4,22 @@ import { AppError } from '../../errors.js';
 
 // One-shot crypto.hash: a third of createHash().update().digest()'s CPU, on every keyed request.
 const digest = (s: string) => hash('sha256', s, 'buffer');
+/**
+ * A configured key as its digest: `hashed` keys are kept as their hex SHA-256 only (a tenant's
+ * keys in the registry, docs/several-issuers.md), the others as given.
+ */
+const digestOf = (key: string, hashed: boolean) => (hashed ? Buffer.from(key, 'hex') : digest(key));
 
 /**
  * A missing or wrong key is 403, not 401 (docs/interface.md "authentication"). Hashing both sides
  * first makes the comparison constant-time whatever the lengths.
  */
-export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: string): RequestHandler {
-  const want = digest(expected);
+export function requireKey(
+  header: 'x-api-key' | 'x-admin-api-key' | 'x-operator-api-key',
+  expected: string,
+  hashed = false,
+): RequestHandler {
+  const want = digestOf(expected, hashed);
   return (req, _res, next) => {
     const got = req.get(header);
     if (typeof got !== 'string' || got.length === 0 || !timingSafeEqual(digest(got), want)) {
@@ -28,8 +37,9 @@ export function requireKey(header: 'x-api-key' | 'x-admin-api-key', expected: st
  */
 export function adminKeyMatcher(
   keys: ReadonlyArray<{ name: string; key: string }>,
+  hashed = false,
 ): (got: unknown) => string | undefined {
-  const wants = keys.map((k) => ({ name: k.name, digest: digest(k.key) }));
+  const wants = keys.map((k) => ({ name: k.name, digest: digestOf(k.key, hashed) }));
   return (got) => {
     let actor: string | undefined;
     if (typeof got === 'string' && got.length > 0) {
@@ -45,8 +55,11 @@ export function adminKeyMatcher(
  * The admin key check with named keys: the matching key's name becomes `res.locals.actor`, the
  * actor of the audit log.
  */
-export function requireAdminKey(keys: ReadonlyArray<{ name: string; key: string }>): RequestHandler {
-  const match = adminKeyMatcher(keys);
+export function requireAdminKey(
+  keys: ReadonlyArray<{ name: string; key: string }>,
+  hashed = false,
+): RequestHandler {
+  const match = adminKeyMatcher(keys, hashed);
   return (req, res, next) => {
     const actor = match(req.get('x-admin-api-key'));
     if (actor === undefined) {

@@ -29,6 +29,18 @@ export const LOCK_KEYS = 3;
 /** Second key: the 32-bit hash of (holder, schema, proof type, subject) of a hosted issuance. */
 export const LOCK_DEDUPE_NAMESPACE = LOCK_NAMESPACE + 1;
 
+/** Where a pool keeps the salt of its namespace's advisory locks (src/tenancy/schema-pool.ts). */
+export const LOCK_SALT = Symbol('advisory lock salt');
+
+/**
+ * The first int of an advisory lock key on `pool`'s namespace. Advisory locks are database-wide:
+ * the tenants' schemas of one database each take their own (docs/several-issuers.md
+ * "Where the data lives"). The salt is even, so the kit's odd namespace and its even dedupe namespace stay
+ * apart; without a salt (one issuer, or the adopted one) the keys are today's.
+ */
+export const lockSpace = (pool: object, space: number): number =>
+  (space ^ ((pool as { [LOCK_SALT]?: number })[LOCK_SALT] ?? 0)) | 0;
+
 export interface PoolOptions {
   poolMax: number;
   log?: Logger | undefined;
@@ -185,7 +197,7 @@ export async function migrateAll(
 ): Promise<{ migrations: string[]; functions: string[] }> {
   const client = await pool.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
+    await client.query('SELECT pg_advisory_lock($1, $2)', [lockSpace(pool, LOCK_NAMESPACE), LOCK_MIGRATIONS]);
     try {
       await client.query(
         `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -228,7 +240,10 @@ export async function migrateAll(
       const level = Math.max(0, ...migrations.map((m) => m.version));
       return { migrations: done, functions: await applyFunctions(client, functions, level) };
     } finally {
-      await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_NAMESPACE, LOCK_MIGRATIONS]);
+      await client.query('SELECT pg_advisory_unlock($1, $2)', [
+        lockSpace(pool, LOCK_NAMESPACE),
+        LOCK_MIGRATIONS,
+      ]);
     }
   } finally {
     client.release();

@@ -54,6 +54,14 @@ export async function migratePostgres(url: string, timeouts?: DatabaseTimeouts):
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
   if (options.migrate !== false) await migratePostgres(url, options.timeouts);
   const pool = createPool(url, options);
+  return postgresStoreOn(pool, () => pool.end());
+}
+
+/**
+ * The store over a pool already on a migrated schema; `end` closes what is the store's own (its
+ * pool, or nothing when the pool is a tenant's view of a shared one: src/tenancy/schema-pool.ts).
+ */
+export function postgresStoreOn(pool: PgPool, end: () => Promise<void>): PostgresStore {
   const issuances = new PostgresIssuanceStore(pool);
   return {
     kind: 'postgres',
@@ -84,7 +92,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     async close() {
       // The records and marks of the current turn are written, not dropped.
       await issuances.drain();
-      await pool.end();
+      await end();
     },
   };
 }

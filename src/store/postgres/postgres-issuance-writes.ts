@@ -3,7 +3,7 @@ import { credentialDeliveredEvent } from '../../events/builders.js';
 import { filledByDatabase } from '../../events/database-filled.js';
 import type { AuditActor } from '../../model.js';
 import type { InsertOutcome, NewIssuance } from '../issuance-store.js';
-import { LOCK_DEDUPE_NAMESPACE, type PgPool, withTransaction } from './database.js';
+import { LOCK_DEDUPE_NAMESPACE, lockSpace, type PgPool, withTransaction } from './database.js';
 
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
@@ -58,6 +58,7 @@ function recordRow(
   options: { audit?: AuditActor | undefined },
   key: number | null,
   shard: number,
+  lockSpaceOf: object,
 ) {
   return {
     o,
@@ -85,7 +86,7 @@ function recordRow(
     renewed_from: n.renewedFrom ?? null,
     shard: n.statusSlot ? shard : null,
     // Two identical hosted requests on two instances must not both sign: they take turns on this.
-    lock_space: key === null ? null : LOCK_DEDUPE_NAMESPACE,
+    lock_space: key === null ? null : lockSpace(lockSpaceOf, LOCK_DEDUPE_NAMESPACE),
     lock_key: key,
     audit_actor: options.audit?.actor ?? null,
     audit_reason: options.audit?.reason ?? null,
@@ -107,7 +108,7 @@ export async function recordBatch(
 ): Promise<InsertOutcome['kind']> {
   const shard = randomInt(ALLOCATION_SHARDS);
   const json = JSON.stringify(
-    batch.map(({ n, digest }, i) => recordRow(i + 1, n, digest, options, null, shard)),
+    batch.map(({ n, digest }, i) => recordRow(i + 1, n, digest, options, null, shard, pool)),
   );
   for (let attempt = 0; ; attempt++) {
     try {
@@ -231,7 +232,7 @@ export class PgIssuanceWrites {
     const shard = randomInt(ALLOCATION_SHARDS);
     const json = JSON.stringify(
       ordered.map(({ r: { n, digest, options }, key }, i) =>
-        recordRow(i + 1, n, digest, options, key, shard),
+        recordRow(i + 1, n, digest, options, key, shard, this.pool),
       ),
     );
     let rows: Array<{

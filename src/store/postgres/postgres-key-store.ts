@@ -1,7 +1,14 @@
 import { keyRotatedEvent } from '../../events/builders.js';
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
 import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
-import { LOCK_KEYS, LOCK_NAMESPACE, type PgClient, type PgPool, withTransaction } from './database.js';
+import {
+  LOCK_KEYS,
+  LOCK_NAMESPACE,
+  lockSpace,
+  type PgClient,
+  type PgPool,
+  withTransaction,
+} from './database.js';
 import { insertEventSql } from './postgres-webhook-store.js';
 
 interface KeyRow {
@@ -185,7 +192,10 @@ export class PostgresKeyStore implements KeyMaterialStore {
 
   #locked<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
     return withTransaction(this.pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, LOCK_KEYS]);
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [
+        lockSpace(this.pool, LOCK_NAMESPACE),
+        LOCK_KEYS,
+      ]);
       return fn(client);
     });
   }

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
@@ -95,7 +96,7 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
   const csrf = requireCsrf(ctx);
   const form = express.urlencoded({ extended: false, limit: '8kb' });
   const json = express.json({ limit: '64kb', type: 'application/json' });
-  const matchKey = adminKeyMatcher(ctx.secrets.adminApiKeys);
+  const matchKey = adminKeyMatcher(ctx.secrets.adminApiKeys, ctx.secrets.keysHashed);
 
   router.use((_req, res, next) => {
     securityHeaders(res);
@@ -151,7 +152,12 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
       });
       return;
     }
-    startSession(ctx, res, actor, parsed.data.key)
+    startSession(
+      ctx,
+      res,
+      actor,
+      ctx.secrets.keysHashed ? hash('sha256', parsed.data.key, 'hex') : parsed.data.key,
+    )
       .then(() => {
         ctx.log.info({ event: 'console_sign_in', actor, ip: req.ip }, `console: ${actor} signed in`);
         res.redirect(303, nextOf(req) ?? CONSOLE_PATH);

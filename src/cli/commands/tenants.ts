@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { Option } from 'commander';
+import { AdminApiError, type CallOptions } from '../admin-client.js';
+import { callAndPrint, type RegisterCommand, type Run, UsageError } from './command.js';
+
+interface TenantView {
+  id: string;
+  origin: string;
+  enabled: boolean;
+  serving?: boolean;
+  problem?: string;
+  adminActors: string[];
+  namespace: string;
+}
+
+/** The operator routes take OPERATOR_API_KEY, never an admin key. */
+function operator(run: Run, options: CallOptions = {}): CallOptions {
+  const key = run.settings.operatorApiKey;
+  if (!key)
+    throw new AdminApiError(0, 'NO_OPERATOR_KEY', 'OPERATOR_API_KEY is not set (environment or .env)');
+  return { ...options, admin: false, headers: { 'x-operator-api-key': key } };
+}
+
+const line = (t: TenantView) =>
+  `${t.id}\t${t.origin}\t${t.enabled ? 'enabled' : 'disabled'}${t.serving === false ? `\tnot serving${t.problem ? `: ${t.problem}` : ''}` : ''}`;
+
+/** A new random key, as `openssl rand -base64 32` would print (43 characters, no padding). */
+const newKey = () => randomBytes(32).toString('base64url');
+
+// docs/several-issuers.md "The operator": the deployment's tenants, over the operator routes.
+export const tenantsCommand: RegisterCommand = (program, act) => {
+  const tenants = program
+    .command('tenants')
+    .description('the issuers of a TENANCY=multi deployment (OPERATOR_API_KEY; /operator/tenants)');
+  tenants
+    .command('list')
+    .description('every tenant: id, origin, enabled or disabled, serving or why not')
+    .action(
+      act(async (run) => {
+        await callAndPrint<{ tenants: TenantView[] }>(
+          run,
+          'GET',
+          '/operator/tenants',
+          ({ tenants: all }) => (all.length === 0 ? 'no tenants' : all.map(line)),
+          operator(run),
+        );
+        return 0;
+      }),
+    );
+  tenants
+    .command('add')
+    .description(
+      'register and serve a new issuer; prints its x-api-key and admin key once when they are generated',
+    )
+    .argument('<id>', 'a DNS label: a-z, 0-9 and -')
+    .requiredOption('--origin <origin>', "the tenant's public origin (its ISSUER_ORIGIN)")
+    .requiredOption('--partner-id <uuid>', "the tenant's PARTNER_ID at the hosting service")
+    .option('--service-url <url>', "the tenant's SERVICE_V1_BASE_URL (default: the deployment's)")
+    .addOption(
+      new Option('--sd-jwt-issuer <mode>', "the tenant's SD_JWT_ISSUER (default: the deployment's)").choices([
+        'url',
+        'did:web',
+        'x5c',
+      ]),
+    )
+    .option('--schemas-dir <dir>', "the tenant's SCHEMAS_DIR, on the server (default: the deployment's)")
+    .option('--api-key-env <name>', 'read the x-api-key from this environment variable (default: generated)')
+    .option(
+      '--admin-key-env <name>',
+      'read the admin key (actor `admin`) from this environment variable (default: generated)',
+    )
+    .action(
+      act(
+        async (
+          run,
+          id: string,
+          opts: {
+            origin: string;
+            partnerId: string;
+            serviceUrl?: string;
+            sdJwtIssuer?: string;
+            schemasDir?: string;
+            apiKeyEnv?: string;
+            adminKeyEnv?: string;
+          },
+        ) => {
+          const fromEnv = (name: string | undefined, flag: string) => {
+            if (name === undefined) return undefined;
+            const value = run.settings.env[name];
+            if (!value) throw new UsageError(`${flag}: ${name} is not set`);
+            return value;
+          };
+          const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? newKey();
+          const adminKey = fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey();
+          const body = await callAndPrint<{ tenant: TenantView }>(
+            run,
+            'POST',
+            '/operator/tenants',
+            ({ tenant }) => [
+              `${tenant.id}: added, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
+              ...(opts.apiKeyEnv ? [] : [`x-api-key (for the hosting service; shown once): ${apiKey}`]),
+              ...(opts.adminKeyEnv ? [] : [`admin key, actor admin (shown once): ${adminKey}`]),
+            ],
+            operator(run, {
+              body: {
+                id,
+                origin: opts.origin,
+                settings: {
+                  partnerId: opts.partnerId,
+                  ...(opts.serviceUrl ? { serviceBaseUrl: opts.serviceUrl } : {}),
+                  ...(opts.sdJwtIssuer ? { sdJwtIssuer: opts.sdJwtIssuer } : {}),
+                  ...(opts.schemasDir ? { schemasDir: opts.schemasDir } : {}),
+                },
+                apiKey,
+                adminApiKeys: { admin: adminKey },
+              },
+            }),
+          );
+          return body.tenant.serving ? 0 : 1;
+        },
+      ),
+    );
+  tenants
+    .command('show')
+    .description('one tenant: its settings, health, volume and failing uploads (never a claim or credential)')
+    .argument('<id>')
+    .action(
+      act(async (run, id: string) => {
+        await callAndPrint<{ tenant: TenantView; health: Record<string, unknown> }>(
+          run,
+          'GET',
+          `/operator/tenants/${encodeURIComponent(id)}`,
+          ({ tenant, health }) => [
+            line(tenant),
+            ...Object.entries(health).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`),
+          ],
+          operator(run),
+        );
+        return 0;
+      }),
+    );
+  for (const action of ['disable', 'enable'] as const)
+    tenants
+      .command(action)
+      .description(
+        action === 'disable'
+          ? 'stop its issuance and admin changes at once (503 TENANT_DISABLED); its public routes keep serving'
+          : 'serve its issuance and admin changes again',
+      )
+      .argument('<id>')
+      .action(
+        act(async (run, id: string) => {
+          await callAndPrint<{ tenant: TenantView }>(
+            run,
+            'POST',
+            `/operator/tenants/${encodeURIComponent(id)}/${action}`,
+            ({ tenant }) => line(tenant),
+            operator(run),
+          );
+          return 0;
+        }),
+      );
+  tenants
+    .command('remove')
+    .description("remove a disabled tenant's registration (its data namespace is kept); leaves an audit row")
+    .argument('<id>')
+    .action(
+      act(async (run, id: string) => {
+        await callAndPrint<{ removed: string }>(
+          run,
+          'DELETE',
+          `/operator/tenants/${encodeURIComponent(id)}`,
+          ({ removed }) => `${removed}: removed`,
+          operator(run),
+        );
+        return 0;
+      }),
+    );
+};

@@ -1,0 +1,278 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createApp } from '../app.js';
+import type { Config, Secrets } from '../config/config.js';
+import { type AppContext, type ContextOverrides, createContext } from '../context.js';
+import { AppError, invalidParameter, notFound } from '../errors.js';
+import type { DoctorItem } from '../http/routes/console/console.js';
+import type { Listener } from '../http/routes/route.js';
+import type { Logger } from '../model.js';
+import { startBackground } from '../server.js';
+import { type Namespaces, openNamespaces } from './namespaces.js';
+import { type AddTenant, hostOfOrigin, keySha256, type TenantRecord } from './tenant.js';
+import { tenantConfig } from './tenant-config.js';
+import { TenantConflict } from './tenant-registry.js';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** One tenant as this process serves it: its context and apps, or why it has none. */
+export interface ServedTenant {
+  record: TenantRecord;
+  ctx: AppContext | undefined;
+  apps: Partial<Record<Listener | 'all', Handler>>;
+  /** Why the context could not be built (its keys, its schemas, its database namespace). */
+  problem: string | undefined;
+}
+
+export interface DeploymentOptions {
+  config: Config;
+  secrets: Secrets;
+  log: Logger;
+  /** Which listeners serve (`all`: one; ADMIN_PORT: `public` and `admin`). */
+  listeners: ReadonlyArray<Listener | 'all'>;
+  /** Overrides of each tenant's context (tests: silent logs, short backoffs). */
+  context?: ((tenant: TenantRecord) => ContextOverrides) | undefined;
+  /** How often the registry is read for changes made through another instance (default 2000 ms). */
+  pollMs?: number | undefined;
+  /** Retry the pending uploads at once (not for a later worker of a running cluster). */
+  recoverUploads?: boolean | undefined;
+  doctor?: (() => Promise<DoctorItem[]>) | undefined;
+}
+
+/** Tenants whose context is rebuilt at once: more only lengthen start-up's peak of memory. */
+const BUILD_CONCURRENCY = 4;
+
+/**
+ * The tenants of a `TENANCY=multi` process (docs/several-issuers.md): the registry, one context per
+ * tenant built by `createContext` from the deployment's configuration overlaid with the tenant's,
+ * and the routing of a request by its host. A change through this process applies before its
+ * answer; one through another instance, within a poll of the registry.
+ */
+export class Deployment {
+  readonly #byId = new Map<string, ServedTenant>();
+  readonly #byHost = new Map<string, ServedTenant>();
+  #syncing: Promise<void> = Promise.resolve();
+  #version = -1;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  private constructor(
+    readonly namespaces: Namespaces,
+    readonly options: DeploymentOptions,
+  ) {}
+
+  static async open(options: DeploymentOptions): Promise<Deployment> {
+    const namespaces = await openNamespaces(options.config, options.secrets, options.log);
+    const deployment = new Deployment(namespaces, options);
+    try {
+      await deployment.sync();
+    } catch (err) {
+      await deployment.close();
+      throw err;
+    }
+    return deployment;
+  }
+
+  get config(): Config {
+    return this.options.config;
+  }
+
+  /** The tenant a request's host names (`Host`, or the forwarded host behind TRUST_PROXY). */
+  byHost(host: string | undefined): ServedTenant | undefined {
+    return host === undefined ? undefined : this.#byHost.get(host.toLowerCase());
+  }
+
+  byId(id: string): ServedTenant | undefined {
+    return this.#byId.get(id);
+  }
+
+  served(): ServedTenant[] {
+    return [...this.#byId.values()];
+  }
+
+  /** Reads the registry again when it changed every `pollMs`, until closed. */
+  watch(): void {
+    const pollMs = this.options.pollMs ?? 2000;
+    const tick = () => {
+      this.#timer = setTimeout(() => {
+        this.namespaces.registry
+          .version()
+          .then((v) => (v !== this.#version || this.#hasProblems() ? this.sync() : undefined))
+          .catch((err: unknown) =>
+            this.options.log.warn(
+              { event: 'tenants_sync_failed', error: (err as Error).message },
+              'tenants: the registry could not be read; serving the tenants as they were',
+            ),
+          )
+          .finally(() => {
+            if (!this.#closed) tick();
+          });
+      }, pollMs);
+      this.#timer.unref();
+    };
+    tick();
+  }
+
+  #hasProblems(): boolean {
+    for (const t of this.#byId.values()) if (t.problem !== undefined) return true;
+    return false;
+  }
+
+  /** Serves the registry as it is now: new tenants built, removed ones closed, flags followed. */
+  sync(generateKeysFor?: string): Promise<void> {
+    const next = this.#syncing.then(() => this.#sync(generateKeysFor));
+    this.#syncing = next.catch(() => undefined);
+    return next;
+  }
+
+  async #sync(generateKeysFor: string | undefined): Promise<void> {
+    if (this.#closed) return;
+    const version = await this.namespaces.registry.version();
+    const records = await this.namespaces.registry.list();
+    const wanted = new Map(records.map((r) => [r.id, r]));
+    for (const [id, served] of this.#byId)
+      if (!wanted.has(id) || identityOf(wanted.get(id)!) !== identityOf(served.record))
+        await this.#drop(served);
+    const toBuild: TenantRecord[] = [];
+    for (const record of records) {
+      const served = this.#byId.get(record.id);
+      if (served && served.problem === undefined) served.record = record;
+      else toBuild.push(record);
+    }
+    for (let i = 0; i < toBuild.length; i += BUILD_CONCURRENCY)
+      await Promise.all(
+        toBuild.slice(i, i + BUILD_CONCURRENCY).map((r) => this.#build(r, r.id === generateKeysFor)),
+      );
+    this.#version = version;
+  }
+
+  async #build(record: TenantRecord, generateKeys: boolean): Promise<void> {
+    const { log } = this.options;
+    const previous = this.#byId.get(record.id);
+    if (previous) await this.#drop(previous);
+    const served: ServedTenant = { record, ctx: undefined, apps: {}, problem: undefined };
+    this.#byId.set(record.id, served);
+    this.#byHost.set(record.host, served);
+    try {
+      const { config, secrets } = tenantConfig(this.options, record);
+      const overrides = this.options.context?.(record) ?? {};
+      const ctx = await createContext(config, secrets, {
+        log: log.child({ tenant: record.id }),
+        ...overrides,
+        generateKeys,
+        store: () => this.namespaces.open(record.namespace),
+      });
+      if (this.#closed || this.#byId.get(record.id) !== served) {
+        await ctx.close();
+        return;
+      }
+      for (const listener of this.options.listeners)
+        served.apps[listener] = createApp(ctx, listener, { doctor: this.options.doctor });
+      await startBackground(ctx, this.options.recoverUploads ?? true);
+      served.ctx = ctx;
+    } catch (err) {
+      served.problem = (err as Error).message;
+      log.error(
+        { event: 'tenant_start_failed', tenant: record.id, error: served.problem },
+        `tenant ${record.id} cannot be served: ${served.problem}`,
+      );
+    }
+  }
+
+  async #drop(served: ServedTenant): Promise<void> {
+    this.#byId.delete(served.record.id);
+    if (this.#byHost.get(served.record.host) === served) this.#byHost.delete(served.record.host);
+    served.apps = {};
+    await served.ctx
+      ?.close()
+      .catch((err: unknown) =>
+        this.options.log.warn(
+          { event: 'tenant_close_failed', tenant: served.record.id, error: (err as Error).message },
+          `tenant ${served.record.id}: closing failed`,
+        ),
+      );
+    served.ctx = undefined;
+  }
+
+  /** `POST /operator/tenants`: registers and serves a tenant (docs/several-issuers.md "Adding a tenant"). */
+  async add(input: AddTenant, actor: string): Promise<ServedTenant> {
+    if (this.config.production && !input.origin.startsWith('https:'))
+      throw invalidParameter('origin', 'must be https in production');
+    const { registry } = this.namespaces;
+    if (await registry.get(input.id)) throw conflict('id', `id: ${input.id} is already a tenant`);
+    const host = hostOfOrigin(input.origin);
+    if ((await registry.list()).some((t) => t.host === host))
+      throw conflict('origin', `origin: ${host} is already a tenant's host`);
+    const namespace = this.namespaces.nameFor(input.id);
+    if (await this.namespaces.exists(namespace))
+      throw conflict(
+        'id',
+        `id: the data namespace ${namespace} exists already (a removed tenant's?); choose another id`,
+      );
+    return this.register(
+      {
+        id: input.id,
+        origin: input.origin,
+        host,
+        enabled: true,
+        settings: input.settings,
+        apiKeySha256: keySha256(input.apiKey),
+        adminKeys: Object.entries(input.adminApiKeys).map(([name, key]) => ({
+          name,
+          sha256: keySha256(key),
+        })),
+        namespace,
+        createdAt: new Date().toISOString(),
+        updatedAt: new Date().toISOString(),
+      },
+      actor,
+      'tenant.added',
+    );
+  }
+
+  /** Writes `record` to the registry and serves it before answering. */
+  async register(
+    record: TenantRecord,
+    actor: string,
+    action: 'tenant.added' | 'tenant.adopted',
+  ): Promise<ServedTenant> {
+    try {
+      await this.namespaces.registry.add(record, actor, action);
+    } catch (err) {
+      if (err instanceof TenantConflict) throw conflict(err.field, err.message);
+      throw err;
+    }
+    await this.sync(record.id);
+    return this.#byId.get(record.id) ?? { record, ctx: undefined, apps: {}, problem: 'removed meanwhile' };
+  }
+
+  async setEnabled(id: string, enabled: boolean, actor: string): Promise<TenantRecord> {
+    const record = await this.namespaces.registry.setEnabled(id, enabled, actor);
+    if (!record) throw notFound(`no tenant ${id}`);
+    await this.sync();
+    return record;
+  }
+
+  async remove(id: string, actor: string): Promise<void> {
+    const outcome = await this.namespaces.registry.remove(id, actor);
+    if (outcome === 'absent') throw notFound(`no tenant ${id}`);
+    if (outcome === 'enabled')
+      throw new AppError('CONFLICT', `enabled: tenant ${id} is enabled; disable it first`, {
+        field: 'enabled',
+      });
+    await this.sync();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    await this.#syncing;
+    for (const served of [...this.#byId.values()]) await this.#drop(served);
+    await this.namespaces.close();
+  }
+}
+
+/** What, changed, makes a tenant's context built again: all but its enabled flag and dates. */
+const identityOf = (r: TenantRecord): string =>
+  JSON.stringify([r.origin, r.host, r.settings, r.apiKeySha256, r.adminKeys, r.namespace]);
+
+const conflict = (field: string, message: string) => new AppError('CONFLICT', message, { field });

@@ -1,0 +1,97 @@
+import { createPool, withTransaction } from '../store/postgres/database.js';
+import type { TenantRecord } from './tenant.js';
+import {
+  auditOfRow,
+  conflictField,
+  INSERT_COLUMNS,
+  registryTables,
+  rowValues,
+  type TenantAuditRow,
+  TenantConflict,
+  type TenantRegistry,
+  type TenantRow,
+  tenantOfRow,
+} from './tenant-registry.js';
+
+/**
+ * The registry in the deployment's `public` schema (never a tenant's). Its own two connections:
+ * the tenants' shared pool sets each connection's search_path, this one never does.
+ */
+export async function postgresTenantRegistry(url: string): Promise<TenantRegistry> {
+  const pool = createPool(url, { poolMax: 2 });
+  // Several instances starting at once: the second CREATE waits for the first's row lock.
+  await withTransaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['issuer-kit tenant registry']);
+    for (const ddl of registryTables('BIGSERIAL PRIMARY KEY', 'BOOLEAN')) await client.query(ddl);
+  });
+  const write = (
+    q: { query: typeof pool.query },
+    actor: string,
+    action: TenantAuditRow['action'],
+    t: Pick<TenantRecord, 'id' | 'origin' | 'namespace'>,
+  ) =>
+    q.query('INSERT INTO tenant_audit (at, actor, action, tenant_id, detail) VALUES ($1, $2, $3, $4, $5)', [
+      new Date().toISOString(),
+      actor,
+      action,
+      t.id,
+      JSON.stringify({ origin: t.origin, namespace: t.namespace }),
+    ]);
+  const one = async (q: { query: typeof pool.query }, id: string, lock = '') => {
+    const { rows } = await q.query<TenantRow>(`SELECT * FROM tenants WHERE id = $1${lock}`, [id]);
+    return rows[0] && tenantOfRow(rows[0]);
+  };
+  return {
+    async list() {
+      return (await pool.query<TenantRow>('SELECT * FROM tenants ORDER BY id')).rows.map(tenantOfRow);
+    },
+    get: (id) => one(pool, id),
+    async add(tenant, actor, action = 'tenant.added') {
+      try {
+        await withTransaction(pool, async (client) => {
+          await client.query(
+            `INSERT INTO tenants (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+            rowValues(tenant),
+          );
+          await write(client, actor, action, tenant);
+        });
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string; message: string };
+        const field = e.code === '23505' ? conflictField(e.constraint ?? e.message) : undefined;
+        if (field) throw new TenantConflict(field, `${field}: already a tenant's`);
+        throw err;
+      }
+    },
+    setEnabled: (id, enabled, actor) =>
+      withTransaction(pool, async (client) => {
+        const before = await one(client, id, ' FOR UPDATE');
+        if (!before) return undefined;
+        if (before.enabled === enabled) return before;
+        await client.query('UPDATE tenants SET enabled = $1, updated_at = $2 WHERE id = $3', [
+          enabled,
+          new Date().toISOString(),
+          id,
+        ]);
+        await write(client, actor, enabled ? 'tenant.enabled' : 'tenant.disabled', before);
+        return one(client, id);
+      }),
+    remove: (id, actor) =>
+      withTransaction(pool, async (client) => {
+        const before = await one(client, id, ' FOR UPDATE');
+        if (!before) return 'absent' as const;
+        if (before.enabled) return 'enabled' as const;
+        await client.query('DELETE FROM tenants WHERE id = $1', [id]);
+        await write(client, actor, 'tenant.removed', before);
+        return 'removed' as const;
+      }),
+    async version() {
+      const { rows } = await pool.query<{ v: string }>('SELECT coalesce(max(id), 0) AS v FROM tenant_audit');
+      return Number(rows[0]?.v ?? 0);
+    },
+    async audit(limit) {
+      const { rows } = await pool.query('SELECT * FROM tenant_audit ORDER BY id DESC LIMIT $1', [limit]);
+      return rows.map(auditOfRow);
+    },
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,59 @@
+import type { Server } from 'node:http';
+import type { Config, Secrets } from '../config/config.js';
+import type { Logger } from '../model.js';
+import { serveTenants } from './serve-tenants.js';
+
+type Bound = { server: Server; url: string };
+
+/** `npm start` with TENANCY=multi: serve the tenants until SIGTERM or SIGINT. */
+export async function runTenants(
+  config: Config,
+  secrets: Secrets,
+  log: Logger,
+  how: { first: boolean; bind: () => Promise<Bound>; bindAdmin: (() => Promise<Bound>) | undefined },
+): Promise<void> {
+  const bound = await how.bind();
+  const adminBound = await how.bindAdmin?.();
+  let running: Awaited<ReturnType<typeof serveTenants>>;
+  try {
+    running = await serveTenants(config, secrets, log, bound, adminBound, { recoverUploads: how.first });
+  } catch (err) {
+    for (const line of (err as Error).message.split('\n')) console.error(`start-up: ${line}`);
+    process.exit(1);
+  }
+  const tenants = running.deployment.served();
+  log.info(
+    {
+      event: 'listening',
+      url: running.url,
+      tenancy: 'multi',
+      tenants: tenants.length,
+      failing: tenants.filter((t) => t.problem !== undefined).map((t) => t.record.id),
+    },
+    `issuer-kit listening on ${running.url} for ${tenants.length} tenant(s) (TENANCY=multi)`,
+  );
+  if (running.adminUrl)
+    log.info(
+      { event: 'admin_listening', url: running.adminUrl },
+      `admin routes listening on ${running.adminUrl} only`,
+    );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    setTimeout(() => process.exit(1), config.shutdownGraceMs + 1000).unref();
+    running.close().then(
+      () => {
+        log.info({ event: 'stopped' }, 'stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.fatal({ event: 'shutdown_failed', err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

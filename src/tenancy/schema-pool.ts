@@ -1,0 +1,59 @@
+import { hash } from 'node:crypto';
+import { postgresUnavailable } from '../store/database-unavailable.js';
+import { LOCK_SALT, type PgClient, type PgPool } from '../store/postgres/database.js';
+
+/** The schema a pooled connection's search_path is set to, kept on the connection. */
+const SEARCH_PATH = Symbol('search_path');
+
+/** A double-quoted identifier (the names passed here are ours: a tenant id is a DNS label). */
+export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * One tenant's view of the deployment's shared pool (docs/several-issuers.md
+ * "Where the data lives"): every statement runs with search_path on the tenant's schema only, so no table of
+ * another schema is named by any query. The path is set when a connection is checked out for
+ * another schema than its last, before any transaction begins on it. Errors are what the shared
+ * pool's own give (DatabaseUnavailableError for a lost connection); a connection whose statement
+ * failed is released with the error, as pg-pool's `query` does. `end` leaves the shared pool open.
+ */
+export function schemaPool(shared: PgPool, schema: string): PgPool {
+  const setPath = `SET search_path TO ${quoteIdent(schema)}`;
+  const connect = async (): Promise<PgClient> => {
+    const client = (await shared.connect()) as PgClient & { [SEARCH_PATH]?: string };
+    if (client[SEARCH_PATH] !== schema) {
+      try {
+        await client.query(setPath);
+      } catch (err) {
+        client.release(err as Error);
+        throw postgresUnavailable(err) ?? err;
+      }
+      client[SEARCH_PATH] = schema;
+    }
+    return client;
+  };
+  const query = async (...args: unknown[]) => {
+    const client = await connect();
+    try {
+      // The arguments are pg's own (text and values, or a query config), passed on as they came.
+      const result = await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      client.release();
+      return result;
+    } catch (err) {
+      client.release(err as Error);
+      throw postgresUnavailable(err) ?? err;
+    }
+  };
+  const view = {
+    query,
+    connect,
+    end: async () => undefined,
+    on: () => view,
+    get ending() {
+      return shared.ending;
+    },
+    // public: the schema of a deployment adopted as a tenant keeps its lock keys.
+    [LOCK_SALT]: schema === 'public' ? 0 : hash('sha256', schema, 'buffer').readInt32BE(0) & ~1,
+  };
+  // The stores use a pool's query and connect only (and `ending` for their messages).
+  return view as unknown as PgPool;
+}

@@ -1,0 +1,102 @@
+import Database from 'better-sqlite3';
+import type { TenantRecord } from './tenant.js';
+import {
+  auditOfRow,
+  conflictField,
+  INSERT_COLUMNS,
+  registryTables,
+  rowValues,
+  type TenantAuditRow,
+  TenantConflict,
+  type TenantRegistry,
+  type TenantRow,
+  tenantOfRow,
+} from './tenant-registry.js';
+
+/** The registry in the deployment's SQLite file, beside (never inside) any tenant's rows. */
+export function sqliteTenantRegistry(path: string): TenantRegistry {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  for (const ddl of registryTables('INTEGER PRIMARY KEY AUTOINCREMENT', 'INTEGER')) db.exec(ddl);
+  const audit = db.prepare(
+    'INSERT INTO tenant_audit (at, actor, action, tenant_id, detail) VALUES (?, ?, ?, ?, ?)',
+  );
+  const write = (
+    actor: string,
+    action: TenantAuditRow['action'],
+    t: Pick<TenantRecord, 'id' | 'origin' | 'namespace'>,
+  ) =>
+    audit.run(
+      new Date().toISOString(),
+      actor,
+      action,
+      t.id,
+      JSON.stringify({ origin: t.origin, namespace: t.namespace }),
+    );
+  const one = (id: string) => {
+    const row = db.prepare('SELECT * FROM tenants WHERE id = ?').get(id) as TenantRow | undefined;
+    return row && tenantOfRow(row);
+  };
+  return {
+    async list() {
+      return (db.prepare('SELECT * FROM tenants ORDER BY id').all() as TenantRow[]).map(tenantOfRow);
+    },
+    get: async (id) => one(id),
+    async add(tenant, actor, action = 'tenant.added') {
+      const values = rowValues(tenant).map((v) => (typeof v === 'boolean' ? Number(v) : v));
+      try {
+        db.transaction(() => {
+          db.prepare(`INSERT INTO tenants (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+            ...values,
+          );
+          write(actor, action, tenant);
+        })();
+      } catch (err) {
+        const field = (err as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')
+          ? conflictField((err as Error).message)
+          : undefined;
+        if (field) throw new TenantConflict(field, `${field}: already a tenant's`);
+        throw err;
+      }
+    },
+    async setEnabled(id, enabled, actor) {
+      return db.transaction(() => {
+        const before = one(id);
+        if (!before) return undefined;
+        if (before.enabled === enabled) return before;
+        db.prepare('UPDATE tenants SET enabled = ?, updated_at = ? WHERE id = ?').run(
+          Number(enabled),
+          new Date().toISOString(),
+          id,
+        );
+        write(actor, enabled ? 'tenant.enabled' : 'tenant.disabled', before);
+        return one(id);
+      })();
+    },
+    async remove(id, actor) {
+      return db.transaction(() => {
+        const before = one(id);
+        if (!before) return 'absent' as const;
+        if (before.enabled) return 'enabled' as const;
+        db.prepare('DELETE FROM tenants WHERE id = ?').run(id);
+        write(actor, 'tenant.removed', before);
+        return 'removed' as const;
+      })();
+    },
+    async version() {
+      const row = db.prepare('SELECT coalesce(max(id), 0) AS v FROM tenant_audit').get() as { v: number };
+      return row.v;
+    },
+    async audit(limit) {
+      return (
+        db.prepare('SELECT * FROM tenant_audit ORDER BY id DESC LIMIT ?').all(limit) as Parameters<
+          typeof auditOfRow
+        >[0][]
+      ).map(auditOfRow);
+    },
+    async close() {
+      db.close();
+    },
+  };
+}

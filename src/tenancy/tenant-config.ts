@@ -1,0 +1,62 @@
+import { hkdfSync } from 'node:crypto';
+import { join } from 'node:path';
+import type { Config, Secrets } from '../config/config.js';
+import type { KeyEncryption } from '../config/key-encryption-key.js';
+import { MAIN_NAMESPACE } from './namespaces.js';
+import type { TenantRecord } from './tenant.js';
+
+/**
+ * A tenant's sealing key: derived from KEY_ENCRYPTION_KEY and the tenant's id (RFC 5869 HKDF), so
+ * that a row of one tenant's keys copied into another's namespace does not open. The adopted
+ * deployment's own namespace keeps KEY_ENCRYPTION_KEY itself, which sealed its keys.
+ */
+function tenantKeyEncryption(base: KeyEncryption, tenant: TenantRecord): KeyEncryption {
+  if (tenant.namespace === MAIN_NAMESPACE) return base;
+  const derive = (key: Buffer) =>
+    Buffer.from(hkdfSync('sha256', key, Buffer.from(tenant.id), 'issuer-kit tenant key sealing', 32));
+  return {
+    current: derive(base.current),
+    given: base.given,
+    previous: Buffer.isBuffer(base.previous) ? derive(base.previous) : base.previous,
+  };
+}
+
+/**
+ * The configuration one tenant's context is built with (docs/several-issuers.md
+ * "What a tenant is"): the deployment's, overlaid with the tenant's origin, identification mode, partner
+ * registration, schemas, keys folder and keys to the routes. Everything else (limits, timings,
+ * formats, OID4VCI) is the deployment's.
+ */
+export function tenantConfig(
+  base: { config: Config; secrets: Secrets },
+  tenant: TenantRecord,
+): { config: Config; secrets: Secrets } {
+  const { config, secrets } = base;
+  const own = tenant.namespace === MAIN_NAMESPACE;
+  return {
+    config: {
+      ...config,
+      tenancy: 'single',
+      publicOrigin: tenant.origin,
+      sdJwtIssuer: tenant.settings.sdJwtIssuer ?? config.sdJwtIssuer,
+      partnerId: tenant.settings.partnerId,
+      serviceBaseUrl: tenant.settings.serviceBaseUrl ?? config.serviceBaseUrl,
+      schemasDir: tenant.settings.schemasDir ?? config.schemasDir,
+      // One watcher per tenant would poll a thousand folders; a reload is asked for instead.
+      schemasWatch: false,
+      keysDir: own ? config.keysDir : join(config.keysDir, 'tenants', tenant.id),
+      // Rate limits count per tenant, also in a shared Redis.
+      rateLimitRedisPrefix: `${config.rateLimitRedisPrefix}${tenant.id}:`,
+      console: { ...config.console, origins: [tenant.origin] },
+    },
+    secrets: {
+      ...secrets,
+      apiKey: tenant.apiKeySha256,
+      adminApiKey: undefined,
+      adminApiKeys: tenant.adminKeys.map((k) => ({ name: k.name, key: k.sha256 })),
+      keysHashed: true,
+      operatorApiKey: undefined,
+      keyEncryption: tenantKeyEncryption(secrets.keyEncryption, tenant),
+    },
+  };
+}

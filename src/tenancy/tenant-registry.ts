@@ -1,0 +1,129 @@
+import type { TenantRecord } from './tenant.js';
+
+/** One line of the operator's audit: what was done to which tenant, by whom. */
+export interface TenantAuditRow {
+  at: string;
+  actor: string;
+  action: 'tenant.added' | 'tenant.disabled' | 'tenant.enabled' | 'tenant.removed' | 'tenant.adopted';
+  tenantId: string;
+  /** What identifies the tenant at that moment (origin, namespace): never a key. */
+  detail: Record<string, unknown>;
+}
+
+/** A unique rule of the registry a change would break: the field it names. */
+export class TenantConflict extends Error {
+  constructor(
+    readonly field: 'id' | 'origin' | 'namespace',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TenantConflict';
+  }
+}
+
+/**
+ * The tenants of a `TENANCY=multi` deployment and the operator's audit, kept in the deployment's
+ * own namespace (the main SQLite file, the `public` schema) apart from every tenant's rows
+ * (docs/several-issuers.md "Where the data lives"). Every change writes its audit row in the same
+ * transaction, so `version` (the last audit row) tells another instance that something changed.
+ */
+export interface TenantRegistry {
+  list(): Promise<TenantRecord[]>;
+  get(id: string): Promise<TenantRecord | undefined>;
+  /** Adds `tenant`; a taken id, origin host or namespace is a TenantConflict, nothing written. */
+  add(tenant: TenantRecord, actor: string, action?: TenantAuditRow['action']): Promise<void>;
+  /** Enables or disables; undefined when there is no such tenant. */
+  setEnabled(id: string, enabled: boolean, actor: string): Promise<TenantRecord | undefined>;
+  /** Removes a disabled tenant's registration (`enabled`: refused, nothing changed). */
+  remove(id: string, actor: string): Promise<'removed' | 'enabled' | 'absent'>;
+  /** Changes whenever the registry does. */
+  version(): Promise<number>;
+  audit(limit: number): Promise<TenantAuditRow[]>;
+  close(): Promise<void>;
+}
+
+/** The registry's tables, the same on both engines (created at the first `TENANCY=multi` start). */
+export const registryTables = (serial: string, bool: string) => [
+  `CREATE TABLE IF NOT EXISTS tenants (
+     id TEXT PRIMARY KEY,
+     origin TEXT NOT NULL,
+     host TEXT NOT NULL UNIQUE,
+     enabled ${bool} NOT NULL,
+     settings TEXT NOT NULL,
+     api_key_sha256 TEXT NOT NULL,
+     admin_keys TEXT NOT NULL,
+     namespace TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS tenant_audit (
+     id ${serial},
+     at TEXT NOT NULL,
+     actor TEXT NOT NULL,
+     action TEXT NOT NULL,
+     tenant_id TEXT NOT NULL,
+     detail TEXT NOT NULL)`,
+];
+
+export interface TenantRow {
+  id: string;
+  origin: string;
+  host: string;
+  enabled: boolean | number;
+  settings: string;
+  api_key_sha256: string;
+  admin_keys: string;
+  namespace: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export const tenantOfRow = (r: TenantRow): TenantRecord => ({
+  id: r.id,
+  origin: r.origin,
+  host: r.host,
+  enabled: r.enabled === true || r.enabled === 1,
+  settings: JSON.parse(r.settings) as TenantRecord['settings'],
+  apiKeySha256: r.api_key_sha256,
+  adminKeys: JSON.parse(r.admin_keys) as TenantRecord['adminKeys'],
+  namespace: r.namespace,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** The row's values in the column order of `INSERT_COLUMNS`. */
+export const rowValues = (t: TenantRecord) => [
+  t.id,
+  t.origin,
+  t.host,
+  t.enabled,
+  JSON.stringify(t.settings),
+  t.apiKeySha256,
+  JSON.stringify(t.adminKeys),
+  t.namespace,
+  t.createdAt,
+  t.updatedAt,
+];
+export const INSERT_COLUMNS =
+  'id, origin, host, enabled, settings, api_key_sha256, admin_keys, namespace, created_at, updated_at';
+
+export const auditOfRow = (r: {
+  at: string;
+  actor: string;
+  action: string;
+  tenant_id: string;
+  detail: string;
+}): TenantAuditRow => ({
+  at: r.at,
+  actor: r.actor,
+  action: r.action as TenantAuditRow['action'],
+  tenantId: r.tenant_id,
+  detail: JSON.parse(r.detail) as Record<string, unknown>,
+});
+
+/** Which field a unique constraint of `tenants` stands for, from the engine's message. */
+export function conflictField(message: string): TenantConflict['field'] | undefined {
+  if (/host/.test(message)) return 'origin';
+  if (/namespace/.test(message)) return 'namespace';
+  if (/pkey|tenants\.id|PRIMARY/i.test(message)) return 'id';
+  return undefined;
+}
