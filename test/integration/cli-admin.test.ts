@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x5cToPem } from '../../src/keys/certificates.js';
@@ -11,9 +11,8 @@ import { postJson } from '../../src/outbound/http-json.js';
 import { PartnerJwtSigner } from '../../src/service-client/partner-jwt.js';
 import { type InitializedUser, ServiceClient } from '../../src/service-client/service-client.js';
 import { runCli } from '../helpers/cli.js';
+import { entryArgs } from '../helpers/entry.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
-
-const ADMIN_SCRIPT = resolve('scripts/admin.ts');
 
 /** The real hosting-service client with a hook before each holder lookup (passed in as a context override). */
 class GatedServiceClient extends ServiceClient {
@@ -56,7 +55,7 @@ describe('admin CLI', () => {
   const cli = (args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> =>
     runCli(args, cliEnv(env), work);
   const spawnCli = (args: string[]): ChildProcess =>
-    spawn(process.execPath, ['--import', 'tsx', ADMIN_SCRIPT, ...args], {
+    spawn(process.execPath, entryArgs('scripts/admin.ts', ...args), {
       env: { ...process.env, ...cliEnv({}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

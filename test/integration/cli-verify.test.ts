@@ -12,6 +12,7 @@ import { generateMissingKeys } from '../../src/cli/keys.js';
 import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
 import { DEV_CA_PEM, loadOrCreateDevCa } from '../../src/keys/dev-ca.js';
 import { runCli } from '../helpers/cli.js';
+import { entryArgs } from '../helpers/entry.js';
 import { removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
@@ -224,7 +225,7 @@ describe('verify refuses what a verifier must refuse (SD_JWT_ISSUER=url)', () =>
   it('reads the credential from stdin with -, and prints one line per check', async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'scripts/admin.ts', 'verify', '-', '--origin', r.issuer.url],
+      entryArgs('scripts/admin.ts', 'verify', '-', '--origin', r.issuer.url),
       {
         env: { PATH: process.env.PATH ?? '', SCHEMAS_DIR: r.schemasDir },
         stdio: ['pipe', 'pipe', 'pipe'],

@@ -85,6 +85,20 @@ describe('what the contract test calls breaking', () => {
     ].concat(['/issue-vc', '/admin/claims', '/available-vc', '/admin/renew']);
     doc = { ...whole, paths: Object.fromEntries(kept.map((p) => [p, whole.paths[p]])) };
   });
+  /**
+   * Both documents cut down to the paths the change touches: the library compares every schema it
+   * is given, and a path alike in both yields no difference.
+   */
+  const touched = (before: Doc, after: Doc): [Doc, Doc] => {
+    const paths = [...new Set([...Object.keys(before.paths), ...Object.keys(after.paths)])].filter(
+      (p) => !isDeepStrictEqual(before.paths[p], after.paths[p]),
+    );
+    const cut = (d: Doc): Doc => ({
+      ...d,
+      paths: Object.fromEntries(paths.filter((p) => p in d.paths).map((p) => [p, d.paths[p]])),
+    });
+    return [cut(before), cut(after)];
+  };
   const body = (d: Doc, path: string) => d.paths[path].post.requestBody.content['application/json'].schema;
   const answer = (d: Doc, path: string, method = 'get', status = '200') =>
     d.paths[path][method].responses[status].content['application/json'].schema;
@@ -145,7 +159,7 @@ describe('what the contract test calls breaking', () => {
     it(`${change}: breaking`, () => {
       const after = clone(doc);
       mutate(after);
-      expect(breakingChanges(doc, after).length, change).toBeGreaterThan(0);
+      expect(breakingChanges(...touched(doc, after)).length, change).toBeGreaterThan(0);
     });
 
   const additive: Record<string, (d: Doc) => void> = {
@@ -169,7 +183,7 @@ describe('what the contract test calls breaking', () => {
     it(`${change}: not breaking`, () => {
       const after = clone(doc);
       mutate(after);
-      expect(breakingChanges(doc, after)).toEqual([]);
+      expect(breakingChanges(...touched(doc, after))).toEqual([]);
     });
 
   it('a "Breaking" entry counts only under ## Unreleased', () => {
