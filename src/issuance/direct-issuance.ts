@@ -12,12 +12,13 @@ import type { StatusService } from '../status/status-service.js';
 import type { RenewalStore } from '../store/renewal-store.js';
 import type { IssuanceHistoryStore, IssuanceSummary, NamedLockStore } from '../store/store.js';
 import { backoffWithJitter } from './backoff.js';
+import { type DirectClaims, directClaims, NOT_ELIGIBLE, notEligible } from './direct-claims.js';
 import { disclosureFrameProblems, type InputProblem, type OnDuplicate } from './direct-input.js';
+import { DirectToKeyIssuance } from './direct-mdoc.js';
 import type { EmailHasher } from './email-hash.js';
 import type { IssuanceCore } from './issuance-core.js';
 
-/** The claims: given by the caller, or the schema's claims provider's for a user id. */
-export type DirectClaims = { credentialSubject: Record<string, unknown> } | { claimsUserId: string };
+export type { DirectClaims } from './direct-claims.js';
 
 export type DirectIssueRequest = DirectClaims & {
   email: string;
@@ -117,7 +118,11 @@ export class DirectIssuanceService {
   /** Per holder and schema, so onDuplicate decisions do not race within this process. */
   private readonly locks = new Map<string, Promise<void>>();
 
+  /** An ISO mdoc given to a holder key, not uploaded (docs/interface.md "admin issue-vc"). */
+  readonly toKey: DirectToKeyIssuance;
+
   constructor(private readonly deps: DirectIssuanceDeps) {
+    this.toKey = new DirectToKeyIssuance(deps);
     this.attempts = Math.max(1, deps.retry?.attempts ?? 3);
     this.baseDelayMs = deps.retry?.baseDelayMs ?? 200;
     this.deadlineMs = deps.deadlineMs ?? 15_000;
@@ -160,19 +165,8 @@ export class DirectIssuanceService {
     }
   }
 
-  /**
-   * The caller's claims, or the schema's claims provider's for `claimsUserId` (undefined when it
-   * has none for that user).
-   */
-  private async claimsOf(
-    req: DirectClaims,
-    schema: LoadedSchema,
-  ): Promise<Record<string, unknown> | undefined> {
-    if ('credentialSubject' in req) return req.credentialSubject;
-    const answer = await this.deps.core.lookupClaims(schema, req.claimsUserId, DIRECT);
-    if (!answer.eligible) return undefined;
-    const { id: _id, ...claims } = answer.credentialSubject;
-    return claims;
+  private claimsOf(req: DirectClaims, schema: LoadedSchema) {
+    return directClaims(this.deps.core, req, schema, DIRECT);
   }
 
   /** Up to the committed record: resolve the holder, then sign and record (or find the existing one). */
@@ -349,12 +343,6 @@ export class DirectIssuanceService {
     return problems;
   }
 }
-
-const NOT_ELIGIBLE = (schemaId: string) => `the claims provider has no ${schemaId} credential for this user`;
-
-/** A user the claims provider has no credential of this schema for: 404, as in hosted issue-vc. */
-const notEligible = (schemaId: string): AppError =>
-  new AppError('NOT_FOUND', `claimsUserId: ${NOT_ELIGIBLE(schemaId)}`, { field: 'claimsUserId' });
 
 /**
  * The holder DID initialize-user answers is signed into `sub`: it follows the rules of

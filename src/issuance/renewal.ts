@@ -230,6 +230,10 @@ export class RenewalService extends EventEmitter<RenewalEvents> {
       throw new NotRenewed(
         `credentialId: a ${previous.channel} credential is issued again only with its holder present (only direct credentials are renewed)`,
       );
+    if (previous.proofType !== RENEWED)
+      throw new NotRenewed(
+        `credentialId: a direct ${previous.proofType} credential went to a holder key, not through the hosting service: issue it again (only ${RENEWED} is renewed)`,
+      );
     const source = await this.deps.renewals.get(credentialId);
     if (source?.outcome === 'renewed')
       throw new NotRenewed(`credentialId: already renewed by ${source.renewedBy}`);

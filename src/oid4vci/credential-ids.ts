@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { HolderBindingJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
 
 /** The names the credential endpoint gives what it issues: credential ids, holders, batches. */
 
@@ -17,9 +16,7 @@ export function credentialIdOf(offerHash: string, n = 0): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** did:jwk (W3C CCG did:jwk method): the holder, as the proof's key names it. */
-export const didJwk = (jwk: HolderBindingJwk): string =>
-  `did:jwk:${Buffer.from(JSON.stringify(jwk)).toString('base64url')}`;
+export { didJwk } from '../formats/sd-jwt-vc/holder-binding-key.js';
 
 /**
  * The batch id an offer's batch is recorded under (`batch-` and hex, like a CSV run's): history's

@@ -1,4 +1,4 @@
-import { createPublicKey, verify, X509Certificate } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, verify, X509Certificate } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inflateSync } from 'node:zlib';
@@ -15,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { runCli } from '../helpers/cli.js';
 import { credoHolder, newKeyBinding } from '../helpers/credo.js';
+import { adaMembership } from '../helpers/direct-issue.js';
+import { expectError } from '../helpers/errors.js';
 import { queryStore, startIssuer, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
@@ -222,6 +224,101 @@ describe('mdoc over OpenID4VCI', () => {
     const body = (await res.json()) as { message: string; details: { field: string } };
     expect(body.details.field).toBe('proofType');
     expect(body.message).toMatch(/MSO_MDOC is not issued through this door.*OpenID4VCI/);
+  });
+});
+
+describe('mdoc by direct issuance to a holder key', () => {
+  const holder = () => {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { kty, crv, x, y, d } = privateKey.export({ format: 'jwk' });
+    return { publicJwk: { kty, crv, x, y }, privateJwk: { kty, crv, x, y, d } as Record<string, unknown> };
+  };
+  const body = (extra: Record<string, unknown>) => {
+    const { vct: _vct, ...fields } = adaMembership();
+    return {
+      userId: 'ada@example.com',
+      schemaId: 'membership-v1',
+      proofType: 'MSO_MDOC',
+      ...fields,
+      ...extra,
+    };
+  };
+
+  it('POST /admin/issue-vc with proofType MSO_MDOC answers the mdoc bound to the key; @auth0/mdl verifies it', async () => {
+    const key = holder();
+    const res = await issuer.admin(
+      '/admin/issue-vc',
+      body({ holderKey: key.publicJwk, reason: 'desk visit' }),
+    );
+    expect(res.status, await res.clone().text()).toBe(201);
+    const answer = (await res.json()) as Record<string, any>;
+    expect(answer).toMatchObject({
+      schemaId: 'membership-v1',
+      holderDid: `did:jwk:${Buffer.from(JSON.stringify(key.publicJwk)).toString('base64url')}`,
+      storagePath: null,
+      uploadState: 'none',
+      credential: expect.any(String),
+    });
+
+    const { failed, passed } = await presentAndVerify(issuer.url, answer.credential, key.privateJwk);
+    expect(failed).toEqual([]);
+    expect(passed).toContainEqual(expect.stringMatching(/ISSUER_AUTH: Issuer certificate must be valid/));
+    expect(passed).toContainEqual(expect.stringMatching(/ISSUER_AUTH: Issuer signature must be valid/));
+    expect(passed).toContainEqual(expect.stringMatching(/DEVICE_AUTH: Device signature must be valid/));
+    const document = parseIssuerSigned(Buffer.from(answer.credential, 'base64url'), DOC_TYPE);
+    expect(Object.fromEntries(document.getIssuerNameSpace(DOC_TYPE)!)).toMatchObject({
+      givenName: 'Ada',
+      member_number: 7,
+    });
+
+    // Recorded like any direct credential (the email as its hash), with nothing uploaded; revocable.
+    const history = (await (
+      await issuer.admin(`/admin/issuance-history?email=ada%40example.com&proofType=MSO_MDOC`)
+    ).json()) as { data: Array<{ credentialId: string; channel: string }> };
+    expect(history.data.map((r) => [r.credentialId, r.channel])).toEqual([[answer.credentialId, 'direct']]);
+    // Not renewed through the hosting service: it never went there.
+    await expectError(
+      await issuer.admin('/admin/renew', { credentialId: answer.credentialId, reason: 'renew' }),
+      409,
+      'CONFLICT',
+      'credentialId',
+    );
+    const revoked = await issuer.admin('/admin/revoke', { revocationNonce: answer.revocationNonce });
+    expect(revoked.status).toBe(200);
+    const signer = new X509Certificate(document.issuerSigned.issuerAuth.certificate);
+    expect(await cwtStatus(answer.status.uri, answer.status.idx, signer)).toBe(1);
+  });
+
+  it('refuses an mdoc without a holder key, with a vct or a private key, and a holder key for SD-JWT VC', async () => {
+    const key = holder();
+    const before = await queryStore<{ n: number | string }>(
+      issuer.ctx.store,
+      'SELECT COUNT(*) AS n FROM issuances',
+    );
+    await expectError(await issuer.admin('/admin/issue-vc', body({})), 400, 'INVALID_PARAMETER', 'holderKey');
+    await expectError(
+      await issuer.admin('/admin/issue-vc', body({ holderKey: key.publicJwk, vct: 'urn:vct:membership' })),
+      400,
+      'INVALID_PARAMETER',
+      'vct',
+    );
+    const refused = await issuer.admin('/admin/issue-vc', body({ holderKey: key.privateJwk }));
+    expect(refused.status).toBe(400);
+    await expectError(
+      await issuer.admin('/admin/issue-vc', {
+        ...body({ holderKey: key.publicJwk }),
+        proofType: 'SD_JWT_VC',
+        vct: 'urn:vct:membership',
+      }),
+      400,
+      'INVALID_PARAMETER',
+      'holderKey',
+    );
+    const after = await queryStore<{ n: number | string }>(
+      issuer.ctx.store,
+      'SELECT COUNT(*) AS n FROM issuances',
+    );
+    expect(Number(after[0]!.n)).toBe(Number(before[0]!.n));
   });
 });
 

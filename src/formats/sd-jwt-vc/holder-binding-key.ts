@@ -43,6 +43,10 @@ export const HolderBindingJwkSchema = z
   .transform(({ kty, crv, x, y }) => (kty === 'EC' ? { kty, crv, x, y: y! } : { kty, crv, x }));
 export type HolderBindingJwk = z.infer<typeof HolderBindingJwkSchema>;
 
+/** did:jwk (W3C CCG did:jwk method): the holder, as its binding key names it. */
+export const didJwk = (jwk: HolderBindingJwk): string =>
+  `did:jwk:${Buffer.from(JSON.stringify(jwk)).toString('base64url')}`;
+
 const WEIERSTRASS = { 'P-256': p256, 'P-384': p384, 'P-521': p521 } as const;
 
 /**

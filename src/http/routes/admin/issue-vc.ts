@@ -1,5 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { AppError } from '../../../errors.js';
+import { assertPublicKey, HolderBindingJwkSchema } from '../../../formats/sd-jwt-vc/holder-binding-key.js';
 import {
   CredentialSubjectSchema,
   DisclosureFrameSchema,
@@ -7,11 +9,13 @@ import {
   ExpirationSchema,
   OnDuplicateSchema,
 } from '../../../issuance/direct-input.js';
-import type {
-  DirectClaims,
-  DirectIssuanceService,
-  DirectIssueResult,
+import {
+  credentialIdFor,
+  type DirectClaims,
+  type DirectIssuanceService,
+  type DirectIssueResult,
 } from '../../../issuance/direct-issuance.js';
+import { DIRECT_TO_KEY } from '../../../issuance/direct-mdoc.js';
 import { RecipientEmailSchema } from '../../../issuance/recipient-email.js';
 import { boundedText, MAX_ID_BYTES } from '../../../model.js';
 import type { StatusService } from '../../../status/status-service.js';
@@ -55,12 +59,43 @@ export const BatchIdField = z
 /** The claims provider's user id (the hosted flow's `userId`), whose claims are issued. */
 const ClaimsUserIdField = boundedText(MAX_ID_BYTES);
 
-// docs/interface.md "admin issue-vc" body; `claimsUserId` instead of `credentialSubject` is this kit's.
+/**
+ * With `proofType: MSO_MDOC` the credential is an ISO mdoc bound to `holderKey`, handed back
+ * rather than uploaded; `vct`, `disclosureFrame` and the onDuplicate choices are SD-JWT VC's.
+ */
+const formatFields = (
+  value: {
+    proofType?: string | undefined;
+    vct?: unknown;
+    holderKey?: unknown;
+    disclosureFrame?: unknown;
+    onDuplicate?: string;
+  },
+  ctx: z.RefinementCtx,
+): void => {
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (value.proofType !== DIRECT_TO_KEY) {
+    if (value.vct === undefined) issue('vct', 'required');
+    if (value.holderKey !== undefined) issue('holderKey', `only with proofType ${DIRECT_TO_KEY}`);
+    return;
+  }
+  if (value.holderKey === undefined)
+    issue('holderKey', `required with proofType ${DIRECT_TO_KEY} (its device key)`);
+  if (value.vct !== undefined) issue('vct', `not with proofType ${DIRECT_TO_KEY}`);
+  if (value.disclosureFrame !== undefined) issue('disclosureFrame', `not with proofType ${DIRECT_TO_KEY}`);
+  if (value.onDuplicate !== 'allow') issue('onDuplicate', `only allow with proofType ${DIRECT_TO_KEY}`);
+};
+
+// docs/interface.md "admin issue-vc" body; `claimsUserId` instead of `credentialSubject`, `proofType` and `holderKey` are this kit's.
 export const AdminIssueVcBodySchema = z
   .object({
     userId: RecipientEmailSchema,
     schemaId: SchemaIdField,
-    vct: VctField,
+    proofType: z
+      .enum(['SD_JWT_VC', DIRECT_TO_KEY], { error: `must be SD_JWT_VC or ${DIRECT_TO_KEY}` })
+      .optional(),
+    holderKey: HolderBindingJwkSchema.optional(),
+    vct: VctField.optional(),
     expiration: ExpirationSchema,
     credentialSubject: CredentialSubjectSchema.optional(),
     claimsUserId: ClaimsUserIdField.optional(),
@@ -70,6 +105,7 @@ export const AdminIssueVcBodySchema = z
     batchId: BatchIdField.optional(),
   })
   .superRefine(oneClaimsSource)
+  .superRefine(formatFields)
   .superRefine(frameFits);
 export type AdminIssueVcBody = z.infer<typeof AdminIssueVcBodySchema>;
 
@@ -82,6 +118,8 @@ export const IssuedCredentialSchema = z.object({
   status: StatusListEntrySchema.nullable(),
   storagePath: z.string().nullable(),
   uploadState: UploadStateSchema,
+  /** An mdoc given to a holder key (`proofType: MSO_MDOC`): the base64url IssuerSigned, to deliver. */
+  credential: z.string().optional(),
 });
 export type IssuedCredential = z.infer<typeof IssuedCredentialSchema>;
 
@@ -124,7 +162,8 @@ export const adminIssueVcRoute: RouteFactory = (ctx) => ({
         schema: IssuedCredentialSchema,
       },
       201: {
-        description: 'Issued and stored',
+        description:
+          'Issued and stored; with proofType MSO_MDOC, issued and recorded, the mdoc in `credential` (not uploaded)',
         contentType: 'application/json',
         schema: IssuedCredentialSchema,
       },
@@ -142,11 +181,15 @@ export const adminIssueVcRoute: RouteFactory = (ctx) => ({
 export function adminIssueVc(direct: DirectIssuanceService, status: StatusService) {
   return async (req: Request, res: Response) => {
     const body = parseInput(AdminIssueVcBodySchema, req.body);
+    if (body.proofType === DIRECT_TO_KEY) {
+      res.status(201).json(await issueToKey(direct, status, body, req.get('idempotency-key'), res));
+      return;
+    }
     const result = await direct.issue({
       ...claimsSource(body),
       email: body.userId,
       schemaId: body.schemaId,
-      vct: body.vct,
+      vct: body.vct!,
       expiresAt: body.expiration,
       disclosureFrame: body.disclosureFrame,
       onDuplicate: body.onDuplicate,
@@ -156,6 +199,37 @@ export function adminIssueVc(direct: DirectIssuanceService, status: StatusServic
     });
     const answer = issueAnswer(status, result);
     res.status(answer.httpStatus).json(answer.body);
+  };
+}
+
+/** docs/interface.md "admin issue-vc": an mdoc to a holder key, answered with the credential. */
+async function issueToKey(
+  direct: DirectIssuanceService,
+  status: StatusService,
+  body: AdminIssueVcBody,
+  idempotencyKey: string | undefined,
+  res: Response,
+): Promise<IssuedCredential> {
+  const result = await direct.toKey.issue({
+    ...claimsSource(body),
+    email: body.userId,
+    schemaId: body.schemaId,
+    holderJwk: assertPublicKey(body.holderKey!, 'holderKey'),
+    expiresAt: body.expiration,
+    credentialId: idempotencyKey === undefined ? undefined : credentialIdFor(idempotencyKey),
+    audit: auditActor(res, body.reason),
+    batchId: body.batchId,
+  });
+  // Recorded by an earlier request whose answer was lost: the credential was not kept, so it cannot be given again.
+  if (result.credential === undefined)
+    throw new AppError(
+      'CONFLICT',
+      'Idempotency-Key: this credential was recorded by an earlier request; revoke it and issue again with a new key',
+      { field: 'Idempotency-Key', credentialId: result.record.credentialId },
+    );
+  return {
+    ...issueAnswer(status, { outcome: 'issued', record: result.record }).body,
+    credential: result.credential,
   };
 }
 

@@ -194,7 +194,12 @@ export async function credential(p: ConsolePages, req: Request, res: Response): 
   if (twoBits && record.status === 2)
     actions.push(action('unsuspend', 'Unsuspend', 'It becomes valid again.'));
   // docs/operations.md "Renewal": a valid direct credential not renewed yet.
-  if (record.channel === 'direct' && record.status === 0 && !link?.renewedBy)
+  if (
+    record.channel === 'direct' &&
+    record.proofType === 'SD_JWT_VC' &&
+    record.status === 0 &&
+    !link?.renewedBy
+  )
     actions.push(html`<form class="action" data-api="/console/api/admin/renew" data-confirm="Renew credential ${id}? A new credential is issued to the same holder with the claims looked up again." data-done="Renewed credential ${id}: a new credential was issued to the same holder (linked below).">
 <input type="hidden" name="credentialId" value="${id}">
 <fieldset><legend>Renew</legend>
