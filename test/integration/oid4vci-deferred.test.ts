@@ -375,6 +375,51 @@ describe.each(engines)('OpenID4VCI deferred issuance and notifications (%s)', (e
     );
     expect(Number(rows[0]!.n)).toBe(2);
   });
+
+  it('a credential_failure notification is recorded and delivered as a signed credential.wallet_failure event', async () => {
+    source.release(`${engine}-failed`);
+    const s = await request(issuer, `${engine}-failed`);
+    expect(s.status).toBe(200);
+    const notificationId = s.credentialResponse.notification_id!;
+    const sent = await s.wallet.sendNotification({
+      issuerMetadata: s.issuerMetadata,
+      accessToken: s.accessToken,
+      notification: {
+        notificationId,
+        event: 'credential_failure',
+        eventDescription: 'could not store the key',
+      },
+    });
+    expect(sent.response.status).toBe(204);
+
+    const credentialId = String(
+      (
+        await queryStore<{ credential_id: string }>(
+          issuer.ctx.store,
+          'SELECT credential_id FROM oid4vci_offers WHERE user_id = ?',
+          [`${engine}-failed`],
+        )
+      )[0]!.credential_id,
+    );
+    expect(await event('credential.wallet_failure', credentialId)).toEqual({
+      credentialId,
+      schemaId: 'membership-v1',
+      eventDescription: 'could not store the key',
+    });
+    const audit = (await (await issuer.admin('/admin/audit?action=oid4vci.notification')).json()) as {
+      data: Array<{ actor: string; target: string; reason: string }>;
+    };
+    expect(audit.data.filter((r) => r.target === credentialId)).toEqual([
+      expect.objectContaining({ actor: 'wallet', reason: 'credential_failure: could not store the key' }),
+    ]);
+    // The wallet reported a failure: the credential itself stays as issued (valid, not revoked).
+    const [row] = await queryStore<{ status: number | string }>(
+      issuer.ctx.store,
+      'SELECT status FROM issuances WHERE credential_id = ?',
+      [credentialId],
+    );
+    expect(Number(row!.status)).toBe(0);
+  });
 });
 
 describe('OID4VCI_NOTIFICATIONS=off', () => {
