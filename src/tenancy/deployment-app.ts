@@ -125,6 +125,11 @@ function deploymentApp(deployment: Deployment, serves: Listener | 'all'): expres
       const served = await deployment.add(input, OPERATOR_ACTOR);
       res.status(201).json({ tenant: withServing(served) });
     });
+    operator.post('/tenants/adopt', jsonBody(), async (req, res) => {
+      const input = parseInput(AddTenantSchema, req.body);
+      const served = await deployment.adopt(input, OPERATOR_ACTOR);
+      res.status(201).json({ tenant: withServing(served) });
+    });
     operator.get('/tenants/:id', async (req, res) => {
       const served = deployment.byId(idOf(req));
       if (!served) throw new AppError('NOT_FOUND', `no tenant ${req.params.id}`);

@@ -7,7 +7,7 @@ import type { DoctorItem } from '../http/routes/console/console.js';
 import type { Listener } from '../http/routes/route.js';
 import type { Logger } from '../model.js';
 import { startBackground } from '../server.js';
-import { type Namespaces, openNamespaces } from './namespaces.js';
+import { MAIN_NAMESPACE, type Namespaces, openNamespaces } from './namespaces.js';
 import { type AddTenant, hostOfOrigin, keySha256, type TenantRecord } from './tenant.js';
 import { tenantConfig } from './tenant-config.js';
 import { TenantConflict } from './tenant-registry.js';
@@ -195,6 +195,29 @@ export class Deployment {
 
   /** `POST /operator/tenants`: registers and serves a tenant (docs/several-issuers.md "Adding a tenant"). */
   async add(input: AddTenant, actor: string): Promise<ServedTenant> {
+    const namespace = this.namespaces.nameFor(input.id);
+    await this.#refuseTaken(input);
+    if (await this.namespaces.exists(namespace))
+      throw conflict(
+        'id',
+        `id: the data namespace ${namespace} exists already (a removed tenant's?); choose another id`,
+      );
+    return this.register(recordOf(input, namespace), actor, 'tenant.added');
+  }
+
+  /**
+   * `POST /operator/tenants/adopt`: registers the deployment's own namespace, where a single
+   * deployment kept its rows, as tenant `input.id` (docs/several-issuers.md
+   * "Adopting a single deployment"). Its keys are KEYS_DIR's and KEY_ENCRYPTION_KEY's, never created.
+   */
+  async adopt(input: AddTenant, actor: string): Promise<ServedTenant> {
+    await this.#refuseTaken(input);
+    if ((await this.namespaces.registry.list()).some((t) => t.namespace === MAIN_NAMESPACE))
+      throw conflict('namespace', "namespace: the deployment's own data is already a tenant's");
+    return this.register(recordOf(input, MAIN_NAMESPACE), actor, 'tenant.adopted');
+  }
+
+  async #refuseTaken(input: AddTenant): Promise<void> {
     if (this.config.production && !input.origin.startsWith('https:'))
       throw invalidParameter('origin', 'must be https in production');
     const { registry } = this.namespaces;
@@ -202,31 +225,6 @@ export class Deployment {
     const host = hostOfOrigin(input.origin);
     if ((await registry.list()).some((t) => t.host === host))
       throw conflict('origin', `origin: ${host} is already a tenant's host`);
-    const namespace = this.namespaces.nameFor(input.id);
-    if (await this.namespaces.exists(namespace))
-      throw conflict(
-        'id',
-        `id: the data namespace ${namespace} exists already (a removed tenant's?); choose another id`,
-      );
-    return this.register(
-      {
-        id: input.id,
-        origin: input.origin,
-        host,
-        enabled: true,
-        settings: input.settings,
-        apiKeySha256: keySha256(input.apiKey),
-        adminKeys: Object.entries(input.adminApiKeys).map(([name, key]) => ({
-          name,
-          sha256: keySha256(key),
-        })),
-        namespace,
-        createdAt: new Date().toISOString(),
-        updatedAt: new Date().toISOString(),
-      },
-      actor,
-      'tenant.added',
-    );
   }
 
   /** Writes `record` to the registry and serves it before answering. */
@@ -241,7 +239,8 @@ export class Deployment {
       if (err instanceof TenantConflict) throw conflict(err.field, err.message);
       throw err;
     }
-    await this.sync(record.id);
+    // A new namespace's first start creates its keys; the adopted one has its own already.
+    await this.sync(record.namespace === MAIN_NAMESPACE ? undefined : record.id);
     return this.#byId.get(record.id) ?? { record, ctx: undefined, apps: {}, problem: 'removed meanwhile' };
   }
 
@@ -274,5 +273,21 @@ export class Deployment {
 /** What, changed, makes a tenant's context built again: all but its enabled flag and dates. */
 const identityOf = (r: TenantRecord): string =>
   JSON.stringify([r.origin, r.host, r.settings, r.apiKeySha256, r.adminKeys, r.namespace]);
+
+function recordOf(input: AddTenant, namespace: string): TenantRecord {
+  const now = new Date().toISOString();
+  return {
+    id: input.id,
+    origin: input.origin,
+    host: hostOfOrigin(input.origin),
+    enabled: true,
+    settings: input.settings,
+    apiKeySha256: keySha256(input.apiKey),
+    adminKeys: Object.entries(input.adminApiKeys).map(([name, key]) => ({ name, sha256: keySha256(key) })),
+    namespace,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
 
 const conflict = (field: string, message: string) => new AppError('CONFLICT', message, { field });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Option } from 'commander';
+import { parseNamedKeys } from '../../config/named-keys.js';
 import { AdminApiError, type CallOptions } from '../admin-client.js';
 import { callAndPrint, type RegisterCommand, type Run, UsageError } from './command.js';
 
@@ -119,6 +120,51 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
           return body.tenant.serving ? 0 : 1;
         },
       ),
+    );
+  tenants
+    .command('adopt')
+    .description(
+      "make this single deployment's own data tenant <id>, keeping its origin, keys, status lists and history (read from its environment: ISSUER_ORIGIN, PARTNER_ID, API_KEY, ADMIN_API_KEY(S), …)",
+    )
+    .argument('<id>', 'a DNS label: a-z, 0-9 and -')
+    .action(
+      act(async (run, id: string) => {
+        const env = run.settings.env;
+        const need = (name: string) => {
+          const value = env[name];
+          if (!value)
+            throw new UsageError(`tenants adopt: ${name} is not set (the single deployment's environment)`);
+          return value;
+        };
+        const problems: string[] = [];
+        const adminApiKeys = Object.fromEntries([
+          ...(env.ADMIN_API_KEY ? [['admin', env.ADMIN_API_KEY] as const] : []),
+          ...parseNamedKeys(env.ADMIN_API_KEYS, problems).map((k) => [k.name, k.key] as const),
+        ]);
+        if (problems.length > 0) throw new UsageError(problems.join('; '));
+        const body = await callAndPrint<{ tenant: TenantView }>(
+          run,
+          'POST',
+          '/operator/tenants/adopt',
+          ({ tenant }) =>
+            `${tenant.id}: adopted the deployment's own data, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
+          operator(run, {
+            body: {
+              id,
+              origin: need('ISSUER_ORIGIN'),
+              settings: {
+                partnerId: need('PARTNER_ID'),
+                ...(env.SERVICE_V1_BASE_URL ? { serviceBaseUrl: env.SERVICE_V1_BASE_URL } : {}),
+                ...(env.SD_JWT_ISSUER ? { sdJwtIssuer: env.SD_JWT_ISSUER } : {}),
+                ...(env.SCHEMAS_DIR ? { schemasDir: env.SCHEMAS_DIR } : {}),
+              },
+              apiKey: need('API_KEY'),
+              adminApiKeys,
+            },
+          }),
+        );
+        return body.tenant.serving ? 0 : 1;
+      }),
     );
   tenants
     .command('show')
