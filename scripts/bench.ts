@@ -16,6 +16,7 @@ import { benchHttpIssueVc, benchPrimitives, type Row } from './bench/issuance.js
 import { benchKeySigning } from './bench/key-signing.js';
 import { benchMerklizeEquivalence } from './bench/merklize-equivalence.js';
 import { benchOid4vci } from './bench/oid4vci.js';
+import { benchOid4vciAuthorizationCode } from './bench/oid4vci-auth-code.js';
 import { benchPinning } from './bench/pinning.js';
 import { benchRenewal } from './bench/renewal.js';
 import { benchScale } from './bench/scale.js';
@@ -80,8 +81,9 @@ const sections: Record<string, () => Promise<Row[]>> = {
     return rows;
   },
   http: () => benchHttpIssueVc(),
-  // The OpenID4VCI credential endpoint's CPU per credential beside hosted issue-vc's, one server.
-  oid4vci: () => benchOid4vci(),
+  // The OpenID4VCI credential endpoint's CPU per credential beside hosted issue-vc's, one server;
+  // then the authorization code flow's whole CPU per credential beside the pre-authorized flow's.
+  oid4vci: async () => [...(await benchOid4vci()), ...(await benchOid4vciAuthorizationCode())],
   status: benchStatusList,
   // Two processes inserting 1,000 whole issuances each into one SQLite file (the slow test's 400, at volume).
   'status-allocation': benchStatusAllocation,

@@ -17,7 +17,7 @@ import { processCpuMs, startBenchServer } from './server.js';
 const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
 
 /** A free loopback port: the metadata's URLs must name the port the server listens on. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -26,7 +26,11 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs `jobs` with `concurrency` in flight; resolves when all are done. */
-async function inFlight<T>(items: T[], concurrency: number, job: (item: T) => Promise<void>): Promise<void> {
+export async function inFlight<T>(
+  items: T[],
+  concurrency: number,
+  job: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
