@@ -12,7 +12,7 @@ export const ToolEnvSchema = z.object({
   ISSUER_URL: tool(
     'Where the admin CLI and the demo reach the server (never `ISSUER_ORIGIN`, whose proxy may not forward admin routes).',
     'the `ADMIN_PORT` listener, else `http://localhost:$PORT`',
-    '`npm run admin`, `npm run demo`',
+    '`npm run admin`, `npm run demo`, `npm run wallet`',
   ),
   KEY_ENCRYPTION_KEY_PREVIOUS: tool(
     'The `KEY_ENCRYPTION_KEY` being replaced (same format); never given to the server ([security.md](security.md#keys-shared-by-several-instances)).',

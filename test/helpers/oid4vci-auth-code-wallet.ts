@@ -1,6 +1,5 @@
 import type { RequestDpopOptions } from '@openid4vc/oauth2';
 import type { CredentialOfferObject, IssuerMetadataResult, Openid4vciClient } from '@openid4vc/openid4vci';
-import { expect } from 'vitest';
 import { type HolderKey, holderKey, openid4vciWallet } from './oid4vci-wallet.js';
 
 /**
@@ -38,11 +37,18 @@ export async function receiveByAuthorizationCode(options: {
   clientId?: string;
   /** Asks with authorization_details instead of scope. */
   details?: boolean;
+  /** A wallet attestation and the key it attests: sent at PAR and token (`clientId` its `sub`). */
+  clientAttestation?: { jwt: string; key: HolderKey };
   signIn: (issuerAuthorizationUrl: string) => Promise<string>;
 }): Promise<AuthCodeRun> {
   const holder = holderKey();
   const dpop = holderKey();
-  const wallet = openid4vciWallet([holder, dpop]);
+  const attestation = options.clientAttestation;
+  const wallet = openid4vciWallet(
+    attestation ? [holder, dpop, attestation.key] : [holder, dpop],
+    undefined,
+    attestation?.jwt,
+  );
   const issuerMetadata = await wallet.resolveIssuerMetadata(options.issuerUrl);
   const credentialOffer: CredentialOfferObject = options.offerUri
     ? await wallet.resolveCredentialOffer(options.offerUri)
@@ -79,7 +85,7 @@ export async function receiveByAuthorizationCode(options: {
     authorizationServerMetadata: issuerMetadata.authorizationServers[0]!,
   });
   if (response.error !== undefined) throw new Error(`authorization refused: ${JSON.stringify(response)}`);
-  expect(back.startsWith(WALLET_REDIRECT)).toBe(true);
+  if (!back.startsWith(WALLET_REDIRECT)) throw new Error(`the holder was sent back to ${back}`);
   const { accessTokenResponse, dpop: tokenDpop } = await wallet.retrieveAuthorizationCodeAccessTokenFromOffer(
     {
       issuerMetadata,

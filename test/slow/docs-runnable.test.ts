@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // `sh runnable` is run, in the order of its page, in a fresh working folder (a fresh SQLite
 // database, keys, schemas and emulator); each must exit 0. `sh runnable background` starts a
 // long-running command (the server): the next blocks run once it logs its `listening` line, with
-// ISSUER_URL set to the address it bound, and it is stopped after the page's last block.
+// ISSUER_URL (or the variable the block names, `sh runnable background LOGIN_URL`) set to the
+// address it bound, and it is stopped after the page's last block.
 
 const ROOT = resolve('.');
 const FENCE = /^```(\S*)([^\n]*)\n([\s\S]*?)^```[ \t]*$/gm;
@@ -18,6 +19,8 @@ interface Block {
   line: number;
   code: string;
   background: boolean;
+  /** The variable a background block's address is given to the next blocks in. */
+  urlVariable: string;
 }
 
 function runnableBlocks(markdown: string): Block[] {
@@ -26,7 +29,8 @@ function runnableBlocks(markdown: string): Block[] {
     const words = (m[2] ?? '').trim().split(/\s+/);
     if (m[1] !== 'sh' || !words.includes('runnable')) continue;
     const line = markdown.slice(0, m.index).split('\n').length;
-    blocks.push({ line, code: m[3] ?? '', background: words.includes('background') });
+    const urlVariable = words.find((w) => /^[A-Z][A-Z0-9_]*$/.test(w)) ?? 'ISSUER_URL';
+    blocks.push({ line, code: m[3] ?? '', background: words.includes('background'), urlVariable });
   }
   return blocks;
 }
@@ -39,7 +43,7 @@ const pages = ['README.md', ...readdirSync('docs').map((f) => `docs/${f}`)]
 /** A working folder that behaves like a fresh checkout: the code linked, the data its own. */
 function freshCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'issuer-kit-docs-'));
-  for (const entry of ['package.json', 'node_modules', 'src', 'scripts', 'tsconfig.json', 'examples'])
+  for (const entry of ['package.json', 'node_modules', 'src', 'scripts', 'test', 'tsconfig.json', 'examples'])
     symlinkSync(join(ROOT, entry), join(dir, entry));
   cpSync(join(ROOT, 'schemas'), join(dir, 'schemas'), { recursive: true });
   return dir;
@@ -118,7 +122,7 @@ describe.each(pages)('runnable blocks of $file', ({ file, blocks }) => {
     if (block.background) {
       const started = start(block, cwd, shellEnv(env));
       background.push(started.child);
-      env.ISSUER_URL = await started.url;
+      env[block.urlVariable] = await started.url;
       return;
     }
     const { code, output } = await run(block, cwd, shellEnv(env));
