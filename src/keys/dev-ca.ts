@@ -1,9 +1,9 @@
-import { type KeyObject, webcrypto } from 'node:crypto';
+import type { KeyObject, webcrypto } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { attachChain, originHost, publicOf } from './certificates.js';
+import { attachChain, originHost } from './certificates.js';
 import { DEV_CA_FILE, DEV_CA_PEM } from './key-files.js';
-import { certificateSerial, createDevRoot, type LibKey, readDevRoot, sanFor, x509 } from './x509.js';
+import { createDevRoot, issueUnderDevRoot, readDevRoot, sanFor, x509 } from './x509.js';
 
 /**
  * A development certificate authority for `SD_JWT_ISSUER=x5c` (development only):
@@ -15,8 +15,6 @@ import { certificateSerial, createDevRoot, type LibKey, readDevRoot, sanFor, x50
 /** The CA's key and certificate, and its certificate alone, both in KEYS_DIR. */
 export { DEV_CA_FILE, DEV_CA_PEM };
 
-const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-const DAY_MS = 86_400_000;
 const CA_DAYS = 3650;
 const LEAF_DAYS = 825;
 
@@ -53,23 +51,14 @@ export async function issueDevLeaf(
   origin: string,
   now = new Date(),
 ): Promise<string[]> {
-  const jwk = publicOf(publicKey).export({ format: 'jwk' });
-  const leafKey = await webcrypto.subtle.importKey('jwk', jwk as webcrypto.JsonWebKey, EC, true, ['verify']);
-  const leaf = await x509.X509CertificateGenerator.create({
-    serialNumber: certificateSerial(),
+  const leaf = await issueUnderDevRoot(ca, publicKey, {
     subject: `CN=${originHost(origin)}`,
-    issuer: ca.certificate.subject,
-    notBefore: new Date(now.getTime() - 60_000),
-    notAfter: new Date(Math.min(now.getTime() + LEAF_DAYS * DAY_MS, ca.certificate.notAfter.getTime())),
-    publicKey: leafKey as unknown as LibKey,
-    signingKey: ca.privateKey as unknown as LibKey,
-    signingAlgorithm: EC,
+    days: LEAF_DAYS,
+    now,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       sanFor(origin),
-      await x509.SubjectKeyIdentifierExtension.create(leafKey as unknown as LibKey),
-      await x509.AuthorityKeyIdentifierExtension.create(ca.certificate),
     ],
   });
   return [leaf, ca.certificate].map((c) => Buffer.from(c.rawData).toString('base64'));

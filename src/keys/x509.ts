@@ -3,7 +3,7 @@ import { type KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
-import { originHost } from './certificates.js';
+import { originHost, publicOf } from './certificates.js';
 import type { Sign } from './key-backend.js';
 
 /**
@@ -90,6 +90,36 @@ export async function createDevRoot(
     certificate: certificate.toString('pem'),
   };
   return { certificate, privateKey: keys.privateKey, body };
+}
+
+/**
+ * A leaf certificate for `publicKey` (or the public half of a private key) signed by a development
+ * root: valid from a minute before `now` for `days`, never past the root, carrying `extensions`
+ * and then its subject and authority key identifiers.
+ */
+export async function issueUnderDevRoot(
+  root: DevRoot,
+  publicKey: KeyObject,
+  options: { subject: string; days: number; now: Date; extensions: x509.Extension[] },
+): Promise<x509.X509Certificate> {
+  const jwk = publicOf(publicKey).export({ format: 'jwk' }) as webcrypto.JsonWebKey;
+  const leafKey = (await webcrypto.subtle.importKey('jwk', jwk, EC, true, ['verify'])) as unknown as LibKey;
+  const { now } = options;
+  return x509.X509CertificateGenerator.create({
+    serialNumber: certificateSerial(),
+    subject: options.subject,
+    issuer: root.certificate.subject,
+    notBefore: new Date(now.getTime() - 60_000),
+    notAfter: new Date(Math.min(now.getTime() + options.days * DAY_MS, root.certificate.notAfter.getTime())),
+    publicKey: leafKey,
+    signingKey: root.privateKey as unknown as LibKey,
+    signingAlgorithm: EC,
+    extensions: [
+      ...options.extensions,
+      await x509.SubjectKeyIdentifierExtension.create(leafKey),
+      await x509.AuthorityKeyIdentifierExtension.create(root.certificate),
+    ],
+  });
 }
 
 /**

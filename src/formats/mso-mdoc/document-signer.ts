@@ -1,17 +1,10 @@
-import { webcrypto, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../../errors.js';
-import { publicOf, x5cToPem } from '../../keys/certificates.js';
+import { x5cToPem } from '../../keys/certificates.js';
 import type { ManagedKey } from '../../keys/key-ring.js';
-import {
-  certificateSerial,
-  createDevRoot,
-  type DevRoot,
-  type LibKey,
-  readDevRoot,
-  x509,
-} from '../../keys/x509.js';
+import { createDevRoot, type DevRoot, issueUnderDevRoot, readDevRoot, x509 } from '../../keys/x509.js';
 
 /**
  * The certificates an mdoc's issuer signature is checked with (ISO/IEC 18013-5 Annex B): the
@@ -29,8 +22,6 @@ import {
 export const MDOC_IACA_FILE = 'mdoc-iaca.json';
 export const MDOC_IACA_PEM = 'mdoc-iaca.pem';
 
-const EC = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-const DAY_MS = 86_400_000;
 /** ISO/IEC 18013-5 Table B.1: an IACA certificate lives at most 20 years, a document signer 457 days. */
 const IACA_DAYS = 3650;
 const SIGNER_DAYS = 425;
@@ -76,24 +67,13 @@ async function issueDevSigner(
   origin: string,
   now: Date,
 ): Promise<Uint8Array> {
-  const jwk = publicOf(key.publicKey).export({ format: 'jwk' });
-  const publicKey = await webcrypto.subtle.importKey('jwk', jwk as webcrypto.JsonWebKey, EC, true, [
-    'verify',
-  ]);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: certificateSerial(),
+  const cert = await issueUnderDevRoot(iaca, key.publicKey, {
     subject: `C=${DEV_COUNTRY}, CN=${new URL(origin).host} document signer ${key.kid.slice(0, 8)}`,
-    issuer: iaca.certificate.subject,
-    notBefore: new Date(now.getTime() - 60_000),
-    notAfter: new Date(Math.min(now.getTime() + SIGNER_DAYS * DAY_MS, iaca.certificate.notAfter.getTime())),
-    publicKey: publicKey as unknown as LibKey,
-    signingKey: iaca.privateKey as unknown as LibKey,
-    signingAlgorithm: EC,
+    days: SIGNER_DAYS,
+    now,
     extensions: [
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([MDL_DS_EKU], true),
-      await x509.SubjectKeyIdentifierExtension.create(publicKey as unknown as LibKey),
-      await x509.AuthorityKeyIdentifierExtension.create(iaca.certificate),
     ],
   });
   return new Uint8Array(cert.rawData);

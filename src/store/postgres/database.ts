@@ -111,6 +111,21 @@ export function createPool(url: string, options: PoolOptions): PgPool {
 }
 
 /**
+ * Runs `fn` in one transaction that first takes the kit's transaction-level advisory lock for
+ * `purpose` (LOCK_IDEN3, LOCK_KEYS) on `pool`'s namespace, released by COMMIT or ROLLBACK.
+ */
+export function withLockedTransaction<T>(
+  pool: PgPool,
+  purpose: number,
+  fn: (client: PgClient) => Promise<T>,
+): Promise<T> {
+  return withTransaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock($1, $2)', [lockSpace(pool, LOCK_NAMESPACE), purpose]);
+    return fn(client);
+  });
+}
+
+/**
  * Runs `fn` in one transaction on one pooled connection; rolls back when it throws. When the
  * connection itself failed (timed out, lost) there is nothing to roll back on: it is destroyed,
  * which ends the transaction on the server, and the error is a DatabaseUnavailableError.

@@ -10,14 +10,7 @@ import type {
   NewIden3State,
   StatusChangeRequest,
 } from '../store.js';
-import {
-  LOCK_IDEN3,
-  LOCK_NAMESPACE,
-  lockSpace,
-  type PgClient,
-  type PgPool,
-  withTransaction,
-} from './database.js';
+import { LOCK_IDEN3, type PgClient, type PgPool, withLockedTransaction } from './database.js';
 import { changeStatusOn } from './postgres-status-store.js';
 
 type StateRow = Iden3StateColumns<string>;
@@ -119,13 +112,7 @@ export class PostgresIden3Store implements Iden3Store {
 
   /** One transaction holding the Iden3 write lock (released by COMMIT or ROLLBACK). */
   #locked<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
-    return withTransaction(this.pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [
-        lockSpace(this.pool, LOCK_NAMESPACE),
-        LOCK_IDEN3,
-      ]);
-      return fn(client);
-    });
+    return withLockedTransaction(this.pool, LOCK_IDEN3, fn);
   }
 }
 

@@ -1,14 +1,7 @@
 import { keyRotatedEvent } from '../../events/builders.js';
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
 import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
-import {
-  LOCK_KEYS,
-  LOCK_NAMESPACE,
-  lockSpace,
-  type PgClient,
-  type PgPool,
-  withTransaction,
-} from './database.js';
+import { LOCK_KEYS, type PgClient, type PgPool, withLockedTransaction } from './database.js';
 import { insertEventSql } from './postgres-webhook-store.js';
 
 interface KeyRow {
@@ -191,13 +184,7 @@ export class PostgresKeyStore implements KeyMaterialStore {
   }
 
   #locked<T>(fn: (client: PgClient) => Promise<T>): Promise<T> {
-    return withTransaction(this.pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [
-        lockSpace(this.pool, LOCK_NAMESPACE),
-        LOCK_KEYS,
-      ]);
-      return fn(client);
-    });
+    return withLockedTransaction(this.pool, LOCK_KEYS, fn);
   }
 }
 
