@@ -37,8 +37,11 @@ export interface TestTenants {
   holder(t: TestTenant, path: string, body: unknown, apiKey?: string): Promise<Response>;
   admin(t: TestTenant, path: string, body?: unknown, adminKey?: string): Promise<Response>;
   operator(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Response>;
-  /** Adds a tenant through the operator route, with its emulator and the example claims. */
-  add(id: string): Promise<TestTenant>;
+  /**
+   * Adds a tenant through the operator route, with its emulator and the example claims; `settings`
+   * beside its partner id and service URL (its own `schemasDir`, …).
+   */
+  add(id: string, settings?: Record<string, unknown>): Promise<TestTenant>;
   close(): Promise<void>;
 }
 
@@ -108,7 +111,7 @@ export async function startTenants(
       request(t.host, path, json(body === undefined ? 'GET' : 'POST', body, { 'x-admin-api-key': adminKey })),
     operator: (method, path, body) =>
       fetch(`${bound.url}${path}`, json(method, body, { 'x-operator-api-key': TEST_OPERATOR_KEY })),
-    async add(id) {
+    async add(id, settings = {}) {
       const partnerId = randomUUID();
       const emulator = await startEmulatorServer({
         partnerId,
@@ -133,7 +136,7 @@ export async function startTenants(
       const res = await env.operator('POST', '/operator/tenants', {
         id,
         origin: t.origin,
-        settings: { partnerId, serviceBaseUrl: emulator.url },
+        settings: { partnerId, serviceBaseUrl: emulator.url, ...settings },
         apiKey: t.apiKey,
         adminApiKeys: { admin: t.adminKey },
       });
