@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { type ErrorContext } from 'oidc-provider';
@@ -71,6 +72,16 @@ export async function startDevLoginProvider(
       ...(options.clients ?? []),
     ],
     pkce: { required: () => true },
+    // Short lives, and fresh cookie keys each start: nothing outlives the process anyway.
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    ttl: {
+      AccessToken: 600,
+      AuthorizationCode: 60,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 3600,
+    },
     // Errors as JSON, without the development pages' warning printed once per process.
     renderError: async (ctx: ErrorContext, out: unknown) => {
       ctx.type = 'json';
