@@ -77,6 +77,8 @@ export function createApp(
   const json = jsonBody();
   // RFC 6749 §4.1.3: a token request is a form; plain keys only (no nested `a[b]` syntax).
   const form = express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 50 });
+  // OpenID4VCI 1.0 §10: an encrypted credential request is a compact JWE, `application/jwt`.
+  const jwtText = express.text({ type: 'application/jwt', limit: '100kb' });
 
   // Preflight for the public routes only; admin and holder routes send no CORS headers.
   app.options(
@@ -102,6 +104,7 @@ export function createApp(
     // The test suite's check of each answer against the route's description (no-op otherwise).
     const check = responseContract(route);
     const chain: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
+    if (route.jwtBody) chain.push(jwtText);
     if (route.method === 'post')
       chain.push(route.form ? form : route.jsonLimit ? jsonBody(undefined, route.jsonLimit) : json);
     if (route.group === 'admin') chain.push(catchUpSchemas);

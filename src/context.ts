@@ -31,6 +31,7 @@ import { IssuerMetrics, uploadBacklog } from './observability/metrics.js';
 import { observe } from './observability/observer.js';
 import { Oid4vciChannel } from './oid4vci/channel.js';
 import { UpstreamLogin } from './oid4vci/login.js';
+import { loadRequestDecryption } from './oid4vci/request-encryption.js';
 import { oid4vciTrust } from './oid4vci/x5c-trust.js';
 import { HttpPools } from './outbound/http-json.js';
 import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
@@ -333,6 +334,14 @@ export async function createContext(
             }
           : {}),
         encryptionRequired: config.oid4vci.responseEncryption === 'required',
+        ...(config.oid4vci.requestEncryption
+          ? {
+              requestDecryption: await loadRequestDecryption(
+                config.oid4vci.requestEncryption.keyFile,
+                config.oid4vci.requestEncryption.required,
+              ),
+            }
+          : {}),
         notifications: config.oid4vci.notifications,
         deferredSeconds: config.oid4vci.deferredSeconds,
       })

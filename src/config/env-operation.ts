@@ -268,6 +268,19 @@ export const operationVariables = {
         'Credential response encryption (OpenID4VCI 1.0 §10), advertised as `credential_response_encryption` (ECDH-ES on P-256, A128GCM or A256GCM): a wallet that sends `credential_response_encryption` gets its credential response as a compact JWE (`application/jwt`). `required`: a credential request without it is refused (`invalid_encryption_parameters`), and the metadata says `encryption_required: true`.',
       default: '`optional`',
     }),
+  OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: z.string().min(1).optional().meta({
+    description:
+      'A PKCS#8 PEM file with a P-256 private key: credential request encryption (OpenID4VCI 1.0 §10) is offered, its public key advertised in `credential_request_encryption.jwks` (ECDH-ES, A128GCM or A256GCM), and the credential endpoint takes a request sent as a compact JWE (`Content-Type: application/jwt`) encrypted to it ([interface.md](interface.md#openid4vci-the-wallet-door)). Every instance needs the same file. Secret file.',
+    default: 'unset (no request encryption)',
+  }),
+  OID4VCI_REQUEST_ENCRYPTION: z
+    .enum(['optional', 'required'], 'OID4VCI_REQUEST_ENCRYPTION must be optional or required')
+    .optional()
+    .meta({
+      description:
+        '`required`: a credential request that is not encrypted to `OID4VCI_REQUEST_ENCRYPTION_KEY_FILE` is refused (`invalid_encryption_parameters`), and the metadata says `encryption_required: true`. Needs that file.',
+      default: '`optional`',
+    }),
   OID4VCI_NOTIFICATIONS: z.enum(['on', 'off'], 'OID4VCI_NOTIFICATIONS must be on or off').optional().meta({
     description:
       "The OpenID4VCI notification endpoint (OpenID4VCI 1.0 §11): `notification_endpoint` in the credential issuer metadata and a `notification_id` in every credential response, so that a wallet can say it accepted, failed to store or deleted a credential (recorded in the credential's audit trail and sent as `credential.wallet_*` webhook events). `off` removes both, for profiles that forbid the wallet telling the issuer ([interface.md](interface.md#openid4vci-the-wallet-door)).",

@@ -24,6 +24,11 @@ export interface Oid4vciConfig {
   batchSize: number;
   /** OID4VCI_RESPONSE_ENCRYPTION: whether credential responses must be encrypted. */
   responseEncryption: 'optional' | 'required';
+  /**
+   * OID4VCI_REQUEST_ENCRYPTION_KEY_FILE (resolved; its secret is read at start) and
+   * OID4VCI_REQUEST_ENCRYPTION: credential request encryption, absent when no key file is given.
+   */
+  requestEncryption: { keyFile: string; required: boolean } | undefined;
   /** OID4VCI_NOTIFICATIONS: the notification endpoint and ids (on by default). */
   notifications: boolean;
   /** OID4VCI_DEFERRED_SECONDS: how long a deferred credential's transaction waits. */
@@ -54,6 +59,12 @@ export function readOid4vciConfig(
     if (!existsSync(path)) problems.push(`${name}: ${path} does not exist (a PEM file of trust anchors)`);
     return path;
   };
+  const requestKeyFile =
+    env.OID4VCI_REQUEST_ENCRYPTION_KEY_FILE && resolve(own.cwd, env.OID4VCI_REQUEST_ENCRYPTION_KEY_FILE);
+  if (requestKeyFile && !existsSync(requestKeyFile))
+    problems.push(`OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: no file ${requestKeyFile}`);
+  if (env.OID4VCI_REQUEST_ENCRYPTION === 'required' && !requestKeyFile)
+    problems.push('OID4VCI_REQUEST_ENCRYPTION: required needs OID4VCI_REQUEST_ENCRYPTION_KEY_FILE');
   return {
     enabled: (env.OID4VCI ?? (own.production ? 'off' : 'on')) === 'on',
     profile,
@@ -63,6 +74,9 @@ export function readOid4vciConfig(
     keyAttestationTrust: file('OID4VCI_KEY_ATTESTATION_TRUST', env.OID4VCI_KEY_ATTESTATION_TRUST),
     batchSize: env.OID4VCI_BATCH_SIZE ?? 10,
     responseEncryption: env.OID4VCI_RESPONSE_ENCRYPTION ?? 'optional',
+    requestEncryption: requestKeyFile
+      ? { keyFile: requestKeyFile, required: env.OID4VCI_REQUEST_ENCRYPTION === 'required' }
+      : undefined,
     notifications: (env.OID4VCI_NOTIFICATIONS ?? 'on') === 'on',
     deferredSeconds: env.OID4VCI_DEFERRED_SECONDS ?? 86_400,
   };

@@ -58,6 +58,7 @@ export class Oid4vciChannel {
         batchSize: deps.batchSize,
         authorizationCode: deps.authorizationCode,
         encryptionRequired: deps.encryptionRequired,
+        requestDecryption: deps.requestDecryption,
         notifications: deps.notifications ?? true,
       }),
       dpop: new DpopVerifier({
@@ -142,9 +143,13 @@ export class Oid4vciChannel {
     return nonce(this.parts);
   }
 
-  /** Credential endpoint (credential.ts). */
-  credential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
-    return credential(this.parts, request, body);
+  /** Credential endpoint (credential.ts); `encrypted`: the request sent as a JWE (request-encryption.ts). */
+  credential(
+    request: RequestLike,
+    body: Record<string, unknown>,
+    encrypted?: string,
+  ): Promise<ProtocolAnswer> {
+    return credential(this.parts, request, body, encrypted);
   }
 
   /** Deferred credential endpoint (deferred.ts). */

@@ -19,6 +19,7 @@ import { SIGNING_ALGS, sha256 } from './library.js';
 import { newNotificationId } from './notification.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
 import { holderKeysOf } from './proofs.js';
+import { credentialRequestBody } from './request-encryption.js';
 
 type CredentialRequest = ReturnType<Openid4vciIssuer['parseCredentialRequest']>;
 
@@ -32,10 +33,12 @@ type CredentialRequest = ReturnType<Openid4vciIssuer['parseCredentialRequest']>;
 export async function credential(
   parts: ChannelParts,
   request: RequestLike,
-  body: Record<string, unknown>,
+  sent: Record<string, unknown>,
+  encrypted?: string,
 ): Promise<ProtocolAnswer> {
   const { deps } = parts;
   const offer = await authorizeAccess(parts, request);
+  const body = await credentialRequestBody(deps.requestDecryption, sent, encrypted);
   const { encryption, request: credentialRequest } = await requestedEncryption(
     body,
     deps.encryptionRequired ?? false,

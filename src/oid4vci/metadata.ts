@@ -15,6 +15,7 @@ import type { LoadedSchema } from '../schemas/schema-registry.js';
 import { responseEncryptionMetadata } from './encryption.js';
 import type { KeyAttestationVerifier } from './key-attestation.js';
 import { type ProtocolLibraries, SIGNING_ALGS } from './library.js';
+import { type RequestDecryption, requestEncryptionMetadata } from './request-encryption.js';
 
 /**
  * The channel's metadata (OpenID4VCI 1.0 §12.2, RFC 8414) and where each of its endpoints answers
@@ -53,6 +54,8 @@ export interface ChannelMetadataDeps {
   authorizationCode?: { requirePar: boolean; refreshTokens: boolean } | undefined;
   /** OID4VCI_RESPONSE_ENCRYPTION=required: advertised as `encryption_required`. */
   encryptionRequired?: boolean | undefined;
+  /** OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: advertised as `credential_request_encryption`. */
+  requestDecryption?: RequestDecryption | undefined;
   /** OID4VCI_NOTIFICATIONS: the notification endpoint is published. */
   notifications: boolean;
 }
@@ -172,6 +175,9 @@ export class ChannelMetadata {
       ...(this.deps.notifications ? { notification_endpoint: this.endpoints.notification } : {}),
       credential_configurations_supported: configurations,
       credential_response_encryption: responseEncryptionMetadata(this.deps.encryptionRequired ?? false),
+      ...(this.deps.requestDecryption
+        ? { credential_request_encryption: requestEncryptionMetadata(this.deps.requestDecryption) }
+        : {}),
       // §12.2.4: batch_size is 2 or more; a request carrying more proofs than it is refused.
       ...((this.deps.batchSize ?? 1) >= 2
         ? { batch_credential_issuance: { batch_size: this.deps.batchSize! } }

@@ -11,6 +11,7 @@ import type { KeyAttestationVerifier } from './key-attestation.js';
 import type { ProtocolLibraries } from './library.js';
 import type { UpstreamLogin } from './login.js';
 import type { ChannelMetadata } from './metadata.js';
+import type { RequestDecryption } from './request-encryption.js';
 import type { X5cTrust } from './x5c-trust.js';
 
 export type { ProtocolAnswer } from './answer.js';
@@ -50,6 +51,8 @@ export interface Oid4vciChannelDeps {
   log?: Logger;
   /** OID4VCI_RESPONSE_ENCRYPTION=required: every credential request must ask for an encrypted response. */
   encryptionRequired?: boolean;
+  /** OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: the key credential requests may be encrypted to (§10). */
+  requestDecryption?: RequestDecryption | undefined;
   /** OID4VCI_NOTIFICATIONS (OpenID4VCI 1.0 §11); on when not given. */
   notifications?: boolean;
   /** OID4VCI_DEFERRED_SECONDS: how long a deferred transaction waits (OpenID4VCI 1.0 §9). */

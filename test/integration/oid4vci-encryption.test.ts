@@ -1,5 +1,14 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { compactDecrypt, decodeProtectedHeader, type JWK } from 'jose';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CompactEncrypt,
+  calculateJwkThumbprint,
+  compactDecrypt,
+  decodeProtectedHeader,
+  importJWK,
+  type JWK,
+} from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
@@ -156,3 +165,123 @@ describe('OpenID4VCI credential response encryption', () => {
     expect(JSON.parse(new TextDecoder().decode(plaintext)).credentials).toHaveLength(1);
   });
 });
+
+/**
+ * Credential request encryption (OpenID4VCI 1.0 §10, §12.2.4 `credential_request_encryption`):
+ * with OID4VCI_REQUEST_ENCRYPTION_KEY_FILE the metadata publishes the issuer's key; the wallet,
+ * with `jose`, encrypts its credential request to it and sends it as `application/jwt`, asking for
+ * an encrypted response too. A request to another key, or plain while required, is refused.
+ */
+describe('OpenID4VCI credential request encryption', () => {
+  let issuer: TestIssuer;
+  let plain: TestIssuer;
+  beforeAll(async () => {
+    const dir = tempDir();
+    const keyFile = join(dir, 'request-encryption.pem');
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    writeFileSync(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+    issuer = await startIssuer({
+      dir,
+      env: {
+        OID4VCI: 'on',
+        OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: keyFile,
+        OID4VCI_REQUEST_ENCRYPTION: 'required',
+        SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
+      },
+    });
+    const plainDir = tempDir();
+    plain = await startIssuer({
+      dir: plainDir,
+      env: { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(plainDir) },
+    });
+  });
+  afterAll(async () => {
+    await issuer?.close();
+    await plain?.close();
+  });
+
+  const metadata = async (at: TestIssuer) =>
+    (await (await fetch(`${at.url}/.well-known/openid-credential-issuer`)).json()) as Record<string, any>;
+  const send = (at: TestIssuer, accessToken: string, body: string, type: string) =>
+    fetch(`${at.url}/oid4vci/credential`, {
+      method: 'POST',
+      headers: { 'content-type': type, authorization: `Bearer ${accessToken}` },
+      body,
+    });
+  /** The wallet's request, its proof and its key for the response, encrypted to `to` with jose. */
+  async function encryptedRequest(at: TestIssuer, to: JWK & { kid?: string }, enc: 'A128GCM' | 'A256GCM') {
+    const holder = holderKey();
+    const nonce = await freshNonce(at.url);
+    const wallet = walletEncryptionKey();
+    const request = {
+      credential_configuration_id: 'membership-v1',
+      proofs: { jwt: [proofJwt(holder, { aud: at.url, iat: Math.floor(Date.now() / 1000), nonce })] },
+      credential_response_encryption: { jwk: wallet.publicJwk, enc: 'A256GCM' },
+    };
+    const jwe = await new CompactEncrypt(new TextEncoder().encode(JSON.stringify(request)))
+      .setProtectedHeader({ alg: 'ECDH-ES', enc, ...(to.kid ? { kid: to.kid } : {}) })
+      .encrypt(await importJWK(to, 'ECDH-ES'));
+    return { jwe, holder, wallet };
+  }
+
+  it('publishes the key in credential_request_encryption; absent without the setting', async () => {
+    const offered = (await metadata(issuer)).credential_request_encryption;
+    expect(offered).toEqual({
+      jwks: { keys: [expect.objectContaining({ kty: 'EC', crv: 'P-256', use: 'enc', alg: 'ECDH-ES' })] },
+      enc_values_supported: ['A128GCM', 'A256GCM'],
+      encryption_required: true,
+    });
+    expect(offered.jwks.keys[0]).not.toHaveProperty('d');
+    expect(offered.jwks.keys[0].kid).toBe(await calculateJwkThumbprint(offered.jwks.keys[0]));
+    expect(await metadata(plain)).not.toHaveProperty('credential_request_encryption');
+  });
+
+  it('an encrypted request is served (the response encrypted to the wallet); a plain one is refused while required', async () => {
+    const key = (await metadata(issuer)).credential_request_encryption.jwks.keys[0] as JWK & { kid: string };
+    const before = await oid4vciIssued(issuer);
+    const plainBody = JSON.stringify({ credential_configuration_id: 'membership-v1' });
+    const refused = await send(issuer, await offeredAccessToken(issuer), plainBody, 'application/json');
+    expect({ status: refused.status, error: ((await refused.json()) as { error: string }).error }).toEqual({
+      status: 400,
+      error: 'invalid_encryption_parameters',
+    });
+
+    const accessToken = await offeredAccessToken(issuer);
+    // Encrypted to another key (the wallet's own): it does not decrypt here.
+    const other = walletEncryptionKey();
+    const wrong = await encryptedRequest(issuer, { ...other.publicJwk, kid: key.kid }, 'A128GCM');
+    const misdirected = await send(issuer, accessToken, wrong.jwe, 'application/jwt');
+    expect(misdirected.status).toBe(400);
+    expect(((await misdirected.json()) as { error: string }).error).toBe('invalid_encryption_parameters');
+    expect(await oid4vciIssued(issuer)).toBe(before);
+
+    const { jwe, holder, wallet } = await encryptedRequest(issuer, key, 'A128GCM');
+    const res = await send(issuer, accessToken, jwe, 'application/jwt');
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/jwt');
+    const { plaintext } = await compactDecrypt(await res.text(), wallet.privateKey);
+    const body = JSON.parse(new TextDecoder().decode(plaintext)) as {
+      credentials: Array<{ credential: string }>;
+    };
+    expect(body.credentials).toHaveLength(1);
+    const verified = await verifySdJwtVc(issuer.url, body.credentials[0]!.credential);
+    expect((verified.payload as Record<string, any>).cnf.jwk).toEqual(holder.publicJwk);
+    expect(await oid4vciIssued(issuer)).toBe(before + 1);
+  });
+
+  it('an encrypted request where none is offered is refused', async () => {
+    const someKey = walletEncryptionKey();
+    const { jwe } = await encryptedRequest(plain, someKey.publicJwk, 'A256GCM');
+    const res = await send(plain, await offeredAccessToken(plain), jwe, 'application/jwt');
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('invalid_encryption_parameters');
+  });
+});
+
+async function oid4vciIssued(at: TestIssuer): Promise<number> {
+  const rows = await queryStore<{ n: number | string }>(
+    at.ctx.store,
+    "SELECT COUNT(*) AS n FROM issuances WHERE channel = 'oid4vci'",
+  );
+  return Number(rows[0]!.n);
+}

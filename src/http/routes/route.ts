@@ -56,6 +56,11 @@ export interface Route {
   mountedByPath?: true;
   /** The POST body is `application/x-www-form-urlencoded` (an OAuth token request), not JSON. */
   form?: true;
+  /**
+   * The POST body may also be `application/jwt` (an encrypted OpenID4VCI credential request,
+   * OpenID4VCI 1.0 §10): then its compact text is `req.body`, a string.
+   */
+  jwtBody?: true;
   /** The JSON body's limit in bytes when a route needs more than the default 100 kB. */
   jsonLimit?: number;
   /** `Idempotency-Key` is honoured, its answers kept under this scope. */

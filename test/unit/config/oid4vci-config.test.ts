@@ -29,6 +29,7 @@ describe('OpenID4VCI settings', () => {
       // No login provider: no authorization code flow.
       refreshTokens: false,
       responseEncryption: 'optional',
+      requestEncryption: undefined,
       notifications: true,
       deferredSeconds: 86_400,
     });
@@ -67,6 +68,24 @@ describe('OpenID4VCI settings', () => {
       '/srv/issuer',
     );
     expect(config.oid4vci).toMatchObject({ notifications: false, deferredSeconds: 3600 });
+  });
+
+  it('request encryption: on with its key file (resolved), required only with it, a missing file refused', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'request.pem'), 'not read here');
+    const { config } = loadConfig(
+      { OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: 'request.pem', OID4VCI_REQUEST_ENCRYPTION: 'required' },
+      dir,
+    );
+    expect(config.oid4vci.requestEncryption).toEqual({ keyFile: join(dir, 'request.pem'), required: true });
+    const mine = (env: Record<string, string>) =>
+      problems(env, dir).filter((p) => p.startsWith('OID4VCI_REQ'));
+    expect(mine({ OID4VCI_REQUEST_ENCRYPTION: 'required' })).toEqual([
+      'OID4VCI_REQUEST_ENCRYPTION: required needs OID4VCI_REQUEST_ENCRYPTION_KEY_FILE',
+    ]);
+    expect(mine({ OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: 'absent.pem' })).toEqual([
+      `OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: no file ${join(dir, 'absent.pem')}`,
+    ]);
   });
 
   it('haip requires DPoP with server nonces; trust files resolved against the working folder', () => {

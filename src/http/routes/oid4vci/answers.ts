@@ -84,6 +84,7 @@ export const publicRoute = (
   group: 'public',
   auth: 'none',
   ...(route.form ? { form: true as const } : {}),
+  ...(route.jwtBody ? { jwtBody: true as const } : {}),
   doc: {
     operationId: route.operationId,
     summary: route.summary,

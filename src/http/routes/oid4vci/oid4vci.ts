@@ -64,10 +64,18 @@ const channel = (ctx: AppContext): Oid4vciChannel | undefined => ctx.oid4vci;
 export const protocolStep =
   (
     urls: IssuerUrls,
-    step: (request: RequestLike, body: Record<string, unknown>) => Promise<ProtocolAnswer>,
+    step: (
+      request: RequestLike,
+      body: Record<string, unknown>,
+      encrypted?: string,
+    ) => Promise<ProtocolAnswer>,
   ): Route['handler'] =>
   async (req, res) => {
-    const answer = await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
+    // A route with `jwtBody` gets an `application/jwt` body as its text (an encrypted request).
+    const answer =
+      typeof req.body === 'string'
+        ? await step(requestLike(urls, req), {}, req.body)
+        : await step(requestLike(urls, req), (req.body ?? {}) as Record<string, unknown>);
     noStore(res).set(answer.headers);
     if (answer.status === 204) res.status(204).end();
     // A Buffer, so Express adds no `; charset=utf-8` to the media type (OpenID4VCI 1.0 §8.3).
@@ -162,7 +170,8 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       contentTypes: ['application/json', 'application/jwt'],
       more: DEFERRED,
       protocol: true,
-      handler: protocolStep(urls, (request, body) => d.credential(request, body)),
+      jwtBody: true,
+      handler: protocolStep(urls, (request, body, encrypted) => d.credential(request, body, encrypted)),
     }),
     publicRoute({
       method: 'post',
