@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
-import { decodeJwt } from 'jose';
+import { decodeJwt, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type EmulatorServer, startEmulatorServer } from '../../src/development/emulator/index.js';
 import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
@@ -91,7 +91,8 @@ describe.skipIf(!available)('three tenants on two server processes', () => {
         emulator: await startEmulatorServer({
           partnerId,
           // The tenant's partner keys as its origin publishes them.
-          jwks: async () => (await at(one, t)(`${t.origin}/.well-known/jwks.json`)).json(),
+          jwks: async () =>
+            (await (await at(one, t)(`${t.origin}/.well-known/jwks.json`)).json()) as { keys: JWK[] },
         }),
       };
       const added = await fetch(`${one.url}/operator/tenants`, {
