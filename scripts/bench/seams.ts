@@ -34,24 +34,38 @@ function checkoutBase(commit: string): string {
   return dir;
 }
 
+/** The geometric mean: the mean of ratios that a factor moves up in one case and down in the other. */
+function geometricMean(values: number[]): number {
+  return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
+}
+
+type Side = 'base' | 'head';
+
 /**
  * Hosted issue-vc on PostgreSQL (one process), this checkout and the base commit alternated in one
- * run (base, head, head, base, …), each window on a database of its own: the seams' cost is the
- * median of head ÷ the median of base, for the server's CPU and PostgreSQL's backends' CPU per
- * issuance. The machine's other load weighs on both alike.
+ * run, ABBA (base, head | head, base | …), each window on a database of its own. The rounds are
+ * made even, so that each side runs first as often as second: a window that costs more for its
+ * place in the round (first or second) weighs on both sides alike. Per figure (the server's CPU,
+ * PostgreSQL's backends' CPU per issuance) it reports the medians and their ratio, head ÷ base of
+ * each round by the order it ran in, and the balanced ratio: the geometric mean of every round's
+ * head ÷ base, in which a factor that an order multiplies one side by cancels out.
  */
 export async function benchSeams(): Promise<Row[]> {
   const commit = process.env.BENCH_SEAMS_BASE || SHAPE_BASE;
-  const rounds = Number(process.env.BENCH_SEAMS_ROUNDS || 3);
+  const asked = Number(process.env.BENCH_SEAMS_ROUNDS || 4);
+  const rounds = Math.max(2, asked + (asked % 2));
   const baseDir = checkoutBase(commit);
   const rows: Row[] = [];
-  const seen = {
-    base: new Map<string, number[]>(FIGURES.map((f) => [f, []])),
-    head: new Map<string, number[]>(FIGURES.map((f) => [f, []])),
-  };
+  /** Per figure, per round: each side's value, and which side ran first. */
+  const seen = new Map<string, Array<{ first: Side; base?: number; head?: number }>>(
+    FIGURES.map((f) => [f, []]),
+  );
   try {
     for (let round = 1; round <= rounds; round++) {
-      const order = round % 2 ? (['base', 'head'] as const) : (['head', 'base'] as const);
+      const order: readonly Side[] = round % 2 ? ['base', 'head'] : ['head', 'base'];
+      const figures = new Map(
+        FIGURES.map((f) => [f, { first: order[0]! } as { first: Side; base?: number; head?: number }]),
+      );
       for (const side of order) {
         const db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
         try {
@@ -63,25 +77,49 @@ export async function benchSeams(): Promise<Row[]> {
           rows.push(...got);
           for (const figure of FIGURES) {
             const row = got.find((r) => r.name.endsWith(`: ${figure}`));
-            if (row) seen[side].get(figure)!.push(row.value);
+            if (row) figures.get(figure)![side] = row.value;
           }
         } finally {
           await db.drop();
         }
       }
+      for (const figure of FIGURES) seen.get(figure)!.push(figures.get(figure)!);
     }
   } finally {
     removeDir(join(baseDir, '..'));
   }
   for (const figure of FIGURES) {
-    const base = seen.base.get(figure)!;
-    const head = seen.head.get(figure)!;
+    const all = seen.get(figure)!;
+    const base = all.flatMap((r) => (r.base === undefined ? [] : [r.base]));
+    const head = all.flatMap((r) => (r.head === undefined ? [] : [r.head]));
     if (base.length === 0 || head.length === 0) continue;
     rows.push(
       { name: `seams: ${figure}, median base ${commit}`, value: median(base), unit: 'ms' },
       { name: `seams: ${figure}, median head`, value: median(head), unit: 'ms' },
       { name: `seams: ${figure}, head ÷ base`, value: median(head) / median(base), unit: '×' },
     );
+    const ratios = (first?: Side) =>
+      all.flatMap((r) =>
+        r.base !== undefined && r.head !== undefined && (first === undefined || r.first === first)
+          ? [r.head / r.base]
+          : [],
+      );
+    for (const first of ['base', 'head'] as const) {
+      const some = ratios(first);
+      if (some.length > 0)
+        rows.push({
+          name: `seams: ${figure}, head ÷ base in the rounds ${first} ran first`,
+          value: geometricMean(some),
+          unit: '×',
+        });
+    }
+    const every = ratios();
+    if (every.length > 0)
+      rows.push({
+        name: `seams: ${figure}, head ÷ base, order balanced`,
+        value: geometricMean(every),
+        unit: '×',
+      });
   }
   return rows;
 }

@@ -81,8 +81,8 @@ export const ToolEnvSchema = z.object({
     '`npm run bench -- seams`',
   ),
   BENCH_SEAMS_ROUNDS: tool(
-    'Rounds of the seams section; each round runs the base and this checkout once, in alternating order.',
-    '`3`',
+    'Rounds of the seams section, made even: each round runs the base and this checkout once, the order flipped each round (ABBA).',
+    '`4`',
     '`npm run bench -- seams`',
   ),
   BENCH_MERKLIZE_CREDENTIALS: tool(
