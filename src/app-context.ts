@@ -108,13 +108,21 @@ export interface ContextOverrides {
    */
   rateLimitStore?: (group: RouteGroup) => Store;
   /** Outbox timing (tests use short backoffs). */
-  outbox?: { baseBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; sweepMs?: number };
+  outbox?: {
+    baseBackoffMs?: number;
+    maxBackoffMs?: number;
+    leaseMs?: number;
+    sweepMs?: number;
+    /** The sweep backs off up to this while idle (a tenant's, docs/several-issuers.md "Idle tenants"). */
+    idleSweepMaxMs?: number;
+  };
   webhooks?: {
     baseBackoffMs?: number;
     maxBackoffMs?: number;
     sweepMs?: number;
     /** How long a receiver has to answer (tests hold a receiver longer than the default). */
     deliveryTimeoutMs?: number;
+    idleSweepMaxMs?: number;
   };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;
@@ -123,7 +131,7 @@ export interface ContextOverrides {
   /** How often an instance on PostgreSQL checks the key ring version (default 2000 ms). */
   keysPollMs?: number;
   /** Bulk status change timing and chunk size (tests use small ones). */
-  statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number };
+  statusJobs?: { leaseMs?: number; sweepMs?: number; chunkSize?: number; idleSweepMaxMs?: number };
   /**
    * The store this context works on, opened by the caller (a tenant's namespace,
    * src/tenancy/namespaces.ts); default: what DATABASE_URL names. The context closes it.

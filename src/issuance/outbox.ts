@@ -22,6 +22,8 @@ export interface OutboxOptions {
    * (`repairUnseenUploads`). When nothing is due: one indexed query on SQLite, two on PostgreSQL.
    */
   sweepMs?: number;
+  /** Sweeps back off up to this while nothing comes from outside (LeasedSweeper; default: they do not). */
+  idleSweepMaxMs?: number | undefined;
   batchSize?: number;
   /** Attempts before an upload becomes `failed` (UPLOAD_MAX_ATTEMPTS, default 10). */
   maxAttempts?: number;
@@ -89,6 +91,7 @@ export class UploadOutbox extends EventEmitter<OutboxEvents> {
       (drain) => this.drainPass(drain),
       this.sweepMs,
       () => this.drain({ sweep: true }),
+      options.idleSweepMaxMs,
     );
   }
 

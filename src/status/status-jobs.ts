@@ -29,6 +29,8 @@ export interface StatusJobsOptions {
   leaseMs?: number;
   /** How often every instance looks for a job nobody holds (a runner that died). */
   sweepMs?: number;
+  /** Sweeps back off up to this while nothing comes from outside (LeasedSweeper; default: they do not). */
+  idleSweepMaxMs?: number | undefined;
   /** Credentials per transaction. */
   chunkSize?: number;
   /** Failed runs before the job is `failed`. */
@@ -75,7 +77,12 @@ export class StatusJobs {
     this.sweepMs = Math.max(1, deps.sweepMs ?? 5000);
     this.chunkSize = Math.max(1, deps.chunkSize ?? 1000);
     this.maxRuns = Math.max(1, deps.maxRuns ?? 5);
-    this.loop = new LeasedSweeper(() => this.sweepOnce(), this.sweepMs);
+    this.loop = new LeasedSweeper(
+      () => this.sweepOnce(),
+      this.sweepMs,
+      () => this.sweep(),
+      deps.idleSweepMaxMs,
+    );
   }
 
   /** How many credentials a selector matches now (a dry run changes nothing). */

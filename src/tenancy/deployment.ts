@@ -38,6 +38,15 @@ export interface DeploymentOptions {
   doctor?: (() => Promise<DoctorItem[]>) | undefined;
 }
 
+/**
+ * docs/several-issuers.md "Idle tenants": a tenant's background sweeps back off up to a minute
+ * while nothing happens to it, and its key ring is looked at every ten seconds for a rotation made
+ * through another instance, so that a thousand idle tenants do not keep the process and the
+ * database busy.
+ */
+const TENANT_IDLE_SWEEP_MAX_MS = 60_000;
+const TENANT_KEYS_POLL_MS = 10_000;
+
 /** Tenants whose context is rebuilt at once: more only lengthen start-up's peak of memory. */
 const BUILD_CONCURRENCY = 4;
 
@@ -157,7 +166,11 @@ export class Deployment {
       const overrides = this.options.context?.(record) ?? {};
       const ctx = await createContext(config, secrets, {
         log: log.child({ tenant: record.id }),
+        keysPollMs: TENANT_KEYS_POLL_MS,
         ...overrides,
+        outbox: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.outbox },
+        webhooks: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.webhooks },
+        statusJobs: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.statusJobs },
         generateKeys,
         store: () => this.namespaces.open(record.namespace),
       });

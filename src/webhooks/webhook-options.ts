@@ -13,6 +13,8 @@ export interface WebhookOptions {
   maxBackoffMs?: number;
   /** The sweep interval, shared with the upload outbox (OUTBOX_SWEEP_MS). */
   sweepMs: number;
+  /** Sweeps back off up to this while nothing comes from outside (LeasedSweeper; default: they do not). */
+  idleSweepMaxMs?: number | undefined;
   leaseMs?: number;
   batchSize?: number;
   /**

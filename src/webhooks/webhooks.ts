@@ -77,6 +77,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       () => this.sweepOnce(),
       options.sweepMs,
       () => this.sweep(),
+      options.idleSweepMaxMs,
     );
     // About a day over 15 attempts: 30 s doubling, capped at 3 h.
     this.baseBackoffMs = options.baseBackoffMs ?? 30_000;

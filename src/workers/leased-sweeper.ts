@@ -6,10 +6,24 @@
  * retry due); and a stop that waits for the pass under way. What a pass does (which leases it
  * takes, what it logs and reports) is the worker's own `pass`.
  *
+ * With `idleMaxMs` above `everyMs`, a sweeper left alone backs off: after `IDLE_AFTER` sweeps with
+ * no call, wake or timed pass from outside, each wait doubles up to `idleMaxMs`, and any of those
+ * brings it back to `everyMs` at once. Many idle issuers in one process (docs/several-issuers.md
+ * "Idle tenants") then cost little; local work is never late, and only another instance's
+ * leftovers wait up to `idleMaxMs`.
+ *
  * `O` is what a call gives its pass (the first caller's, when calls join); `T` what a pass answers.
  */
 export class LeasedSweeper<T = void, O = undefined> {
+  /** Sweeps at `everyMs` with nothing from outside before the waits start doubling. */
+  static readonly IDLE_AFTER = 3;
   private interval: NodeJS.Timeout | undefined;
+  /** Sweeps since the last call, wake or timed pass from outside (idle back-off only). */
+  private quiet = 0;
+  /** The wait of the sweep now scheduled (idle back-off only). */
+  private waiting = 0;
+  /** The sweep's own call is under way: it is no sign of work. */
+  private ticking = false;
   private timer: NodeJS.Timeout | undefined;
   private timerAt: number | undefined;
   private current: Promise<T> | undefined;
@@ -21,7 +35,12 @@ export class LeasedSweeper<T = void, O = undefined> {
     private readonly pass: (options: O | undefined) => Promise<T>,
     private readonly everyMs: number,
     private readonly tick: () => unknown = () => this.run(),
+    private readonly idleMaxMs = everyMs,
   ) {}
+
+  private get backsOff(): boolean {
+    return this.idleMaxMs > this.everyMs;
+  }
 
   /** Started and not stopped: passes run (a call before `start` or after `stop` still runs one). */
   get running(): boolean {
@@ -36,12 +55,45 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** Sweeps every `everyMs` from now on (the interval does not keep the process alive). */
   start(): void {
     this.started = true;
+    if (this.backsOff) {
+      if (!this.interval) this.schedule();
+      return;
+    }
     this.interval ??= setInterval(() => void this.tick(), Math.max(1, this.everyMs));
     this.interval.unref();
   }
 
+  /** The next sweep of a sweeper that backs off: `everyMs`, doubling once it has been left alone. */
+  private schedule(): void {
+    const doublings = Math.max(0, this.quiet - LeasedSweeper.IDLE_AFTER);
+    this.waiting = Math.min(this.idleMaxMs, Math.max(1, this.everyMs) * 2 ** Math.min(doublings, 30));
+    this.interval = setTimeout(() => {
+      this.interval = undefined;
+      this.quiet++;
+      this.ticking = true;
+      try {
+        void this.tick();
+      } finally {
+        this.ticking = false;
+      }
+      if (this.started) this.schedule();
+    }, this.waiting);
+    this.interval.unref();
+  }
+
+  /** Work from outside: a sweeper that backs off sweeps at `everyMs` again, from now. */
+  private active(): void {
+    if (!this.backsOff || this.ticking) return;
+    this.quiet = 0;
+    if (this.started && this.waiting > this.everyMs) {
+      clearTimeout(this.interval);
+      this.schedule();
+    }
+  }
+
   /** One pass; the pass under way, if any, is joined (and `options` left to it). */
   run(options?: O): Promise<T> {
+    this.active();
     this.current ??= this.pass(options).finally(() => {
       this.current = undefined;
       if (this.again) {
@@ -55,6 +107,7 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** A pass now, or one more after the pass under way; nothing once stopped. */
   wake(): void {
     if (!this.started) return;
+    this.active();
     if (this.current) this.again = true;
     else void this.run();
   }
@@ -62,6 +115,7 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** A pass at `at` (at once when past); an earlier one already set stands. Nothing once stopped. */
   runAt(at: Date): void {
     if (!this.started) return;
+    this.active();
     if (this.timer && this.timerAt !== undefined && this.timerAt <= at.getTime()) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at.getTime();
@@ -79,7 +133,8 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** No further passes; resolves once the pass under way has ended (its failure is its own to report). */
   async stop(): Promise<void> {
     this.started = false;
-    if (this.interval) clearInterval(this.interval);
+    // A timeout (backing off) or an interval: clearTimeout clears either.
+    clearTimeout(this.interval);
     this.interval = undefined;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
