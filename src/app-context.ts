@@ -137,6 +137,8 @@ export interface ContextOverrides {
    * src/tenancy/namespaces.ts); default: what DATABASE_URL names. The context closes it.
    */
   store?: () => Promise<OpenedStore>;
+  /** Register the process and Node metrics on this app's registry (default true; not a tenant's). */
+  processMetrics?: boolean;
   /** Create missing keys even in production (a tenant's first start). */
   generateKeys?: boolean;
   /** Renewal sweep timing, and its clock (tests and the bench drive them). */

@@ -152,8 +152,10 @@ export async function createContext(
     ...overrides.outbox,
     log,
   });
-  const metrics = new IssuerMetrics(uploadBacklog(store.issuances), () =>
-    store.webhooks.countFailedDeliveries(),
+  const metrics = new IssuerMetrics(
+    uploadBacklog(store.issuances),
+    () => store.webhooks.countFailedDeliveries(),
+    overrides.processMetrics,
   );
   observe(telemetry, outbox, metrics, log);
   const webhooks = new Webhooks(store.webhooks, {

@@ -130,9 +130,14 @@ export class IssuerMetrics {
     series.duration.observe(seconds);
   }
 
-  /** `failedDeliveries`: webhook deliveries left `failed`, read from the database when scraped. */
-  constructor(backlog: BacklogReader, failedDeliveries?: () => Promise<number>) {
-    collectDefaultMetrics({ register: this.registry });
+  /**
+   * `failedDeliveries`: webhook deliveries left `failed`, read from the database when scraped.
+   * `processMetrics: false` leaves out the process and Node metrics, which are the process's, not
+   * an app's: each set watches the event loop and the garbage collector (a tenant's app,
+   * docs/several-issuers.md "Idle tenants").
+   */
+  constructor(backlog: BacklogReader, failedDeliveries?: () => Promise<number>, processMetrics = true) {
+    if (processMetrics) collectDefaultMetrics({ register: this.registry });
     // The backlog lives in the database (shared by every instance): read it when scraped. Every
     // worker of a cluster reads the same figures, so a cluster scrape takes the largest, not the sum.
     let last: ReturnType<BacklogReader> | undefined;

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request } from 'express';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import { AppError, ERROR_STATUS } from '../errors.js';
-import { requireKey } from '../http/middleware/auth.js';
+import { requireBearer, requireKey } from '../http/middleware/auth.js';
 import { errorHandler } from '../http/middleware/error-handler.js';
 import { jsonBody } from '../http/middleware/json-body.js';
 import { parseInput } from '../http/middleware/validate.js';
@@ -106,6 +107,26 @@ function deploymentApp(deployment: Deployment, serves: Listener | 'all'): expres
       res
         .set('cache-control', 'no-store')
         .json({ status: 'ready', tenants: deployment.served().length, failing });
+    });
+  }
+  // The process's own metrics, once for all tenants (each tenant's /metrics has its issuer's).
+  if (serves === (config.admin ? 'admin' : 'all')) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    new Gauge({
+      name: 'issuer_tenants',
+      help: 'Tenants of the registry, by whether this process serves them',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      collect() {
+        const all = deployment.served();
+        const failing = all.filter((t) => t.problem !== undefined).length;
+        this.set({ state: 'serving' }, all.length - failing);
+        this.set({ state: 'failing' }, failing);
+      },
+    });
+    app.get('/metrics', requireBearer(secrets.metricsToken, 'metrics'), async (_req, res) => {
+      res.set('content-type', registry.contentType).send(await registry.metrics());
     });
   }
   if (serves !== 'public') {

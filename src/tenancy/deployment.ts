@@ -167,6 +167,7 @@ export class Deployment {
       const ctx = await createContext(config, secrets, {
         log: log.child({ tenant: record.id }),
         keysPollMs: TENANT_KEYS_POLL_MS,
+        processMetrics: false,
         ...overrides,
         outbox: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.outbox },
         webhooks: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.webhooks },

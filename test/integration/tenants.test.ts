@@ -121,6 +121,13 @@ describe(`several issuers in one deployment (${TEST_STORE})`, () => {
     expect(JSON.parse(meta.body).issuer).toBe(a.origin);
     const unknown = await viaHost('nobody.issuers.test', '/.well-known/jwt-vc-issuer');
     expect(unknown).toEqual({ status: 404, body: '' });
+    // The deployment's own metrics: the process's, once, and the tenants served.
+    const metrics = await (await d.fetch('localhost', '/metrics')).text();
+    expect(metrics).toMatch(/issuer_tenants\{state="serving"\} \d/);
+    expect(metrics).toMatch(/process_cpu_user_seconds_total/);
+    const tenantMetrics = await (await d.fetch(a.host, '/metrics')).text();
+    expect(tenantMetrics).toMatch(/issuer_http_requests_total/);
+    expect(tenantMetrics).not.toMatch(/process_cpu_user_seconds_total/);
     const unknownForwarded = await d.fetch('nobody.issuers.test', '/issue-vc', { method: 'POST' });
     expect(unknownForwarded.status).toBe(404);
     expect(await unknownForwarded.text()).toBe('');
