@@ -2,7 +2,7 @@ import { keyRotatedEvent } from '../../events/builders.js';
 import type { KeyMaterialStore, SealedRow, StoredIden3Key, StoredKey } from '../store.js';
 import { WEBHOOK_SECRET_PURPOSE } from '../webhook-store.js';
 import { LOCK_KEYS, type PgClient, type PgPool, withLockedTransaction } from './database.js';
-import { insertEventSql } from './postgres-webhook-store.js';
+import { insertEvent } from './postgres-webhook-store.js';
 
 interface KeyRow {
   kid: string;
@@ -197,12 +197,7 @@ async function recordKeyRotated(
   at: Date,
 ): Promise<void> {
   const event = keyRotatedEvent(purpose, kid, retired);
-  await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
-    event.id,
-    event.type,
-    event.data,
-    at,
-  ]);
+  await insertEvent(client, event, at);
 }
 
 async function insertKey(client: PgClient, k: StoredKey): Promise<void> {

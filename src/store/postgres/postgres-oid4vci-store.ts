@@ -9,7 +9,7 @@ import type {
 } from '../store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
-import { insertEventSql } from './postgres-webhook-store.js';
+import { insertEvent } from './postgres-webhook-store.js';
 
 type Row = Oid4vciOfferRow<string>;
 
@@ -111,12 +111,7 @@ export class PostgresOid4vciStore implements Oid4vciStore {
         ],
       );
       if (rowCount !== 1) return false;
-      await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
-        t.event.id,
-        t.event.type,
-        t.event.data,
-        t.now,
-      ]);
+      await insertEvent(client, t.event, t.now);
       return true;
     });
   }
@@ -164,12 +159,7 @@ export class PostgresOid4vciStore implements Oid4vciStore {
       );
       if (rowCount !== 1) return false;
       await insertAudit(client, n.audit);
-      await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
-        n.webhookEvent.id,
-        n.webhookEvent.type,
-        n.webhookEvent.data,
-        n.audit.at,
-      ]);
+      await insertEvent(client, n.webhookEvent, n.audit.at);
       return true;
     });
   }

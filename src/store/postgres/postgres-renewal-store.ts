@@ -10,7 +10,7 @@ import type {
 } from '../renewal-store.js';
 import { type PgPool, withTransaction } from './database.js';
 import { insertAudit } from './postgres-audit-store.js';
-import { insertEventSql } from './postgres-webhook-store.js';
+import { insertEvent } from './postgres-webhook-store.js';
 
 /**
  * The sweep's read (RenewalStore.due), as SQLite's DUE_SQL: one range of `renewals_due`, from
@@ -92,13 +92,7 @@ export class PostgresRenewalStore implements RenewalStore {
       );
       if (rowCount !== 1) return false;
       await insertAudit(client, { ...w.audit, at: w.at, target: credentialId });
-      if (w.event)
-        await client.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
-          w.event.id,
-          w.event.type,
-          w.event.data,
-          w.at,
-        ]);
+      if (w.event) await insertEvent(client, w.event, w.at);
       return true;
     });
   }

@@ -18,7 +18,7 @@ import {
   type WebhookEndpointRecord,
   type WebhookStore,
 } from '../webhook-store.js';
-import { type PgPool, withTransaction } from './database.js';
+import { type PgClient, type PgPool, withTransaction } from './database.js';
 
 type EndpointRow = WebhookEndpointColumns<Date, Date>;
 type DeliveryRow = WebhookDeliveryColumns<Date, Date, string>;
@@ -38,6 +38,16 @@ export function insertEventSql(id: string, type: string, data: string, at: strin
     SELECT ${id}, ${type}, ${data}, ${at} ${from} ${from ? 'AND' : 'WHERE'} EXISTS (SELECT 1 FROM webhook_endpoints)`;
 }
 
+/** Writes one built event on its own statement (in the caller's transaction when `db` is its client). */
+export async function insertEvent(db: PgPool | PgClient, event: NewWebhookEvent, at: Date): Promise<void> {
+  await db.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
+    event.id,
+    event.type,
+    event.data,
+    at,
+  ]);
+}
+
 /** Events fanned out per transaction. */
 const FAN_OUT_BATCH = 100;
 
@@ -45,12 +55,7 @@ export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly pool: PgPool) {}
 
   async recordEvent(event: NewWebhookEvent, at: Date): Promise<void> {
-    await this.pool.query(insertEventSql('$1::text', '$2::text', '$3::text', '$4::timestamptz'), [
-      event.id,
-      event.type,
-      event.data,
-      at,
-    ]);
+    await insertEvent(this.pool, event, at);
   }
 
   async addEndpoint(e: NewWebhookEndpoint): Promise<void> {
