@@ -16,6 +16,11 @@ export type KeyBackendConfig =
        * (docs/security.md "Keys in a hardware security module"). Its path only; the PIN is in `Secrets`.
        */
       pinFile?: string;
+      /**
+       * Put before the label of every key this process creates in the token: a tenant's id, so an
+       * operator reading the token sees whose key each is (docs/several-issuers.md "Where the data lives").
+       */
+      labelPrefix?: string;
     };
 
 /**

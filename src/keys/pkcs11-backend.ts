@@ -30,6 +30,7 @@ export async function openPkcs11Backend(
   const backend = new Pkcs11Backend(
     { module: config.module, token: config.token, pin, pinFile: config.pinFile },
     await pkcs11js(),
+    config.labelPrefix,
   );
   await backend.connect();
   return backend;
@@ -39,7 +40,11 @@ export class Pkcs11Backend implements KeyBackend {
   readonly name = 'pkcs11' as const;
   private readonly token: TokenSessions;
 
-  constructor(options: Pkcs11Options, pk: Pkcs11Module) {
+  constructor(
+    options: Pkcs11Options,
+    pk: Pkcs11Module,
+    private readonly labelPrefix = '',
+  ) {
     this.token = new TokenSessions(options, pk);
   }
 
@@ -75,7 +80,7 @@ export class Pkcs11Backend implements KeyBackend {
     purpose: KeyPurpose,
   ): Promise<{ kid: string; custody: KeyCustody }> {
     const { lib, pk } = this.token;
-    const pending = `issuer-kit ${purpose} (being made)`;
+    const pending = `${this.labelPrefix}issuer-kit ${purpose} (being made)`;
     const pair = lib.C_GenerateKeyPair(
       session,
       { mechanism: pk.CKM_EC_KEY_PAIR_GEN },
@@ -98,7 +103,7 @@ export class Pkcs11Backend implements KeyBackend {
     const point = lib.C_GetAttributeValue(session, pair.publicKey, [{ type: pk.CKA_EC_POINT }])[0]?.value;
     const publicJwk = jwkOfPoint(point as Buffer);
     const kid = await calculateJwkThumbprint(publicJwk, 'sha256');
-    const label = tokenLabel(purpose, kid);
+    const label = `${this.labelPrefix}${tokenLabel(purpose, kid)}`;
     // The kid, known only now, names both objects: CKA_ID to find them, CKA_LABEL for a person.
     for (const handle of [pair.publicKey, pair.privateKey])
       lib.C_SetAttributeValue(session, handle, [
@@ -125,7 +130,7 @@ export class Pkcs11Backend implements KeyBackend {
     const publicJwk: JWK = { kty: 'EC', crv: 'P-256', x: privateJwk.x!, y: privateJwk.y! };
     const kid = await calculateJwkThumbprint(publicJwk, 'sha256');
     const id = Buffer.from(kid, 'base64url');
-    const label = tokenLabel(purpose, kid);
+    const label = `${this.labelPrefix}${tokenLabel(purpose, kid)}`;
     await this.token.withSession(async (session) => {
       const { lib, pk } = this.token;
       if (this.token.find(session, id, pk.CKO_PRIVATE_KEY)) return;

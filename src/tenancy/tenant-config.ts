@@ -45,6 +45,10 @@ export function tenantConfig(
       // One watcher per tenant would poll a thousand folders; a reload is asked for instead.
       schemasWatch: false,
       keysDir: own ? config.keysDir : join(config.keysDir, 'tenants', tenant.id),
+      keyBackend:
+        config.keyBackend.kind === 'pkcs11' && !own
+          ? { ...config.keyBackend, labelPrefix: `${tenant.id}: ` }
+          : config.keyBackend,
       // Rate limits count per tenant, also in a shared Redis.
       rateLimitRedisPrefix: `${config.rateLimitRedisPrefix}${tenant.id}:`,
       console: { ...config.console, origins: [tenant.origin] },
