@@ -89,3 +89,16 @@ export function attachChain(file: string, x5c: readonly string[]): void {
   jwk.x5c = [...x5c];
   writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
 }
+
+const DAY_MS = 86_400_000;
+/** A certificate closer than this to its end wants its successor issued (doctor WARN, console). */
+export const CERTIFICATE_WARN_DAYS = 30;
+
+/** How a certificate stands at `now`: whole days left (negative once expired) and the verdict. */
+export function certificateStanding(
+  notAfter: Date,
+  now = Date.now(),
+): { days: number; standing: 'valid' | 'expiring' | 'expired' } {
+  const days = Math.floor((notAfter.getTime() - now) / DAY_MS);
+  return { days, standing: days < 0 ? 'expired' : days < CERTIFICATE_WARN_DAYS ? 'expiring' : 'valid' };
+}

@@ -17,7 +17,14 @@ import { runCli } from '../helpers/cli.js';
 import { credoHolder, newKeyBinding } from '../helpers/credo.js';
 import { adaMembership } from '../helpers/direct-issue.js';
 import { expectError } from '../helpers/errors.js';
-import { queryStore, startIssuer, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
+import {
+  queryStore,
+  startIssuer,
+  TEST_ADMIN_API_KEY,
+  TEST_STORE,
+  type TestIssuer,
+  tempDir,
+} from '../helpers/issuer.js';
 import { receiveWithOpenid4vci } from '../helpers/oid4vci-wallet.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
 
@@ -211,6 +218,34 @@ describe('mdoc over OpenID4VCI', () => {
       expect(mdoc[1]!.detail).toMatch(/document signer: issued by the development IACA/);
     },
   );
+
+  it('the console Keys page shows the IACA root and document signer certificates with their expiry', async () => {
+    const signIn = await fetch(`${issuer.url}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: issuer.url },
+      body: new URLSearchParams({ key: TEST_ADMIN_API_KEY }),
+    });
+    expect(signIn.status).toBe(303);
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const page = await (await fetch(`${issuer.url}/console/keys`, { headers: { cookie } })).text();
+    expect(page).toContain('<h2 id="h-format-certificates">Format certificates</h2>');
+    const rows = [
+      ...page.matchAll(
+        /<tr><td>MSO_MDOC<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td><td class="verdict (\w+)">(\d+) days left<\/td><\/tr>/g,
+      ),
+    ];
+    expect(rows.map((r) => [r[1], r[4]])).toEqual([
+      ['document signer', 'pass'],
+      ['IACA root', 'pass'],
+    ]);
+    expect(rows[0]![2]).toMatch(/document signer/);
+    expect(rows[1]![2]).toMatch(/CN=issuer-kit development IACA/);
+    // The expiry shown is the certificate's own.
+    const iaca = new X509Certificate(await iacaPem());
+    const daysLeft = Math.floor((Date.parse(iaca.validTo) - Date.now()) / 86_400_000);
+    expect(Number(rows[1]![5])).toBe(daysLeft);
+  });
 
   it('the hosted door refuses MSO_MDOC, naming the field', async () => {
     const res = await issuer.post('/issue-vc', {

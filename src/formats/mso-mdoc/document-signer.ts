@@ -91,6 +91,8 @@ export function documentSignerCertificates(options: {
   development: boolean;
 }): DocumentSignerCertificates {
   const issued = new Map<string, Promise<Uint8Array>>();
+  /** The development document signers issued so far, by kid (what `describe` shows of them). */
+  const issuedNow = new Map<string, X509Certificate>();
   let iaca: Promise<DevRoot> | undefined;
   const devIaca = () => {
     iaca ??= loadOrCreateDevIaca(options.keysDir, options.origin);
@@ -112,7 +114,11 @@ export function documentSignerCertificates(options: {
         );
       let cert = issued.get(key.kid);
       if (!cert) {
-        cert = devIaca().then((ca) => issueDevSigner(ca, key, options.origin, new Date()));
+        cert = devIaca().then(async (ca) => {
+          const signer = await issueDevSigner(ca, key, options.origin, new Date());
+          issuedNow.set(key.kid, new X509Certificate(signer));
+          return signer;
+        });
         cert.catch(() => issued.delete(key.kid));
         issued.set(key.kid, cert);
       }
@@ -128,6 +134,9 @@ export function documentSignerCertificates(options: {
       if (key.x5c && key.x5c.length > 0) {
         const leaf = new X509Certificate(Buffer.from(key.x5c[0]!, 'base64'));
         out.push({ role: 'document-signer', subject: leaf.subject, notAfter: new Date(leaf.validTo) });
+      } else {
+        const dev = issuedNow.get(key.kid);
+        if (dev) out.push({ role: 'document-signer', subject: dev.subject, notAfter: new Date(dev.validTo) });
       }
       if (pem) {
         const root = new X509Certificate(pem);

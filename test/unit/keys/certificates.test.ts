@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { attachCertificate, prepareKey } from '../../../src/cli/key-certificates.js';
-import { chainProblems, pemToX5c, x5cToPem } from '../../../src/keys/certificates.js';
+import { certificateStanding, chainProblems, pemToX5c, x5cToPem } from '../../../src/keys/certificates.js';
 import { DEV_CA_PEM, issueDevLeaf, loadOrCreateDevCa } from '../../../src/keys/dev-ca.js';
 import { generateKey, KeyError, parseKeyFile } from '../../../src/keys/key-ring.js';
 import { x509 } from '../../../src/keys/x509.js';
@@ -93,5 +93,16 @@ describe('x5c certificate chains', () => {
     const spki = key.publicKey.export({ format: 'der', type: 'spki' });
     expect(Buffer.from(request.publicKey.rawData).equals(spki)).toBe(true);
     expect(request.subject).toBe('CN=issuer.example.org');
+  });
+});
+
+describe('certificateStanding', () => {
+  const now = Date.parse('2026-06-01T00:00:00Z');
+  const at = (days: number) => new Date(now + days * 86_400_000);
+  it('valid from 30 whole days left, expiring below, expired once past', () => {
+    expect(certificateStanding(at(30), now)).toEqual({ days: 30, standing: 'valid' });
+    expect(certificateStanding(at(29.9), now)).toEqual({ days: 29, standing: 'expiring' });
+    expect(certificateStanding(at(0), now)).toEqual({ days: 0, standing: 'expiring' });
+    expect(certificateStanding(at(-0.1), now)).toEqual({ days: -1, standing: 'expired' });
   });
 });

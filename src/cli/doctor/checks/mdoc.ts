@@ -1,13 +1,11 @@
 import { documentSignerCertificates } from '../../../formats/mso-mdoc/document-signer.js';
 import { MSO_MDOC } from '../../../formats/mso-mdoc/names.js';
 import { loadSchemas } from '../../../formats/schema-file.js';
+import { certificateStanding } from '../../../keys/certificates.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { type DoctorLine, line } from '../line.js';
 
 const item = 'mdoc certificates';
-const DAY_MS = 86_400_000;
-/** A certificate closer than this to its end is a WARN: time to have the next one issued. */
-const WARN_DAYS = 30;
 
 /**
  * The certificates ISO mdocs are signed under (docs/schemas-and-claims.md "ISO mdoc"), while a
@@ -51,10 +49,11 @@ export const mdocCertificates: DoctorCheck = {
       ];
     const now = Date.now();
     const lines: DoctorLine[] = described.map((c) => {
-      const days = Math.floor((c.notAfter.getTime() - now) / DAY_MS);
+      const { days, standing } = certificateStanding(c.notAfter, now);
       const what = `${c.role === 'iaca' ? 'IACA root' : 'document signer'} ${c.subject.replaceAll('\n', ', ')}`;
-      if (days < 0) return line(item, 'FAIL', `${what}: expired on ${c.notAfter.toISOString()}`);
-      if (days < WARN_DAYS)
+      if (standing === 'expired')
+        return line(item, 'FAIL', `${what}: expired on ${c.notAfter.toISOString()}`);
+      if (standing === 'expiring')
         return line(item, 'WARN', `${what}: expires on ${c.notAfter.toISOString()} (${days} days)`);
       return line(item, 'PASS', `${what}: valid until ${c.notAfter.toISOString()} (${days} days)`);
     });

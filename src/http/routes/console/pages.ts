@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
+import { certificateStanding } from '../../../keys/certificates.js';
 import { AUDIT_ACTIONS } from '../../../model.js';
 import type { AuditEntry } from '../../../store/store.js';
 import { parseInput } from '../../middleware/validate.js';
@@ -213,8 +214,33 @@ ${purposes.map((purpose) => {
 <label for="rotate-${purpose}-reason">Reason (required, kept in the audit log)</label>
 <textarea id="rotate-${purpose}-reason" name="reason" required maxlength="1000" rows="2"></textarea>
 <button type="submit">Rotate…</button></fieldset></form></section>`;
-})}`,
+})}${formatCertificates(ctx)}`,
   });
+}
+
+const STANDING_CLASS = { valid: 'pass', expiring: 'warn', expired: 'fail' } as const;
+
+/**
+ * The certificates a format signs under (ISO mdoc: the IACA root and the document signer of the
+ * signing key), with their expiry as `admin doctor` judges it; nothing while no format has any.
+ */
+function formatCertificates(ctx: ConsolePages['ctx']): Html | string {
+  const rows = [...ctx.formats.started.entries()].flatMap(([proofType, started]) =>
+    (started.certificates?.() ?? []).map((c) => ({ proofType, ...c, ...certificateStanding(c.notAfter) })),
+  );
+  if (rows.length === 0) return '';
+  const role = (r: string) => (r === 'iaca' ? 'IACA root' : r === 'document-signer' ? 'document signer' : r);
+  const left = (r: (typeof rows)[number]) =>
+    r.standing === 'expired'
+      ? 'expired'
+      : r.standing === 'expiring'
+        ? `expires in ${r.days} days: have the next one issued`
+        : `${r.days} days left`;
+  return html`<section aria-labelledby="h-format-certificates"><h2 id="h-format-certificates">Format certificates</h2>
+<table><thead><tr><th scope="col">Format</th><th scope="col">Certificate</th><th scope="col">Subject</th><th scope="col">Expires</th><th scope="col">Standing</th></tr></thead><tbody>${rows.map(
+    (r) =>
+      html`<tr><td>${r.proofType}</td><td>${role(r.role)}</td><td>${r.subject.replaceAll('\n', ', ')}</td><td>${when(r.notAfter)}</td><td class="verdict ${STANDING_CLASS[r.standing]}">${left(r)}</td></tr>`,
+  )}</tbody></table></section>`;
 }
 
 /** Schemas: the loaded credential types, their claims source, the last reload's refused files; reload. */
