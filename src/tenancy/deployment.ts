@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createApp } from '../app.js';
 import type { Config, Secrets } from '../config/config.js';
+import { secretProblem } from '../config/secret-strength.js';
 import { type AppContext, type ContextOverrides, createContext } from '../context.js';
 import { AppError, invalidParameter, notFound } from '../errors.js';
 import type { DoctorItem } from '../http/routes/console/console.js';
@@ -232,8 +233,7 @@ export class Deployment {
   }
 
   async #refuseTaken(input: AddTenant): Promise<void> {
-    if (this.config.production && !input.origin.startsWith('https:'))
-      throw invalidParameter('origin', 'must be https in production');
+    if (this.config.production) refuseInProduction(input, this.config.insecureUpstream);
     const { registry } = this.namespaces;
     if (await registry.get(input.id)) throw conflict('id', `id: ${input.id} is already a tenant`);
     const host = hostOfOrigin(input.origin);
@@ -305,3 +305,25 @@ function recordOf(input: AddTenant, namespace: string): TenantRecord {
 }
 
 const conflict = (field: string, message: string) => new AppError('CONFLICT', message, { field });
+
+/**
+ * docs/several-issuers.md "The operator": in production a tenant obeys the rules a single
+ * deployment's environment does: an https origin, its keys to the routes under the secret rule
+ * (docs/security.md "Production secret rule", as API_KEY and ADMIN_API_KEY(S)), and an https
+ * hosting service unless ALLOW_INSECURE_UPSTREAM=1 (as SERVICE_V1_BASE_URL).
+ */
+function refuseInProduction(input: AddTenant, insecureUpstream: boolean): void {
+  if (!input.origin.startsWith('https:')) throw invalidParameter('origin', 'must be https in production');
+  const weak = secretProblem(input.apiKey);
+  if (weak) throw invalidParameter('apiKey', `${weak} in production`);
+  for (const [name, key] of Object.entries(input.adminApiKeys)) {
+    const problem = secretProblem(key);
+    if (problem) throw invalidParameter(`adminApiKeys.${name}`, `${problem} in production`);
+  }
+  const service = input.settings.serviceBaseUrl;
+  if (service !== undefined && !service.startsWith('https:') && !insecureUpstream)
+    throw invalidParameter(
+      'settings.serviceBaseUrl',
+      'must be https in production (ALLOW_INSECURE_UPSTREAM=1 allows http for a staging sidecar)',
+    );
+}
