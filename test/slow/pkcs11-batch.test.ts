@@ -13,8 +13,8 @@ import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
 
 const available = softHsmAvailable('the PKCS#11 batch test');
 
-// docs/interface.md "OpenID4VCI: the wallet door" (batch issuance) and docs/security.md "Token
-// down": an OpenID4VCI batch of ten signed in a SoftHSM2 token, the token's directory taken away
+// docs/interface.md "OpenID4VCI: the wallet door" (batch issuance) and docs/security.md
+// "Keys in a hardware security module" (token down): an OpenID4VCI batch of ten signed in a SoftHSM2 token, the token's directory taken away
 // after the third credential of the batch is signed. The wallet gets 503 UNAVAILABLE naming the
 // key backend, no credential of the batch is recorded (not the three signed before), nothing is
 // audited; once the directory is back, the same access token gets the whole batch.
