@@ -145,8 +145,10 @@ export class Deployment {
     const toBuild: TenantRecord[] = [];
     for (const record of records) {
       const served = this.#byId.get(record.id);
-      if (served && served.problem === undefined) served.record = record;
-      else toBuild.push(record);
+      if (served && served.problem === undefined) {
+        served.record = record;
+        await followEnabled(served);
+      } else toBuild.push(record);
     }
     for (let i = 0; i < toBuild.length; i += BUILD_CONCURRENCY)
       await Promise.all(
@@ -184,6 +186,7 @@ export class Deployment {
         served.apps[listener] = createApp(ctx, listener, { doctor: this.options.doctor });
       await startBackground(ctx, this.options.recoverUploads ?? true);
       served.ctx = ctx;
+      await followEnabled(served);
     } catch (err) {
       served.problem = (err as Error).message;
       log.error(
@@ -282,6 +285,17 @@ export class Deployment {
     for (const served of [...this.#byId.values()]) await this.#drop(served);
     await this.namespaces.close();
   }
+}
+
+/**
+ * docs/several-issuers.md "Routing": a disabled tenant issues nothing, and the renewal sweep's
+ * re-issues are issuances; what it issued before goes on being uploaded, delivered and changed.
+ */
+async function followEnabled(served: ServedTenant): Promise<void> {
+  const renewal = served.ctx?.renewal;
+  if (!renewal) return;
+  if (served.record.enabled) renewal.start();
+  else await renewal.stop();
 }
 
 /** What, changed, makes a tenant's context built again: all but its enabled flag and dates. */
