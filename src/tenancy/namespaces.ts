@@ -65,7 +65,12 @@ export async function openNamespaces(
     },
     async open(ns) {
       const schema = schemaOf(ns);
-      await shared.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+      // Two instances creating it at once: the loser's IF NOT EXISTS can still meet the winner's row.
+      await shared
+        .query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
+        .catch((err: { code?: string }) => {
+          if (err.code !== '23505') throw err;
+        });
       const pool = schemaPool(shared, schema);
       await migrateAll(pool);
       return postgresStoreOn(pool, async () => undefined);

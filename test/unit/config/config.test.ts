@@ -85,6 +85,27 @@ describe('config', () => {
     }
   });
 
+  // docs/several-issuers.md "The operator": a multi deployment's own variables; the issuer's are each tenant's.
+  it('TENANCY=multi in production needs OPERATOR_API_KEY, not the variables of one issuer', () => {
+    expect(problems({ NODE_ENV: 'production', TENANCY: 'multi' })).toEqual([
+      'OPERATOR_API_KEY: required in production with TENANCY=multi',
+    ]);
+    const { config, secrets } = loadConfig(
+      { NODE_ENV: 'production', TENANCY: 'multi', OPERATOR_API_KEY: secret('c') },
+      '/srv/issuer',
+    );
+    expect(config.tenancy).toBe('multi');
+    expect(secrets.operatorApiKey).toBe(secret('c'));
+    expect(JSON.stringify(config)).not.toContain(secret('c'));
+    expect(problems({ NODE_ENV: 'production', TENANCY: 'multi', OPERATOR_API_KEY: 'short' })).toEqual([
+      expect.stringMatching(/^OPERATOR_API_KEY: .* in production$/),
+    ]);
+    expect(problems({ ...production, TENANCY: 'several' })).toEqual([
+      'TENANCY: TENANCY must be single or multi',
+    ]);
+    expect(loadConfig(production, '/srv/issuer').config.tenancy).toBe('single');
+  });
+
   it('production refuses http origins', () => {
     expect(problems({ ...production, ISSUER_ORIGIN: 'http://issuer.example.com' })).toEqual([
       'ISSUER_ORIGIN: must be https in production',
