@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Option } from 'commander';
 import { parseNamedKeys } from '../../config/named-keys.js';
 import { AdminApiError, type CallOptions } from '../admin-client.js';
+import { json } from '../output.js';
 import { callAndPrint, type RegisterCommand, type Run, UsageError } from './command.js';
 
 interface TenantView {
@@ -93,15 +94,14 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
           };
           const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? newKey();
           const adminKey = fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey();
-          const body = await callAndPrint<{ tenant: TenantView }>(
-            run,
+          // The generated keys exist nowhere else (the registry keeps their digests): --json shows them too.
+          const generated = {
+            ...(opts.apiKeyEnv ? {} : { apiKey }),
+            ...(opts.adminKeyEnv ? {} : { adminApiKeys: { admin: adminKey } }),
+          };
+          const { body } = await run.client.call<{ tenant: TenantView }>(
             'POST',
             '/operator/tenants',
-            ({ tenant }) => [
-              `${tenant.id}: added, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
-              ...(opts.apiKeyEnv ? [] : [`x-api-key (for the hosting service; shown once): ${apiKey}`]),
-              ...(opts.adminKeyEnv ? [] : [`admin key, actor admin (shown once): ${adminKey}`]),
-            ],
             operator(run, {
               body: {
                 id,
@@ -117,7 +117,16 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
               },
             }),
           );
-          return body.tenant.serving ? 0 : 1;
+          const { tenant } = body;
+          if (run.json) run.io.out(json({ ...body, ...generated }));
+          else
+            for (const line of [
+              `${tenant.id}: added, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
+              ...(opts.apiKeyEnv ? [] : [`x-api-key (for the hosting service; shown once): ${apiKey}`]),
+              ...(opts.adminKeyEnv ? [] : [`admin key, actor admin (shown once): ${adminKey}`]),
+            ])
+              run.io.out(line);
+          return tenant.serving ? 0 : 1;
         },
       ),
     );
