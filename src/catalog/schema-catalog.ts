@@ -25,6 +25,14 @@ export type ReloadOutcome =
   | { ok: false; schemas: LoadedSchema[]; problems: SchemaFileProblem[] };
 
 /**
+ * The sets pinned by the request being served, by catalog: one store for every catalog of the
+ * process, since Node's AsyncLocalStorage copies each enabled store into every promise the process
+ * makes; one store per catalog (per tenant, with TENANCY=multi) made every promise of every tenant
+ * cost a step per tenant.
+ */
+const pinnedSets = new AsyncLocalStorage<ReadonlyMap<SchemaCatalog, SchemaSet>>();
+
+/**
  * The schema set a process serves (docs/schemas-and-claims.md "Reloading schemas"). `schemas`,
  * `typeMetadata` and `claimsProviders` are views that read the current set; a request run
  * through `pin` reads the set that was current when it started until it ends, so a reload never
@@ -33,7 +41,6 @@ export type ReloadOutcome =
  */
 export class SchemaCatalog implements IssuerCatalog {
   #current: SchemaSet;
-  readonly #pinned = new AsyncLocalStorage<SchemaSet>();
   #queue: Promise<unknown> = Promise.resolve();
   #lastReload: { at: Date; problems: SchemaFileProblem[] } | undefined;
   #catchUp: (() => Promise<unknown>) | undefined;
@@ -58,12 +65,13 @@ export class SchemaCatalog implements IssuerCatalog {
 
   /** The set of the request being served, else the latest. */
   current(): SchemaSet {
-    return this.#pinned.getStore() ?? this.#current;
+    return pinnedSets.getStore()?.get(this) ?? this.#current;
   }
 
   /** Runs `fn` (a request) on the set current now, whatever reloads happen before it ends. */
   pin<T>(fn: () => T): T {
-    return this.#pinned.run(this.#current, fn);
+    const outer = pinnedSets.getStore();
+    return pinnedSets.run(new Map(outer).set(this, this.#current), fn);
   }
 
   /**
