@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { prepareDatabaseFile } from '../store/sqlite/database.js';
 import type { TenantRecord } from './tenant.js';
 import {
   auditOfRow,
@@ -15,6 +16,8 @@ import {
 
 /** The registry in the deployment's SQLite file, beside (never inside) any tenant's rows. */
 export function sqliteTenantRegistry(path: string): TenantRegistry {
+  // A first TENANCY=multi start makes the deployment's file, as a single deployment's first start does.
+  prepareDatabaseFile(path);
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');

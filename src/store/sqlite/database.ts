@@ -23,12 +23,7 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
  * migrations (`migrations/NNN-name.sql`, in order, each in its own transaction).
  */
 export function openSqlite(path: string, options: { migrate?: boolean } = {}): SqliteDatabase {
-  if (path !== ':memory:') {
-    // Owner-only: the folder 0700, the file 0600 (SQLite gives its -wal and -shm the file's mode).
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
-    else tightenDatabaseFiles(path);
-  }
+  prepareDatabaseFile(path);
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -41,6 +36,17 @@ export function openSqlite(path: string, options: { migrate?: boolean } = {}): S
 
 /** The database file and its WAL companions: what holds the claims and the issuance records. */
 export const databaseFiles = (path: string): string[] => [path, `${path}-wal`, `${path}-shm`];
+
+/**
+ * Makes the file's folder and the file if missing, owner-only: the folder 0700, the file 0600
+ * (SQLite gives its -wal and -shm the file's mode); an existing one is tightened.
+ */
+export function prepareDatabaseFile(path: string): void {
+  if (path === ':memory:') return;
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  else tightenDatabaseFiles(path);
+}
 
 /**
  * The files of an existing database (made by an older version, or copied in) that group or others
