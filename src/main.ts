@@ -111,6 +111,10 @@ async function main(): Promise<void> {
     const { runTenants } = await import('./tenancy/run-tenants.js');
     return runTenants(config, secrets, log, {
       first,
+      // WORKERS=N: the primary forks the next worker once this one says it serves.
+      worker: cluster.isWorker
+        ? { id: cluster.worker?.id, ready: () => process.send?.(WORKER_READY) }
+        : undefined,
       bind: () => listen(config.port, config.host, ['PORT', 'HOST']),
       bindAdmin: config.admin
         ? () => listen(config.admin!.port, config.admin!.host, ['ADMIN_PORT', 'ADMIN_HOST'])

@@ -10,7 +10,13 @@ export async function runTenants(
   config: Config,
   secrets: Secrets,
   log: Logger,
-  how: { first: boolean; bind: () => Promise<Bound>; bindAdmin: (() => Promise<Bound>) | undefined },
+  how: {
+    first: boolean;
+    bind: () => Promise<Bound>;
+    bindAdmin: (() => Promise<Bound>) | undefined;
+    /** A WORKERS=N worker: its id, and how it tells the primary it serves. */
+    worker?: { id: number | undefined; ready: () => void } | undefined;
+  },
 ): Promise<void> {
   const bound = await how.bind();
   const adminBound = await how.bindAdmin?.();
@@ -22,16 +28,25 @@ export async function runTenants(
     process.exit(1);
   }
   const tenants = running.deployment.served();
-  log.info(
-    {
-      event: 'listening',
-      url: running.url,
-      tenancy: 'multi',
-      tenants: tenants.length,
-      failing: tenants.filter((t) => t.problem !== undefined).map((t) => t.record.id),
-    },
-    `issuer-kit listening on ${running.url} for ${tenants.length} tenant(s) (TENANCY=multi)`,
-  );
+  const failing = tenants.filter((t) => t.problem !== undefined).map((t) => t.record.id);
+  if (how.worker) {
+    log.info(
+      {
+        event: 'worker_serving',
+        worker: how.worker.id,
+        pid: process.pid,
+        url: running.url,
+        tenants: tenants.length,
+        failing,
+      },
+      `worker ${how.worker.id} (pid ${process.pid}) serving ${running.url} for ${tenants.length} tenant(s)`,
+    );
+    how.worker.ready();
+  } else
+    log.info(
+      { event: 'listening', url: running.url, tenancy: 'multi', tenants: tenants.length, failing },
+      `issuer-kit listening on ${running.url} for ${tenants.length} tenant(s) (TENANCY=multi)`,
+    );
   if (running.adminUrl)
     log.info(
       { event: 'admin_listening', url: running.adminUrl },
