@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { decodeJwt } from 'jose';
 import { AppError, notFound } from '../errors.js';
 import { statusListPublishedEvent } from '../events/builders.js';
 import type { IssuerIdentity, SigningIdentity } from '../identity/issuer-identity.js';
@@ -55,6 +56,9 @@ export class StatusService {
     },
   ) {}
 
+  /** The `sub` of each cached token seen, by its etag (signedFor). */
+  private readonly subByEtag = new Map<string, string>();
+
   get ttlSeconds(): number {
     return this.deps.identity.statusLists.ttlSeconds;
   }
@@ -74,7 +78,8 @@ export class StatusService {
       record.token &&
       record.etag &&
       record.publishedAt &&
-      now.getTime() - record.publishedAt.getTime() < this.ttlSeconds * 1000
+      now.getTime() - record.publishedAt.getTime() < this.ttlSeconds * 1000 &&
+      this.signedFor(record.token, record.etag, partition)
     ) {
       this.deps.telemetry?.emit('statusListServed', { partition, builtAt: record.publishedAt });
       return this.describe(record, record.token, record.etag, record.publishedAt);
@@ -83,6 +88,27 @@ export class StatusService {
     if (!published) throw notFound(`no status list partition ${partition}`);
     this.deps.telemetry?.emit('statusListServed', { partition, builtAt: now });
     return published;
+  }
+
+  /**
+   * Whether a cached token names this issuer's URL of the partition as its `sub`: one signed
+   * under another origin (ISSUER_ORIGIN changed over the same database) is signed again rather than
+   * served, since verifiers refuse a list whose `sub` is not the URL they fetched
+   * (draft-ietf-oauth-status-list: the token's `sub` is the URI it is served at). Each token is
+   * decoded once per process.
+   */
+  private signedFor(token: string, etag: string, partition: number): boolean {
+    let sub = this.subByEtag.get(etag);
+    if (sub === undefined) {
+      try {
+        sub = String(decodeJwt(token).sub);
+      } catch {
+        sub = '';
+      }
+      if (this.subByEtag.size >= 1024) this.subByEtag.clear();
+      this.subByEtag.set(etag, sub);
+    }
+    return sub === this.uri(partition);
   }
 
   /** Rebuilds and re-signs every partition (e.g. after a key rotation). */

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { AdminApiError } from '../admin-client.js';
 import { json } from '../output.js';
 import { jsonOption, onDuplicateOption, type RegisterCommand, UsageError, withFlags } from './command.js';
@@ -12,6 +13,8 @@ export function issueFlag(field: string): string {
       schemaId: '--schema',
       vct: '--vct',
       expiration: '--expiration',
+      proofType: '--proof-type',
+      holderKey: '--holder-key',
     }[head ?? ''] ??
     (head === 'credentialSubject' ? '--subject' : head === 'disclosureFrame' ? '--disclosure-frame' : field);
   return flag === field || rest.length === 0 ? flag : `${flag} ${rest.join('.')}`;
@@ -20,7 +23,9 @@ export function issueFlag(field: string): string {
 export const issueCommand: RegisterCommand = (program, act) => {
   program
     .command('issue')
-    .description('issue one credential to a holder by email (POST /admin/issue-vc)')
+    .description(
+      'issue one credential to a holder by email (POST /admin/issue-vc); with --proof-type MSO_MDOC, an ISO mdoc to --holder-key',
+    )
     .requiredOption('--email <email>', "(required) the holder's own email")
     .requiredOption('--schema <schemaId>', '(required) schema to issue')
     .option('--subject <json|@file>', 'credentialSubject claims (or --user)')
@@ -30,6 +35,12 @@ export const issueCommand: RegisterCommand = (program, act) => {
       "the claims provider's user id: its claims for --schema are issued (or --subject)",
     )
     .option('--vct <vct>', "SD-JWT vct (default: the schema's sdJwt.vct)")
+    .option(
+      '--proof-type <type>',
+      'SD_JWT_VC (default) or MSO_MDOC: an ISO mdoc bound to --holder-key, not uploaded',
+    )
+    .option('--holder-key <json|@file>', "MSO_MDOC: the holder's public key as a JWK, the mdoc's device key")
+    .option('--out <file>', 'MSO_MDOC: write the mdoc (base64url IssuerSigned) to this file')
     .option(
       '--expiration <date>',
       "expiry: ISO 8601 date-time with an offset, or a date (default: now + the schema's expiresInSeconds)",
@@ -56,6 +67,11 @@ export const issueCommand: RegisterCommand = (program, act) => {
           subject !== undefined
             ? { credentialSubject: jsonOption(subject, subjectFlag) }
             : { claimsUserId: opts.user! };
+        const mdoc = opts.proofType === 'MSO_MDOC';
+        if (mdoc && opts.holderKey === undefined)
+          throw new UsageError("--proof-type MSO_MDOC needs --holder-key (the holder's public JWK)");
+        if (!mdoc && (opts.holderKey !== undefined || opts.out !== undefined))
+          throw new UsageError('--holder-key and --out go with --proof-type MSO_MDOC');
         const disclosureFrame = opts.disclosureFrame
           ? jsonOption(opts.disclosureFrame, '--disclosure-frame')
           : undefined;
@@ -85,7 +101,7 @@ export const issueCommand: RegisterCommand = (program, act) => {
           return 1;
         }
         const schemaVct = check.vct[opts.schema!];
-        if (opts.vct && schemaVct && opts.vct !== schemaVct)
+        if (!mdoc && opts.vct && schemaVct && opts.vct !== schemaVct)
           run.io.err(
             `warning: --vct ${opts.vct} differs from the schema's vct ${schemaVct}; wallets and verifiers that know the schema expect the latter`,
           );
@@ -96,7 +112,9 @@ export const issueCommand: RegisterCommand = (program, act) => {
         const body = {
           userId: opts.email,
           schemaId: opts.schema,
-          vct: opts.vct ?? schemaVct,
+          ...(mdoc
+            ? { proofType: 'MSO_MDOC', holderKey: jsonOption(opts.holderKey!, '--holder-key') }
+            : { ...(opts.proofType ? { proofType: opts.proofType } : {}), vct: opts.vct ?? schemaVct }),
           expiration,
           ...claims,
           ...(disclosureFrame ? { disclosureFrame } : {}),
@@ -114,11 +132,19 @@ export const issueCommand: RegisterCommand = (program, act) => {
         }
         const { status, body: answer } = answered;
         const outcome = status === 200 ? 'existing' : status === 202 ? 'pending' : 'issued';
+        if (opts.out !== undefined && typeof answer.credential === 'string')
+          writeFileSync(opts.out, `${answer.credential}\n`, { mode: 0o600 });
         if (run.json) run.io.out(json({ outcome, ...answer }));
         else {
           run.io.out(`${outcome}: credential ${String(answer.credentialId)}`);
           for (const k of ['revocationNonce', 'holderDid', 'schemaId', 'uploadState', 'storagePath'])
             run.io.out(`  ${k.padEnd(16)}${String(answer[k] ?? '-')}`);
+          if (typeof answer.credential === 'string')
+            run.io.out(
+              opts.out !== undefined
+                ? `  ${'credential'.padEnd(16)}written to ${opts.out}`
+                : `  ${'credential'.padEnd(16)}${answer.credential}`,
+            );
         }
         return 0;
       }),

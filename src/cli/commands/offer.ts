@@ -17,6 +17,7 @@ function offerFlag(field: string, claims = '--claims'): string {
       claims,
       txCode: '--tx-code',
       expiresInSeconds: '--expires-in',
+      proofType: '--proof-type',
     }[head ?? ''] ?? field;
   return flag === field || rest.length === 0 ? flag : `${flag} ${rest.join('.')}`;
 }
@@ -40,7 +41,7 @@ export const offerCommand: RegisterCommand = (program, act) => {
     .description(
       'offer a credential to an OpenID4VCI wallet: a link and a QR code (POST /admin/credential-offers)',
     )
-    .requiredOption('--schema <schemaId>', `(required) schema to offer (issued as ${SD_JWT_VC})`)
+    .requiredOption('--schema <schemaId>', '(required) schema to offer')
     .option(
       '--user <userId>',
       "the claims provider's user id: its claims are offered (or --email with --claims)",
@@ -51,6 +52,7 @@ export const offerCommand: RegisterCommand = (program, act) => {
     )
     .option('--claims <json|@file>', "the claims, instead of the claims provider's")
     .option('--subject <json|@file>', 'the same as --claims (the name `issue` gives it)')
+    .option('--proof-type <type>', `${SD_JWT_VC} (default) or MSO_MDOC, an ISO mdoc`)
     .option('--tx-code', 'also require a six-digit transaction code, printed here for you to pass on')
     .option(
       '--expires-in <seconds>',
@@ -71,6 +73,7 @@ export const offerCommand: RegisterCommand = (program, act) => {
         const claims = opts.subject ?? opts.claims;
         const body = {
           schemaId: opts.schema,
+          ...(typeof opts.proofType === 'string' ? { proofType: opts.proofType } : {}),
           ...(opts.user !== undefined ? { userId: opts.user } : { email: opts.email }),
           ...(typeof claims === 'string' ? { claims: jsonOption(claims, claimsFlag) } : {}),
           txCode: opts.txCode === true,

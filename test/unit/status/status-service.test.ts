@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
+import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type KeyRing, loadKeyRing } from '../../../src/keys/key-ring.js';
 import { StatusService } from '../../../src/status/status-service.js';
@@ -71,5 +72,21 @@ describe('StatusService token cache', () => {
     expect((await status.partitionToken(0)).etag).toBe(first.etag);
     await status.change(123, 'revoke').catch(() => undefined);
     expect((await status.partitionToken(0)).etag).toBe(first.etag);
+  });
+
+  it('a token cached under another origin is signed again for this one, not served', async () => {
+    const { store, status } = await setup();
+    const ring = await loadKeyRing(join(tempDir(), 'keys'), { generateIfMissing: true });
+    const elsewhere = new StatusService({
+      identity: identityOf('https://old-origin.example', () => ring),
+      store: store.status,
+      lookup: (nonce) => store.issuances.getByNonce(nonce),
+    });
+    const old = await elsewhere.partitionToken(0);
+    expect(decodeJwt(old.token).sub).toBe('https://old-origin.example/statuslist/0');
+    const here = await status.partitionToken(0);
+    expect(decodeJwt(here.token).sub).toBe('https://issuer.example/statuslist/0');
+    // And cached for this origin from then on.
+    expect((await status.partitionToken(0)).etag).toBe(here.etag);
   });
 });
