@@ -84,7 +84,10 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
   const env: Record<string, string> = {};
   let dev: Development | undefined;
   let issuerUrl: string | undefined;
-  if (!config.production) {
+  // TENANCY=multi: each tenant brings its own secrets and hosting service; there is no one issuer
+  // for development start-up to fill in.
+  const multi = config.tenancy === 'multi';
+  if (!config.production && !multi) {
     const { startDevelopment, cachedJwks } = await import('./development/start.js');
     dev = await startDevelopment(config, secrets, {
       log,
@@ -175,7 +178,7 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
     issuerUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     // The others listen with the same arguments (the cluster hands them the first one's socket,
     // ephemeral port included) and share its origin when that followed the port.
-    if (config.port === 0 && !process.env.ISSUER_ORIGIN && !config.production)
+    if (config.port === 0 && !process.env.ISSUER_ORIGIN && !config.production && !multi)
       env.ISSUER_ORIGIN = issuerUrl.replace('127.0.0.1', 'localhost');
     await Promise.all(Array.from({ length: config.workers - 1 }, () => ready(fork())));
   } catch (err) {
@@ -196,12 +199,14 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
     {
       event: 'listening',
       url: issuerUrl,
-      origin: env.ISSUER_ORIGIN ?? config.publicOrigin,
+      ...(multi ? { tenancy: 'multi' } : { origin: env.ISSUER_ORIGIN ?? config.publicOrigin }),
       nodeEnv: config.nodeEnv,
       workers: config.workers,
       docs: `${issuerUrl}/docs`,
     },
-    `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.publicOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
+    multi
+      ? `issuer-kit listening on ${issuerUrl} for the tenants of its registry (TENANCY=multi, ${config.nodeEnv}, ${config.workers} workers)`
+      : `issuer-kit listening on ${issuerUrl} as ${env.ISSUER_ORIGIN ?? config.publicOrigin} (${config.nodeEnv}, ${config.workers} workers); API docs at ${issuerUrl}/docs`,
   );
   if (dev?.emulator)
     log.info(
