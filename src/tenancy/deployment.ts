@@ -88,7 +88,16 @@ export class Deployment {
 
   /** The tenant a request's host names (`Host`, or the forwarded host behind TRUST_PROXY). */
   byHost(host: string | undefined): ServedTenant | undefined {
-    return host === undefined ? undefined : this.#byHost.get(host.toLowerCase());
+    if (host === undefined) return undefined;
+    const name = host.toLowerCase();
+    const exact = this.#byHost.get(name);
+    if (exact) return exact;
+    // RFC 9110 §4.2.1/§4.2.2: a Host may spell out its scheme's default port, which an origin's host
+    // leaves out (https://h:443 is https://h).
+    const spelled = /^(.+):(443|80)$/.exec(name);
+    const tenant = spelled && this.#byHost.get(spelled[1]!);
+    if (!tenant) return undefined;
+    return tenant.record.origin.startsWith(spelled[2] === '443' ? 'https:' : 'http:') ? tenant : undefined;
   }
 
   byId(id: string): ServedTenant | undefined {

@@ -43,4 +43,15 @@ describe('TRUST_PROXY off: X-Forwarded-Host does not route', () => {
     expect(byHost.status).toBe(200);
     expect((JSON.parse(byHost.body) as { issuer: string }).issuer).toBe(a.origin);
   });
+
+  it("a Host that spells out its origin's default port names the same tenant; another port does not", async () => {
+    // RFC 9110 §4.2.2/§4.2.1: https://h:443 and https://h are one origin (a.origin is https).
+    const withPort = await get(d.url, '/.well-known/jwt-vc-issuer', { host: `${a.host.toUpperCase()}:443` });
+    expect(withPort.status).toBe(200);
+    expect((JSON.parse(withPort.body) as { issuer: string }).issuer).toBe(a.origin);
+    expect(await get(d.url, '/.well-known/jwt-vc-issuer', { host: `${a.host}:8443` })).toEqual({
+      status: 404,
+      body: '',
+    });
+  });
 });
