@@ -24,6 +24,7 @@ import { benchSeams } from './bench/seams.js';
 import { benchStatusAllocation } from './bench/status-allocation.js';
 import { benchStatusList } from './bench/status-list.js';
 import { benchStoreEngines } from './bench/store-engines.js';
+import { benchTenants } from './bench/tenants.js';
 import { benchWebhookParts } from './bench/webhooks.js';
 
 const FLOOR_LAYERS = ['', 'express', 'sdjwt', 'store', 'express,sdjwt,store'];
@@ -108,6 +109,10 @@ const sections: Record<string, () => Promise<Row[]>> = {
   // Hosted issue-vc on PostgreSQL, this checkout beside the commit before the shape work
   // (BENCH_SEAMS_BASE), alternated in one run: server and backend CPU per issuance, head ÷ base.
   seams: benchSeams,
+  // BENCH_TENANTS (1,000) tenants in one TENANCY=multi process: start-up, memory per tenant, hosted
+  // issue-vc spread over them beside a single deployment (server CPU per issuance, multi ÷ single),
+  // and a tenant added until its first issuance is answered.
+  tenants: benchTenants,
   // The admin console's pages over BENCH_CONSOLE_ROWS issuances (default a million), beside /healthz.
   console: benchConsole,
   // The same hosted run on SQLite and on PostgreSQL, each with one and two processes

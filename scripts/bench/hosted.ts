@@ -23,7 +23,7 @@ import {
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 
 /** A helper process (emulator, claims source) started from the repository, with the URL it prints. */
-async function startChild(
+export async function startChild(
   args: string[],
   env: Record<string, string>,
   pattern: RegExp,
@@ -56,7 +56,7 @@ async function startChild(
   };
 }
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
@@ -67,7 +67,7 @@ function percentile(sorted: number[], p: number): number {
  * `request.reusedSocket`). Such an idle socket is one whose warm-up request ended long before the
  * slowest one did, on a loaded machine.
  */
-function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
+export function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', agent, headers }, (res) => {
       res.resume();

@@ -33,6 +33,8 @@ export async function startBenchServer(
     cwd?: string;
     nodeArgs?: string[] /** Default: the compiled `src/main.ts`. */;
     entry?: string;
+    /** false: no `dev-secrets.json` is read (TENANCY=multi writes none); apiKey and adminApiKey are ''. */
+    devSecrets?: boolean;
   } = {},
 ): Promise<BenchServer> {
   const dir = options.dir ?? tempDir();
@@ -68,10 +70,13 @@ export async function startBenchServer(
   child.stdout!.resume();
   const startMs = performance.now() - spawnedAt;
   const keysDir = env.KEYS_DIR ?? join(dir, 'keys');
-  const secrets = JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8')) as {
-    apiKey: string;
-    adminApiKey: string;
-  };
+  const secrets =
+    options.devSecrets === false
+      ? { apiKey: '', adminApiKey: '' }
+      : (JSON.parse(readFileSync(join(keysDir, 'dev-secrets.json'), 'utf8')) as {
+          apiKey: string;
+          adminApiKey: string;
+        });
   return {
     url,
     apiKey: secrets.apiKey,

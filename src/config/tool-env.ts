@@ -90,6 +90,16 @@ export const ToolEnvSchema = z.object({
     '`1000`',
     '`npm run bench -- merklize-equivalence`',
   ),
+  BENCH_TENANTS: tool(
+    'Tenants the tenants section adds to its TENANCY=multi process, hosted issuance spread over them.',
+    '`1000`',
+    '`npm run bench -- tenants`',
+  ),
+  BENCH_TENANTS_ROUNDS: tool(
+    'Rounds of the tenants section: each round one window on the single deployment and one on the tenants, the order flipped each round.',
+    '`3`',
+    '`npm run bench -- tenants`',
+  ),
   BENCH_RENEWAL_COUNT: tool(
     'Direct credentials the renewal section issues, then has the renewal sweep renew.',
     '`300`',
