@@ -22,6 +22,9 @@ export interface ServedTenant {
   apps: Partial<Record<Listener | 'all', Handler>>;
   /** Why the context could not be built (its keys, its schemas, its database namespace). */
   problem: string | undefined;
+  /** With a problem: failed builds in a row, and when the next is tried (ms since the epoch). */
+  failures?: number;
+  retryAt?: number;
 }
 
 export interface DeploymentOptions {
@@ -47,6 +50,10 @@ export interface DeploymentOptions {
  */
 const TENANT_IDLE_SWEEP_MAX_MS = 60_000;
 const TENANT_KEYS_POLL_MS = 10_000;
+
+/** A tenant that fails to start is tried again after 2 s, doubling up to 5 minutes. */
+const RETRY_BASE_MS = 2000;
+const RETRY_MAX_MS = 300_000;
 
 /** Tenants whose context is rebuilt at once: more only lengthen start-up's peak of memory. */
 const BUILD_CONCURRENCY = 4;
@@ -115,7 +122,7 @@ export class Deployment {
       this.#timer = setTimeout(() => {
         this.namespaces.registry
           .version()
-          .then((v) => (v !== this.#version || this.#hasProblems() ? this.sync() : undefined))
+          .then((v) => (v !== this.#version || this.#retryDue() ? this.sync() : undefined))
           .catch((err: unknown) =>
             this.options.log.warn(
               { event: 'tenants_sync_failed', error: (err as Error).message },
@@ -131,8 +138,9 @@ export class Deployment {
     tick();
   }
 
-  #hasProblems(): boolean {
-    for (const t of this.#byId.values()) if (t.problem !== undefined) return true;
+  #retryDue(): boolean {
+    const now = Date.now();
+    for (const t of this.#byId.values()) if (t.problem !== undefined && (t.retryAt ?? 0) <= now) return true;
     return false;
   }
 
@@ -157,7 +165,11 @@ export class Deployment {
       if (served && served.problem === undefined) {
         served.record = record;
         await followEnabled(served);
-      } else toBuild.push(record);
+      } else if (served && record.id !== generateKeysFor && (served.retryAt ?? 0) > Date.now())
+        // A tenant that failed to start is tried again after its back-off, not at every poll: a
+        // build costs the process what many requests do (docs/several-issuers.md "Routing").
+        served.record = record;
+      else toBuild.push(record);
     }
     for (let i = 0; i < toBuild.length; i += BUILD_CONCURRENCY)
       await Promise.all(
@@ -169,6 +181,7 @@ export class Deployment {
   async #build(record: TenantRecord, generateKeys: boolean): Promise<void> {
     const { log } = this.options;
     const previous = this.#byId.get(record.id);
+    const failures = previous?.problem === undefined ? 0 : (previous.failures ?? 0);
     if (previous) await this.#drop(previous);
     const served: ServedTenant = { record, ctx: undefined, apps: {}, problem: undefined };
     this.#byId.set(record.id, served);
@@ -198,6 +211,8 @@ export class Deployment {
       await followEnabled(served);
     } catch (err) {
       served.problem = (err as Error).message;
+      served.failures = failures + 1;
+      served.retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** failures);
       log.error(
         { event: 'tenant_start_failed', tenant: record.id, error: served.problem },
         `tenant ${record.id} cannot be served: ${served.problem}`,

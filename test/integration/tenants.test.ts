@@ -149,6 +149,31 @@ describe(`several issuers in one deployment (${TEST_STORE})`, () => {
     expect((await d.fetch('localhost', '/operator/tenants')).status).toBe(403);
   });
 
+  it('a tenant that cannot start answers 503 UNAVAILABLE, the others serve, and it is tried again after a back-off', async () => {
+    const added = await d.operator('POST', '/operator/tenants', {
+      id: 'broken',
+      origin: 'https://broken.issuers.test',
+      settings: { partnerId: '6f1c3a52-8d0e-4c55-9a57-2f6f0e1b9c11', schemasDir: '/nonexistent/schemas' },
+      apiKey: 'k1',
+      adminApiKeys: { admin: 'k2' },
+    });
+    expect(added.status).toBe(201);
+    expect(((await added.json()) as { tenant: { serving: boolean } }).tenant.serving).toBe(false);
+    const res = await d.fetch('broken.issuers.test', '/.well-known/jwt-vc-issuer');
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { code: string }).code).toBe('UNAVAILABLE');
+    expect((await d.fetch(a.host, '/.well-known/jwt-vc-issuer')).status).toBe(200);
+    const served = d.running.deployment.byId('broken')!;
+    expect(served.problem).toBeDefined();
+    expect(served.failures).toBe(1);
+    // Not rebuilt at every poll of the registry (100 ms here): the first retry is 2 s away.
+    expect(served.retryAt! - Date.now()).toBeGreaterThan(1000);
+    await d.running.deployment.sync();
+    expect(d.running.deployment.byId('broken')).toBe(served);
+    expect((await d.operator('POST', '/operator/tenants/broken/disable')).status).toBe(200);
+    expect((await d.operator('DELETE', '/operator/tenants/broken')).status).toBe(200);
+  });
+
   it('bad operator input is refused naming the field, and nothing changes', async () => {
     const before = await (await d.operator('GET', '/operator/tenants')).json();
     const add = (body: Record<string, unknown>) =>
