@@ -18,6 +18,7 @@ import { redis } from './doctor/checks/redis.js';
 import { renewal } from './doctor/checks/renewal.js';
 import { schemas } from './doctor/checks/schemas.js';
 import { statusLists } from './doctor/checks/status-lists.js';
+import { tenancy } from './doctor/checks/tenancy.js';
 import { webhooks } from './doctor/checks/webhooks.js';
 import { type DoctorCheck, type DoctorOptions, doctorContext } from './doctor/doctor-context.js';
 import type { DoctorLine } from './doctor/line.js';
@@ -33,6 +34,7 @@ export type { DoctorLine, Verdict } from './doctor/line.js';
  * src/cli/doctor/checks/ (docs/operations.md lists the items).
  */
 export const CHECKS: readonly DoctorCheck[] = [
+  tenancy,
   production,
   origin,
   keys,
