@@ -153,8 +153,12 @@ export class Oid4vciChannel {
   }
 
   /** Deferred credential endpoint (deferred.ts). */
-  deferredCredential(request: RequestLike, body: Record<string, unknown>): Promise<ProtocolAnswer> {
-    return deferredCredential(this.parts, request, body);
+  deferredCredential(
+    request: RequestLike,
+    body: Record<string, unknown>,
+    encrypted?: string,
+  ): Promise<ProtocolAnswer> {
+    return deferredCredential(this.parts, request, body, encrypted);
   }
 
   /** An admin's claims for a deferred credential (deferred.ts). */

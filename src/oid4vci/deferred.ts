@@ -9,6 +9,7 @@ import type { Oid4vciOffer } from '../store/store.js';
 import { issueBatch, issueSingle } from './batch.js';
 import { denied, providerClaimsOrPending } from './claims.js';
 import { credentialIdOf, didJwk } from './credential-ids.js';
+import { answerWith, requestedEncryption } from './encryption.js';
 import {
   credentialRequestDenied,
   fromLibrary,
@@ -18,6 +19,7 @@ import {
 import { random, sha256 } from './library.js';
 import { newNotificationId } from './notification.js';
 import type { ChannelParts, ProtocolAnswer } from './parts.js';
+import { credentialRequestBody } from './request-encryption.js';
 
 /**
  * Deferred issuance (OpenID4VCI 1.0 §9). When the claims provider answers "pending" (eligible,
@@ -91,14 +93,34 @@ export async function defer(parts: ChannelParts, d: Deferral): Promise<ProtocolA
   return pendingAnswer(parts.issuer, transactionId, interval);
 }
 
-/** `POST /oid4vci/deferred-credential`: the credential once its claims are there, else 202 again. */
+/**
+ * `POST /oid4vci/deferred-credential`: the credential once its claims are there, else 202 again.
+ * §9.1, §10: the request may come encrypted (request-encryption.ts) and may name a key for the
+ * answer (encryption.ts); neither is required here, so a wallet polling as before is served.
+ */
 export async function deferredCredential(
   parts: ChannelParts,
   request: RequestLike,
+  sent: Record<string, unknown>,
+  encrypted?: string,
+): Promise<ProtocolAnswer> {
+  const offer = await parts.authorize(request, ['deferred', 'issued']);
+  const decryption = parts.deps.requestDecryption;
+  const body = await credentialRequestBody(decryption && { ...decryption, required: false }, sent, encrypted);
+  const { encryption, request: deferredRequest } = await requestedEncryption(body, false);
+  const answer = await serveDeferred(parts, offer, deferredRequest);
+  return {
+    ...(await answerWith(answer.body, encryption)),
+    ...(answer.status ? { status: answer.status } : {}),
+  };
+}
+
+async function serveDeferred(
+  parts: ChannelParts,
+  offer: Oid4vciOffer,
   body: Record<string, unknown>,
 ): Promise<ProtocolAnswer> {
   const { deps } = parts;
-  const offer = await parts.authorize(request, ['deferred', 'issued']);
   let transactionId: string;
   try {
     transactionId = parts.issuer.parseDeferredCredentialRequest({ deferredCredentialRequest: body })

@@ -1,9 +1,11 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { IssuerMetadataResult, Openid4vciClient } from '@openid4vc/openid4vci';
+import { CompactEncrypt, compactDecrypt, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
@@ -11,6 +13,7 @@ import {
   type HolderKey,
   holderKey,
   openid4vciWallet,
+  proofJwt,
   sdJwtMembershipSchemas,
 } from '../helpers/oid4vci-wallet.js';
 import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
@@ -153,7 +156,15 @@ describe.each(engines)('OpenID4VCI deferred issuance and notifications (%s)', (e
     source = await claimsSource();
     hooks = await webhookReceiver();
     const dir = tempDir();
-    const env: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: writeSchemas(dir, source.url) };
+    // Request encryption offered (not required): one test sends its requests encrypted.
+    const requestKey = join(dir, 'request-encryption.pem');
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    writeFileSync(requestKey, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+    const env: Record<string, string> = {
+      OID4VCI: 'on',
+      OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: requestKey,
+      SCHEMAS_DIR: writeSchemas(dir, source.url),
+    };
     if (engine === 'postgres') {
       db = await createTempDatabase();
       Object.assign(env, { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK });
@@ -374,6 +385,80 @@ describe.each(engines)('OpenID4VCI deferred issuance and notifications (%s)', (e
       [credentialId],
     );
     expect(Number(rows[0]!.n)).toBe(2);
+  });
+
+  it('encrypted requests (§10) at both endpoints: the 202 and each poll answered as JWEs, the credential once released', async () => {
+    const userId = `${engine}-sealed`;
+    source.pending(userId);
+    const meta = (await (await fetch(`${issuer.url}/.well-known/openid-credential-issuer`)).json()) as {
+      credential_request_encryption: { jwks: { keys: JWK[] } };
+    };
+    const issuerKey = await importJWK(meta.credential_request_encryption.jwks.keys[0]!, 'ECDH-ES');
+    const wallet = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const walletJwk = wallet.publicKey.export({ format: 'jwk' });
+    /** The request as the wallet sends it: JSON encrypted with jose to the issuer's key, asking for an encrypted answer. */
+    const sealed = async (path: string, accessToken: string, body: Record<string, unknown>) => {
+      const jwe = await new CompactEncrypt(
+        new TextEncoder().encode(
+          JSON.stringify({ ...body, credential_response_encryption: { jwk: walletJwk, enc: 'A128GCM' } }),
+        ),
+      )
+        .setProtectedHeader({ alg: 'ECDH-ES', enc: 'A256GCM' })
+        .encrypt(issuerKey);
+      const res = await fetch(`${issuer.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/jwt', authorization: `Bearer ${accessToken}` },
+        body: jwe,
+      });
+      expect(res.headers.get('content-type'), await res.clone().text()).toBe('application/jwt');
+      const { plaintext } = await compactDecrypt(await res.text(), wallet.privateKey);
+      return {
+        status: res.status,
+        body: JSON.parse(new TextDecoder().decode(plaintext)) as Record<string, any>,
+      };
+    };
+
+    const offered = await issuer.admin('/admin/credential-offers', { schemaId: 'membership-v1', userId });
+    const { credentialOffer } = (await offered.json()) as {
+      credentialOffer: { grants: Record<string, { 'pre-authorized_code': string }> };
+    };
+    const grant = 'urn:ietf:params:oauth:grant-type:pre-authorized_code';
+    const token = await fetch(`${issuer.url}/oid4vci/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: grant,
+        'pre-authorized_code': credentialOffer.grants[grant]!['pre-authorized_code'],
+      }).toString(),
+    });
+    const { access_token: accessToken } = (await token.json()) as { access_token: string };
+    const holder = holderKey();
+    const nonce = (
+      (await (await fetch(`${issuer.url}/oid4vci/nonce`, { method: 'POST' })).json()) as {
+        c_nonce: string;
+      }
+    ).c_nonce;
+    const deferred = await sealed('/oid4vci/credential', accessToken, {
+      credential_configuration_id: 'membership-v1',
+      proofs: { jwt: [proofJwt(holder, { aud: issuer.url, iat: Math.floor(Date.now() / 1000), nonce })] },
+    });
+    expect(deferred.status).toBe(202);
+    const transactionId = deferred.body.transaction_id as string;
+    expect(transactionId).toEqual(expect.any(String));
+
+    const stillPending = await sealed('/oid4vci/deferred-credential', accessToken, {
+      transaction_id: transactionId,
+    });
+    expect({ status: stillPending.status, transactionId: stillPending.body.transaction_id }).toEqual({
+      status: 202,
+      transactionId,
+    });
+    source.release(userId);
+    const done = await sealed('/oid4vci/deferred-credential', accessToken, { transaction_id: transactionId });
+    expect(done.status).toBe(200);
+    const verified = await verifySdJwtVc(issuer.url, done.body.credentials[0].credential);
+    expect((verified.payload as Record<string, any>).cnf.jwk).toEqual(holder.publicJwk);
+    expect(verified.claims).toMatchObject({ givenName: 'Dana', memberNumber: 7 });
   });
 
   it('a credential_failure notification is recorded and delivered as a signed credential.wallet_failure event', async () => {

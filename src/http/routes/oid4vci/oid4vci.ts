@@ -177,11 +177,16 @@ export const oid4vciWalletRoutes: RouteFactory = (ctx) => {
       method: 'post',
       path: '/oid4vci/deferred-credential',
       operationId: 'oid4vci-deferred-credential',
-      summary: 'Deferred credential endpoint: the credential once its claims are there (OpenID4VCI 1.0 §9)',
+      summary:
+        'Deferred credential endpoint: the credential once its claims are there (OpenID4VCI 1.0 §9), as a JWE (`application/jwt`) when the wallet asks for encryption (§10)',
       answer: CredentialAnswerSchema,
+      contentTypes: ['application/json', 'application/jwt'],
       more: DEFERRED,
       protocol: true,
-      handler: protocolStep(urls, (request, body) => d.deferredCredential(request, body)),
+      jwtBody: true,
+      handler: protocolStep(urls, (request, body, encrypted) =>
+        d.deferredCredential(request, body, encrypted),
+      ),
     }),
     ...(d.notifications
       ? [
@@ -206,8 +211,8 @@ const OID4VCI_PROOF_TYPES = formatsServing('oid4vci').map((f) => f.proofType) as
 const DEFERRED = {
   202: {
     description:
-      '`{ transaction_id, interval }`: the claims are not ready yet; poll the deferred credential endpoint',
-    contentType: 'application/json',
+      '`{ transaction_id, interval }`: the claims are not ready yet; poll the deferred credential endpoint (a JWE, `application/jwt`, when the wallet asked for encryption)',
+    contentType: ['application/json', 'application/jwt'],
     schema: DeferredAnswerSchema,
   },
 };
