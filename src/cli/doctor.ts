@@ -10,6 +10,7 @@ import { keyBackend } from './doctor/checks/key-backend.js';
 import { keyFiles } from './doctor/checks/key-files.js';
 import { keys } from './doctor/checks/keys.js';
 import { mdocCertificates } from './doctor/checks/mdoc.js';
+import { oid4vciEncryption } from './doctor/checks/oid4vci-encryption.js';
 import { origin } from './doctor/checks/origin.js';
 import { outbox } from './doctor/checks/outbox.js';
 import { partnerJwt } from './doctor/checks/partner-jwt.js';
@@ -57,6 +58,7 @@ export const CHECKS: readonly DoctorCheck[] = [
   partnerJwt,
   consoleCheck,
   haip,
+  oid4vciEncryption,
 ];
 
 export async function runDoctor(

@@ -270,8 +270,8 @@ export const operationVariables = {
     }),
   OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: z.string().min(1).optional().meta({
     description:
-      'A PKCS#8 PEM file with a P-256 private key: credential request encryption (OpenID4VCI 1.0 §10) is offered, its public key advertised in `credential_request_encryption.jwks` (ECDH-ES, A128GCM or A256GCM), and the credential endpoint takes a request sent as a compact JWE (`Content-Type: application/jwt`) encrypted to it ([interface.md](interface.md#openid4vci-the-wallet-door)). Every instance needs the same file. Secret file.',
-    default: 'unset (no request encryption)',
+      'A PKCS#8 PEM file with a P-256 private key: credential request encryption (OpenID4VCI 1.0 §10) is offered, its public key advertised in `credential_request_encryption.jwks` (ECDH-ES, A128GCM or A256GCM), and the credential endpoint takes a request sent as a compact JWE (`Content-Type: application/jwt`) encrypted to it ([interface.md](interface.md#openid4vci-the-wallet-door)). Every instance needs the same file. Secret file. OpenID4VCI 1.0 asks for request encryption wherever response encryption is offered (`OID4VCI_RESPONSE_ENCRYPTION`): `admin doctor` warns (`oid4vci encryption`) while the channel is on without this file.',
+    default: 'unset (no request encryption); in development `KEYS_DIR/dev-request-encryption.pem`, generated',
   }),
   OID4VCI_REQUEST_ENCRYPTION: z
     .enum(['optional', 'required'], 'OID4VCI_REQUEST_ENCRYPTION must be optional or required')

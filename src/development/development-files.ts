@@ -26,6 +26,12 @@ export { DEV_SECRETS_FILE };
 /** KEYS_DIR/dev-emulator.json: the URL of the emulator a development start runs, for `npm run demo`. */
 export const DEV_EMULATOR_FILE = 'dev-emulator.json';
 
+/**
+ * KEYS_DIR/dev-request-encryption.pem: the OpenID4VCI credential request encryption key (P-256,
+ * PKCS#8, 0600) a development start generates when OID4VCI_REQUEST_ENCRYPTION_KEY_FILE is unset.
+ */
+export const DEV_REQUEST_ENCRYPTION_KEY_FILE = 'dev-request-encryption.pem';
+
 /** KEYS_DIR/dev-ca.json and dev-ca.pem: the development CA of `keys:generate -- --x5c` (src/keys/dev-ca.ts). */
 /** Where production `keys:generate` moves what development wrote in KEYS_DIR (inside KEYS_DIR). */
 export { DEV_CA_FILE, DEV_CA_PEM, DEVELOPMENT_KEYS_SUBDIR };
@@ -39,6 +45,7 @@ export const DEVELOPMENT_ONLY_FILES: readonly string[] = [
   DEV_EMULATOR_FILE,
   DEV_CA_FILE,
   DEV_CA_PEM,
+  DEV_REQUEST_ENCRYPTION_KEY_FILE,
 ];
 
 /**

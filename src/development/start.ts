@@ -1,11 +1,12 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../config/config.js';
 import type { Logger } from '../model.js';
 import type { ClaimsStore } from '../store/store.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
-import { DEV_EMULATOR_FILE } from './development-files.js';
+import { DEV_EMULATOR_FILE, DEV_REQUEST_ENCRYPTION_KEY_FILE } from './development-files.js';
 import type { JwksSource } from './emulator/index.js';
 import { type EmulatorServer, startEmulatorServer } from './emulator/index.js';
 import { seedExampleClaims } from './example-claims.js';
@@ -13,8 +14,10 @@ import { seedExampleClaims } from './example-claims.js';
 /**
  * Development start-up policy (docs/configuration.md), kept out of `createContext`: API keys and partner id
  * from `KEYS_DIR/dev-secrets.json` when unset, the hosting-service emulator as its own server on
- * a free loopback port when `SERVICE_V1_BASE_URL` is unset, and the example claims. Production
- * never gets here: config validation requires all of these.
+ * a free loopback port when `SERVICE_V1_BASE_URL` is unset, the OpenID4VCI credential request
+ * encryption key from `KEYS_DIR/dev-request-encryption.pem` when `OID4VCI_REQUEST_ENCRYPTION_KEY_FILE`
+ * is unset, and the example claims. Production never gets here: config validation requires all of
+ * these but the last two.
  */
 export interface Development {
   config: Config;
@@ -67,9 +70,17 @@ export async function startDevelopment(
     if (options.announceEmulator) writeFileSync(announced, `${JSON.stringify({ url: emulator.url })}\n`);
   }
 
+  const oid4vci =
+    config.oid4vci.requestEncryption || !config.oid4vci.enabled
+      ? config.oid4vci
+      : {
+          ...config.oid4vci,
+          requestEncryption: { keyFile: developmentRequestKey(config.keysDir, log), required: false },
+        };
+
   const exampleClaimsFile = options.exampleClaimsFile ?? resolve('examples/claims.json');
   return {
-    config: { ...config, partnerId, serviceBaseUrl },
+    config: { ...config, partnerId, serviceBaseUrl, oid4vci },
     secrets: { ...secrets, apiKey, adminApiKey },
     emulator,
     async seedExamples(store) {
@@ -86,6 +97,22 @@ export async function startDevelopment(
       await emulator.close();
     },
   };
+}
+
+/**
+ * KEYS_DIR/dev-request-encryption.pem, created on first use: the P-256 key a development issuer
+ * publishes as `credential_request_encryption`, so that its metadata, which offers
+ * `credential_response_encryption`, carries both as OpenID4VCI 1.0 (§12.2.4) asks.
+ */
+function developmentRequestKey(keysDir: string, log: Logger): string {
+  const file = join(keysDir, DEV_REQUEST_ENCRYPTION_KEY_FILE);
+  if (!existsSync(file)) {
+    mkdirSync(keysDir, { recursive: true, mode: 0o700 });
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
+    log.info({ file }, 'generated the development credential request encryption key');
+  }
+  return file;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
 import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
@@ -237,6 +238,29 @@ describe('admin doctor', () => {
       OID4VCI_LOGIN_CLIENT_SECRET: 'q8Zr1VfN4yT0c+Lk7wXb2HdM9sJe5uPg3RnA6oYiQ1E=',
     });
     expect(met.map((l) => l.verdict)).toEqual(['PASS']);
+  });
+
+  it('OID4VCI=on: a WARN naming OID4VCI_REQUEST_ENCRYPTION_KEY_FILE until credential requests can be encrypted too', async () => {
+    const encryptionLines = async (extra: Record<string, string>) =>
+      (
+        JSON.parse((await doctor(['--json', '--origin', issuer.url], extra)).stdout) as { items: Line[] }
+      ).items.filter((l) => l.item === 'oid4vci encryption');
+    expect(await encryptionLines({ OID4VCI: 'off' })).toEqual([]);
+    expect(await encryptionLines({ OID4VCI: 'on' })).toEqual([
+      {
+        item: 'oid4vci encryption',
+        verdict: 'WARN',
+        detail: expect.stringMatching(
+          /without credential_request_encryption.*set OID4VCI_REQUEST_ENCRYPTION_KEY_FILE/,
+        ),
+      },
+    ]);
+    const keyFile = join(dir, 'request-encryption.pem');
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    expect(await encryptionLines({ OID4VCI: 'on', OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: keyFile })).toEqual([
+      { item: 'oid4vci encryption', verdict: 'PASS', detail: expect.stringMatching(/requests \(optional\)/) },
+    ]);
   });
 
   it('without --origin an unreachable ISSUER_ORIGIN fails the documents; NODE_ENV=test fails production', async () => {

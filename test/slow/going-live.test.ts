@@ -72,6 +72,8 @@ describe('production refuses development state', () => {
       expect(JSON.parse(readFileSync(join(keysDir, name), 'utf8')).environment, name).toBe('development');
       expect(statSync(join(keysDir, name)).mode & 0o777, name).toBe(0o600);
     }
+    // The credential request encryption key its OpenID4VCI metadata publishes.
+    expect(statSync(join(keysDir, 'dev-request-encryption.pem')).mode & 0o777).toBe(0o600);
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
     for (const f of readdirSync(dataDir)) expect(statSync(join(dataDir, f)).mode & 0o777, f).toBe(0o600);
     const db = new Database(devDb, { readonly: true });
@@ -107,7 +109,13 @@ describe('production refuses development state', () => {
     );
     expect(chain.code).toBe(0);
     writeFileSync(join(keysDir, 'dev-emulator.json'), '{"url":"http://127.0.0.1:1"}\n');
-    const developmentFiles = ['dev-secrets.json', 'dev-emulator.json', 'dev-ca.json', 'dev-ca.pem'];
+    const developmentFiles = [
+      'dev-secrets.json',
+      'dev-emulator.json',
+      'dev-ca.json',
+      'dev-ca.pem',
+      'dev-request-encryption.pem',
+    ];
     for (const name of developmentFiles) expect(existsSync(join(keysDir, name)), name).toBe(true);
 
     const gen = await run('scripts/keys-generate.ts', { ...common, NODE_ENV: 'production' });

@@ -46,6 +46,15 @@ describe('start-up log', () => {
       expect(signIn.status).toBe(200);
       expect(signIn.url).toMatch(/\/console\/sign-in/);
       await signIn.body?.cancel();
+      // The OpenID4VCI metadata offers request encryption beside response encryption, as
+      // OpenID4VCI 1.0 asks: with the key this start generated in KEYS_DIR.
+      const metadata = (await (
+        await fetch(`${listening!.url}/.well-known/openid-credential-issuer`)
+      ).json()) as Record<string, { jwks?: { keys: { crv?: string; use?: string }[] } }>;
+      expect(metadata.credential_response_encryption).toBeDefined();
+      expect(metadata.credential_request_encryption?.jwks?.keys).toEqual([
+        expect.objectContaining({ crv: 'P-256', use: 'enc' }),
+      ]);
     } finally {
       child.kill('SIGTERM');
       await exited;
