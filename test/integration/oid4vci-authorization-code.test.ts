@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Oauth2Client, type Oauth2ClientOptions } from '@openid4vc/oauth2';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jws } from '../helpers/attesters.js';
+import { attester, jws, walletAttestation } from '../helpers/attesters.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { queryStore, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
 import { type LoginProvider, startLoginProvider } from '../helpers/login-provider.js';
@@ -371,6 +371,50 @@ describe('OID4VCI_PROFILE=haip', () => {
       await expectError(pushed, 401, 'invalid_client');
     } finally {
       await haip.close();
+    }
+  });
+});
+
+describe('OID4VCI_PROFILE=haip, the whole flow', () => {
+  it('the oid4vc-ts wallet with its attestation: attested PAR, sign-in, DPoP with the server’s nonces; the credential verifies', async () => {
+    const dir = tempDir();
+    const walletProvider = await attester('wallet-provider');
+    const env: Record<string, string> = {
+      OID4VCI: 'on',
+      SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
+      OID4VCI_PROFILE: 'haip',
+      OID4VCI_WALLET_TRUST: walletProvider.trustFile,
+    };
+    let login: LoginProvider | undefined;
+    const haip = await startIssuer({
+      dir,
+      env,
+      prepare: async (_dir, origin) => {
+        login = await startLoginProvider({ redirectUri: `${origin}/oid4vci/login/callback` });
+        Object.assign(env, {
+          OID4VCI_LOGIN_ISSUER: login.issuer,
+          OID4VCI_LOGIN_CLIENT_ID: login.clientId,
+          OID4VCI_LOGIN_CLIENT_SECRET: login.clientSecret,
+        });
+      },
+    });
+    try {
+      const key = holderKey();
+      const sub = `wallet-${randomUUID()}`;
+      const { credential, accessTokenResponse } = await receiveByAuthorizationCode({
+        issuerUrl: haip.url,
+        clientId: sub,
+        clientAttestation: { jwt: walletAttestation(walletProvider, { sub, cnf: key.publicJwk }), key },
+        signIn: async (url) => {
+          const atProvider = await followIssuerRedirect(url);
+          return followIssuerRedirect(await login!.signIn(atProvider, 'demo-user-1'));
+        },
+      });
+      expect(accessTokenResponse.token_type).toBe('DPoP');
+      expect((await verifySdJwtVc(haip.url, credential)).claims).toMatchObject({ givenName: 'Alice' });
+    } finally {
+      await haip.close();
+      await login?.close();
     }
   });
 });
