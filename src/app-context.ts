@@ -16,7 +16,7 @@ import type { Logger, ProofType, RouteGroup, Telemetry } from './model.js';
 import type { Lifecycle } from './observability/lifecycle.js';
 import type { IssuerMetrics } from './observability/metrics.js';
 import type { Oid4vciChannel } from './oid4vci/channel.js';
-import type { HttpPools } from './outbound/http-json.js';
+import type { HttpPools, SharedHttpPools } from './outbound/http-json.js';
 import type { SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import type { SchemaRegistry } from './schemas/schema-registry.js';
 import type { ServiceClient } from './service-client/service-client.js';
@@ -137,6 +137,11 @@ export interface ContextOverrides {
    * src/tenancy/namespaces.ts); default: what DATABASE_URL names. The context closes it.
    */
   store?: () => Promise<OpenedStore>;
+  /**
+   * Keep-alive pools by origin this context's outbound calls go through, owned by the caller (a
+   * deployment's, shared by its tenants); default: pools of this context's own.
+   */
+  sharedHttp?: SharedHttpPools;
   /** Register the process and Node metrics on this app's registry (default true; not a tenant's). */
   processMetrics?: boolean;
   /** Create missing keys even in production (a tenant's first start). */

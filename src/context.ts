@@ -76,8 +76,9 @@ export async function createContext(
     if (problems.length > 0) throw new Error(problems.join('\n'));
   }
   const face = issuerFace(config);
-  // Outbound HTTP (hosting service, `http` claims providers): pools of this context, closed with it.
-  const http = new HttpPools();
+  // Outbound HTTP (hosting service, `http` claims providers): pools of this context, closed with it,
+  // or a tenant's share of its deployment's.
+  const http = new HttpPools(overrides.sharedHttp);
 
   const initialSchemas = loadSchemas(config.schemasDir, face.urls);
   // The config holds the URL without its password; the secrets hold the target whole.

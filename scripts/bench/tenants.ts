@@ -7,10 +7,11 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { JWK } from 'jose';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
+import { createTempDatabase } from '../../test/helpers/services.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import { percentile, post, startChild } from './hosted.js';
 import type { Row } from './issuance.js';
-import { type BenchServer, processTreeCpuMs, startBenchServer } from './server.js';
+import { type BenchServer, backendsCpuTotalMs, processTreeCpuMs, startBenchServer } from './server.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const OPERATOR_KEY = 'bench-operator-key-0123456789abcdef0123456789';
@@ -84,11 +85,16 @@ const door = (n: number): Door => ({
  * CPU per issuance, multi ÷ single; and a tenant added to the running process until its first
  * hosted issuance is answered. Both issue membership-v1 as SD-JWT VC with claims from the bench's
  * claims server, upload to one emulator process, one process each (WORKERS=1).
+ * BENCH_TENANTS_STORE=postgres puts each process on a database of its own on BENCH_DATABASE_URL
+ * (the tenants' schemas in one), and counts its backends' CPU with the process's.
  */
 export async function benchTenants(): Promise<Row[]> {
   const count = Number(process.env.BENCH_TENANTS || 1000);
   const rounds = Number(process.env.BENCH_TENANTS_ROUNDS || 3);
   const seconds = Number(process.env.BENCH_SECONDS || 8);
+  const engine = process.env.BENCH_TENANTS_STORE || 'sqlite';
+  if (engine !== 'sqlite' && engine !== 'postgres')
+    throw new Error(`BENCH_TENANTS_STORE: sqlite or postgres, not ${engine}`);
   const dir = tempDir();
   const closers: Array<() => Promise<void>> = [];
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -129,9 +135,22 @@ export async function benchTenants(): Promise<Row[]> {
       WORKERS: '1',
     };
 
+    // Each process's database: its SQLite file(s) in its folder, or a PostgreSQL database of its own.
+    const databaseOf = async (folder: string, file: string): Promise<string> => {
+      if (engine === 'sqlite') return `sqlite:${join(folder, file)}`;
+      const db = await createTempDatabase(process.env.BENCH_DATABASE_URL || undefined);
+      closers.push(db.drop);
+      return db.url;
+    };
+    /** The CPU (ms) a process has used so far, with its PostgreSQL backends'. */
+    const cpuOf = (server: BenchServer, databaseUrl: string): number =>
+      processTreeCpuMs(server.child.pid!)! +
+      (databaseUrl.startsWith('postgres') ? backendsCpuTotalMs(new URL(databaseUrl).pathname.slice(1)) : 0);
+
     const singleDir = join(dir, 'single');
     mkdirSync(singleDir);
-    const single = await startBenchServer(common, { dir: singleDir });
+    const singleDatabase = await databaseOf(singleDir, 'issuer.db');
+    const single = await startBenchServer({ ...common, DATABASE_URL: singleDatabase }, { dir: singleDir });
     closers.push(() => single.close());
     partnerKeys.push(...(await call(agent, `${single.url}/.well-known/jwks.json`, {})).json.keys);
 
@@ -142,7 +161,7 @@ export async function benchTenants(): Promise<Row[]> {
       TENANCY: 'multi',
       OPERATOR_API_KEY: OPERATOR_KEY,
       KEYS_DIR: join(multiDir, 'keys'),
-      DATABASE_URL: `sqlite:${join(multiDir, 'deployment.db')}`,
+      DATABASE_URL: await databaseOf(multiDir, 'deployment.db'),
     };
     // BENCH_CPU_PROF=<dir>: the tenants' process writes a V8 CPU profile there on exit.
     const startMulti = () =>
@@ -213,7 +232,8 @@ export async function benchTenants(): Promise<Row[]> {
       let failures = 0;
       const latencies: number[] = [];
       const end = performance.now() + ms;
-      const cpu0 = processTreeCpuMs(server.child.pid!);
+      const databaseUrl = server === single ? singleDatabase : multiEnv.DATABASE_URL;
+      const cpu0 = cpuOf(server, databaseUrl);
       const start = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
@@ -240,14 +260,14 @@ export async function benchTenants(): Promise<Row[]> {
         }),
       );
       const elapsed = (performance.now() - start) / 1000;
-      const cpu1 = processTreeCpuMs(server.child.pid!);
+      const cpu1 = cpuOf(server, databaseUrl);
       latencies.sort((x, y) => x - y);
       return {
         ok,
         failures,
         perS: ok / elapsed,
         p99: percentile(latencies, 99),
-        cpu: (cpu1! - cpu0!) / Math.max(1, ok),
+        cpu: (cpu1 - cpu0) / Math.max(1, ok),
       };
     };
     const sides = {

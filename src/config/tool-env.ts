@@ -100,6 +100,11 @@ export const ToolEnvSchema = z.object({
     '`3`',
     '`npm run bench -- tenants`',
   ),
+  BENCH_TENANTS_STORE: tool(
+    'The engine of the tenants section: `sqlite` (a file per tenant) or `postgres` (a schema per tenant, on `BENCH_DATABASE_URL`; its backends’ CPU counted with the issuer’s).',
+    '`sqlite`',
+    '`npm run bench -- tenants`',
+  ),
   BENCH_RENEWAL_COUNT: tool(
     'Direct credentials the renewal section issues, then has the renewal sweep renew.',
     '`300`',

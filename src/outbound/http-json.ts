@@ -38,11 +38,18 @@ const MAX_CONNECTIONS = 64;
  *
  * The context makes one and hands it to what calls out (the hosting-service client, `http`
  * claims providers); `close` ends them with the context, `destroy` when a drain runs out of time.
+ * A tenant's context calls through the deployment's `SharedHttpPools` instead, still holding its
+ * own calls to MAX_CONNECTIONS in flight per origin.
  */
 export class HttpPools {
   // Parsed request targets by URL: the few upstream URLs are parsed once, not per request.
   private readonly targets = new Map<string, Target>();
   private readonly pools = new Map<string, Pool>();
+  /** With shared pools: this context's calls in flight (what `destroy` aborts), and its gates by origin. */
+  private readonly inFlight = new Set<Deadline>();
+  private readonly gates = new Map<string, Gate>();
+
+  constructor(private readonly shared?: SharedHttpPools) {}
 
   async post(
     url: string,
@@ -55,12 +62,18 @@ export class HttpPools {
     // undici takes an EventEmitter as abort signal: a fraction of an AbortController's cost (an
     // AbortController per call added about 20 µs of CPU, a quarter of the call).
     const deadline: Deadline = new EventEmitter();
-    const timer = setTimeout(() => {
-      deadline.reason = new HttpFailure('timeout', `timed out after ${options.timeoutMs} ms`);
-      deadline.aborted = true;
-      deadline.emit('abort');
-    }, options.timeoutMs);
+    const timer = setTimeout(
+      () => abort(deadline, new HttpFailure('timeout', `timed out after ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
+    const gate = target.gate;
+    let entered = false;
     try {
+      if (gate) {
+        this.inFlight.add(deadline);
+        await enter(gate, deadline);
+        entered = true;
+      }
       const res = await target.pool.request({
         path: target.path,
         method: 'POST',
@@ -86,11 +99,17 @@ export class HttpPools {
       throw failure(err);
     } finally {
       clearTimeout(timer);
+      if (gate) {
+        this.inFlight.delete(deadline);
+        if (entered) leave(gate);
+      }
     }
   }
 
   /** Closes every pool (idle sockets at once, busy ones once their answer is read); a later call opens a new one. */
   async close(): Promise<void> {
+    // Shared pools are the deployment's to close; calls in flight finish on them.
+    this.gates.clear();
     const open = [...this.pools.values()];
     this.pools.clear();
     this.targets.clear();
@@ -103,6 +122,9 @@ export class HttpPools {
    * network errors, so an upload stays pending in the outbox.
    */
   async destroy(): Promise<void> {
+    for (const deadline of [...this.inFlight])
+      abort(deadline, new HttpFailure('network', 'aborted: shutting down'));
+    this.gates.clear();
     const open = [...this.pools.values()];
     this.pools.clear();
     this.targets.clear();
@@ -117,7 +139,7 @@ export class HttpPools {
       const u = new URL(url);
       if (u.protocol !== 'http:' && u.protocol !== 'https:')
         throw new TypeError(`not an http(s) URL: ${url}`);
-      let pool = this.pools.get(u.origin);
+      let pool = this.shared?.pool(u.origin) ?? this.pools.get(u.origin);
       if (!pool) {
         pool = new Pool(u.origin, {
           connections: MAX_CONNECTIONS,
@@ -125,6 +147,14 @@ export class HttpPools {
           maxResponseSize: MAX_RESPONSE_BYTES,
         });
         this.pools.set(u.origin, pool);
+      }
+      let gate: Gate | undefined;
+      if (this.shared) {
+        gate = this.gates.get(u.origin);
+        if (!gate) {
+          gate = { running: 0, waiting: [] };
+          this.gates.set(u.origin, gate);
+        }
       }
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -134,7 +164,7 @@ export class HttpPools {
         const auth = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
         headers.authorization = `Basic ${Buffer.from(auth).toString('base64')}`;
       }
-      target = { pool, path: `${u.pathname}${u.search}`, headers };
+      target = { pool, path: `${u.pathname}${u.search}`, headers, gate };
       if (this.targets.size >= 64) this.targets.clear();
       this.targets.set(url, target);
     }
@@ -150,6 +180,76 @@ interface Target {
   path: string;
   /** The fixed headers of every request to this URL. */
   headers: Record<string, string>;
+  /** On shared pools: this context's share of the origin's connections. */
+  gate: Gate | undefined;
+}
+
+/**
+ * Keep-alive pools by origin for every context of the process that calls through them: the tenants
+ * of a deployment (docs/several-issuers.md "Idle tenants"), which mostly call the same hosting service
+ * and claims sources, reuse one set of warm connections instead of each keeping its own, cold for a
+ * tenant called once every few seconds. A pool opens as many connections as its callers' calls in
+ * flight need: each context's `HttpPools` holds its own to MAX_CONNECTIONS per origin, so a tenant
+ * whose upstream hangs fills its own share, not another tenant's. Closed by their owner.
+ */
+export class SharedHttpPools {
+  private readonly pools = new Map<string, Pool>();
+
+  pool(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, { connections: null, pipelining: 1, maxResponseSize: MAX_RESPONSE_BYTES });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(open.map((pool) => pool.close()));
+  }
+}
+
+/** One context's calls to one origin on shared pools: at most MAX_CONNECTIONS run, the rest wait in order. */
+interface Gate {
+  running: number;
+  waiting: Deadline[];
+}
+
+/** Waits for a place under `gate`'s limit, or until `deadline` aborts (the call's timeout covers the wait). */
+function enter(gate: Gate, deadline: Deadline): Promise<void> | undefined {
+  if (gate.running < MAX_CONNECTIONS && gate.waiting.length === 0) {
+    gate.running++;
+    return undefined;
+  }
+  return new Promise<void>((resolve, reject) => {
+    deadline.admit = () => {
+      deadline.off('abort', onAbort);
+      deadline.admit = undefined;
+      gate.running++;
+      resolve();
+    };
+    const onAbort = () => {
+      const at = gate.waiting.indexOf(deadline);
+      if (at >= 0) gate.waiting.splice(at, 1);
+      reject(deadline.reason);
+    };
+    deadline.once('abort', onAbort);
+    gate.waiting.push(deadline);
+  });
+}
+
+function leave(gate: Gate): void {
+  gate.running--;
+  gate.waiting.shift()?.admit?.();
+}
+
+function abort(deadline: Deadline, reason: HttpFailure): void {
+  if (deadline.aborted) return;
+  deadline.reason = reason;
+  deadline.aborted = true;
+  deadline.emit('abort');
 }
 
 // The pools of callers outside a context: the admin CLI's doctor, and tests.
@@ -170,7 +270,12 @@ export async function closeHttpPools(): Promise<void> {
 }
 
 /** What undici reads of an EventEmitter given as `signal`. */
-type Deadline = EventEmitter & { aborted?: boolean; reason?: HttpFailure };
+type Deadline = EventEmitter & {
+  aborted?: boolean;
+  reason?: HttpFailure;
+  /** Set while the call waits under its gate: lets it run. */
+  admit?: (() => void) | undefined;
+};
 
 function failure(err: unknown): unknown {
   if (err instanceof HttpFailure) return err;

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -66,9 +67,16 @@ export interface SchemaFileForm {
 /** A schema loader for one form of schema file. */
 export function schemaLoader(form: SchemaFileForm) {
   const fileLoader = (urls: Pick<IssuerUrls, 'vct'>): ((file: string) => LoadedSchema) => {
-    const ajv = new Ajv2020({ allErrors: true, strict: false });
-    addFormats(ajv);
-    return (file) => parseSchemaFile(form, file, ajv, urls);
+    // Made at the first schema this load has to compile: none when every one is in the cache.
+    let ajv: Ajv2020 | undefined;
+    const compile = (subjectSchema: Record<string, unknown>) => {
+      if (!ajv) {
+        ajv = new Ajv2020({ allErrors: true, strict: false });
+        addFormats(ajv);
+      }
+      return ajv.compile(subjectSchema);
+    };
+    return (file) => parseSchemaFile(form, file, compile, urls);
   };
   return {
     /**
@@ -119,7 +127,7 @@ export function schemaLoader(form: SchemaFileForm) {
 function parseSchemaFile(
   form: SchemaFileForm,
   file: string,
-  ajv: Ajv2020,
+  compile: (subjectSchema: Record<string, unknown>) => ValidateFunction,
   urls: Pick<IssuerUrls, 'vct'>,
 ): LoadedSchema {
   const fail = (messages: string[]) => new SchemaFileError(messages.map((message) => ({ file, message })));
@@ -149,7 +157,7 @@ function parseSchemaFile(
       problems.push(`credentialSubject.properties: reserved claim names ${reserved.join(', ')}`);
     }
     try {
-      validate = ajv.compile(subjectSchema);
+      validate = compiledValidator(subjectSchema, compile);
     } catch (err) {
       problems.push(`credentialSubject: not a valid JSON Schema (${(err as Error).message})`);
     }
@@ -191,6 +199,31 @@ function parseSchemaFile(
       });
     },
   };
+}
+
+/**
+ * Compiled claims validators by the SHA-256 of their JSON Schema's text, for the whole process: the
+ * tenants of a deployment (docs/several-issuers.md "Idle tenants") mostly load the same schema files, and a
+ * compiled validator is the dearest part of loading one, in time and in memory. A validator
+ * depends on its schema's text alone (every loader's Ajv has the same options and formats), and
+ * it is called synchronously with its `errors` read at once, so sharing one is safe.
+ */
+const validators = new Map<string, ValidateFunction>();
+// Distinct schemas a process compiles: far fewer unless schema files keep changing; then start over.
+const MAX_VALIDATORS = 1000;
+
+function compiledValidator(
+  subjectSchema: Record<string, unknown>,
+  compile: (subjectSchema: Record<string, unknown>) => ValidateFunction,
+): ValidateFunction {
+  const key = hash('sha256', JSON.stringify(subjectSchema), 'base64url');
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = compile(subjectSchema);
+    if (validators.size >= MAX_VALIDATORS) validators.clear();
+    validators.set(key, validate);
+  }
+  return validate;
 }
 
 /**

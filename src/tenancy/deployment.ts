@@ -7,6 +7,7 @@ import { AppError, invalidParameter, notFound } from '../errors.js';
 import type { DoctorItem } from '../http/routes/console/console.js';
 import type { Listener } from '../http/routes/route.js';
 import type { Logger } from '../model.js';
+import { SharedHttpPools } from '../outbound/http-json.js';
 import { startBackground } from '../server.js';
 import { MAIN_NAMESPACE, type Namespaces, openNamespaces } from './namespaces.js';
 import { type AddTenant, hostOfOrigin, keySha256, type TenantRecord } from './tenant.js';
@@ -71,6 +72,8 @@ export class Deployment {
   #version = -1;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The tenants' outbound connections, by origin: one warm set, not one per tenant. */
+  readonly #http = new SharedHttpPools();
 
   private constructor(
     readonly namespaces: Namespaces,
@@ -198,6 +201,7 @@ export class Deployment {
         webhooks: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.webhooks },
         statusJobs: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.statusJobs },
         generateKeys,
+        sharedHttp: this.#http,
         store: () => this.namespaces.open(record.namespace),
       });
       if (this.#closed || this.#byId.get(record.id) !== served) {
@@ -307,6 +311,7 @@ export class Deployment {
     clearTimeout(this.#timer);
     await this.#syncing;
     for (const served of [...this.#byId.values()]) await this.#drop(served);
+    await this.#http.close();
     await this.namespaces.close();
   }
 }

@@ -1,8 +1,14 @@
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeHttpPools, HttpFailure, postJson } from '../../../src/outbound/http-json.js';
+import {
+  closeHttpPools,
+  HttpFailure,
+  HttpPools,
+  postJson,
+  SharedHttpPools,
+} from '../../../src/outbound/http-json.js';
 
 // Calls that are answered at once: their deadline only has to outlast a busy machine.
 const ANSWERED_MS = 60_000;
@@ -265,5 +271,82 @@ describe('postJson reads every HTTP/1.1 answer framing', () => {
         kind: 'network',
       },
     );
+  });
+});
+
+// A deployment's tenants: each context's HttpPools on the deployment's SharedHttpPools.
+describe('HttpPools on shared pools', () => {
+  let server: Server;
+  let url: string;
+  const held: Array<() => void> = [];
+  const sockets = new Set<number>();
+  const holding = new EventEmitter();
+  const untilHeld = async (n: number) => {
+    while (held.length < n) await once(holding, 'held');
+  };
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      sockets.add(req.socket.remotePort ?? 0);
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+        if (JSON.parse(body).hold) {
+          held.push(answer);
+          holding.emit('held');
+        } else answer();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/c`;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it("two contexts' calls to one origin reuse one connection", async () => {
+    const shared = new SharedHttpPools();
+    const a = new HttpPools(shared);
+    const b = new HttpPools(shared);
+    sockets.clear();
+    expect(await a.post(url, { n: 1 }, { timeoutMs: ANSWERED_MS })).toEqual({ status: 200, body: { n: 1 } });
+    // A later turn, as a call for another incoming request is: the connection is free again.
+    await new Promise(setImmediate);
+    expect(await b.post(url, { n: 2 }, { timeoutMs: ANSWERED_MS })).toEqual({ status: 200, body: { n: 2 } });
+    expect(sockets.size).toBe(1);
+    // A context closing leaves the shared connections to the others.
+    await a.close();
+    await new Promise(setImmediate);
+    expect(await b.post(url, { n: 3 }, { timeoutMs: ANSWERED_MS })).toEqual({ status: 200, body: { n: 3 } });
+    expect(sockets.size).toBe(1);
+    await shared.close();
+  });
+
+  it("a context's calls held by the upstream fill its own 64, not another context's; destroy aborts its own only", async () => {
+    const shared = new SharedHttpPools();
+    const a = new HttpPools(shared);
+    const b = new HttpPools(shared);
+    const aCalls = Array.from({ length: 65 }, (_, i) =>
+      a.post(url, { hold: true, i }, { timeoutMs: ANSWERED_MS }).catch((e: unknown) => e),
+    );
+    await untilHeld(64);
+    // A's 65th waits for one of its own 64; B's call is answered meanwhile.
+    expect(await b.post(url, { n: 1 }, { timeoutMs: ANSWERED_MS })).toEqual({ status: 200, body: { n: 1 } });
+    expect(held.length).toBe(64);
+    held.shift()!();
+    await untilHeld(64);
+    expect(await aCalls[0]).toEqual({ status: 200, body: { hold: true, i: 0 } });
+    // A's wait is under its deadline too.
+    await expect(a.post(url, { n: 2 }, { timeoutMs: 50 })).rejects.toMatchObject({ kind: 'timeout' });
+    await a.destroy();
+    const rest = await Promise.all(aCalls.slice(1));
+    expect(rest.every((e) => e instanceof HttpFailure && e.kind === 'network')).toBe(true);
+    expect(await b.post(url, { n: 3 }, { timeoutMs: ANSWERED_MS })).toEqual({ status: 200, body: { n: 3 } });
+    held.length = 0;
+    server.closeAllConnections();
+    await shared.close();
   });
 });

@@ -211,6 +211,23 @@ describe('schemas', () => {
     );
   });
 
+  it('each load validates by its own file: the same schema in two folders alike, a changed one by its new rules', () => {
+    const load = (subject: unknown) =>
+      loadSchemas(
+        dirWith({ 'a.json': { ...base, credentialSubject: subject } }),
+        new IssuerUrls(ORIGIN),
+      ).require('test-v1');
+    const first = load(base.credentialSubject);
+    const second = load(base.credentialSubject);
+    for (const schema of [first, second]) {
+      expect(schema.validateClaims({ name: 'A' })).toEqual([]);
+      expect(schema.validateClaims({ name: 'A', born: 'x' }).map((p) => p.claim)).toEqual(['born']);
+    }
+    const changed = load({ ...base.credentialSubject, required: ['name', 'mail'] });
+    expect(changed.validateClaims({ name: 'A' }).map((p) => p.claim)).toEqual(['mail']);
+    expect(first.validateClaims({ name: 'A' })).toEqual([]);
+  });
+
   it('unknown schemaId → 404', () => {
     const registry = loadSchemas(dirWith({ 'a.json': base }), new IssuerUrls(ORIGIN));
     expect(() => registry.require('nope')).toThrow(expect.objectContaining({ status: 404 }));
