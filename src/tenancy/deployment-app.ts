@@ -9,6 +9,8 @@ import { jsonBody } from '../http/middleware/json-body.js';
 import { parseInput } from '../http/middleware/validate.js';
 import type { Listener } from '../http/routes/route.js';
 import type { Deployment, ServedTenant } from './deployment.js';
+import { operatorConsoleRouter } from './operator-console.js';
+import { healthOf, withServing } from './operator-view.js';
 import { AddTenantSchema, operatorView, TenantIdSchema } from './tenant.js';
 
 /** The operator's actor name in the deployment's audit. */
@@ -171,37 +173,13 @@ function deploymentApp(deployment: Deployment, serves: Listener | 'all'): expres
       res.json({ audit: await deployment.namespaces.registry.audit(200) });
     });
     app.use('/operator', operator);
+    // docs/several-issuers.md "The operator's console": CONSOLE=on, where the operator routes answer.
+    if (config.console.enabled && key !== undefined)
+      app.use('/console', operatorConsoleRouter(deployment, key));
   }
   app.use((_req, res) => {
     res.status(404).end();
   });
   app.use(errorHandler(log));
   return app;
-}
-
-const withServing = (t: ServedTenant) => ({
-  ...operatorView(t.record),
-  serving: t.ctx !== undefined,
-  ...(t.problem === undefined ? {} : { problem: t.problem }),
-});
-
-/** What the operator sees of a tenant's work: counts and dates, never a claim or a credential. */
-async function healthOf(t: ServedTenant) {
-  const ctx = t.ctx;
-  if (!ctx) return { serving: false };
-  const since = new Date(Date.now() - 86_400_000);
-  const [pending, oldest, failed, hours, failedWebhooks] = await Promise.all([
-    ctx.store.issuances.countPendingUploads(),
-    ctx.store.issuances.oldestPendingUpload(),
-    ctx.store.issuances.countFailedUploads(),
-    ctx.store.history.issuancesPerHour(since),
-    ctx.store.webhooks.countFailedDeliveries(),
-  ]);
-  return {
-    serving: true,
-    keys: ctx.keys.current().signing.kid,
-    issuedLast24h: hours.reduce((n, h) => n + h.count, 0),
-    uploads: { pending, oldestPending: oldest ?? null, failed },
-    failedWebhookDeliveries: failedWebhooks,
-  };
 }

@@ -1,9 +1,11 @@
 import { createPool, withTransaction } from '../store/postgres/database.js';
+import { PostgresConsoleSessionStore } from '../store/postgres/postgres-console-session-store.js';
 import type { TenantRecord } from './tenant.js';
 import {
   auditOfRow,
   conflictField,
   INSERT_COLUMNS,
+  OPERATOR_SESSIONS_TABLE,
   registryTables,
   rowValues,
   type TenantAuditRow,
@@ -22,7 +24,7 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
   // Several instances starting at once: the second CREATE waits for the first's row lock.
   await withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['issuer-kit tenant registry']);
-    for (const ddl of registryTables('BIGSERIAL PRIMARY KEY', 'BOOLEAN')) await client.query(ddl);
+    for (const ddl of registryTables('BIGSERIAL PRIMARY KEY', 'BOOLEAN', 'BIGINT')) await client.query(ddl);
   });
   const write = (
     q: { query: typeof pool.query },
@@ -92,6 +94,7 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
       const { rows } = await pool.query('SELECT * FROM tenant_audit ORDER BY id DESC LIMIT $1', [limit]);
       return rows.map(auditOfRow);
     },
+    consoleSessions: new PostgresConsoleSessionStore(pool, OPERATOR_SESSIONS_TABLE),
     close: () => pool.end(),
   };
 }

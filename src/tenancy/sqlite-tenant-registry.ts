@@ -1,10 +1,12 @@
 import Database from 'better-sqlite3';
 import { prepareDatabaseFile } from '../store/sqlite/database.js';
+import { SqliteConsoleSessionStore } from '../store/sqlite/sqlite-console-session-store.js';
 import type { TenantRecord } from './tenant.js';
 import {
   auditOfRow,
   conflictField,
   INSERT_COLUMNS,
+  OPERATOR_SESSIONS_TABLE,
   registryTables,
   rowValues,
   type TenantAuditRow,
@@ -21,7 +23,7 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
-  for (const ddl of registryTables('INTEGER PRIMARY KEY AUTOINCREMENT', 'INTEGER')) db.exec(ddl);
+  for (const ddl of registryTables('INTEGER PRIMARY KEY AUTOINCREMENT', 'INTEGER', 'INTEGER')) db.exec(ddl);
   const audit = db.prepare(
     'INSERT INTO tenant_audit (at, actor, action, tenant_id, detail) VALUES (?, ?, ?, ?, ?)',
   );
@@ -98,6 +100,7 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
         >[0][]
       ).map(auditOfRow);
     },
+    consoleSessions: new SqliteConsoleSessionStore(db, OPERATOR_SESSIONS_TABLE),
     async close() {
       db.close();
     },

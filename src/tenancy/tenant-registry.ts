@@ -1,3 +1,4 @@
+import type { ConsoleSessionStore } from '../store/console-session-store.js';
 import type { TenantRecord } from './tenant.js';
 
 /** One line of the operator's audit: what was done to which tenant, by whom. */
@@ -39,11 +40,19 @@ export interface TenantRegistry {
   /** Changes whenever the registry does. */
   version(): Promise<number>;
   audit(limit: number): Promise<TenantAuditRow[]>;
+  /** The operator's console sign-ins (docs/several-issuers.md "The operator's console"). */
+  consoleSessions: ConsoleSessionStore;
   close(): Promise<void>;
 }
 
-/** The registry's tables, the same on both engines (created at the first `TENANCY=multi` start). */
-export const registryTables = (serial: string, bool: string) => [
+/** The operator's console sessions: the columns of a tenant's `console_sessions`. */
+export const OPERATOR_SESSIONS_TABLE = 'operator_console_sessions';
+
+/**
+ * The registry's tables, the same on both engines (created at the first `TENANCY=multi` start, and
+ * the sessions' table by the first start that has it).
+ */
+export const registryTables = (serial: string, bool: string, epochMs: string) => [
   `CREATE TABLE IF NOT EXISTS tenants (
      id TEXT PRIMARY KEY,
      origin TEXT NOT NULL,
@@ -62,6 +71,12 @@ export const registryTables = (serial: string, bool: string) => [
      action TEXT NOT NULL,
      tenant_id TEXT NOT NULL,
      detail TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS ${OPERATOR_SESSIONS_TABLE} (
+     id_hash TEXT PRIMARY KEY,
+     actor TEXT NOT NULL,
+     key_hash TEXT,
+     created_at ${epochMs} NOT NULL,
+     last_seen_at ${epochMs} NOT NULL)`,
 ];
 
 export interface TenantRow {

@@ -52,7 +52,13 @@ export interface TestTenants {
  */
 export async function startTenants(
   count: number,
-  options: { dir?: string; env?: Record<string, string>; pollMs?: number; context?: ContextOverrides } = {},
+  options: {
+    dir?: string;
+    /** More environment, or a function of the listener's URL that answers it. */
+    env?: Record<string, string> | ((url: string) => Record<string, string>);
+    pollMs?: number;
+    context?: ContextOverrides;
+  } = {},
 ): Promise<TestTenants> {
   const dir = options.dir ?? tempDir();
   const bound = await bind(0, '127.0.0.1');
@@ -64,7 +70,7 @@ export async function startTenants(
       OPERATOR_API_KEY: TEST_OPERATOR_KEY,
       DATABASE_URL: await databaseUrlFor(dir),
       KEYS_DIR: join(dir, 'keys'),
-      ...options.env,
+      ...(typeof options.env === 'function' ? options.env(bound.url) : options.env),
     },
     process.cwd(),
   );

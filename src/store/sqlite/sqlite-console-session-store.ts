@@ -15,25 +15,28 @@ const toRecord = (row: SessionRow): ConsoleSessionRecord => ({
   lastSeenAt: new Date(row.last_seen_at),
 });
 
-/** Console sessions (migrations 012 and 022). */
+/**
+ * Console sessions (migrations 012 and 022); `table` is another table of the same columns (the
+ * operator's sessions of a `TENANCY=multi` deployment, in its registry).
+ */
 export class SqliteConsoleSessionStore implements ConsoleSessionStore {
   private readonly stmts;
 
-  constructor(db: SqliteDatabase) {
+  constructor(db: SqliteDatabase, table = 'console_sessions') {
     this.stmts = {
       create: db.prepare(
-        'INSERT INTO console_sessions (id_hash, actor, key_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)',
+        `INSERT INTO ${table} (id_hash, actor, key_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
       ),
       use: db.prepare<[number, string, number, number], SessionRow>(
-        `UPDATE console_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at > ? AND created_at > ?
+        `UPDATE ${table} SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at > ? AND created_at > ?
          RETURNING actor, key_hash, created_at, last_seen_at`,
       ),
       list: db.prepare<[number, number], SessionRow & { id_hash: string }>(
-        `SELECT id_hash, actor, key_hash, created_at, last_seen_at FROM console_sessions
+        `SELECT id_hash, actor, key_hash, created_at, last_seen_at FROM ${table}
          WHERE last_seen_at > ? AND created_at > ? ORDER BY created_at, id_hash`,
       ),
-      end: db.prepare('DELETE FROM console_sessions WHERE id_hash = ?'),
-      expired: db.prepare('DELETE FROM console_sessions WHERE last_seen_at <= ? OR created_at <= ?'),
+      end: db.prepare(`DELETE FROM ${table} WHERE id_hash = ?`),
+      expired: db.prepare(`DELETE FROM ${table} WHERE last_seen_at <= ? OR created_at <= ?`),
     };
   }
 

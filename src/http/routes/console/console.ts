@@ -7,7 +7,7 @@ import { invalidParameter } from '../../../errors.js';
 import { adminKeyMatcher } from '../../middleware/auth.js';
 import { rateLimiter } from '../../middleware/rate-limit.js';
 import type { Route } from '../route.js';
-import { html } from './html.js';
+import { type Html, html } from './html.js';
 import * as issuancePages from './issuance-pages.js';
 import { type PageId, page, securityHeaders } from './layout.js';
 import type { ConsolePages, DoctorItem } from './pages.js';
@@ -58,6 +58,17 @@ const ASSETS = new Map<string, { type: string; body: Buffer }>([
   ],
 ]);
 
+/** `GET /console/assets/:name`: the console's script and style sheet. */
+export const consoleAsset: RequestHandler = (req, res, next) => {
+  const asset = ASSETS.get(String(req.params.name));
+  if (!asset) {
+    next();
+    return;
+  }
+  res.set('Cache-Control', 'no-cache');
+  res.type(asset.type).send(asset.body);
+};
+
 /** The sign-in form: the key (form-encoded; any other body has no `key` and is a 400). */
 const SignInSchema = z.object({ key: z.string().min(1) });
 
@@ -102,15 +113,7 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
     securityHeaders(res);
     next();
   });
-  router.get('/assets/:name', (req, res, next) => {
-    const asset = ASSETS.get(String(req.params.name));
-    if (!asset) {
-      next();
-      return;
-    }
-    res.set('Cache-Control', 'no-cache');
-    res.type(asset.type).send(asset.body);
-  });
+  router.get('/assets/:name', consoleAsset);
 
   router.get('/sign-in', (req, res) => signInPage(res, nextOf(req)));
   // docs/operations.md "The admin console": failed sign-ins are counted per address, and past the
@@ -227,14 +230,31 @@ function requireReason(required: boolean): RequestHandler {
 }
 
 /** Where to go after signing in: a console path only, never another site. */
-function nextOf(req: Request): string | undefined {
+export function nextOf(req: Request): string | undefined {
   const raw = (req.query.next ?? (req.body as Record<string, unknown> | undefined)?.next) as unknown;
   return typeof raw === 'string' && /^\/console(\/[^/\\]|$|\?)/.test(raw) && !raw.includes('//')
     ? raw
     : undefined;
 }
 
-function signInPage(res: Response, next: string | undefined, error?: string, status = 200): void {
+/** Who signs in on a sign-in page: the key's label and what it is. */
+export interface SignInAs {
+  label: string;
+  hint: Html;
+}
+
+const ADMIN_SIGN_IN: SignInAs = {
+  label: 'Admin key',
+  hint: html`An admin key of this issuer (<code>ADMIN_API_KEY</code> signs in as <code>admin</code>, each <code>ADMIN_API_KEYS</code> entry as its name). The key is checked once; the browser keeps only a session cookie.`,
+};
+
+export function signInPage(
+  res: Response,
+  next: string | undefined,
+  error?: string,
+  status = 200,
+  as: SignInAs = ADMIN_SIGN_IN,
+): void {
   page(res, {
     title: 'Sign in',
     current: 'overview',
@@ -242,9 +262,9 @@ function signInPage(res: Response, next: string | undefined, error?: string, sta
     status,
     body: html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="/console/sign-in${next ? `?next=${encodeURIComponent(next)}` : ''}" class="signin">
-<label for="key">Admin key</label>
+<label for="key">${as.label}</label>
 <input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
-<p class="hint">An admin key of this issuer (<code>ADMIN_API_KEY</code> signs in as <code>admin</code>, each <code>ADMIN_API_KEYS</code> entry as its name). The key is checked once; the browser keeps only a session cookie.</p>
+<p class="hint">${as.hint}</p>
 <button type="submit">Sign in</button>
 </form>`,
   });

@@ -1,9 +1,10 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { AppContext } from '../../../context.js';
+import type { Config, Secrets } from '../../../config/config.js';
 import { AppError } from '../../../errors.js';
-import type { ConsoleSessionLimits } from '../../../store/store.js';
+import type { Logger } from '../../../model.js';
+import type { ConsoleSessionLimits, Store } from '../../../store/store.js';
 
 /** The session cookie; its Path keeps it off every route but the console's. */
 export const SESSION_COOKIE = 'console_session';
@@ -22,18 +23,29 @@ export const csrfTokenOf = (sessionId: string): string =>
  */
 export const keyFingerprint = (key: string): string => hash('sha256', `console-session-key\0${key}`, 'hex');
 
+/**
+ * What the session machinery needs of its app: an issuer's context, or the operator's console of a
+ * `TENANCY=multi` deployment (its sessions in the registry, OPERATOR_API_KEY its one key).
+ */
+export interface SessionContext {
+  config: Pick<Config, 'console' | 'production'>;
+  store: Pick<Store, 'consoleSessions'>;
+  secrets: Pick<Secrets, 'adminApiKeys'>;
+  log: Logger;
+}
+
 /** What a signed-in request carries in `res.locals.console`. */
 export interface ConsoleRequest {
   actor: string;
   csrf: string;
 }
 
-export function sessionLimits(ctx: Pick<AppContext, 'config'>): ConsoleSessionLimits {
+export function sessionLimits(ctx: Pick<SessionContext, 'config'>): ConsoleSessionLimits {
   const { idleSeconds, absoluteSeconds } = ctx.config.console;
   return { idleMs: idleSeconds * 1000, absoluteMs: absoluteSeconds * 1000 };
 }
 
-function cookieOptions(ctx: Pick<AppContext, 'config'>) {
+function cookieOptions(ctx: Pick<SessionContext, 'config'>) {
   return {
     httpOnly: true,
     sameSite: 'strict' as const,
@@ -52,7 +64,7 @@ const sessionIdOf = (req: Request): string | undefined => {
  * the key's fingerprint in the database.
  */
 export async function startSession(
-  ctx: Pick<AppContext, 'config' | 'store'>,
+  ctx: Pick<SessionContext, 'config' | 'store'>,
   res: Response,
   actor: string,
   key: string,
@@ -72,7 +84,7 @@ export async function startSession(
 }
 
 /** Ends the request's session on the server and clears the cookie. */
-export async function endSession(ctx: Pick<AppContext, 'config' | 'store'>, req: Request, res: Response) {
+export async function endSession(ctx: Pick<SessionContext, 'config' | 'store'>, req: Request, res: Response) {
   const id = sessionIdOf(req);
   if (id) await ctx.store.consoleSessions.end(sha256(id));
   res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, '', { ...cookieOptions(ctx), maxAge: 0 }));
@@ -83,7 +95,7 @@ export async function endSession(ctx: Pick<AppContext, 'config' | 'store'>, req:
  * removed from ADMIN_API_KEYS, or ADMIN_API_KEY changed, ends the sessions it opened).
  */
 export function liveKeyCheck(
-  ctx: Pick<AppContext, 'secrets'>,
+  ctx: Pick<SessionContext, 'secrets'>,
 ): (session: { actor: string; keyHash: string | null }) => boolean {
   const live = new Set(ctx.secrets.adminApiKeys.map((k) => `${k.name}\0${keyFingerprint(k.key)}`));
   return (session) => session.keyHash !== null && live.has(`${session.actor}\0${session.keyHash}`);
@@ -96,7 +108,7 @@ export function liveKeyCheck(
  * removed.
  */
 export function requireSession(
-  ctx: Pick<AppContext, 'config' | 'store' | 'secrets'>,
+  ctx: Pick<SessionContext, 'config' | 'store' | 'secrets'>,
   kind: 'page' | 'api',
 ): RequestHandler {
   const limits = sessionLimits(ctx);
@@ -132,7 +144,7 @@ export function requireSession(
  * `Sec-Fetch-Site` when the browser sends it) and, once signed in, with the session's CSRF token
  * (`x-csrf-token`, or `_csrf` in a form). Anything else is 403, and logged.
  */
-export function sameOrigin(ctx: Pick<AppContext, 'log' | 'config'>): RequestHandler {
+export function sameOrigin(ctx: Pick<SessionContext, 'log' | 'config'>): RequestHandler {
   const own = new Set(ctx.config.console.origins);
   return (req, _res, next) => {
     const origin = req.get('origin');
@@ -145,7 +157,7 @@ export function sameOrigin(ctx: Pick<AppContext, 'log' | 'config'>): RequestHand
   };
 }
 
-export function requireCsrf(ctx: Pick<AppContext, 'log'>): RequestHandler {
+export function requireCsrf(ctx: Pick<SessionContext, 'log'>): RequestHandler {
   return (req, res, next) => {
     const expected = (res.locals.console as ConsoleRequest).csrf;
     const body = req.body as Record<string, unknown> | undefined;
@@ -160,7 +172,7 @@ export function requireCsrf(ctx: Pick<AppContext, 'log'>): RequestHandler {
   };
 }
 
-function refuse(ctx: Pick<AppContext, 'log'>, req: Request, next: NextFunction, why: string) {
+function refuse(ctx: Pick<SessionContext, 'log'>, req: Request, next: NextFunction, why: string) {
   ctx.log.warn(
     { event: 'console_refused', reason: why, method: req.method, path: req.path, origin: req.get('origin') },
     `console: ${req.method} ${req.path} refused (${why})`,
