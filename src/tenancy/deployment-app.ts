@@ -10,7 +10,7 @@ import { parseInput } from '../http/middleware/validate.js';
 import type { Listener } from '../http/routes/route.js';
 import type { Deployment, ServedTenant } from './deployment.js';
 import { operatorConsoleRouter } from './operator-console.js';
-import { healthOf, withServing } from './operator-view.js';
+import { deploymentReadiness, healthOf, withServing } from './operator-view.js';
 import { AddTenantSchema, operatorView, TenantIdSchema } from './tenant.js';
 
 /** The operator's actor name in the deployment's audit. */
@@ -101,12 +101,18 @@ function deploymentApp(deployment: Deployment, serves: Listener | 'all'): expres
     app.get('/healthz', (_req, res) => {
       res.set('cache-control', 'no-store').json({ status: 'ok' });
     });
-    // Counts only: a host that is no tenant's never names one
-    // (docs/security.md "Tenants kept apart"); which ones fail, `GET /operator/tenants` shows.
-    app.get('/readyz', (_req, res) => {
+    // docs/several-issuers.md "Routing": ready while the deployment's own database answers and no
+    // drain has begun, as a single deployment's probe. Counts only: a host that is no tenant's never
+    // names one (docs/security.md "Tenants kept apart"); which ones fail, `GET /operator/tenants` shows.
+    app.get('/readyz', async (_req, res) => {
       const served = deployment.served();
       const failing = served.filter((t) => t.problem !== undefined).length;
-      res.set('cache-control', 'no-store').json({ status: 'ready', tenants: served.length, failing });
+      const checks = await deploymentReadiness(deployment);
+      const ready = checks.database.ok && checks.shutdown.ok;
+      res
+        .status(ready ? 200 : 503)
+        .set('cache-control', 'no-store')
+        .json({ status: ready ? 'ready' : 'not_ready', tenants: served.length, failing, checks });
     });
   }
   // The process's own metrics, once for all tenants (each tenant's /metrics has its issuer's).

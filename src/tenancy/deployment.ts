@@ -74,6 +74,8 @@ export class Deployment {
   #closed = false;
   /** The tenants' outbound connections, by origin: one warm set, not one per tenant. */
   readonly #http = new SharedHttpPools();
+  /** A shutdown began: the deployment's readiness answers 503 (docs/operations.md "Shutdown"). */
+  draining = false;
 
   private constructor(
     readonly namespaces: Namespaces,

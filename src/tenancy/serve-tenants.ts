@@ -41,6 +41,9 @@ export async function serveTenants(
     url: bound.url,
     adminUrl: adminBound?.url,
     async close() {
+      // docs/operations.md "Shutdown": readiness turns 503 at once, the deployment's and each tenant's.
+      deployment.draining = true;
+      for (const t of deployment.served()) if (t.ctx) t.ctx.lifecycle.draining = true;
       const closed = Promise.all(servers.map((s) => new Promise<void>((done) => s.close(() => done()))));
       for (const s of servers) s.closeIdleConnections();
       const grace = setTimeout(() => {

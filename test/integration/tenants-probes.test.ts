@@ -29,7 +29,12 @@ describe("the deployment's readiness probe", () => {
     const ready = await d.fetch('nobody.issuers.test', '/readyz');
     expect(ready.status).toBe(200);
     const text = await ready.text();
-    expect(JSON.parse(text)).toEqual({ status: 'ready', tenants: 2, failing: 1 });
+    expect(JSON.parse(text)).toEqual({
+      status: 'ready',
+      tenants: 2,
+      failing: 1,
+      checks: { database: { ok: true }, shutdown: { ok: true } },
+    });
     expect(text).not.toContain('broken-acme');
 
     const listed = (await (await d.operator('GET', '/operator/tenants')).json()) as {
@@ -37,5 +42,37 @@ describe("the deployment's readiness probe", () => {
     };
     expect(listed.tenants.find((t) => t.id === 'broken-acme')).toMatchObject({ serving: false });
     expect(listed.tenants.find((t) => t.id === 'broken-acme')?.problem).toEqual(expect.any(String));
+  });
+
+  it('turns 503 naming the check when a drain begins, and ready again after', async () => {
+    d.running.deployment.draining = true;
+    try {
+      const ready = await d.fetch('nobody.issuers.test', '/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        status: 'not_ready',
+        checks: { database: { ok: true }, shutdown: { ok: false } },
+      });
+      expect((await d.fetch('nobody.issuers.test', '/healthz')).status).toBe(200);
+    } finally {
+      d.running.deployment.draining = false;
+    }
+    expect((await d.fetch('nobody.issuers.test', '/readyz')).status).toBe(200);
+  });
+
+  it("turns 503 naming the database when the deployment's database cannot answer", async () => {
+    const other = await startTenants(0);
+    try {
+      // Either engine (TEST_STORE): the registry's connection goes away under the running server.
+      await other.running.deployment.namespaces.registry.close();
+      const ready = await other.fetch('nobody.issuers.test', '/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        status: 'not_ready',
+        checks: { database: { ok: false, error: 'unavailable' }, shutdown: { ok: true } },
+      });
+    } finally {
+      await other.close().catch(() => {});
+    }
   });
 });
