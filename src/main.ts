@@ -79,11 +79,14 @@ async function main(): Promise<void> {
   // the current one kept. Listening from the start, so that a SIGHUP while starting does not end
   // the process: that reload runs once the schemas are loaded.
   let catalog: SchemaCatalog | undefined;
+  // TENANCY=multi: each tenant's catalogue (docs/several-issuers.md "Idle tenants").
+  let tenants: { reloadSchemas(trigger: string): Promise<void> } | undefined;
   let pendingReload: string | undefined;
   let stopWatching: (() => void) | undefined;
   const reloadSchemas = (trigger: string) => {
     const current = catalog;
-    if (!current) pendingReload = trigger;
+    if (tenants) void tenants.reloadSchemas(trigger);
+    else if (!current) pendingReload = trigger;
     else
       void import('./catalog/schema-catalog.js').then(({ reloadAndLog }) =>
         reloadAndLog(current, log, trigger),
@@ -119,6 +122,10 @@ async function main(): Promise<void> {
       bindAdmin: config.admin
         ? () => listen(config.admin!.port, config.admin!.host, ['ADMIN_PORT', 'ADMIN_HOST'])
         : undefined,
+      serving: (deployment) => {
+        tenants = deployment;
+        if (pendingReload) reloadSchemas(pendingReload);
+      },
     });
   }
   let bound = first ? await listen(config.port, config.host, ['PORT', 'HOST']) : undefined;

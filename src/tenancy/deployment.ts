@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createApp } from '../app.js';
+import { reloadAndLog } from '../catalog/schema-catalog.js';
 import type { Config, Secrets } from '../config/config.js';
 import { secretProblem } from '../config/secret-strength.js';
 import { type AppContext, type ContextOverrides, createContext } from '../context.js';
@@ -239,6 +240,29 @@ export class Deployment {
         ),
       );
     served.ctx = undefined;
+  }
+
+  /**
+   * SIGHUP (docs/several-issuers.md "Idle tenants"): each serving tenant reads its SCHEMAS_DIR
+   * again as a single deployment does (a set with a bad file refused, logged with the tenant, its
+   * current set kept), one tenant after another; a tenant that failed to start is tried again now.
+   */
+  async reloadSchemas(trigger: string): Promise<void> {
+    const failed = (tenant: string) => (err: unknown) =>
+      this.options.log.error(
+        { event: 'schemas_reload_failed', trigger, tenant, error: (err as Error).message },
+        `schemas: reload failed (${trigger}): ${(err as Error).message}`,
+      );
+    for (const t of this.served()) {
+      if (t.ctx) await reloadAndLog(t.ctx.schemaCatalog, t.ctx.log, trigger).catch(failed(t.record.id));
+      else t.retryAt = 0;
+    }
+    await this.sync().catch((err: unknown) =>
+      this.options.log.warn(
+        { event: 'tenants_sync_failed', error: (err as Error).message },
+        'tenants: the registry could not be read; serving the tenants as they were',
+      ),
+    );
   }
 
   /** `POST /operator/tenants`: registers and serves a tenant (docs/several-issuers.md "Adding a tenant"). */

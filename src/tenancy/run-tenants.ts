@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Config, Secrets } from '../config/config.js';
 import type { Logger } from '../model.js';
+import type { Deployment } from './deployment.js';
 import { serveTenants } from './serve-tenants.js';
 
 type Bound = { server: Server; url: string };
@@ -16,6 +17,8 @@ export async function runTenants(
     bindAdmin: (() => Promise<Bound>) | undefined;
     /** A WORKERS=N worker: its id, and how it tells the primary it serves. */
     worker?: { id: number | undefined; ready: () => void } | undefined;
+    /** Called once the tenants are served (SIGHUP's schema reloads go to them from then on). */
+    serving?: (deployment: Deployment) => void;
   },
 ): Promise<void> {
   const bound = await how.bind();
@@ -27,6 +30,7 @@ export async function runTenants(
     for (const line of (err as Error).message.split('\n')) console.error(`start-up: ${line}`);
     process.exit(1);
   }
+  how.serving?.(running.deployment);
   const tenants = running.deployment.served();
   const failing = tenants.filter((t) => t.problem !== undefined).map((t) => t.record.id);
   if (how.worker) {
