@@ -108,7 +108,7 @@ describe("the operator's console", () => {
     ]);
   });
 
-  it("is not a tenant's console: the operator's session and key open nothing on a tenant's host", async () => {
+  it("is not a tenant's console: neither's session or key opens the other's", async () => {
     const { cookie } = await signIn();
     const t1 = d.tenants[0]!;
     const onTenant = await d.fetch(t1.host, '/console', { headers: { cookie: cookie! }, redirect: 'manual' });
@@ -116,6 +116,16 @@ describe("the operator's console", () => {
     expect(onTenant.headers.get('location')).toMatch(/^\/console\/sign-in/);
     const keyOnTenant = await d.fetch(t1.host, '/console/sign-in', form(TEST_OPERATOR_KEY));
     expect(keyOnTenant.status).toBe(403);
+    // And the other way: a tenant admin's session opens no operator page.
+    const tenantSignIn = await d.fetch(t1.host, '/console/sign-in', form(t1.adminKey));
+    expect(tenantSignIn.status).toBe(303);
+    const tenantCookie = tenantSignIn.headers.get('set-cookie')!.split(';')[0]!;
+    const onDeployment = await fetch(`${d.url}/console`, {
+      headers: { cookie: tenantCookie },
+      redirect: 'manual',
+    });
+    expect(onDeployment.status).toBe(303);
+    expect(onDeployment.headers.get('location')).toMatch(/^\/console\/sign-in/);
   });
 
   it('ends the session on sign-out', async () => {
