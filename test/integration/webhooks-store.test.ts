@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { StoredKey } from '../../src/store/store.js';
-import { newWebhookDeliveryId, newWebhookEventId } from '../../src/store/webhook-store.js';
+import { newWebhookEventId } from '../../src/store/webhook-store.js';
 import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
@@ -56,34 +56,6 @@ describe('webhook events on SQLite', () => {
     await a.webhooks.removeEndpoint('wh_a');
     await record();
     expect(events()).toBe(2);
-  });
-
-  it("the look for new events finds this connection's and another connection's, and none once they are fanned out", async () => {
-    const dir = tempDir();
-    cleanup.push(() => removeDir(dir));
-    const file = join(dir, 'issuer.db');
-    const a = openSqliteStore(file);
-    cleanup.push(() => a.db.close());
-    const b = openSqliteStore(file);
-    cleanup.push(() => b.db.close());
-    const record = (s: typeof a) =>
-      s.webhooks.recordEvent({ id: newWebhookEventId(), type: 'key.rotated', data: '{}' }, new Date());
-    await a.webhooks.addEndpoint(endpoint('wh_a'));
-    expect(await a.webhooks.hasNewEvents()).toBe(false);
-    expect(await a.webhooks.hasNewEvents()).toBe(false);
-    await record(a);
-    expect(await a.webhooks.hasNewEvents()).toBe(true);
-    expect(await a.webhooks.hasNewEvents()).toBe(true);
-    await a.webhooks.fanOut(new Date(), newWebhookDeliveryId, 100);
-    expect(await a.webhooks.hasNewEvents()).toBe(false);
-    expect(await a.webhooks.hasNewEvents()).toBe(false);
-    // Written through another connection (another process on the file).
-    await record(b);
-    expect(await a.webhooks.hasNewEvents()).toBe(true);
-    await b.webhooks.fanOut(new Date(), newWebhookDeliveryId, 100);
-    expect(await a.webhooks.hasNewEvents()).toBe(false);
-    await record(a);
-    expect(await b.webhooks.hasNewEvents()).toBe(true);
   });
 });
 

@@ -25,14 +25,6 @@ import {
   WAITING_EVENTS_SQL,
 } from './sqlite-webhook-rows.js';
 
-/**
- * Per connection: the `data_version` at which the look for new events last found none. Until this
- * connection writes an event or another connection commits, the answer stays no, and the look
- * reads the version alone instead of the events' index: a deployment's tenants look every
- * NEW_EVENT_LOOK_MS, each on a file of its own (docs/several-issuers.md "Idle tenants").
- */
-const noNewEventsAt = new WeakMap<SqliteDatabase, number>();
-
 /** Per connection: the endpoints at a `data_version` (shared by every store on the connection). */
 const endpointCache = new WeakMap<
   SqliteDatabase,
@@ -168,18 +160,11 @@ export class SqliteWebhookStore implements WebhookStore {
    */
   insertEvent(event: NewWebhookEvent, at: Date): void {
     if (this.subscriptions().length === 0) return;
-    noNewEventsAt.delete(this.db);
     this.stmts.insertEvent.run(event.id, event.type, event.data, at.getTime(), event.data);
   }
 
   async hasNewEvents(): Promise<boolean> {
-    // Read before the events: a commit of another connection after it moves the version again.
-    const version = this.stmts.dataVersion.get()!;
-    if (noNewEventsAt.get(this.db) === version) return false;
-    const found = this.stmts.newEvents.get() === 1;
-    if (found) noNewEventsAt.delete(this.db);
-    else noNewEventsAt.set(this.db, version);
-    return found;
+    return this.stmts.newEvents.get() === 1;
   }
 
   /**
