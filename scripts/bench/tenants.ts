@@ -142,10 +142,13 @@ export async function benchTenants(): Promise<Row[]> {
       closers.push(db.drop);
       return db.url;
     };
-    /** The CPU (ms) a process has used so far, with its PostgreSQL backends'. */
-    const cpuOf = (server: BenchServer, databaseUrl: string): number =>
-      processTreeCpuMs(server.child.pid!)! +
-      (databaseUrl.startsWith('postgres') ? backendsCpuTotalMs(new URL(databaseUrl).pathname.slice(1)) : 0);
+    /** The CPU (ms) a process has used so far, and its PostgreSQL backends'. */
+    const cpuOf = (server: BenchServer, databaseUrl: string) => ({
+      process: processTreeCpuMs(server.child.pid!)!,
+      backends: databaseUrl.startsWith('postgres')
+        ? backendsCpuTotalMs(new URL(databaseUrl).pathname.slice(1))
+        : 0,
+    });
 
     const singleDir = join(dir, 'single');
     mkdirSync(singleDir);
@@ -268,7 +271,8 @@ export async function benchTenants(): Promise<Row[]> {
         failures,
         perS: ok / elapsed,
         p99: percentile(latencies, 99),
-        cpu: (cpu1 - cpu0) / Math.max(1, ok),
+        cpu: (cpu1.process + cpu1.backends - cpu0.process - cpu0.backends) / Math.max(1, ok),
+        backends: (cpu1.backends - cpu0.backends) / Math.max(1, ok),
       };
     };
     const sides = {
@@ -288,6 +292,9 @@ export async function benchTenants(): Promise<Row[]> {
           { name: `${tag}: p99 latency`, value: got.p99, unit: 'ms' },
           { name: `${tag}: non-201 answers`, value: got.failures, unit: '' },
           { name: `${tag}: server CPU per issuance`, value: got.cpu, unit: 'ms' },
+          ...(engine === 'postgres'
+            ? [{ name: `${tag}: of which PostgreSQL backends`, value: got.backends, unit: 'ms' }]
+            : []),
         );
         cpu[name].push(got.cpu);
       }
