@@ -16,6 +16,7 @@ import type { AppContext } from './context.js';
 import type { Development } from './development/start.js';
 import { IssuerUrls } from './identity/issuer-identity.js';
 import { createLogger } from './observability/logger.js';
+import { stopOnSignals } from './shutdown.js';
 
 /** Every schema file's problems, for the one-pass report (loaded only then: ajv is heavy). */
 async function schemaProblems(dir: string): Promise<string[]> {
@@ -217,37 +218,10 @@ async function main(): Promise<void> {
   if (config.production && !secrets.metricsToken && !cluster.isWorker)
     log.warn({ event: 'metrics_open' }, 'METRICS_TOKEN is unset: /metrics is open to anyone who reaches it');
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
-    // The backstop: whatever still holds the drain one second past the grace, the process ends
-    // (docs/operations.md "Shutdown").
-    setTimeout(() => {
-      log.error(
-        { event: 'shutdown_overrun', graceMs: config.shutdownGraceMs },
-        'drain overran its grace; exiting',
-      );
-      process.exit(1);
-    }, config.shutdownGraceMs + 1000).unref();
+  stopOnSignals(log, config.shutdownGraceMs, () => {
     stopWatching?.();
-    running
-      .close()
-      .then(() => dev?.close())
-      .then(
-        () => {
-          log.info({ event: 'stopped' }, 'stopped');
-          process.exit(0);
-        },
-        (err: unknown) => {
-          log.fatal({ event: 'shutdown_failed', err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+    return running.close().then(() => dev?.close());
+  });
 }
 
 type ListenNames = [port: 'PORT' | 'ADMIN_PORT', host: 'HOST' | 'ADMIN_HOST'];

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Config, Secrets } from '../config/config.js';
 import type { Logger } from '../model.js';
+import { stopOnSignals } from '../shutdown.js';
 import type { Deployment } from './deployment.js';
 import { serveTenants } from './serve-tenants.js';
 
@@ -56,23 +57,5 @@ export async function runTenants(
       { event: 'admin_listening', url: running.adminUrl },
       `admin routes listening on ${running.adminUrl} only`,
     );
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ event: 'shutdown', signal, graceMs: config.shutdownGraceMs }, 'shutting down');
-    setTimeout(() => process.exit(1), config.shutdownGraceMs + 1000).unref();
-    running.close().then(
-      () => {
-        log.info({ event: 'stopped' }, 'stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.fatal({ event: 'shutdown_failed', err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  stopOnSignals(log, config.shutdownGraceMs, () => running.close());
 }

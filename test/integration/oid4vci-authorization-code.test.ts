@@ -82,6 +82,28 @@ async function token(form: Record<string, string>) {
   });
 }
 
+/** Another issuer with `extra` settings and a login provider of its own (its callback registered). */
+async function issuerWithLogin(
+  extra: Record<string, string>,
+): Promise<{ issuer: TestIssuer; login: LoginProvider }> {
+  const dir = tempDir();
+  const env: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir), ...extra };
+  let login: LoginProvider | undefined;
+  const started = await startIssuer({
+    dir,
+    env,
+    prepare: async (_dir, origin) => {
+      login = await startLoginProvider({ redirectUri: `${origin}/oid4vci/login/callback` });
+      Object.assign(env, {
+        OID4VCI_LOGIN_ISSUER: login.issuer,
+        OID4VCI_LOGIN_CLIENT_ID: login.clientId,
+        OID4VCI_LOGIN_CLIENT_SECRET: login.clientSecret,
+      });
+    },
+  });
+  return { issuer: started, login: login! };
+}
+
 beforeAll(async () => {
   const dir = tempDir();
   const env: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir) };
@@ -377,26 +399,10 @@ describe('OID4VCI_PROFILE=haip', () => {
 
 describe('OID4VCI_PROFILE=haip, the whole flow', () => {
   it('the oid4vc-ts wallet with its attestation: attested PAR, sign-in, DPoP with the server’s nonces; the credential verifies', async () => {
-    const dir = tempDir();
     const walletProvider = await attester('wallet-provider');
-    const env: Record<string, string> = {
-      OID4VCI: 'on',
-      SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
+    const { issuer: haip, login } = await issuerWithLogin({
       OID4VCI_PROFILE: 'haip',
       OID4VCI_WALLET_TRUST: walletProvider.trustFile,
-    };
-    let login: LoginProvider | undefined;
-    const haip = await startIssuer({
-      dir,
-      env,
-      prepare: async (_dir, origin) => {
-        login = await startLoginProvider({ redirectUri: `${origin}/oid4vci/login/callback` });
-        Object.assign(env, {
-          OID4VCI_LOGIN_ISSUER: login.issuer,
-          OID4VCI_LOGIN_CLIENT_ID: login.clientId,
-          OID4VCI_LOGIN_CLIENT_SECRET: login.clientSecret,
-        });
-      },
     });
     try {
       const key = holderKey();
@@ -407,39 +413,21 @@ describe('OID4VCI_PROFILE=haip, the whole flow', () => {
         clientAttestation: { jwt: walletAttestation(walletProvider, { sub, cnf: key.publicJwk }), key },
         signIn: async (url) => {
           const atProvider = await followIssuerRedirect(url);
-          return followIssuerRedirect(await login!.signIn(atProvider, 'demo-user-1'));
+          return followIssuerRedirect(await login.signIn(atProvider, 'demo-user-1'));
         },
       });
       expect(accessTokenResponse.token_type).toBe('DPoP');
       expect((await verifySdJwtVc(haip.url, credential)).claims).toMatchObject({ givenName: 'Alice' });
     } finally {
       await haip.close();
-      await login?.close();
+      await login.close();
     }
   });
 });
 
 describe('OID4VCI_DPOP_NONCE=required', () => {
   it('a token request answered use_dpop_nonce leaves the code good for the same request with the nonce', async () => {
-    const dir = tempDir();
-    const env: Record<string, string> = {
-      OID4VCI: 'on',
-      SCHEMAS_DIR: sdJwtMembershipSchemas(dir),
-      OID4VCI_DPOP_NONCE: 'required',
-    };
-    let login: LoginProvider | undefined;
-    const withNonces = await startIssuer({
-      dir,
-      env,
-      prepare: async (_dir, origin) => {
-        login = await startLoginProvider({ redirectUri: `${origin}/oid4vci/login/callback` });
-        Object.assign(env, {
-          OID4VCI_LOGIN_ISSUER: login.issuer,
-          OID4VCI_LOGIN_CLIENT_ID: login.clientId,
-          OID4VCI_LOGIN_CLIENT_SECRET: login.clientSecret,
-        });
-      },
-    });
+    const { issuer: withNonces, login } = await issuerWithLogin({ OID4VCI_DPOP_NONCE: 'required' });
     try {
       const pushed = await fetch(`${withNonces.url}/oid4vci/par`, {
         method: 'POST',
@@ -450,7 +438,7 @@ describe('OID4VCI_DPOP_NONCE=required', () => {
       const atProvider = await followIssuerRedirect(
         `${withNonces.url}/oid4vci/authorize?${new URLSearchParams({ client_id: 'wallet-1', request_uri })}`,
       );
-      const back = new URL(await followIssuerRedirect(await login!.signIn(atProvider, 'demo-user-1')));
+      const back = new URL(await followIssuerRedirect(await login.signIn(atProvider, 'demo-user-1')));
       const code = back.searchParams.get('code')!;
       const key = holderKey();
       const tokenUrl = `${withNonces.url}/oid4vci/token`;
@@ -489,7 +477,7 @@ describe('OID4VCI_DPOP_NONCE=required', () => {
       expect(((await answered.json()) as { token_type: string }).token_type).toBe('DPoP');
     } finally {
       await withNonces.close();
-      await login?.close();
+      await login.close();
     }
   });
 });
