@@ -20,7 +20,7 @@ const ROOM_ORDER: readonly (readonly string[])[] = [
   ['main.ts'], // process entry: config, development start-up, context, listeners, signals
   ['cluster.ts', 'cli/'], // the WORKERS=N primary; the admin CLI
   ['tenancy/'], // TENANCY=multi: the registry, the namespaces, a context per tenant, routing by host
-  ['server.ts'], // the listeners
+  ['server.ts', 'shutdown.ts'], // the listeners; the signals that drain them and end the process
   ['app.ts'], // middleware, the route table, the error handler
   ['http/'], // routes and middleware
   ['context.ts'], // builds the parts once
