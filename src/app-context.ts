@@ -12,6 +12,7 @@ import type { IssuanceCore } from './issuance/issuance-core.js';
 import type { UploadOutbox } from './issuance/outbox.js';
 import type { RenewalService } from './issuance/renewal.js';
 import type { KeyHolder } from './keys/key-holder.js';
+import type { SharedKeyBackends } from './keys/open-key-backend.js';
 import type { Logger, ProofType, RouteGroup, Telemetry } from './model.js';
 import type { Lifecycle } from './observability/lifecycle.js';
 import type { IssuerMetrics } from './observability/metrics.js';
@@ -142,6 +143,11 @@ export interface ContextOverrides {
    * deployment's, shared by its tenants); default: pools of this context's own.
    */
   sharedHttp?: SharedHttpPools;
+  /**
+   * The key backends this context signs through, owned by the caller (a deployment's: one PKCS#11
+   * connection and session pool per token for all its tenants); default: a backend of its own.
+   */
+  sharedKeys?: SharedKeyBackends;
   /** Register the process and Node metrics on this app's registry (default true; not a tenant's). */
   processMetrics?: boolean;
   /** Create missing keys even in production (a tenant's first start). */

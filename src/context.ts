@@ -116,7 +116,8 @@ export async function createContext(
       throw err;
     }
   };
-  const keyBackend = await orClose(openKeyBackend(config.keyBackend, secrets.pkcs11Pin));
+  const openBackend = overrides.sharedKeys?.open.bind(overrides.sharedKeys) ?? openKeyBackend;
+  const keyBackend = await orClose(openBackend(config.keyBackend, secrets.pkcs11Pin));
   const keys: KeyHolder = await orClose(
     openKeyHolder({
       config,

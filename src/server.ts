@@ -97,19 +97,31 @@ export async function drain(ctx: AppContext, servers: Server[], graceMs: number)
   );
   for (const server of servers) server.closeIdleConnections();
   const inFlight = ctx.lifecycle.inFlight;
-  const finished = await ctx.lifecycle.idle(graceMs);
-  if (!finished) {
-    // Released before the 503s go out: a client told to retry must not find its claim still held.
-    const released = await ctx.lifecycle.abandon();
-    const answered = await ctx.lifecycle.interrupt();
-    await ctx.http.destroy();
+  const { finished, unfinished, releasedClaims } = await finishInFlight(ctx, graceMs);
+  if (!finished)
     ctx.log.warn(
-      { event: 'drain_timeout', graceMs, unfinished: answered, releasedClaims: released },
+      { event: 'drain_timeout', graceMs, unfinished, releasedClaims },
       'shutdown grace ran out; unfinished requests answered 503 and outbound calls aborted',
     );
-  }
   for (const server of servers) server.closeAllConnections();
   await closed;
   await ctx.close();
   ctx.log.info({ event: 'drained', inFlightAtStart: inFlight, finished }, 'server closed');
+}
+
+/**
+ * Waits for the context's requests in flight to finish, up to `graceMs`. When the grace runs out,
+ * the Idempotency-Key claims of those still running are released, each is answered 503, and the
+ * context's outbound calls are aborted (its shutdown drain, and a tenant's removal).
+ */
+export async function finishInFlight(
+  ctx: AppContext,
+  graceMs: number,
+): Promise<{ finished: boolean; unfinished: number; releasedClaims: number }> {
+  if (await ctx.lifecycle.idle(graceMs)) return { finished: true, unfinished: 0, releasedClaims: 0 };
+  // Released before the 503s go out: a client told to retry must not find its claim still held.
+  const releasedClaims = await ctx.lifecycle.abandon();
+  const unfinished = await ctx.lifecycle.interrupt();
+  await ctx.http.destroy();
+  return { finished: false, unfinished, releasedClaims };
 }

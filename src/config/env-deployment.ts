@@ -150,6 +150,11 @@ export const deploymentVariables = {
       'KEY_BACKEND=pkcs11: a file holding the user PIN (one line), instead of `PKCS11_PIN` (for secret mounts). Read again at every login, so a PIN changed on the token is followed by writing the file, without a restart.',
     default: 'unset',
   }),
+  PKCS11_MAX_SESSIONS: int('PKCS11_MAX_SESSIONS', 1, 10_000).optional().meta({
+    description:
+      'KEY_BACKEND=pkcs11: the most sessions the process opens on the token. A session is opened only when every open one is signing, so this bounds the signatures in flight at once; with `TENANCY=multi` every tenant of the process shares these sessions and one login ([several-issuers.md](several-issuers.md#where-the-data-lives)).',
+    default: '`32`',
+  }),
   REDIS_URL: z.string().optional().meta({
     description:
       "`redis://…` or `rediss://…`: every route group's rate-limit counters in Redis, shared by all instances; when Redis is unreachable requests pass uncounted.",

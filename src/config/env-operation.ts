@@ -129,7 +129,8 @@ export const operationVariables = {
     production: 'follows the secret rule; unset is a start-up warning',
   }),
   SHUTDOWN_GRACE_MS: int('SHUTDOWN_GRACE_MS', 0, 600_000).optional().meta({
-    description: 'How long a SIGTERM/SIGINT drain lets in-flight requests finish.',
+    description:
+      "How long a SIGTERM/SIGINT drain lets in-flight requests finish; with `TENANCY=multi`, also how long a removed tenant's requests in flight have before it closes.",
     default: '`10000`',
   }),
   UPLOAD_MAX_ATTEMPTS: int('UPLOAD_MAX_ATTEMPTS', 1, 1000).optional().meta({

@@ -21,6 +21,8 @@ export type KeyBackendConfig =
        * operator reading the token sees whose key each is (docs/several-issuers.md "Where the data lives").
        */
       labelPrefix?: string;
+      /** PKCS11_MAX_SESSIONS: the most sessions the process opens on the token (default 32). */
+      maxSessions?: number;
     };
 
 /**
@@ -46,6 +48,7 @@ const PKCS11_VARIABLES = [
   'PKCS11_SLOT',
   'PKCS11_PIN',
   'PKCS11_PIN_FILE',
+  'PKCS11_MAX_SESSIONS',
 ] as const;
 
 /**
@@ -95,7 +98,17 @@ export function checkPkcs11(
     }
   } else if (source.PKCS11_PIN === undefined && source.PKCS11_PIN_FILE === undefined)
     problems.push('PKCS11_PIN: required with KEY_BACKEND=pkcs11 (or PKCS11_PIN_FILE)');
-  return { backend: { kind: 'pkcs11', module, token, ...(pinFile === undefined ? {} : { pinFile }) }, pin };
+  const maxSessions = env.PKCS11_MAX_SESSIONS;
+  return {
+    backend: {
+      kind: 'pkcs11',
+      module,
+      token,
+      ...(pinFile === undefined ? {} : { pinFile }),
+      ...(maxSessions === undefined ? {} : { maxSessions }),
+    },
+    pin,
+  };
 }
 
 /** The PIN in a PKCS11_PIN_FILE: its first line, trimmed ('' when empty). */

@@ -28,7 +28,13 @@ export async function openPkcs11Backend(
   pin: string,
 ): Promise<Pkcs11Backend> {
   const backend = new Pkcs11Backend(
-    { module: config.module, token: config.token, pin, pinFile: config.pinFile },
+    {
+      module: config.module,
+      token: config.token,
+      pin,
+      pinFile: config.pinFile,
+      maxSessions: config.maxSessions,
+    },
     await pkcs11js(),
     config.labelPrefix,
   );
@@ -39,13 +45,27 @@ export async function openPkcs11Backend(
 export class Pkcs11Backend implements KeyBackend {
   readonly name = 'pkcs11' as const;
   private readonly token: TokenSessions;
+  /** A tenant's share of its deployment's connection (`share`): closing it leaves the connection open. */
+  private readonly shared: boolean;
+  private closed = false;
 
   constructor(
-    options: Pkcs11Options,
+    options: Pkcs11Options | TokenSessions,
     pk: Pkcs11Module,
     private readonly labelPrefix = '',
   ) {
-    this.token = new TokenSessions(options, pk);
+    this.shared = options instanceof TokenSessions;
+    this.token = options instanceof TokenSessions ? options : new TokenSessions(options, pk);
+  }
+
+  /**
+   * The same connection (library, login, session pool) under another label prefix: what each
+   * tenant of a TENANCY=multi deployment signs with (docs/several-issuers.md "Where the data lives").
+   * It holds no session of its own, so the sessions open on the token are this pool's, however
+   * many tenants share it; it signs only with the keys its tenant opens (each by its CKA_ID).
+   */
+  share(labelPrefix: string): Pkcs11Backend {
+    return new Pkcs11Backend(this.token, this.token.pk, labelPrefix);
   }
 
   /**
@@ -68,6 +88,7 @@ export class Pkcs11Backend implements KeyBackend {
 
   /** ES256 over `data`: SHA-256 here, CKM_ECDSA in the token; its r||s is the JWS form (RFC 7518 §3.4). */
   sign(id: Buffer, label: string, data: Uint8Array): Promise<Buffer> {
+    if (this.closed) return Promise.reject(this.token.unavailable(new Error('closed')));
     return this.token.signDigest(id, label, createHash('sha256').update(data).digest());
   }
 
@@ -238,7 +259,8 @@ export class Pkcs11Backend implements KeyBackend {
   }
 
   async close(): Promise<void> {
-    await this.token.close();
+    this.closed = true;
+    if (!this.shared) await this.token.close();
   }
 }
 

@@ -2,16 +2,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createApp } from '../app.js';
 import { reloadAndLog } from '../catalog/schema-catalog.js';
 import type { Config, Secrets } from '../config/config.js';
-import { secretProblem } from '../config/secret-strength.js';
 import { type AppContext, type ContextOverrides, createContext } from '../context.js';
-import { AppError, invalidParameter, notFound } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import type { DoctorItem } from '../http/routes/console/console.js';
 import type { Listener } from '../http/routes/route.js';
+import { SharedKeyBackends } from '../keys/open-key-backend.js';
 import type { Logger } from '../model.js';
 import { SharedHttpPools } from '../outbound/http-json.js';
 import { startBackground } from '../server.js';
 import { MAIN_NAMESPACE, type Namespaces, openNamespaces } from './namespaces.js';
-import { type AddTenant, hostOfOrigin, keySha256, type TenantRecord } from './tenant.js';
+import { retire } from './retire.js';
+import { type AddTenant, hostOfOrigin, type TenantRecord } from './tenant.js';
+import { conflict, recordOf, refuseInProduction } from './tenant-admission.js';
 import { tenantConfig } from './tenant-config.js';
 import { TenantConflict } from './tenant-registry.js';
 
@@ -75,6 +77,10 @@ export class Deployment {
   #closed = false;
   /** The tenants' outbound connections, by origin: one warm set, not one per tenant. */
   readonly #http = new SharedHttpPools();
+  /** The tenants' key backends: with KEY_BACKEND=pkcs11, one login and session pool per token. */
+  readonly #keys = new SharedKeyBackends();
+  /** Contexts taken out of service, finishing their requests in flight before they close. */
+  readonly #retiring = new Map<ServedTenant, Promise<void>>();
   /** A shutdown began: the deployment's readiness answers 503 (docs/operations.md "Shutdown"). */
   draining = false;
 
@@ -164,7 +170,7 @@ export class Deployment {
     const wanted = new Map(records.map((r) => [r.id, r]));
     for (const [id, served] of this.#byId)
       if (!wanted.has(id) || identityOf(wanted.get(id)!) !== identityOf(served.record))
-        await this.#drop(served);
+        void this.#drop(served);
     const toBuild: TenantRecord[] = [];
     for (const record of records) {
       const served = this.#byId.get(record.id);
@@ -205,6 +211,7 @@ export class Deployment {
         statusJobs: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.statusJobs },
         generateKeys,
         sharedHttp: this.#http,
+        sharedKeys: this.#keys,
         store: () => this.namespaces.open(record.namespace),
       });
       if (this.#closed || this.#byId.get(record.id) !== served) {
@@ -227,19 +234,25 @@ export class Deployment {
     }
   }
 
-  async #drop(served: ServedTenant): Promise<void> {
+  /**
+   * Takes a tenant out of service at once (its host routes nowhere from now on), then lets its
+   * requests in flight finish, up to SHUTDOWN_GRACE_MS, before its context closes (its workers,
+   * store and key backend); docs/several-issuers.md "Removing a tenant". Not awaited by a sync:
+   * the other tenants' changes do not wait for this one's requests.
+   */
+  #drop(served: ServedTenant): Promise<void> {
     this.#byId.delete(served.record.id);
     if (this.#byHost.get(served.record.host) === served) this.#byHost.delete(served.record.host);
     served.apps = {};
-    await served.ctx
-      ?.close()
-      .catch((err: unknown) =>
-        this.options.log.warn(
-          { event: 'tenant_close_failed', tenant: served.record.id, error: (err as Error).message },
-          `tenant ${served.record.id}: closing failed`,
-        ),
-      );
+    const ctx = served.ctx;
     served.ctx = undefined;
+    if (!ctx) return Promise.resolve();
+    const { log, config } = this.options;
+    const retired = retire(served.record.id, ctx, config.shutdownGraceMs, log).finally(() =>
+      this.#retiring.delete(served),
+    );
+    this.#retiring.set(served, retired);
+    return retired;
   }
 
   /**
@@ -253,6 +266,8 @@ export class Deployment {
         { event: 'schemas_reload_failed', trigger, tenant, error: (err as Error).message },
         `schemas: reload failed (${trigger}): ${(err as Error).message}`,
       );
+    // A tenant being built now reads its folder as it was: it is reloaded too, once built.
+    await this.#syncing;
     for (const t of this.served()) {
       if (t.ctx) await reloadAndLog(t.ctx.schemaCatalog, t.ctx.log, trigger).catch(failed(t.record.id));
       else t.retryAt = 0;
@@ -262,6 +277,12 @@ export class Deployment {
         { event: 'tenants_sync_failed', error: (err as Error).message },
         'tenants: the registry could not be read; serving the tenants as they were',
       ),
+    );
+    const served = this.served();
+    const failing = served.filter((t) => t.problem !== undefined).length;
+    this.options.log.info(
+      { event: 'tenants_reloaded', trigger, tenants: served.length, failing },
+      `tenants: ${served.length} served after the reload (${trigger}), ${failing} failing`,
     );
   }
 
@@ -322,6 +343,10 @@ export class Deployment {
     return record;
   }
 
+  /**
+   * `DELETE /operator/tenants/:id`: once the registration is gone, the tenant's host routes nowhere;
+   * resolves once its requests in flight have finished (up to SHUTDOWN_GRACE_MS) and it is closed.
+   */
   async remove(id: string, actor: string): Promise<void> {
     const outcome = await this.namespaces.registry.remove(id, actor);
     if (outcome === 'absent') throw notFound(`no tenant ${id}`);
@@ -329,14 +354,18 @@ export class Deployment {
       throw new AppError('CONFLICT', `enabled: tenant ${id} is enabled; disable it first`, {
         field: 'enabled',
       });
+    const served = this.#byId.get(id);
     await this.sync();
+    if (served) await this.#retiring.get(served);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
     await this.#syncing;
-    for (const served of [...this.#byId.values()]) await this.#drop(served);
+    await Promise.all([...this.#byId.values()].map((served) => this.#drop(served)));
+    await Promise.all(this.#retiring.values());
+    await this.#keys.close();
     await this.#http.close();
     await this.namespaces.close();
   }
@@ -356,43 +385,3 @@ async function followEnabled(served: ServedTenant): Promise<void> {
 /** What, changed, makes a tenant's context built again: all but its enabled flag and dates. */
 const identityOf = (r: TenantRecord): string =>
   JSON.stringify([r.origin, r.host, r.settings, r.apiKeySha256, r.adminKeys, r.namespace]);
-
-function recordOf(input: AddTenant, namespace: string): TenantRecord {
-  const now = new Date().toISOString();
-  return {
-    id: input.id,
-    origin: input.origin,
-    host: hostOfOrigin(input.origin),
-    enabled: true,
-    settings: input.settings,
-    apiKeySha256: keySha256(input.apiKey),
-    adminKeys: Object.entries(input.adminApiKeys).map(([name, key]) => ({ name, sha256: keySha256(key) })),
-    namespace,
-    createdAt: now,
-    updatedAt: now,
-  };
-}
-
-const conflict = (field: string, message: string) => new AppError('CONFLICT', message, { field });
-
-/**
- * docs/several-issuers.md "The operator": in production a tenant obeys the rules a single
- * deployment's environment does: an https origin, its keys to the routes under the secret rule
- * (docs/security.md "Production secret rule", as API_KEY and ADMIN_API_KEY(S)), and an https
- * hosting service unless ALLOW_INSECURE_UPSTREAM=1 (as SERVICE_V1_BASE_URL).
- */
-function refuseInProduction(input: AddTenant, insecureUpstream: boolean): void {
-  if (!input.origin.startsWith('https:')) throw invalidParameter('origin', 'must be https in production');
-  const weak = secretProblem(input.apiKey);
-  if (weak) throw invalidParameter('apiKey', `${weak} in production`);
-  for (const [name, key] of Object.entries(input.adminApiKeys)) {
-    const problem = secretProblem(key);
-    if (problem) throw invalidParameter(`adminApiKeys.${name}`, `${problem} in production`);
-  }
-  const service = input.settings.serviceBaseUrl;
-  if (service !== undefined && !service.startsWith('https:') && !insecureUpstream)
-    throw invalidParameter(
-      'settings.serviceBaseUrl',
-      'must be https in production (ALLOW_INSECURE_UPSTREAM=1 allows http for a staging sidecar)',
-    );
-}

@@ -22,6 +22,8 @@ export async function runTenants(
     serving?: (deployment: Deployment) => void;
   },
 ): Promise<void> {
+  // WORKERS=N: each worker's lines, its tenants' and its requests' included, name the worker.
+  if (how.worker) log = log.child({ worker: how.worker.id });
   const bound = await how.bind();
   const adminBound = await how.bindAdmin?.();
   let running: Awaited<ReturnType<typeof serveTenants>>;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
-import type { ContextOverrides } from '../../src/context.js';
+import type { AppContext, ContextOverrides } from '../../src/context.js';
 import { type EmulatorServer, startEmulatorServer } from '../../src/development/emulator/index.js';
 import { seedExampleClaims } from '../../src/development/example-claims.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -75,6 +75,7 @@ export async function startTenants(
     process.cwd(),
   );
   const emulators = new Map<string, EmulatorServer>();
+  const contexts = new Map<string, AppContext>();
   let running: ServingTenants | undefined;
   try {
     running = await serveTenants(config, secrets, silentLogger(), bound, undefined, {
@@ -121,11 +122,12 @@ export async function startTenants(
       const partnerId = randomUUID();
       const emulator = await startEmulatorServer({
         partnerId,
+        // The tenant's keys as it serves them, or as it last served them (a removed tenant's
+        // requests in flight still upload).
         jwks: async () => ({
           keys:
-            serving.deployment
-              .byId(id)
-              ?.ctx?.keys.current()
+            (serving.deployment.byId(id)?.ctx ?? contexts.get(id))?.keys
+              .current()
               .partnerKeys.map((k) => k.publicJwk) ?? [],
         }),
       });
@@ -148,7 +150,8 @@ export async function startTenants(
       });
       if (res.status !== 201) throw new Error(`adding tenant ${id}: ${res.status} ${await res.text()}`);
       const ctx = serving.deployment.byId(id)?.ctx;
-      if (!ctx) throw new Error(`tenant ${id} is not serving`);
+      if (!ctx) throw new Error(`tenant ${id} is not serving: ${serving.deployment.byId(id)?.problem}`);
+      contexts.set(id, ctx);
       await seedExampleClaims(ctx.store.claims, resolve('examples/claims.json'));
       tenants.push(t);
       return t;

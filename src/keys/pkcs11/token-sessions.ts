@@ -11,8 +11,8 @@ import { TokenLogin } from './token-login.js';
  *
  * PKCS#11 v2.40 §5.6: a session runs one operation at a time, and a login is shared by every
  * session of the application with that token. Signing therefore takes a session from a pool (a
- * new one when all are busy, up to `MAX_SESSIONS`), so concurrent signatures do not queue behind
- * one session; C_Sign runs off the event loop. A token or session error is retried once on a
+ * new one when all are busy, up to PKCS11_MAX_SESSIONS), so concurrent signatures do not queue
+ * behind one session; C_Sign runs off the event loop. A token or session error is retried once on a
  * fresh connection (the library finalized and initialized again, the slot found again, a new
  * login); when that fails too, the caller gets 503 `UNAVAILABLE` naming the backend, and the next
  * signature or `/readyz` probe tries again, so the kit recovers without a restart.
@@ -22,7 +22,8 @@ type Pkcs11 = Pkcs11Js.PKCS11;
 type Handle = Buffer;
 export type Pkcs11Module = typeof Pkcs11Js;
 
-const MAX_SESSIONS = 32;
+/** PKCS11_MAX_SESSIONS's default: the most sessions one pool opens on its token. */
+export const DEFAULT_MAX_SESSIONS = 32;
 
 // PKCS#11 v2.40 CK_STATE values of a logged-in user's session (pkcs11js exports no CKS_* names).
 const CKS_RO_USER_FUNCTIONS = 1;
@@ -57,6 +58,8 @@ export interface Pkcs11Options {
   pin: string;
   /** PKCS11_PIN_FILE: read again at every login. */
   pinFile?: string | undefined;
+  /** PKCS11_MAX_SESSIONS: the most sessions the pool opens on the token (default 32). */
+  maxSessions?: number | undefined;
 }
 
 export class TokenSessions {
@@ -188,14 +191,18 @@ export class TokenSessions {
       if (this.mod!.generation !== this.generation) this.attach();
       const idle = this.idle.pop();
       if (idle) return idle;
-      if (this.sessions < MAX_SESSIONS) return this.newSession();
+      if (this.sessions < (this.options.maxSessions ?? DEFAULT_MAX_SESSIONS)) return this.newSession();
       await new Promise<void>((wake) => this.waiting.push(wake));
     }
   }
 
   private release(session: Handle, generation: number): void {
-    if (generation === this.generation) this.idle.push(session);
-    this.waiting.shift()?.();
+    if (generation !== this.generation) this.waiting.shift()?.();
+    else if (this.closed) this.discard(session);
+    else {
+      this.idle.push(session);
+      this.waiting.shift()?.();
+    }
   }
 
   /** The private (or public) key object with this CKA_ID. */
@@ -274,7 +281,8 @@ export class TokenSessions {
     this.attach();
   }
 
-  private unavailable(err: unknown): AppError {
+  /** 503 `UNAVAILABLE` naming the backend, never the PIN. */
+  unavailable(err: unknown): AppError {
     return new AppError(
       'UNAVAILABLE',
       `the key backend (pkcs11, ${this.where}) cannot sign or make keys now; retry later`,
