@@ -13,7 +13,8 @@ export const WORKER_READY = 'issuer-kit:ready';
  * worker to primary after an admin reload it served, for the primary to pass to the others.
  */
 export const SCHEMAS_RELOAD = 'issuer-kit:schemas-reload';
-export type SchemasReload = { type: typeof SCHEMAS_RELOAD };
+/** `tenant`: with TENANCY=multi, that tenant's schemas only (its admins' reload on another worker). */
+export type SchemasReload = { type: typeof SCHEMAS_RELOAD; tenant?: string };
 
 // A worker's GET /metrics asks its primary for the whole cluster's metrics; the id pairs the
 // reply with the scrape that asked (several may be in flight).
@@ -118,9 +119,10 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
         if (worker.isConnected()) worker.send(reply);
       });
   // Every worker but `except` (the one that reloaded already) reloads its schemas.
-  const reloadSchemas = (except?: Worker) => {
+  const reloadSchemas = (except?: Worker, tenant?: string) => {
+    const message: SchemasReload = { type: SCHEMAS_RELOAD, ...(tenant === undefined ? {} : { tenant }) };
     for (const w of Object.values(cluster.workers ?? {}))
-      if (w && w !== except && w.isConnected()) w.send({ type: SCHEMAS_RELOAD } satisfies SchemasReload);
+      if (w && w !== except && w.isConnected()) w.send(message);
   };
   // Listening before the first fork: a SIGHUP while the workers start must not end the primary (a
   // starting worker runs the reload once its schemas are loaded).
@@ -136,7 +138,7 @@ export async function runPrimary(config: Config, secrets: Secrets, log: Logger):
     worker.on('message', (message) => {
       if (message === WORKER_READY) listening.add(worker);
       else if (isMessage<MetricsRequest>(message, METRICS_REQUEST)) void answerScrape(worker, message.id);
-      else if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas(worker);
+      else if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas(worker, message.tenant);
     });
     return worker;
   };

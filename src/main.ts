@@ -81,12 +81,12 @@ async function main(): Promise<void> {
   // the process: that reload runs once the schemas are loaded.
   let catalog: SchemaCatalog | undefined;
   // TENANCY=multi: each tenant's catalogue (docs/several-issuers.md "Idle tenants").
-  let tenants: { reloadSchemas(trigger: string): Promise<void> } | undefined;
+  let tenants: { reloadSchemas(trigger: string, only?: string): Promise<void> } | undefined;
   let pendingReload: string | undefined;
   let stopWatching: (() => void) | undefined;
-  const reloadSchemas = (trigger: string) => {
+  const reloadSchemas = (trigger: string, tenant?: string) => {
     const current = catalog;
-    if (tenants) void tenants.reloadSchemas(trigger);
+    if (tenants) void tenants.reloadSchemas(trigger, tenant);
     else if (!current) pendingReload = trigger;
     else
       void import('./catalog/schema-catalog.js').then(({ reloadAndLog }) =>
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => reloadSchemas('SIGHUP'));
   if (cluster.isWorker)
     process.on('message', (message) => {
-      if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas('primary');
+      if (isMessage<SchemasReload>(message, SCHEMAS_RELOAD)) reloadSchemas('primary', message.tenant);
     });
   // A failed listen is one line naming the variables (a raw EADDRINUSE stack would name none):
   // a `listen_failed` log line, and the plain `start-up:` line on stderr every failed start writes.
@@ -117,7 +117,12 @@ async function main(): Promise<void> {
       first,
       // WORKERS=N: the primary forks the next worker once this one says it serves.
       worker: cluster.isWorker
-        ? { id: cluster.worker?.id, ready: () => process.send?.(WORKER_READY) }
+        ? {
+            id: cluster.worker?.id,
+            ready: () => process.send?.(WORKER_READY),
+            // A tenant's admins reloaded its schemas here: the other workers reload that tenant's.
+            reloaded: (tenant) => process.send?.({ type: SCHEMAS_RELOAD, tenant } satisfies SchemasReload),
+          }
         : undefined,
       bind: () => listen(config.port, config.host, ['PORT', 'HOST']),
       bindAdmin: config.admin

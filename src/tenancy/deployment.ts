@@ -44,6 +44,8 @@ export interface DeploymentOptions {
   /** Retry the pending uploads at once (not for a later worker of a running cluster). */
   recoverUploads?: boolean | undefined;
   doctor?: (() => Promise<DoctorItem[]>) | undefined;
+  /** A tenant's admins reloaded its schemas here (`WORKERS=N`: the other workers are told). */
+  schemasReloaded?: ((tenant: string) => void) | undefined;
 }
 
 /**
@@ -218,6 +220,8 @@ export class Deployment {
         await ctx.close();
         return;
       }
+      const { schemasReloaded } = this.options;
+      if (schemasReloaded) ctx.schemaCatalog.propagate = () => schemasReloaded(record.id);
       for (const listener of this.options.listeners)
         served.apps[listener] = createApp(ctx, listener, { doctor: this.options.doctor });
       await startBackground(ctx, this.options.recoverUploads ?? true);
@@ -260,7 +264,7 @@ export class Deployment {
    * again as a single deployment does (a set with a bad file refused, logged with the tenant, its
    * current set kept), one tenant after another; a tenant that failed to start is tried again now.
    */
-  async reloadSchemas(trigger: string): Promise<void> {
+  async reloadSchemas(trigger: string, only?: string): Promise<void> {
     const failed = (tenant: string) => (err: unknown) =>
       this.options.log.error(
         { event: 'schemas_reload_failed', trigger, tenant, error: (err as Error).message },
@@ -268,6 +272,12 @@ export class Deployment {
       );
     // A tenant being built now reads its folder as it was: it is reloaded too, once built.
     await this.#syncing;
+    // Another worker's admin reload of one tenant: that tenant alone.
+    if (only !== undefined) {
+      const ctx = this.byId(only)?.ctx;
+      if (ctx) await reloadAndLog(ctx.schemaCatalog, ctx.log, trigger).catch(failed(only));
+      return;
+    }
     for (const t of this.served()) {
       if (t.ctx) await reloadAndLog(t.ctx.schemaCatalog, t.ctx.log, trigger).catch(failed(t.record.id));
       else t.retryAt = 0;

@@ -17,7 +17,7 @@ export async function runTenants(
     bind: () => Promise<Bound>;
     bindAdmin: (() => Promise<Bound>) | undefined;
     /** A WORKERS=N worker: its id, and how it tells the primary it serves. */
-    worker?: { id: number | undefined; ready: () => void } | undefined;
+    worker?: { id: number | undefined; ready: () => void; reloaded: (tenant: string) => void } | undefined;
     /** Called once the tenants are served (SIGHUP's schema reloads go to them from then on). */
     serving?: (deployment: Deployment) => void;
   },
@@ -28,7 +28,10 @@ export async function runTenants(
   const adminBound = await how.bindAdmin?.();
   let running: Awaited<ReturnType<typeof serveTenants>>;
   try {
-    running = await serveTenants(config, secrets, log, bound, adminBound, { recoverUploads: how.first });
+    running = await serveTenants(config, secrets, log, bound, adminBound, {
+      recoverUploads: how.first,
+      schemasReloaded: how.worker?.reloaded,
+    });
   } catch (err) {
     for (const line of (err as Error).message.split('\n')) console.error(`start-up: ${line}`);
     process.exit(1);

@@ -23,7 +23,10 @@ export async function serveTenants(
   log: Logger,
   bound: { server: Server; url: string },
   adminBound: { server: Server; url: string } | undefined,
-  options: Pick<DeploymentOptions, 'context' | 'pollMs' | 'recoverUploads' | 'doctor'> = {},
+  options: Pick<
+    DeploymentOptions,
+    'context' | 'pollMs' | 'recoverUploads' | 'doctor' | 'schemasReloaded'
+  > = {},
 ): Promise<ServingTenants> {
   const deployment = await Deployment.open({
     config,

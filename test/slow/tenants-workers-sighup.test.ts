@@ -57,6 +57,7 @@ describe('SIGHUP with TENANCY=multi and WORKERS=2', () => {
     partnerId: randomUUID(),
     adminKey: `admin-t1-${randomBytes(16).toString('hex')}`,
   };
+  const t2AdminKey = `admin-t2-${randomBytes(16).toString('hex')}`;
 
   const operator = (path: string, body: unknown) =>
     fetch(`${child.url}${path}`, {
@@ -131,7 +132,7 @@ describe('SIGHUP with TENANCY=multi and WORKERS=2', () => {
       origin: 'https://t2.issuers.test',
       settings: { partnerId: randomUUID(), serviceBaseUrl: 'http://127.0.0.1:9', schemasDir: folder },
       apiKey: `api-t2-${randomBytes(16).toString('hex')}`,
-      adminApiKeys: { admin: `admin-t2-${randomBytes(16).toString('hex')}` },
+      adminApiKeys: { admin: t2AdminKey },
     });
     expect(added.status, await added.clone().text()).toBe(201);
     writeFileSync(join(folder, 'second-v1.json'), JSON.stringify(schema('second-v1')));
@@ -181,5 +182,24 @@ describe('SIGHUP with TENANCY=multi and WORKERS=2', () => {
       expect(answers).toEqual(answers.map(() => 200));
     }
     expect(child.proc.exitCode).toBeNull();
+  });
+
+  // docs/schemas-and-claims.md "Reloading schemas": a tenant's admins reload through whichever
+  // worker takes the request, which passes the reload of that tenant on to the others.
+  it("a tenant's own admin reload reaches every worker", async () => {
+    writeFileSync(join(folder, 'third-v1.json'), JSON.stringify(schema('third-v1')));
+    const from = child.lines.length;
+    const res = await fetch(`${child.url}/admin/schemas/reload`, {
+      method: 'POST',
+      headers: { 'x-forwarded-host': 't2.issuers.test', 'x-admin-api-key': t2AdminKey },
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const reloaded = await child.waitForAll('schemas_reloaded', from, 2);
+    expect(new Set(reloaded.map((l) => l.worker)).size).toBe(2);
+    expect(reloaded.map((l) => l.tenant)).toEqual(['t2', 't2']);
+    expect(reloaded.map((l) => l.trigger).sort()).toEqual(['admin admin', 'primary']);
+    const { statuses, workers } = await askEveryWorker('t2.issuers.test', '/vct/third-v1');
+    expect(workers.size).toBe(2);
+    expect(statuses).toEqual(statuses.map(() => 200));
   });
 });
