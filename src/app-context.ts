@@ -124,6 +124,8 @@ export interface ContextOverrides {
     /** How long a receiver has to answer (tests hold a receiver longer than the default). */
     deliveryTimeoutMs?: number;
     idleSweepMaxMs?: number;
+    /** The look for new events backs off up to this while it finds none (a tenant's). */
+    lookIdleMaxMs?: number;
   };
   /** The development example claims production refuses to find in its database. */
   exampleClaimsFile?: string;

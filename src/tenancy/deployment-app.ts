@@ -78,6 +78,10 @@ function serveTenant(
     answer(res, ERROR_STATUS.UNAVAILABLE, { code: 'UNAVAILABLE', message: 'this issuer is not serving now' });
     return;
   }
+  // A change may have written an event: the tenant's webhook look, however far it has backed off
+  // while the tenant was idle, comes within its interval of the answer.
+  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS')
+    res.once('finish', () => tenant.ctx?.webhooks.lookSoon());
   app(req, res);
 }
 

@@ -14,7 +14,7 @@ import { MAIN_NAMESPACE, type Namespaces, openNamespaces } from './namespaces.js
 import { retire } from './retire.js';
 import { type AddTenant, hostOfOrigin, type TenantRecord } from './tenant.js';
 import { conflict, recordOf, refuseInProduction } from './tenant-admission.js';
-import { tenantConfig } from './tenant-config.js';
+import { tenantConfig, tenantContextOverrides } from './tenant-config.js';
 import { TenantConflict } from './tenant-registry.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -47,15 +47,6 @@ export interface DeploymentOptions {
   /** A tenant's admins reloaded its schemas here (`WORKERS=N`: the other workers are told). */
   schemasReloaded?: ((tenant: string) => void) | undefined;
 }
-
-/**
- * docs/several-issuers.md "Idle tenants": a tenant's background sweeps back off up to a minute
- * while nothing happens to it, and its key ring is looked at every ten seconds for a rotation made
- * through another instance, so that a thousand idle tenants do not keep the process and the
- * database busy.
- */
-const TENANT_IDLE_SWEEP_MAX_MS = 60_000;
-const TENANT_KEYS_POLL_MS = 10_000;
 
 /** A tenant that fails to start is tried again after 2 s, doubling up to 5 minutes. */
 const RETRY_BASE_MS = 2000;
@@ -205,12 +196,7 @@ export class Deployment {
       const overrides = this.options.context?.(record) ?? {};
       const ctx = await createContext(config, secrets, {
         log: log.child({ tenant: record.id }),
-        keysPollMs: TENANT_KEYS_POLL_MS,
-        processMetrics: false,
-        ...overrides,
-        outbox: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.outbox },
-        webhooks: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.webhooks },
-        statusJobs: { idleSweepMaxMs: TENANT_IDLE_SWEEP_MAX_MS, ...overrides.statusJobs },
+        ...tenantContextOverrides(overrides),
         generateKeys,
         sharedHttp: this.#http,
         sharedKeys: this.#keys,

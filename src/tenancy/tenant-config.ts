@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { join } from 'node:path';
 import type { Config, Secrets } from '../config/config.js';
 import type { KeyEncryption } from '../config/key-encryption-key.js';
+import type { ContextOverrides } from '../context.js';
 import { MAIN_NAMESPACE } from './namespaces.js';
 import type { TenantRecord } from './tenant.js';
 
@@ -62,5 +63,27 @@ export function tenantConfig(
       operatorApiKey: undefined,
       keyEncryption: tenantKeyEncryption(secrets.keyEncryption, tenant),
     },
+  };
+}
+
+/**
+ * docs/several-issuers.md "Idle tenants": a tenant's background sweeps, and its webhook worker's
+ * look for events another process wrote, back off up to a minute while they find nothing, and its
+ * key ring is looked at every ten seconds for a rotation made through another instance, so that a
+ * thousand idle tenants do not keep the process and the database busy.
+ */
+const TENANT_IDLE_MAX_MS = 60_000;
+const TENANT_KEYS_POLL_MS = 10_000;
+
+/** How a tenant's context runs its background work: `overrides` (tests) over the idle defaults. */
+export function tenantContextOverrides(overrides: ContextOverrides): ContextOverrides {
+  const idle = { idleSweepMaxMs: TENANT_IDLE_MAX_MS };
+  return {
+    keysPollMs: TENANT_KEYS_POLL_MS,
+    processMetrics: false,
+    ...overrides,
+    outbox: { ...idle, ...overrides.outbox },
+    webhooks: { ...idle, lookIdleMaxMs: TENANT_IDLE_MAX_MS, ...overrides.webhooks },
+    statusJobs: { ...idle, ...overrides.statusJobs },
   };
 }

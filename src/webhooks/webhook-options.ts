@@ -27,6 +27,11 @@ export interface WebhookOptions {
   pruneBatch?: number;
   /** How often the worker looks for new events between sweeps (default `NEW_EVENT_LOOK_MS`). */
   lookMs?: number;
+  /**
+   * Looks back off up to this while they find nothing (default: they do not): after three empty
+   * looks each wait doubles; a look that finds an event brings it back to `lookMs`.
+   */
+  lookIdleMaxMs?: number | undefined;
   /** How long a receiver has to answer (default `DELIVERY_TIMEOUT_MS`, docs/operations.md "Webhooks"). */
   deliveryTimeoutMs?: number;
   /** Shared by every process on the database: one purge at a time among them. */

@@ -6,6 +6,7 @@ import type {
   WebhookEndpointRecord,
   WebhookStore,
 } from '../store/webhook-store.js';
+import { BackingOffLook } from '../workers/backing-off-look.js';
 import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import { type DeliveryResult, type OutgoingDelivery, WebhookSender } from './deliver.js';
 import { addEndpoint, rotateEndpointSecret } from './endpoints.js';
@@ -47,7 +48,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    * possibly after its last look, makes it sweep once more.
    */
   private readonly loop: LeasedSweeper;
-  private looker: NodeJS.Timeout | undefined;
+  private looker: BackingOffLook | undefined;
   private looking = false;
   private pruner: NodeJS.Timeout | undefined;
   private readonly purge: WebhookPruner;
@@ -155,8 +156,14 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    */
   async start(): Promise<void> {
     this.loop.start();
-    this.looker ??= setInterval(() => void this.look(), this.options.lookMs ?? NEW_EVENT_LOOK_MS);
-    this.looker.unref();
+    const lookMs = this.options.lookMs ?? NEW_EVENT_LOOK_MS;
+    this.looker ??= new BackingOffLook(
+      () => this.look(),
+      lookMs,
+      this.options.lookIdleMaxMs ?? lookMs,
+      LeasedSweeper.IDLE_AFTER,
+    );
+    this.looker.start();
     if (this.retentionMs > 0 && !this.pruner) {
       this.pruner = setInterval(
         () => void this.prune().catch(() => undefined),
@@ -174,7 +181,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     this.poke();
     if (this.pruner) clearInterval(this.pruner);
     this.pruner = undefined;
-    if (this.looker) clearInterval(this.looker);
+    this.looker?.stop();
     this.looker = undefined;
     await this.purge.settled();
     await swept;
@@ -186,16 +193,27 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    * the sweep waits for answers, so that a receiver holding its request does not keep a new event
    * from the other endpoints until the sweep interval.
    */
-  private async look(): Promise<void> {
-    if (this.looking || !this.loop.running || (this.loop.busy && this.nudge === undefined)) return;
+  private async look(): Promise<boolean | undefined> {
+    if (this.looking || !this.loop.running || (this.loop.busy && this.nudge === undefined)) return undefined;
     this.looking = true;
     try {
-      if (await this.store.hasNewEvents()) this.wake();
+      const found = await this.store.hasNewEvents();
+      if (found) this.wake();
+      return found;
     } catch {
       // The database is away: the sweep logs and retries.
+      return false;
     } finally {
       this.looking = false;
     }
+  }
+
+  /**
+   * A change was served that may have written an event: a look within the look interval, however
+   * far the look has backed off (a tenant's, docs/several-issuers.md "Idle tenants").
+   */
+  lookSoon(): void {
+    this.looker?.soon();
   }
 
   /** A new event or a queued retry: sweep now, or once more after the sweep under way. */

@@ -104,6 +104,25 @@ describe(`several issuers in one deployment (${TEST_STORE})`, () => {
     expect(history.data.every((i) => !i.holderDid.endsWith(`-of-${a.id}`))).toBe(true);
   });
 
+  it("a change served to a tenant brings its webhook look, however far it has backed off, within the look's interval", async () => {
+    // docs/several-issuers.md "Idle tenants": the look backs off while the tenant is idle.
+    const webhooks = d.running.deployment.byId(a.id)!.ctx!.webhooks;
+    const soon = vi.spyOn(webhooks, 'lookSoon');
+    try {
+      await issueHosted(a, 'did:example:holder-look-soon');
+      await vi.waitFor(() => expect(soon).toHaveBeenCalledTimes(1));
+      // Reads write no event: they ask for no look.
+      expect((await d.fetch(a.host, '/.well-known/jwt-vc-issuer')).status).toBe(200);
+      await d.admin(a, '/admin/issuance-history');
+      expect(soon).toHaveBeenCalledTimes(1);
+      // The other tenant's changes are not this tenant's.
+      await issueHosted(b, 'did:example:holder-look-soon-b');
+      expect(soon).toHaveBeenCalledTimes(1);
+    } finally {
+      soon.mockRestore();
+    }
+  });
+
   it('routes by Host too (no proxy), and an unknown host gets 404 with an empty body', async () => {
     const viaHost = (host: string, path: string) =>
       new Promise<{ status: number; body: string }>((done, fail) => {
