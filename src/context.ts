@@ -329,6 +329,7 @@ export async function createContext(
                 login: new UpstreamLogin({
                   ...config.oid4vci.login,
                   clientSecret: secrets.oid4vciLoginClientSecret,
+                  clientKeyPem: secrets.oid4vciKeys?.loginClient,
                   redirectUri: identity.urls.oid4vciLoginCallback,
                 }),
                 store: store.oid4vciAuthorizations,
@@ -341,8 +342,8 @@ export async function createContext(
         ...(config.oid4vci.requestEncryption
           ? {
               requestDecryption: await loadRequestDecryption(
-                config.oid4vci.requestEncryption.keyFile,
-                config.oid4vci.requestEncryption.required,
+                config.oid4vci.requestEncryption,
+                secrets.oid4vciKeys?.requestEncryption,
               ),
             }
           : {}),

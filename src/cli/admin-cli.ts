@@ -23,6 +23,7 @@ import { schemasCommand } from './commands/schemas.js';
 import { statusCommand } from './commands/status.js';
 import { statusChangeCommands } from './commands/status-change.js';
 import { tenantsCommand } from './commands/tenants.js';
+import { tenantsSetCommand } from './commands/tenants-set.js';
 import { uploadsCommand } from './commands/uploads.js';
 import { verifyCommand } from './commands/verify.js';
 import { webhooksCommand } from './commands/webhooks.js';
@@ -53,6 +54,7 @@ const COMMANDS: RegisterCommand[] = [
   doctorCommand,
   verifyCommand,
   tenantsCommand,
+  tenantsSetCommand,
   completionCommand,
 ];
 

@@ -41,7 +41,7 @@ export class AdminClient {
   ) {}
 
   async call<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     options: CallOptions = {},
   ): Promise<{ status: number; body: T }> {

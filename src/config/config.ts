@@ -147,6 +147,8 @@ export interface Secrets {
   pkcs11Pin: string | undefined;
   /** OID4VCI_LOGIN_CLIENT_SECRET: the issuer's client secret at the login provider. */
   oid4vciLoginClientSecret?: string | undefined;
+  /** A tenant's own OpenID4VCI keys (PEM), opened from the registry: used over the files'. */
+  oid4vciKeys?: { requestEncryption?: string | undefined; loginClient?: string | undefined } | undefined;
 }
 
 export type { NamedKey };

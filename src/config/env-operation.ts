@@ -233,7 +233,7 @@ export const operationVariables = {
   }),
   OID4VCI_LOGIN_ISSUER: z.string().min(1).optional().meta({
     description:
-      "The OpenID Connect provider that signs the holder in for the OpenID4VCI authorization code flow (its issuer identifier; its discovery document is read from `<issuer>/.well-known/openid-configuration`). Set: the channel's authorization server offers the `authorization_code` grant (pushed authorization requests, PKCE S256, `iss` in the response) and the issuer signs in at this provider as a relying party ([interface.md](interface.md#openid4vci-the-wallet-door)). Unset: the pre-authorized code grant only.",
+      "The OpenID Connect provider that signs the holder in for the OpenID4VCI authorization code flow (its issuer identifier; its discovery document is read from `<issuer>/.well-known/openid-configuration`). Set: the channel's authorization server offers the `authorization_code` grant (pushed authorization requests, PKCE S256, `iss` in the response) and the issuer signs in at this provider as a relying party ([interface.md](interface.md#openid4vci-the-wallet-door)). Unset: the pre-authorized code grant only. With `TENANCY=multi` a tenant may have its own provider instead ([several-issuers.md](several-issuers.md#changing-a-tenant)).",
     default: 'unset',
     production: 'https',
   }),
@@ -271,8 +271,9 @@ export const operationVariables = {
     }),
   OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: z.string().min(1).optional().meta({
     description:
-      'A PKCS#8 PEM file with a P-256 private key: credential request encryption (OpenID4VCI 1.0 §10) is offered, its public key advertised in `credential_request_encryption.jwks` (ECDH-ES, A128GCM or A256GCM), and the credential endpoint takes a request sent as a compact JWE (`Content-Type: application/jwt`) encrypted to it ([interface.md](interface.md#openid4vci-the-wallet-door)). Every instance needs the same file. Secret file. OpenID4VCI 1.0 asks for request encryption wherever response encryption is offered (`OID4VCI_RESPONSE_ENCRYPTION`): `admin doctor` warns (`oid4vci encryption`) while the channel is on without this file.',
-    default: 'unset (no request encryption); in development `KEYS_DIR/dev-request-encryption.pem`, generated',
+      'A PKCS#8 PEM file with a P-256 private key: credential request encryption (OpenID4VCI 1.0 §10) is offered, its public key advertised in `credential_request_encryption.jwks` (ECDH-ES, A128GCM or A256GCM), and the credential endpoint takes a request sent as a compact JWE (`Content-Type: application/jwt`) encrypted to it ([interface.md](interface.md#openid4vci-the-wallet-door)). Every instance needs the same file. Secret file. OpenID4VCI 1.0 asks for request encryption wherever response encryption is offered (`OID4VCI_RESPONSE_ENCRYPTION`): `admin doctor` warns (`oid4vci encryption`) while the channel is on without this file. With `TENANCY=multi` a tenant may have its own key instead ([several-issuers.md](several-issuers.md#changing-a-tenant)).',
+    default:
+      "unset (no request encryption); in development `KEYS_DIR/dev-request-encryption.pem`, generated (a tenant's in its keys folder)",
   }),
   OID4VCI_REQUEST_ENCRYPTION: z
     .enum(['optional', 'required'], 'OID4VCI_REQUEST_ENCRYPTION must be optional or required')

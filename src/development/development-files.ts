@@ -1,7 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { DEV_CA_FILE, DEV_CA_PEM, DEV_SECRETS_FILE, DEVELOPMENT_KEYS_SUBDIR } from '../keys/key-files.js';
+import type { Logger } from '../model.js';
 import type { ClaimsRecord } from '../store/store.js';
 
 /**
@@ -31,6 +33,33 @@ export const DEV_EMULATOR_FILE = 'dev-emulator.json';
  * PKCS#8, 0600) a development start generates when OID4VCI_REQUEST_ENCRYPTION_KEY_FILE is unset.
  */
 export const DEV_REQUEST_ENCRYPTION_KEY_FILE = 'dev-request-encryption.pem';
+
+/**
+ * `keysDir`/dev-request-encryption.pem, created on first use: the P-256 key a development issuer
+ * publishes as `credential_request_encryption`, so that its metadata, which offers
+ * `credential_response_encryption`, carries both as OpenID4VCI 1.0 (§12.2.4) asks. A development
+ * tenant of a `TENANCY=multi` deployment gets its own, in its keys folder.
+ */
+export function developmentRequestKey(keysDir: string, log?: Logger): string {
+  const file = join(keysDir, DEV_REQUEST_ENCRYPTION_KEY_FILE);
+  if (!existsSync(file)) {
+    mkdirSync(keysDir, { recursive: true, mode: 0o700 });
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    // Written whole, then linked into place: processes starting at once (WORKERS=N) never read a
+    // part of it, and the first one's file is the key.
+    const written = `${file}.${process.pid}.tmp`;
+    writeFileSync(written, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    try {
+      linkSync(written, file);
+      log?.info({ file }, 'generated the development credential request encryption key');
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EEXIST') throw err;
+    } finally {
+      rmSync(written, { force: true });
+    }
+  }
+  return file;
+}
 
 /** KEYS_DIR/dev-ca.json and dev-ca.pem: the development CA of `keys:generate -- --x5c` (src/keys/dev-ca.ts). */
 /** Where production `keys:generate` moves what development wrote in KEYS_DIR (inside KEYS_DIR). */

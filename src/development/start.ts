@@ -1,12 +1,11 @@
-import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { JWK } from 'jose';
 import type { Config, Secrets } from '../config/config.js';
 import type { Logger } from '../model.js';
 import type { ClaimsStore } from '../store/store.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
-import { DEV_EMULATOR_FILE, DEV_REQUEST_ENCRYPTION_KEY_FILE } from './development-files.js';
+import { DEV_EMULATOR_FILE, developmentRequestKey } from './development-files.js';
 import type { JwksSource } from './emulator/index.js';
 import { type EmulatorServer, startEmulatorServer } from './emulator/index.js';
 import { seedExampleClaims } from './example-claims.js';
@@ -97,22 +96,6 @@ export async function startDevelopment(
       await emulator.close();
     },
   };
-}
-
-/**
- * KEYS_DIR/dev-request-encryption.pem, created on first use: the P-256 key a development issuer
- * publishes as `credential_request_encryption`, so that its metadata, which offers
- * `credential_response_encryption`, carries both as OpenID4VCI 1.0 (§12.2.4) asks.
- */
-function developmentRequestKey(keysDir: string, log: Logger): string {
-  const file = join(keysDir, DEV_REQUEST_ENCRYPTION_KEY_FILE);
-  if (!existsSync(file)) {
-    mkdirSync(keysDir, { recursive: true, mode: 0o700 });
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-    writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
-    log.info({ file }, 'generated the development credential request encryption key');
-  }
-  return file;
 }
 
 /**

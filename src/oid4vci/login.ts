@@ -43,6 +43,8 @@ const nonceOf = (state: string): string => sha256(`openid4vci login nonce\u0000$
 export interface UpstreamLoginOptions extends Oid4vciLoginConfig {
   /** OID4VCI_LOGIN_CLIENT_SECRET (client_secret_basic); otherwise the key file signs (private_key_jwt). */
   clientSecret?: string | undefined;
+  /** The private_key_jwt key itself (PEM), over `clientKeyFile`: a tenant's own, from the registry. */
+  clientKeyPem?: string | undefined;
   /** The issuer's redirect_uri at the provider (IssuerUrls.oid4vciLoginCallback). */
   redirectUri: string;
   now?: () => Date;
@@ -54,9 +56,10 @@ export class UpstreamLogin {
   private readonly clientKey: KeyObject | undefined;
 
   constructor(private readonly options: UpstreamLoginOptions) {
-    this.clientKey = options.clientKeyFile
-      ? createPrivateKey(readFileSync(options.clientKeyFile, 'utf8'))
-      : undefined;
+    const pem =
+      options.clientKeyPem ??
+      (options.clientKeyFile ? readFileSync(options.clientKeyFile, 'utf8') : undefined);
+    this.clientKey = pem === undefined ? undefined : createPrivateKey(pem);
   }
 
   /** The provider's discovery document, fetched once (again after a failure). */

@@ -19,11 +19,17 @@ export interface RequestDecryption {
   required: boolean;
 }
 
-/** Reads the key file at start; a key that is not a P-256 private key stops the start, naming the setting. */
-export async function loadRequestDecryption(keyFile: string, required: boolean): Promise<RequestDecryption> {
+/**
+ * Reads the key file at start (or the key itself, `pem`, a tenant's own: `keyFile` then says where
+ * it came from); a key that is not a P-256 private key stops the start, naming the setting.
+ */
+export async function loadRequestDecryption(
+  { keyFile, required }: { keyFile: string; required: boolean },
+  pem?: string,
+): Promise<RequestDecryption> {
   let key: KeyObject;
   try {
-    key = createPrivateKey(readFileSync(keyFile, 'utf8'));
+    key = createPrivateKey(pem ?? readFileSync(keyFile, 'utf8'));
   } catch (err) {
     throw new Error(
       `OID4VCI_REQUEST_ENCRYPTION_KEY_FILE: ${keyFile} is not a PEM private key (${(err as Error).message})`,

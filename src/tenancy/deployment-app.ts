@@ -11,7 +11,7 @@ import type { Listener } from '../http/routes/route.js';
 import type { Deployment, ServedTenant } from './deployment.js';
 import { operatorConsoleRouter } from './operator-console.js';
 import { deploymentReadiness, healthOf, withServing } from './operator-view.js';
-import { AddTenantSchema, operatorView, TenantIdSchema } from './tenant.js';
+import { AddTenantSchema, ChangeTenantSchema, operatorView, TenantIdSchema } from './tenant.js';
 
 /** The operator's actor name in the deployment's audit. */
 export const OPERATOR_ACTOR = 'operator';
@@ -90,7 +90,7 @@ const idOf = (req: Request) => parseInput(TenantParams, req.params, 'query').id;
 
 /**
  * The deployment's own routes, on hosts that are no tenant's: liveness, readiness, and the operator
- * routes (`x-operator-api-key`), which list, add, show, disable, enable and remove tenants and show
+ * routes (`x-operator-api-key`), which list, add, show, change, disable, enable and remove tenants and show
  * each one's health, volume and failing uploads, never a claim or a credential.
  */
 function deploymentApp(deployment: Deployment, serves: Listener | 'all'): express.Express {
@@ -165,6 +165,11 @@ function deploymentApp(deployment: Deployment, serves: Listener | 'all'): expres
       const served = deployment.byId(idOf(req));
       if (!served) throw new AppError('NOT_FOUND', `no tenant ${req.params.id}`);
       res.json({ tenant: withServing(served), health: await healthOf(served) });
+    });
+    operator.patch('/tenants/:id', jsonBody(), async (req, res) => {
+      const input = parseInput(ChangeTenantSchema, req.body);
+      const served = await deployment.change(idOf(req), input, OPERATOR_ACTOR);
+      res.json({ tenant: withServing(served) });
     });
     for (const [action, enabled] of [
       ['disable', false],

@@ -12,8 +12,9 @@ import { SharedHttpPools } from '../outbound/http-json.js';
 import { startBackground } from '../server.js';
 import { MAIN_NAMESPACE, type Namespaces, openNamespaces } from './namespaces.js';
 import { retire } from './retire.js';
-import { type AddTenant, hostOfOrigin, type TenantRecord } from './tenant.js';
+import { type AddTenant, type ChangeTenant, hostOfOrigin, type TenantRecord } from './tenant.js';
 import { conflict, recordOf, refuseInProduction } from './tenant-admission.js';
+import { applyChange, changeRules, followEnabled, identityOf } from './tenant-changes.js';
 import { tenantConfig, tenantContextOverrides } from './tenant-config.js';
 import { TenantConflict } from './tenant-registry.js';
 
@@ -161,13 +162,14 @@ export class Deployment {
     const version = await this.namespaces.registry.version();
     const records = await this.namespaces.registry.list();
     const wanted = new Map(records.map((r) => [r.id, r]));
-    for (const [id, served] of this.#byId)
-      if (!wanted.has(id) || identityOf(wanted.get(id)!) !== identityOf(served.record))
-        void this.#drop(served);
+    for (const [id, served] of this.#byId) if (!wanted.has(id)) void this.#drop(served);
     const toBuild: TenantRecord[] = [];
     for (const record of records) {
-      const served = this.#byId.get(record.id);
-      if (served && served.problem === undefined) {
+      const found = this.#byId.get(record.id);
+      // Changed (docs/several-issuers.md "Changing a tenant"): built again, the old context serving until then.
+      const served = found && identityOf(found.record) === identityOf(record) ? found : undefined;
+      if (found && !served) toBuild.push(record);
+      else if (served && served.problem === undefined) {
         served.record = record;
         await followEnabled(served);
       } else if (served && record.id !== generateKeysFor && (served.retryAt ?? 0) > Date.now())
@@ -187,10 +189,14 @@ export class Deployment {
     const { log } = this.options;
     const previous = this.#byId.get(record.id);
     const failures = previous?.problem === undefined ? 0 : (previous.failures ?? 0);
-    if (previous) await this.#drop(previous);
     const served: ServedTenant = { record, ctx: undefined, apps: {}, problem: undefined };
-    this.#byId.set(record.id, served);
-    this.#byHost.set(record.host, served);
+    // A tenant that serves goes on serving while its new context is built; then it is swapped.
+    const swap = () => {
+      if (previous) void this.#drop(previous);
+      this.#byId.set(record.id, served);
+      this.#byHost.set(record.host, served);
+    };
+    if (!previous?.ctx) swap();
     try {
       const { config, secrets } = tenantConfig(this.options, record);
       const overrides = this.options.context?.(record) ?? {};
@@ -202,7 +208,7 @@ export class Deployment {
         sharedKeys: this.#keys,
         store: () => this.namespaces.open(record.namespace),
       });
-      if (this.#closed || this.#byId.get(record.id) !== served) {
+      if (this.#closed || this.#byId.get(record.id) !== (previous?.ctx ? previous : served)) {
         await ctx.close();
         return;
       }
@@ -213,7 +219,9 @@ export class Deployment {
       await startBackground(ctx, this.options.recoverUploads ?? true);
       served.ctx = ctx;
       await followEnabled(served);
+      if (this.#byId.get(record.id) !== served) swap();
     } catch (err) {
+      if (this.#byId.get(record.id) !== served) swap();
       served.problem = (err as Error).message;
       served.failures = failures + 1;
       served.retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** failures);
@@ -291,7 +299,7 @@ export class Deployment {
         'id',
         `id: the data namespace ${namespace} exists already (a removed tenant's?); choose another id`,
       );
-    return this.register(recordOf(input, namespace), actor, 'tenant.added');
+    return this.register(recordOf(input, namespace, changeRules(this.options)), actor, 'tenant.added');
   }
 
   /**
@@ -303,7 +311,7 @@ export class Deployment {
     await this.#refuseTaken(input);
     if ((await this.namespaces.registry.list()).some((t) => t.namespace === MAIN_NAMESPACE))
       throw conflict('namespace', "namespace: the deployment's own data is already a tenant's");
-    return this.register(recordOf(input, MAIN_NAMESPACE), actor, 'tenant.adopted');
+    return this.register(recordOf(input, MAIN_NAMESPACE, changeRules(this.options)), actor, 'tenant.adopted');
   }
 
   async #refuseTaken(input: AddTenant): Promise<void> {
@@ -330,6 +338,18 @@ export class Deployment {
     // A new namespace's first start creates its keys; the adopted one has its own already.
     await this.sync(record.namespace === MAIN_NAMESPACE ? undefined : record.id);
     return this.#byId.get(record.id) ?? { record, ctx: undefined, apps: {}, problem: 'removed meanwhile' };
+  }
+
+  /**
+   * `PATCH /operator/tenants/:id` (docs/several-issuers.md "Changing a tenant"): the change and its
+   * audit row in one transaction, then its context built again before the answer.
+   */
+  async change(id: string, input: ChangeTenant, actor: string): Promise<ServedTenant> {
+    const rules = changeRules(this.options);
+    const record = await this.namespaces.registry.change(id, (r) => applyChange(r, input, rules), actor);
+    if (!record) throw notFound(`no tenant ${id}`);
+    await this.sync();
+    return this.#byId.get(id) ?? { record, ctx: undefined, apps: {}, problem: 'removed meanwhile' };
   }
 
   async setEnabled(id: string, enabled: boolean, actor: string): Promise<TenantRecord> {
@@ -366,18 +386,3 @@ export class Deployment {
     await this.namespaces.close();
   }
 }
-
-/**
- * docs/several-issuers.md "Routing": a disabled tenant issues nothing, and the renewal sweep's
- * re-issues are issuances; what it issued before goes on being uploaded, delivered and changed.
- */
-async function followEnabled(served: ServedTenant): Promise<void> {
-  const renewal = served.ctx?.renewal;
-  if (!renewal) return;
-  if (served.record.enabled) renewal.start();
-  else await renewal.stop();
-}
-
-/** What, changed, makes a tenant's context built again: all but its enabled flag and dates. */
-const identityOf = (r: TenantRecord): string =>
-  JSON.stringify([r.origin, r.host, r.settings, r.apiKeySha256, r.adminKeys, r.namespace]);

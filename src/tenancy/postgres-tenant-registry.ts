@@ -8,11 +8,13 @@ import {
   OPERATOR_SESSIONS_TABLE,
   registryTables,
   rowValues,
+  SECRETS_COLUMN,
   type TenantAuditRow,
   TenantConflict,
   type TenantRegistry,
   type TenantRow,
   tenantOfRow,
+  updateOf,
 } from './tenant-registry.js';
 
 /**
@@ -25,19 +27,22 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
   await withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['issuer-kit tenant registry']);
     for (const ddl of registryTables('BIGSERIAL PRIMARY KEY', 'BOOLEAN', 'BIGINT')) await client.query(ddl);
+    await client.query(`ALTER TABLE tenants ADD COLUMN IF NOT EXISTS ${SECRETS_COLUMN}`);
   });
+  const update = updateOf((n) => `$${n}`);
   const write = (
     q: { query: typeof pool.query },
     actor: string,
     action: TenantAuditRow['action'],
     t: Pick<TenantRecord, 'id' | 'origin' | 'namespace'>,
+    more: Record<string, unknown> = {},
   ) =>
     q.query('INSERT INTO tenant_audit (at, actor, action, tenant_id, detail) VALUES ($1, $2, $3, $4, $5)', [
       new Date().toISOString(),
       actor,
       action,
       t.id,
-      JSON.stringify({ origin: t.origin, namespace: t.namespace }),
+      JSON.stringify({ origin: t.origin, namespace: t.namespace, ...more }),
     ]);
   const one = async (q: { query: typeof pool.query }, id: string, lock = '') => {
     const { rows } = await q.query<TenantRow>(`SELECT * FROM tenants WHERE id = $1${lock}`, [id]);
@@ -52,7 +57,9 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
       try {
         await withTransaction(pool, async (client) => {
           await client.query(
-            `INSERT INTO tenants (${INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+            `INSERT INTO tenants (${INSERT_COLUMNS}) VALUES (${rowValues(tenant)
+              .map((_, i) => `$${i + 1}`)
+              .join(', ')})`,
             rowValues(tenant),
           );
           await write(client, actor, action, tenant);
@@ -75,6 +82,16 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
           id,
         ]);
         await write(client, actor, enabled ? 'tenant.enabled' : 'tenant.disabled', before);
+        return one(client, id);
+      }),
+    change: (id, next, actor) =>
+      withTransaction(pool, async (client) => {
+        const before = await one(client, id, ' FOR UPDATE');
+        if (!before) return undefined;
+        const { record, changed } = next(before);
+        if (changed.length === 0) return before;
+        await client.query(update.sql, update.values(record));
+        await write(client, actor, 'tenant.changed', record, { changed });
         return one(client, id);
       }),
     remove: (id, actor) =>

@@ -9,11 +9,13 @@ import {
   OPERATOR_SESSIONS_TABLE,
   registryTables,
   rowValues,
+  SECRETS_COLUMN,
   type TenantAuditRow,
   TenantConflict,
   type TenantRegistry,
   type TenantRow,
   tenantOfRow,
+  updateOf,
 } from './tenant-registry.js';
 
 /** The registry in the deployment's SQLite file, beside (never inside) any tenant's rows. */
@@ -24,6 +26,11 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   for (const ddl of registryTables('INTEGER PRIMARY KEY AUTOINCREMENT', 'INTEGER', 'INTEGER')) db.exec(ddl);
+  const columns = db.prepare("SELECT name FROM pragma_table_info('tenants')").all() as { name: string }[];
+  if (!columns.some((c) => c.name === 'sealed_secrets'))
+    db.exec(`ALTER TABLE tenants ADD COLUMN ${SECRETS_COLUMN}`);
+  const update = updateOf(() => '?');
+  const sqlValue = (v: unknown) => (typeof v === 'boolean' ? Number(v) : v);
   const audit = db.prepare(
     'INSERT INTO tenant_audit (at, actor, action, tenant_id, detail) VALUES (?, ?, ?, ?, ?)',
   );
@@ -31,13 +38,14 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
     actor: string,
     action: TenantAuditRow['action'],
     t: Pick<TenantRecord, 'id' | 'origin' | 'namespace'>,
+    more: Record<string, unknown> = {},
   ) =>
     audit.run(
       new Date().toISOString(),
       actor,
       action,
       t.id,
-      JSON.stringify({ origin: t.origin, namespace: t.namespace }),
+      JSON.stringify({ origin: t.origin, namespace: t.namespace, ...more }),
     );
   const one = (id: string) => {
     const row = db.prepare('SELECT * FROM tenants WHERE id = ?').get(id) as TenantRow | undefined;
@@ -49,12 +57,12 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
     },
     get: async (id) => one(id),
     async add(tenant, actor, action = 'tenant.added') {
-      const values = rowValues(tenant).map((v) => (typeof v === 'boolean' ? Number(v) : v));
+      const values = rowValues(tenant).map(sqlValue);
       try {
         db.transaction(() => {
-          db.prepare(`INSERT INTO tenants (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-            ...values,
-          );
+          db.prepare(
+            `INSERT INTO tenants (${INSERT_COLUMNS}) VALUES (${values.map(() => '?').join(', ')})`,
+          ).run(...values);
           write(actor, action, tenant);
         })();
       } catch (err) {
@@ -76,6 +84,17 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
           id,
         );
         write(actor, enabled ? 'tenant.enabled' : 'tenant.disabled', before);
+        return one(id);
+      })();
+    },
+    async change(id, next, actor) {
+      return db.transaction(() => {
+        const before = one(id);
+        if (!before) return undefined;
+        const { record, changed } = next(before);
+        if (changed.length === 0) return before;
+        db.prepare(update.sql).run(...update.values(record).map(sqlValue));
+        write(actor, 'tenant.changed', record, { changed });
         return one(id);
       })();
     },

@@ -3,15 +3,18 @@ import { join } from 'node:path';
 import type { Config, Secrets } from '../config/config.js';
 import type { KeyEncryption } from '../config/key-encryption-key.js';
 import type { ContextOverrides } from '../context.js';
+import { developmentRequestKey } from '../development/development-files.js';
+import type { Logger } from '../model.js';
 import { MAIN_NAMESPACE } from './namespaces.js';
 import type { TenantRecord } from './tenant.js';
+import { openSecrets } from './tenant-secrets.js';
 
 /**
  * A tenant's sealing key: derived from KEY_ENCRYPTION_KEY and the tenant's id (RFC 5869 HKDF), so
  * that a row of one tenant's keys copied into another's namespace does not open. The adopted
  * deployment's own namespace keeps KEY_ENCRYPTION_KEY itself, which sealed its keys.
  */
-function tenantKeyEncryption(base: KeyEncryption, tenant: TenantRecord): KeyEncryption {
+export function tenantKeyEncryption(base: KeyEncryption, tenant: TenantRecord): KeyEncryption {
   if (tenant.namespace === MAIN_NAMESPACE) return base;
   const derive = (key: Buffer) =>
     Buffer.from(hkdfSync('sha256', key, Buffer.from(tenant.id), 'issuer-kit tenant key sealing', 32));
@@ -25,15 +28,26 @@ function tenantKeyEncryption(base: KeyEncryption, tenant: TenantRecord): KeyEncr
 /**
  * The configuration one tenant's context is built with (docs/several-issuers.md
  * "What a tenant is"): the deployment's, overlaid with the tenant's origin, identification mode, partner
- * registration, schemas, keys folder and keys to the routes. Everything else (limits, timings,
- * formats, OID4VCI) is the deployment's.
+ * registration, schemas, keys folder, keys to the routes, and its own OpenID4VCI login provider
+ * and request encryption key when it has them. Everything else (limits, timings, formats, the
+ * rest of OID4VCI) is the deployment's.
  */
 export function tenantConfig(
-  base: { config: Config; secrets: Secrets },
+  base: { config: Config; secrets: Secrets; log?: Logger | undefined },
   tenant: TenantRecord,
 ): { config: Config; secrets: Secrets } {
   const { config, secrets } = base;
   const own = tenant.namespace === MAIN_NAMESPACE;
+  const keysDir = own ? config.keysDir : join(config.keysDir, 'tenants', tenant.id);
+  const keyEncryption = tenantKeyEncryption(secrets.keyEncryption, tenant);
+  const mine = openSecrets(keyEncryption.current, tenant);
+  const login = tenant.settings.oid4vciLogin;
+  // A development tenant with no request encryption key gets one of its own, as a single
+  // development start does (KEYS_DIR/dev-request-encryption.pem, here its keys folder's).
+  const requestKeyFile = mine.oid4vciRequestEncryptionKey
+    ? `the registry's secrets.oid4vciRequestEncryptionKey of tenant ${tenant.id}`
+    : (config.oid4vci.requestEncryption?.keyFile ??
+      (config.production || !config.oid4vci.enabled ? undefined : developmentRequestKey(keysDir, base.log)));
   return {
     config: {
       ...config,
@@ -45,7 +59,7 @@ export function tenantConfig(
       schemasDir: tenant.settings.schemasDir ?? config.schemasDir,
       // One watcher per tenant would poll a thousand folders; a reload is asked for instead.
       schemasWatch: false,
-      keysDir: own ? config.keysDir : join(config.keysDir, 'tenants', tenant.id),
+      keysDir,
       keyBackend:
         config.keyBackend.kind === 'pkcs11' && !own
           ? { ...config.keyBackend, labelPrefix: `${tenant.id}: ` }
@@ -53,6 +67,13 @@ export function tenantConfig(
       // Rate limits count per tenant, also in a shared Redis.
       rateLimitRedisPrefix: `${config.rateLimitRedisPrefix}${tenant.id}:`,
       console: { ...config.console, origins: [tenant.origin] },
+      oid4vci: {
+        ...config.oid4vci,
+        login: login ? { ...login, userClaim: login.userClaim ?? 'sub' } : config.oid4vci.login,
+        requestEncryption: requestKeyFile
+          ? { keyFile: requestKeyFile, required: config.oid4vci.requestEncryption?.required ?? false }
+          : undefined,
+      },
     },
     secrets: {
       ...secrets,
@@ -61,7 +82,12 @@ export function tenantConfig(
       adminApiKeys: tenant.adminKeys.map((k) => ({ name: k.name, key: k.sha256 })),
       keysHashed: true,
       operatorApiKey: undefined,
-      keyEncryption: tenantKeyEncryption(secrets.keyEncryption, tenant),
+      keyEncryption,
+      oid4vciLoginClientSecret: login ? mine.oid4vciLoginClientSecret : secrets.oid4vciLoginClientSecret,
+      oid4vciKeys: {
+        requestEncryption: mine.oid4vciRequestEncryptionKey,
+        loginClient: login ? mine.oid4vciLoginClientKey : undefined,
+      },
     },
   };
 }

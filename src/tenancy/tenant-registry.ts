@@ -5,9 +5,18 @@ import type { TenantRecord } from './tenant.js';
 export interface TenantAuditRow {
   at: string;
   actor: string;
-  action: 'tenant.added' | 'tenant.disabled' | 'tenant.enabled' | 'tenant.removed' | 'tenant.adopted';
+  action:
+    | 'tenant.added'
+    | 'tenant.disabled'
+    | 'tenant.enabled'
+    | 'tenant.removed'
+    | 'tenant.adopted'
+    | 'tenant.changed';
   tenantId: string;
-  /** What identifies the tenant at that moment (origin, namespace): never a key. */
+  /**
+   * What identifies the tenant at that moment (origin, namespace), and for a change the names of
+   * what changed (`changed`): never a key, a secret or a setting's value.
+   */
   detail: Record<string, unknown>;
 }
 
@@ -35,6 +44,16 @@ export interface TenantRegistry {
   add(tenant: TenantRecord, actor: string, action?: TenantAuditRow['action']): Promise<void>;
   /** Enables or disables; undefined when there is no such tenant. */
   setEnabled(id: string, enabled: boolean, actor: string): Promise<TenantRecord | undefined>;
+  /**
+   * Changes a tenant in one transaction: `next` makes its new record from the registry's (a throw
+   * changes nothing) and names what it changed, for the audit row `tenant.changed`; nothing named,
+   * nothing written. undefined when there is no such tenant.
+   */
+  change(
+    id: string,
+    next: (before: TenantRecord) => { record: TenantRecord; changed: string[] },
+    actor: string,
+  ): Promise<TenantRecord | undefined>;
   /** Removes a disabled tenant's registration (`enabled`: refused, nothing changed). */
   remove(id: string, actor: string): Promise<'removed' | 'enabled' | 'absent'>;
   /** Changes whenever the registry does. */
@@ -63,7 +82,8 @@ export const registryTables = (serial: string, bool: string, epochMs: string) =>
      admin_keys TEXT NOT NULL,
      namespace TEXT NOT NULL UNIQUE,
      created_at TEXT NOT NULL,
-     updated_at TEXT NOT NULL)`,
+     updated_at TEXT NOT NULL,
+     sealed_secrets TEXT)`,
   `CREATE TABLE IF NOT EXISTS tenant_audit (
      id ${serial},
      at TEXT NOT NULL,
@@ -79,6 +99,9 @@ export const registryTables = (serial: string, bool: string, epochMs: string) =>
      last_seen_at ${epochMs} NOT NULL)`,
 ];
 
+/** The column a registry made before tenants had secrets of their own gains (`ADD COLUMN`). */
+export const SECRETS_COLUMN = 'sealed_secrets TEXT';
+
 export interface TenantRow {
   id: string;
   origin: string;
@@ -90,6 +113,7 @@ export interface TenantRow {
   namespace: string;
   created_at: string;
   updated_at: string;
+  sealed_secrets?: string | null;
 }
 
 export const tenantOfRow = (r: TenantRow): TenantRecord => ({
@@ -101,6 +125,9 @@ export const tenantOfRow = (r: TenantRow): TenantRecord => ({
   apiKeySha256: r.api_key_sha256,
   adminKeys: JSON.parse(r.admin_keys) as TenantRecord['adminKeys'],
   namespace: r.namespace,
+  ...(r.sealed_secrets
+    ? { sealedSecrets: JSON.parse(r.sealed_secrets) as TenantRecord['sealedSecrets'] }
+    : {}),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -117,9 +144,21 @@ export const rowValues = (t: TenantRecord) => [
   t.namespace,
   t.createdAt,
   t.updatedAt,
+  t.sealedSecrets && Object.keys(t.sealedSecrets).length > 0 ? JSON.stringify(t.sealedSecrets) : null,
 ];
 export const INSERT_COLUMNS =
-  'id, origin, host, enabled, settings, api_key_sha256, admin_keys, namespace, created_at, updated_at';
+  'id, origin, host, enabled, settings, api_key_sha256, admin_keys, namespace, created_at, updated_at, sealed_secrets';
+
+/** `col = ?` (or `$n`) for each column but the id, then the id: an UPDATE of the whole row. */
+export const updateOf = (
+  placeholder: (n: number) => string,
+): { sql: string; values: (t: TenantRecord) => unknown[] } => {
+  const columns = INSERT_COLUMNS.split(', ').slice(1);
+  return {
+    sql: `UPDATE tenants SET ${columns.map((c, i) => `${c} = ${placeholder(i + 1)}`).join(', ')} WHERE id = ${placeholder(columns.length + 1)}`,
+    values: (t) => [...rowValues(t).slice(1), t.id],
+  };
+};
 
 export const auditOfRow = (r: {
   at: string;

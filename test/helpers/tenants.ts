@@ -36,7 +36,7 @@ export interface TestTenants {
   fetchFor(t: TestTenant): (url: string | URL) => Promise<Response>;
   holder(t: TestTenant, path: string, body: unknown, apiKey?: string): Promise<Response>;
   admin(t: TestTenant, path: string, body?: unknown, adminKey?: string): Promise<Response>;
-  operator(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Response>;
+  operator(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<Response>;
   /**
    * Adds a tenant through the operator route, with its emulator and the example claims; `settings`
    * beside its partner id and service URL (its own `schemasDir`, …).

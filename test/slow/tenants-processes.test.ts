@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list';
 import { decodeJwt, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -224,6 +224,48 @@ describe.skipIf(!available)('three tenants on two server processes', () => {
         for (const compact of all(n))
           if (compact !== issued[0]!.direct) expect(list.getStatus(statusOf(compact).idx)).toBe(0);
       }
+    expect(instances.every(isAlive)).toBe(true);
+  });
+
+  // docs/several-issuers.md "Changing a tenant": a change through one process reaches the other.
+  it('a tenant changed through one process is served changed by the other: its new x-api-key and request encryption key', async () => {
+    const [one, two] = instances as [InstanceProcess, InstanceProcess];
+    const t = tenants[1]!;
+    const apiKey = `api-rotated-${randomBytes(16).toString('hex')}`;
+    const pem = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
+    const changed = await fetch(`${one.url}/operator/tenants/${t.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', 'x-operator-api-key': TEST_OPERATOR_KEY },
+      body: JSON.stringify({ apiKey, secrets: { oid4vciRequestEncryptionKey: pem } }),
+    });
+    expect(changed.status, await changed.clone().text()).toBe(200);
+    const hosted = (i: InstanceProcess, key: string) => send(i, t, '/issue-vc', {}, { 'x-api-key': key });
+    await vi.waitFor(async () => expect((await hosted(two, t.apiKey)).status).toBe(403), {
+      timeout: 30_000,
+      interval: 100,
+    });
+    const { x } = createPublicKey(pem).export({ format: 'jwk' });
+    for (const i of [one, two]) {
+      expect((await hosted(i, apiKey)).status).toBe(400);
+      const meta = (await (await at(i, t)(`${t.origin}/.well-known/openid-credential-issuer`)).json()) as {
+        credential_request_encryption: { jwks: { keys: Array<{ x: string }> } };
+      };
+      expect(meta.credential_request_encryption.jwks.keys[0]!.x).toBe(x);
+    }
+    // The next issuance on the other process works with the changed tenant.
+    const offer = await admin(two, t, '/admin/credential-offers', {
+      schemaId: 'membership-v1',
+      userId: `user-${t.id}`,
+    });
+    expect(offer.status, await offer.clone().text()).toBe(201);
+    const { offerUri } = (await offer.json()) as { offerUri: string };
+    const { credential } = await receiveWithOpenid4vci(offerUri, { fetch: at(two, t) });
+    expect((await verifySdJwtVc(t.origin, credential, { fetch: at(one, t) })).payload).toMatchObject({
+      iss: t.origin,
+    });
     expect(instances.every(isAlive)).toBe(true);
   });
 });

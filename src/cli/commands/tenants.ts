@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { Option } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { type Command, Option } from 'commander';
 import { parseNamedKeys } from '../../config/named-keys.js';
 import { AdminApiError, type CallOptions } from '../admin-client.js';
 import { json } from '../output.js';
 import { callAndPrint, type RegisterCommand, type Run, UsageError } from './command.js';
 
-interface TenantView {
+export interface TenantView {
   id: string;
   origin: string;
   enabled: boolean;
@@ -16,18 +17,82 @@ interface TenantView {
 }
 
 /** The operator routes take OPERATOR_API_KEY, never an admin key. */
-function operator(run: Run, options: CallOptions = {}): CallOptions {
+export function operator(run: Run, options: CallOptions = {}): CallOptions {
   const key = run.settings.operatorApiKey;
   if (!key)
     throw new AdminApiError(0, 'NO_OPERATOR_KEY', 'OPERATOR_API_KEY is not set (environment or .env)');
   return { ...options, admin: false, headers: { 'x-operator-api-key': key } };
 }
 
-const line = (t: TenantView) =>
+export const line = (t: TenantView) =>
   `${t.id}\t${t.origin}\t${t.enabled ? 'enabled' : 'disabled'}${t.serving === false ? `\tnot serving${t.problem ? `: ${t.problem}` : ''}` : ''}`;
 
 /** A new random key, as `openssl rand -base64 32` would print (43 characters, no padding). */
-const newKey = () => randomBytes(32).toString('base64url');
+export const newKey = () => randomBytes(32).toString('base64url');
+
+/** The flags of a tenant's own OpenID4VCI login provider and secrets (`tenants add` and `set`). */
+export interface Oid4vciFlags {
+  loginIssuer?: string;
+  loginClientId?: string;
+  loginUserClaim?: string;
+  loginClientSecretEnv?: string;
+  loginClientKeyFile?: string;
+  requestEncryptionKeyFile?: string;
+}
+
+export const oid4vciOptions = (command: Command): Command =>
+  command
+    .option('--login-issuer <url>', "the tenant's own OID4VCI_LOGIN_ISSUER (with --login-client-id)")
+    .option('--login-client-id <id>', "the tenant's client id at its login provider")
+    .option('--login-user-claim <claim>', 'the ID token claim that is the user id (default sub)')
+    .option(
+      '--login-client-secret-env <name>',
+      'read its client secret at the login provider from this variable',
+    )
+    .option(
+      '--login-client-key-file <pem>',
+      'a P-256 private key (PKCS#8 PEM) for private_key_jwt, read here',
+    )
+    .option(
+      '--request-encryption-key-file <pem>',
+      "the tenant's own credential request encryption key (P-256, PKCS#8 PEM), read here",
+    );
+
+/** The body's `settings.oid4vciLogin` and `secrets` the flags give (the files read here, sent once). */
+export function oid4vciBody(
+  run: Run,
+  opts: Oid4vciFlags,
+): { oid4vciLogin?: Record<string, string>; secrets: Record<string, string> } {
+  if ((opts.loginIssuer === undefined) !== (opts.loginClientId === undefined))
+    throw new UsageError('--login-issuer and --login-client-id: give both');
+  const fromFile = (file: string | undefined, flag: string) => {
+    if (file === undefined) return undefined;
+    if (!existsSync(file)) throw new UsageError(`${flag}: no file ${file}`);
+    return readFileSync(file, 'utf8');
+  };
+  const secrets: Record<string, string> = {};
+  if (opts.loginClientSecretEnv) {
+    const value = run.settings.env[opts.loginClientSecretEnv];
+    if (!value) throw new UsageError(`--login-client-secret-env: ${opts.loginClientSecretEnv} is not set`);
+    secrets.oid4vciLoginClientSecret = value;
+  }
+  const clientKey = fromFile(opts.loginClientKeyFile, '--login-client-key-file');
+  if (clientKey) secrets.oid4vciLoginClientKey = clientKey;
+  const requestKey = fromFile(opts.requestEncryptionKeyFile, '--request-encryption-key-file');
+  if (requestKey) secrets.oid4vciRequestEncryptionKey = requestKey;
+  return {
+    ...(opts.loginIssuer && opts.loginClientId
+      ? {
+          oid4vciLogin: {
+            issuer: opts.loginIssuer,
+            clientId: opts.loginClientId,
+            ...(opts.loginUserClaim ? { userClaim: opts.loginUserClaim } : {}),
+          },
+        }
+      : {}),
+    secrets,
+  };
+}
 
 // docs/several-issuers.md "The operator": the deployment's tenants, over the operator routes.
 export const tenantsCommand: RegisterCommand = (program, act) => {
@@ -49,7 +114,7 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
         return 0;
       }),
     );
-  tenants
+  const add = tenants
     .command('add')
     .description(
       'register and serve a new issuer; prints its x-api-key and admin key once when they are generated',
@@ -70,66 +135,69 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
     .option(
       '--admin-key-env <name>',
       'read the admin key (actor `admin`) from this environment variable (default: generated)',
-    )
-    .action(
-      act(
-        async (
-          run,
-          id: string,
-          opts: {
-            origin: string;
-            partnerId: string;
-            serviceUrl?: string;
-            sdJwtIssuer?: string;
-            schemasDir?: string;
-            apiKeyEnv?: string;
-            adminKeyEnv?: string;
-          },
-        ) => {
-          const fromEnv = (name: string | undefined, flag: string) => {
-            if (name === undefined) return undefined;
-            const value = run.settings.env[name];
-            if (!value) throw new UsageError(`${flag}: ${name} is not set`);
-            return value;
-          };
-          const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? newKey();
-          const adminKey = fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey();
-          // The generated keys exist nowhere else (the registry keeps their digests): --json shows them too.
-          const generated = {
-            ...(opts.apiKeyEnv ? {} : { apiKey }),
-            ...(opts.adminKeyEnv ? {} : { adminApiKeys: { admin: adminKey } }),
-          };
-          const { body } = await run.client.call<{ tenant: TenantView }>(
-            'POST',
-            '/operator/tenants',
-            operator(run, {
-              body: {
-                id,
-                origin: opts.origin,
-                settings: {
-                  partnerId: opts.partnerId,
-                  ...(opts.serviceUrl ? { serviceBaseUrl: opts.serviceUrl } : {}),
-                  ...(opts.sdJwtIssuer ? { sdJwtIssuer: opts.sdJwtIssuer } : {}),
-                  ...(opts.schemasDir ? { schemasDir: opts.schemasDir } : {}),
-                },
-                apiKey,
-                adminApiKeys: { admin: adminKey },
-              },
-            }),
-          );
-          const { tenant } = body;
-          if (run.json) run.io.out(json({ ...body, ...generated }));
-          else
-            for (const line of [
-              `${tenant.id}: added, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
-              ...(opts.apiKeyEnv ? [] : [`x-api-key (for the hosting service; shown once): ${apiKey}`]),
-              ...(opts.adminKeyEnv ? [] : [`admin key, actor admin (shown once): ${adminKey}`]),
-            ])
-              run.io.out(line);
-          return tenant.serving ? 0 : 1;
-        },
-      ),
     );
+  oid4vciOptions(add).action(
+    act(
+      async (
+        run,
+        id: string,
+        opts: Oid4vciFlags & {
+          origin: string;
+          partnerId: string;
+          serviceUrl?: string;
+          sdJwtIssuer?: string;
+          schemasDir?: string;
+          apiKeyEnv?: string;
+          adminKeyEnv?: string;
+        },
+      ) => {
+        const own = oid4vciBody(run, opts);
+        const fromEnv = (name: string | undefined, flag: string) => {
+          if (name === undefined) return undefined;
+          const value = run.settings.env[name];
+          if (!value) throw new UsageError(`${flag}: ${name} is not set`);
+          return value;
+        };
+        const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? newKey();
+        const adminKey = fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey();
+        // The generated keys exist nowhere else (the registry keeps their digests): --json shows them too.
+        const generated = {
+          ...(opts.apiKeyEnv ? {} : { apiKey }),
+          ...(opts.adminKeyEnv ? {} : { adminApiKeys: { admin: adminKey } }),
+        };
+        const { body } = await run.client.call<{ tenant: TenantView }>(
+          'POST',
+          '/operator/tenants',
+          operator(run, {
+            body: {
+              id,
+              origin: opts.origin,
+              settings: {
+                partnerId: opts.partnerId,
+                ...(opts.serviceUrl ? { serviceBaseUrl: opts.serviceUrl } : {}),
+                ...(opts.sdJwtIssuer ? { sdJwtIssuer: opts.sdJwtIssuer } : {}),
+                ...(opts.schemasDir ? { schemasDir: opts.schemasDir } : {}),
+                ...(own.oid4vciLogin ? { oid4vciLogin: own.oid4vciLogin } : {}),
+              },
+              apiKey,
+              adminApiKeys: { admin: adminKey },
+              ...(Object.keys(own.secrets).length > 0 ? { secrets: own.secrets } : {}),
+            },
+          }),
+        );
+        const { tenant } = body;
+        if (run.json) run.io.out(json({ ...body, ...generated }));
+        else
+          for (const line of [
+            `${tenant.id}: added, ${tenant.serving ? 'serving' : `not serving: ${tenant.problem ?? 'unknown'}`} at ${tenant.origin}`,
+            ...(opts.apiKeyEnv ? [] : [`x-api-key (for the hosting service; shown once): ${apiKey}`]),
+            ...(opts.adminKeyEnv ? [] : [`admin key, actor admin (shown once): ${adminKey}`]),
+          ])
+            run.io.out(line);
+        return tenant.serving ? 0 : 1;
+      },
+    ),
+  );
   tenants
     .command('adopt')
     .description(
