@@ -49,6 +49,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    */
   private readonly loop: LeasedSweeper;
   private looker: BackingOffLook | undefined;
+  /** Any endpoint at the last read (undefined: unread, or one removed since). None: no look reads. */
+  private hasEndpoints: boolean | undefined;
   private looking = false;
   private pruner: NodeJS.Timeout | undefined;
   private readonly purge: WebhookPruner;
@@ -97,8 +99,10 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   /** Registers an endpoint; answers it with its secret, which is shown this once (endpoints.ts). */
-  add(input: { url: string; events: string[]; description?: string | undefined }) {
-    return addEndpoint(this.store, this.signingKeys, input);
+  async add(input: { url: string; events: string[]; description?: string | undefined }) {
+    const added = await addEndpoint(this.store, this.signingKeys, input);
+    this.hasEndpoints = true;
+    return added;
   }
 
   async list(): Promise<WebhookEndpointView[]> {
@@ -106,6 +110,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   remove(id: string): Promise<boolean> {
+    this.hasEndpoints = undefined;
     return this.store.removeEndpoint(id);
   }
 
@@ -195,6 +200,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    */
   private async look(): Promise<boolean | undefined> {
     if (this.looking || !this.loop.running || (this.loop.busy && this.nudge === undefined)) return undefined;
+    if (this.hasEndpoints === false) return false;
     this.looking = true;
     try {
       const found = await this.store.hasNewEvents();
@@ -264,6 +270,8 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       for (;;) {
         if (!this.loop.running) break;
         this.poked = false;
+        // Read until one is found (one added through another instance is seen here).
+        if (this.hasEndpoints !== true) this.hasEndpoints = (await this.store.listEndpoints()).length > 0;
         // The answered deliveries' "delivered" marks are written by the next lease, in its
         // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
         // leases keep other instances off them.
