@@ -24,6 +24,7 @@ import {
 } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { threadId } from 'node:worker_threads';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
@@ -72,7 +73,8 @@ export async function ensureBuilt() {
   const id = fingerprint();
   const out = join(DIST, id);
   if (existsSync(join(out, '.complete'))) return out;
-  const tmp = join(DIST, `.${id}.${process.pid}.tmp`);
+  // The thread too: worker threads of one process may build at the same moment.
+  const tmp = join(DIST, `.${id}.${process.pid}.${threadId}.tmp`);
   rmSync(tmp, { recursive: true, force: true });
   try {
     await compileInto(tmp);

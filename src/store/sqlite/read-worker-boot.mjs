@@ -1,6 +1,9 @@
 // SqliteReader's worker entry when the kit runs from its TypeScript sources (tsx, vitest): a worker
-// has no TypeScript loader of its own unless the process was started with one, so this plain module
-// loads the worker through tsx's scoped loader.
-import { tsImport } from 'tsx/esm/api';
+// has no TypeScript loader of its own, so it runs the compiled copy of these same sources
+// (scripts/build.mjs: the build of the sources as they are now, made first when missing). Loading
+// the worker's TypeScript through tsx instead cost each new worker about a second of CPU.
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ensureBuilt } from '../../../scripts/build.mjs';
 
-await tsImport('./read-worker.ts', import.meta.url);
+await import(pathToFileURL(join(await ensureBuilt(), 'src/store/sqlite/read-worker.js')).href);
