@@ -13,7 +13,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { bind, type RunningServer, serve } from '../../src/server.js';
 import type { OpenedStore } from '../../src/store/engines.js';
 import { openSqlite } from '../../src/store/sqlite/database.js';
-import { createTempDatabase, type TempDatabase } from './services.js';
+import { createMigratedDatabase, type TempDatabase } from './services.js';
 import { tempDir } from './tmp.js';
 
 export { removeDir, tempDir } from './tmp.js';
@@ -68,7 +68,7 @@ export async function databaseUrlFor(dir: string): Promise<string> {
   if (TEST_STORE === 'sqlite') return `sqlite:${join(dir, 'issuer.db')}`;
   let db = databases.get(dir);
   if (!db) {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     databases.set(dir, db);
   }
   return db.url;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedIssuances } from '../fixtures/bulk.js';
 import { expectError } from '../helpers/errors.js';
 import { queryStore, startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 interface Pagination {
   page?: number;
@@ -75,7 +75,7 @@ describe.each([
 
   beforeAll(async () => {
     if (!available) return;
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer({
       env: {
         STATUS_LIST_BITS: '2',

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../helpers/errors.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 interface Page {
   data: Array<{ credentialId: string; status: string; schemaId: string; createdAt: string }>;
@@ -70,7 +70,7 @@ describe.each([
 
   beforeAll(async () => {
     if (!available) return;
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer(db ? { env: { DATABASE_URL: db.url } } : {});
     seeded = [];
     for (let i = 0; i < 14; i++) seeded.push(await issue(i));

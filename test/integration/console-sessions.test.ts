@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const postgres = await postgresAvailable('console sessions on PostgreSQL');
 const engines = postgres ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
@@ -23,7 +23,7 @@ describe.each(engines)('console sessions and their keys (%s)', (engine) => {
   });
 
   const start = async (env: Record<string, string>, port?: number) => {
-    db ??= engine === 'postgres' ? await createTempDatabase() : undefined;
+    db ??= engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer({
       dir,
       ...(port === undefined ? {} : { port }),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { expectError } from '../helpers/errors.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const postgres = await postgresAvailable('field limits on PostgreSQL');
 const engines = postgres ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
@@ -27,7 +27,7 @@ describe.each(engines)('edge field rules (%s)', (engine) => {
   };
 
   beforeAll(async () => {
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer(db ? { env: { DATABASE_URL: db.url } } : {});
   });
   afterAll(async () => {

@@ -7,7 +7,7 @@ import {
   PROPOSE_SQL,
 } from '../../src/store/postgres/postgres-slot-proposals.js';
 import type { NewIssuance, StatusSlot } from '../../src/store/store.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const available = await postgresAvailable('the PostgreSQL group commit tests');
 
@@ -52,7 +52,7 @@ describe.skipIf(!available)('PostgreSQL group commit (record_issuances)', () => 
   let other: pg.Pool;
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 4 });
     other = new pg.Pool({ connectionString: db.url, max: 2 });
     await other.query(`
@@ -226,7 +226,7 @@ describe.skipIf(!available)('PostgreSQL slot proposals stay index probes', () =>
   let db: TempDatabase;
   let store: PostgresStore;
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 2 });
     // 2,000 issuances in one partition, the table's statistics still those of an empty table.
     const first = await store.issuances.proposeStatusSlot(4096, 1);
@@ -285,7 +285,7 @@ describe.skipIf(!available)('PostgreSQL live-duplicate lookups on a new table', 
   let db: TempDatabase;
   let store: PostgresStore;
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 1 });
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../helpers/errors.js';
 import { queryStore, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const postgres = await postgresAvailable('the holder DID initialize-user answers, on PostgreSQL');
 const engines = postgres ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
@@ -22,7 +22,7 @@ describe.each(engines)('holder DID from initialize-user and the CSV export (%s)'
   let issuer: TestIssuer;
   let db: TempDatabase | undefined;
   beforeAll(async () => {
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer(db ? { env: { DATABASE_URL: db.url } } : {});
   });
   afterAll(async () => {

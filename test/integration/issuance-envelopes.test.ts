@@ -14,7 +14,12 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { IssuanceRecord, UploadBody } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
 import { queryStore, startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import {
+  createMigratedDatabase,
+  createTempDatabase,
+  postgresAvailable,
+  type TempDatabase,
+} from '../helpers/services.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 const postgres = await postgresAvailable('issuance envelopes on PostgreSQL');
@@ -45,7 +50,7 @@ describe.each(engines)('issuance envelopes (%s)', (engine) => {
     issuer.emulator!.state.envelopesOf(holderDid).map((s) => s.envelope as UploadBody);
 
   beforeAll(async () => {
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer({
       env: { UPLOAD_MAX_ATTEMPTS: '3', ...(db ? { DATABASE_URL: db.url } : {}) },
     });

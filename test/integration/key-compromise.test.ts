@@ -22,7 +22,7 @@ import {
   type TestIssuer,
   tempDir,
 } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 interface Job {
   state: 'running' | 'done' | 'failed';
@@ -455,7 +455,7 @@ describe.skipIf(!pgAvailable)(
     const dirs = [tempDir(), tempDir()];
 
     beforeAll(async () => {
-      db = await createTempDatabase();
+      db = await createMigratedDatabase();
       const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: 'a1'.repeat(32) };
       a = await startIssuer({ dir: dirs[0], env, context: { direct: { baseDelayMs: 1 } } });
       mkdirSync(join(dirs[1]!, 'keys'));

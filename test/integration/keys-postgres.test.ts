@@ -20,7 +20,7 @@ import {
   TEST_PARTNER_ID,
   tempDir,
 } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const available = await postgresAvailable('the PostgreSQL key tests');
 const kek = Buffer.alloc(32, 0x3c);
@@ -45,7 +45,7 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   };
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
   });
   afterAll(async () => {
     await Promise.all(stores.map((s) => s.close()));
@@ -70,7 +70,7 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   });
 
   it('a start whose key read precedes another start storing the key and the identity takes that key', async () => {
-    const fresh = await createTempDatabase();
+    const fresh = await createMigratedDatabase();
     const [first, second] = await Promise.all([
       openPostgresStore(fresh.url, { poolMax: 2 }),
       openPostgresStore(fresh.url, { poolMax: 2 }),
@@ -113,7 +113,7 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   });
 
   it('production with neither a row nor KEYS_DIR/iden3-bjj.json refuses, naming the file', async () => {
-    const fresh = await createTempDatabase();
+    const fresh = await createMigratedDatabase();
     const store = await openPostgresStore(fresh.url, { poolMax: 1 });
     try {
       const keysDir = join(dir, 'prod-empty');
@@ -133,7 +133,7 @@ describe.skipIf(!available)('the Iden3 BJJ key in PostgreSQL', () => {
   });
 
   it('a database holding an identity without its key (a db copy) takes only that identity key', async () => {
-    const fresh = await createTempDatabase();
+    const fresh = await createMigratedDatabase();
     const store = await openPostgresStore(fresh.url, { poolMax: 1 });
     try {
       const own = join(dir, 'copied-own');
@@ -201,7 +201,7 @@ describe.skipIf(!available)('keys reseal: replacing KEY_ENCRYPTION_KEY', () => {
     ).rows;
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     const a = await startIssuer({ dir, env: { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: OLD } });
     // A retired key too: every row is resealed, not only the active ones.
     expect((await a.admin('/admin/keys/rotate', { purpose: 'credential-signing' })).status).toBe(200);
@@ -335,7 +335,7 @@ describe.skipIf(!available)('x5c rotation with keys in PostgreSQL, development C
   const dir = tempDir();
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
   });
   afterAll(async () => {
     await db?.drop();

@@ -19,7 +19,7 @@ import { fetchList, holder, issueInProcess, seedMembers } from '../fixtures/stat
 import { runCli } from '../helpers/cli.js';
 import { didResolverFor } from '../helpers/did-resolver.js';
 import { removeDir, startIssuer, TEST_ADMIN_API_KEY, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { holderIden3Did } from '../unit/formats/iden3-bjj/fixtures.js';
 
 const available = await postgresAvailable('the two-instance tests');
@@ -35,7 +35,7 @@ describe.skipIf(!available)('two instances on one PostgreSQL database', () => {
   const dirs = [tempDir(), tempDir()];
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK, STATUS_LIST_BITS: '2' };
     a = await startIssuer({ dir: dirs[0], env, context: { keysPollMs: POLL_MS } });
     // B shares no disk with A: its empty KEYS_DIR stays empty, every key (the signing and partner
@@ -237,7 +237,7 @@ describe.skipIf(!available)('two instances in x5c mode on one PostgreSQL databas
     ).jwks.keys.map((k) => k.kid);
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     const env = { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK, SD_JWT_ISSUER: 'x5c' };
     a = await startIssuer({
       dir: dirs[0],

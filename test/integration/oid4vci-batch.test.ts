@@ -12,7 +12,7 @@ import {
   proofJwt,
   sdJwtMembershipSchemas,
 } from '../helpers/oid4vci-wallet.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 /**
  * Batch issuance on the OpenID4VCI door (OpenID4VCI 1.0 §8, docs/interface.md "OpenID4VCI: the wallet door"),
@@ -34,7 +34,7 @@ describe.each([
   beforeAll(async () => {
     if (!available) return;
     const dir = tempDir();
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer({
       dir,
       env: {

@@ -16,7 +16,7 @@ import {
   proofJwt,
   sdJwtMembershipSchemas,
 } from '../helpers/oid4vci-wallet.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 import { type WebhookReceiver, webhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -166,7 +166,7 @@ describe.each(engines)('OpenID4VCI deferred issuance and notifications (%s)', (e
       SCHEMAS_DIR: writeSchemas(dir, source.url),
     };
     if (engine === 'postgres') {
-      db = await createTempDatabase();
+      db = await createMigratedDatabase();
       Object.assign(env, { DATABASE_URL: db.url, KEY_ENCRYPTION_KEY: KEK });
     } else env.DATABASE_URL = `sqlite:${join(dir, 'issuer.db')}`;
     issuer = await startIssuer({

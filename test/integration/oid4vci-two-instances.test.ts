@@ -11,7 +11,7 @@ import {
   receiveWithOpenid4vci,
   sdJwtMembershipSchemas,
 } from '../helpers/oid4vci-wallet.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 /**
  * The OpenID4VCI door (docs/interface.md "OpenID4VCI: the wallet door") on two instances sharing
@@ -44,7 +44,7 @@ async function startPair(engine: 'sqlite' | 'postgres', env: Record<string, stri
   let db: TempDatabase | undefined;
   const common: Record<string, string> = { OID4VCI: 'on', SCHEMAS_DIR: sdJwtMembershipSchemas(dir), ...env };
   if (engine === 'postgres') {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     Object.assign(common, {
       DATABASE_URL: db.url,
       KEY_ENCRYPTION_KEY: KEK,

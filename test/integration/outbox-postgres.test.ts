@@ -18,7 +18,12 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { IssuanceRecord, NewIssuance } from '../../src/store/store.js';
 import { expectError } from '../helpers/errors.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import {
+  createMigratedDatabase,
+  createTempDatabase,
+  postgresAvailable,
+  type TempDatabase,
+} from '../helpers/services.js';
 
 const available = await postgresAvailable('the PostgreSQL outbox tests');
 
@@ -81,7 +86,7 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
   let db: TempDatabase;
   let store: PostgresStore;
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 2 });
   });
   afterAll(async () => {
@@ -147,7 +152,7 @@ describe.skipIf(!available)('the outbox on PostgreSQL', () => {
   });
 
   it('the sweep reads failed uploads a page at a time and finds a requeued one behind a page of them', async () => {
-    const paged = await createTempDatabase();
+    const paged = await createMigratedDatabase();
     const other = await openPostgresStore(paged.url, { poolMax: 2 });
     try {
       // 1,100 failed uploads, ids in order f00001 … f01100, each with its row and no due time.
@@ -304,7 +309,7 @@ describe.skipIf(!available)('an upload queued again by an instance from before m
   const dirs = [tempDir(), tempDir()];
 
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     // One attempt: the request's failed upload is given up at once, as the retry needs.
     const env = {
       DATABASE_URL: db.url,
@@ -373,7 +378,7 @@ describe.skipIf(!available)('a sweep during a long drain', () => {
   let store: PostgresStore;
   const dir = tempDir();
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 4 });
   });
   afterAll(async () => {

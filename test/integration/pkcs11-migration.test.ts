@@ -15,7 +15,7 @@ import { issueOverHttp, seedMembers } from '../fixtures/status.js';
 import { runCli } from '../helpers/cli.js';
 import { verifySdJwtVc } from '../helpers/holder-sd-jwt-verifier.js';
 import { startIssuer, TEST_ADMIN_API_KEY, TEST_STORE, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable } from '../helpers/services.js';
 import { processToken, softHsmAvailable } from '../helpers/softhsm.js';
 
 const available = softHsmAvailable('the key migration tests') && TEST_STORE === 'sqlite';
@@ -186,7 +186,7 @@ describe.skipIf(!available || !(await postgresAvailable('the key import on Postg
   'moving software keys into the token on PostgreSQL',
   () => {
     it('import keeps the kids; the rows hold no private key; the sealed copies are set aside', async () => {
-      const db = await createTempDatabase();
+      const db = await createMigratedDatabase();
       const dir = tempDir();
       const keysDir = join(dir, 'keys');
       const env = { DATABASE_URL: db.url };

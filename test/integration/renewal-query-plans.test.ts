@@ -3,7 +3,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import { DUE_SQL as PG_DUE_SQL } from '../../src/store/postgres/postgres-renewal-store.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
 import { DUE_SQL as SQLITE_DUE_SQL } from '../../src/store/sqlite/sqlite-renewal-store.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 /**
  * The renewal sweep's read (docs/operations.md "Renewal") is one range of `renewals_due`, from
@@ -60,7 +60,7 @@ describe.skipIf(!pgAvailable)('renewal due query plan: PostgreSQL', () => {
   let db: TempDatabase;
   let store: PostgresStore;
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     store = await openPostgresStore(db.url, { poolMax: 1 });
     await store.pool.query(`
       INSERT INTO issuances (credential_id, channel, user_id, holder_did, schema_id, proof_type, revocation_nonce,

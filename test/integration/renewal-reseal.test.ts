@@ -6,7 +6,7 @@ import { recipientSealing } from '../../src/keys/recipient-sealing.js';
 import { countSealedRecipients, resealRecipients } from '../../src/keys/reseal.js';
 import { runCli } from '../helpers/cli.js';
 import { queryStore, removeDir, startIssuer, type TestIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 // docs/security.md "What renewal keeps": `keys reseal` seals the recipient emails renewal keeps
 // again under the new KEY_ENCRYPTION_KEY, so the credentials stay renewable after a key change.
@@ -53,7 +53,7 @@ const engines: Array<{ engine: string; skip: boolean; url: (dir: string) => Prom
     engine: 'PostgreSQL',
     skip: !pgAvailable,
     url: async () => {
-      const db = await createTempDatabase();
+      const db = await createMigratedDatabase();
       databases.push(db);
       return db.url;
     },

@@ -19,7 +19,7 @@ import {
   type TestIssuer,
   tempDir,
 } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 // docs/operations.md "Renewal": the sweep and POST /admin/renew, through the real app, the
 // emulator (which keeps the envelopes it stores) and an independent SD-JWT VC verifier.
@@ -465,7 +465,7 @@ describe.each([
   beforeAll(async () => {
     if (!runs) return;
     work = tempDir();
-    db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+    db = engine === 'PostgreSQL' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer({
       env: {
         SCHEMAS_DIR: renewalSchemas(work),
@@ -603,7 +603,7 @@ describe.skipIf(!available)('renewal sweep on two instances on one PostgreSQL da
 
   beforeAll(async () => {
     work = tempDir();
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
     const env = {
       DATABASE_URL: db.url,
       KEY_ENCRYPTION_KEY: 'b2'.repeat(32),

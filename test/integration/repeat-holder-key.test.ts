@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateHolderKeyPair, openEnvelope } from '../../src/envelope/index.js';
 import type { UploadBody } from '../../src/store/store.js';
 import { startIssuer, type TestIssuer } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
 
 const postgres = await postgresAvailable('repeated issue-vc with a new holder key on PostgreSQL');
 const engines = postgres ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
@@ -18,7 +18,7 @@ describe.each(engines)('repeated issue-vc with a new holder key (%s)', (engine) 
   let n = 0;
 
   beforeAll(async () => {
-    db = engine === 'postgres' ? await createTempDatabase() : undefined;
+    db = engine === 'postgres' ? await createMigratedDatabase() : undefined;
     issuer = await startIssuer(db ? { env: { DATABASE_URL: db.url } } : {});
   });
   afterAll(async () => {

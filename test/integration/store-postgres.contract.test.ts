@@ -3,14 +3,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, readMigrations } from '../../src/store/postgres/database.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { describeStoreContract, issuance } from '../contract/store-contract.js';
-import { createTempDatabase, postgresAvailable, type TempDatabase } from '../helpers/services.js';
+import {
+  createMigratedDatabase,
+  createTempDatabase,
+  postgresAvailable,
+  type TempDatabase,
+} from '../helpers/services.js';
 
 const available = await postgresAvailable('the PostgreSQL store contract');
 
 describe.skipIf(!available)('PostgreSQL store', () => {
   let db: TempDatabase;
   beforeAll(async () => {
-    db = await createTempDatabase();
+    db = await createMigratedDatabase();
   });
   afterAll(async () => {
     await db?.drop();

@@ -3,7 +3,7 @@ import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { WEBHOOK_EVENTS, type WebhookEventType } from '../../src/events/catalogue.js';
 import { ADA_CLAIMS, adaMembership } from '../helpers/direct-issue.js';
 import { queryStore, removeDir, startIssuer, tempDir } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable } from '../helpers/services.js';
 import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 // docs/operations.md "Webhooks": the rows of webhook_events (type, data) are the same on both
@@ -16,7 +16,7 @@ describe.each([
   it.runIf(available)(
     'issue, deliver, give up an upload, renew, suspend, unsuspend, revoke, rotate and declare a key compromised',
     async () => {
-      const db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+      const db = engine === 'PostgreSQL' ? await createMigratedDatabase() : undefined;
       const dir = tempDir();
       const hook = await webhookReceiver('ok');
       const issuer = await startIssuer({

@@ -8,7 +8,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/store.js';
 import { newWebhookEventId, type WebhookEventType } from '../../src/store/webhook-store.js';
 import { Webhooks } from '../../src/webhooks/webhooks.js';
-import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable } from '../helpers/services.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 // docs/operations.md "Webhooks": delivered deliveries older than WEBHOOK_RETENTION_DAYS are
@@ -59,7 +59,7 @@ const engines: Array<[string, boolean, () => Promise<{ store: Store; close: () =
     'PostgreSQL',
     postgres,
     async () => {
-      const db = await createTempDatabase();
+      const db = await createMigratedDatabase();
       const store = await openPostgresStore(db.url, { poolMax: 4 });
       return {
         store,

@@ -4,7 +4,7 @@ import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { StoredKey } from '../../src/store/store.js';
 import { newWebhookEventId } from '../../src/store/webhook-store.js';
-import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable } from '../helpers/services.js';
 import { removeDir, tempDir } from '../helpers/tmp.js';
 
 // docs/operations.md "Webhooks": events are written in the transaction of the change they report,
@@ -73,7 +73,7 @@ describe.skipIf(!postgres)('webhook events on PostgreSQL', () => {
   });
 
   it('a key rotation and its key.rotated event are one transaction: when the event cannot be written, no key changes', async () => {
-    const db = await createTempDatabase();
+    const db = await createMigratedDatabase();
     const store = await openPostgresStore(db.url, { poolMax: 4 });
     try {
       await store.keys.importIfEmpty([key('k1')]);

@@ -18,7 +18,7 @@ import {
   type TestIssuer,
   tempDir,
 } from '../helpers/issuer.js';
-import { createTempDatabase, postgresAvailable } from '../helpers/services.js';
+import { createMigratedDatabase, postgresAvailable } from '../helpers/services.js';
 import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 interface Received {
@@ -698,7 +698,7 @@ describe.skipIf(!(await postgresAvailable('the webhook secret reseal test')))(
     it('reseals the current and the previous secret; the restarted issuer signs with both', async () => {
       const OLD = 'c4'.repeat(32);
       const NEW = '5d'.repeat(32);
-      const db = await createTempDatabase();
+      const db = await createMigratedDatabase();
       const dir = tempDir();
       const hook = await receiver();
       const context = { webhooks: { baseBackoffMs: 5, maxBackoffMs: 20, sweepMs: 20 } };
@@ -769,7 +769,7 @@ describe.each([
   it.runIf(available)(
     "an endpoint's events go out while another endpoint's receiver holds its request unanswered",
     async () => {
-      const db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+      const db = engine === 'PostgreSQL' ? await createMigratedDatabase() : undefined;
       const dir = tempDir();
       const hanging = await webhookReceiver('hold');
       const answering = await webhookReceiver('ok');
@@ -852,7 +852,7 @@ describe.each([
   it.runIf(available)(
     'a revoke re-signs its partition at once when an endpoint subscribes, unread',
     async () => {
-      const db = engine === 'PostgreSQL' ? await createTempDatabase() : undefined;
+      const db = engine === 'PostgreSQL' ? await createMigratedDatabase() : undefined;
       const dir = tempDir();
       const hook = await webhookReceiver('ok');
       const issuer = await startIssuer({ dir, ...(db ? { env: { DATABASE_URL: db.url } } : {}) });
