@@ -25,6 +25,10 @@ export default defineConfig({
     // expect.poll waits for a state another part reaches on its own time; 1 s (vitest's default)
     // is too short on a busy machine.
     expect: { poll: { timeout: 60_000, interval: 20 } },
+    // Transformed modules are kept on disk between runs (node_modules/.experimental-vitest-cache,
+    // keyed by each file's content and the config), so a run transforms only what changed: about
+    // 1.5 s of CPU less a run of one file here, more for a whole run of two projects.
+    experimental: { fsModuleCache: true },
     pool: 'forks',
     maxWorkers: 3,
     // The run's temporary PostgreSQL databases are dropped together when it ends.
