@@ -34,7 +34,7 @@ import { UpstreamLogin } from './oid4vci/login.js';
 import { loadRequestDecryption } from './oid4vci/request-encryption.js';
 import { oid4vciTrust } from './oid4vci/x5c-trust.js';
 import { HttpPools } from './outbound/http-json.js';
-import { redisRateLimits, type SharedRateLimits } from './rate-limit/redis-rate-limits.js';
+import type { SharedRateLimits } from './rate-limit/redis-rate-limits.js';
 import { PartnerJwtSigner } from './service-client/partner-jwt.js';
 import { ServiceClient } from './service-client/service-client.js';
 import { StatusJobs } from './status/status-jobs.js';
@@ -257,11 +257,12 @@ export async function createContext(
     log,
   });
 
-  // REDIS_URL: counters shared by every instance (a test passes its own store instead).
+  // REDIS_URL: counters shared by every instance (a test passes its own store instead). The Redis
+  // client is loaded only then: loading it costs every start a few tenths of a second of CPU.
   const shared: SharedRateLimits | undefined =
     overrides.rateLimitStore || !secrets.redisUrl
       ? undefined
-      : redisRateLimits(secrets.redisUrl, {
+      : (await import('./rate-limit/redis-rate-limits.js')).redisRateLimits(secrets.redisUrl, {
           log,
           prefix: config.rateLimitRedisPrefix,
           timeoutMs: config.rateLimitRedisTimeoutMs,

@@ -1,4 +1,3 @@
-import { createClient } from 'redis';
 import { redactDatabaseUrl } from '../../../store/database-url.js';
 import type { DoctorCheck } from '../doctor-context.js';
 import { line } from '../line.js';
@@ -11,6 +10,8 @@ export const redis: DoctorCheck = {
     if (url === undefined) return [];
     // The URL may carry a password.
     const where = redactDatabaseUrl(url);
+    // Loaded only when REDIS_URL is set (a few tenths of a second of CPU).
+    const { createClient } = await import('redis');
     const client = createClient({
       url,
       disableOfflineQueue: true,
