@@ -257,8 +257,7 @@ export async function createContext(
     log,
   });
 
-  // REDIS_URL: counters shared by every instance (a test passes its own store instead). The Redis
-  // client is loaded only then: loading it costs every start a few tenths of a second of CPU.
+  // REDIS_URL: counters shared by every instance (a test passes its own), its client loaded only then.
   const shared: SharedRateLimits | undefined =
     overrides.rateLimitStore || !secrets.redisUrl
       ? undefined
