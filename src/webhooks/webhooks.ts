@@ -270,8 +270,10 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       for (;;) {
         if (!this.loop.running) break;
         this.poked = false;
-        // Read until one is found (one added through another instance is seen here).
-        if (this.hasEndpoints !== true) this.hasEndpoints = (await this.store.listEndpoints()).length > 0;
+        // Read until one is found (one added through another instance is seen here; one added
+        // through this instance while the read ran stays found).
+        const anyEndpoint = this.hasEndpoints === true || (await this.store.listEndpoints()).length > 0;
+        this.hasEndpoints ||= anyEndpoint;
         // The answered deliveries' "delivered" marks are written by the next lease, in its
         // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
         // leases keep other instances off them.

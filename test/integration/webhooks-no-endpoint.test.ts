@@ -49,6 +49,40 @@ describe('the webhook look with no endpoint', () => {
     expect(looks).toHaveBeenCalled();
   });
 
+  it('an endpoint added through this instance while a sweep reads the endpoints starts the looks', async () => {
+    const dir = tempDir();
+    const store = await openSqliteStore(join(dir, 'issuer.db'));
+    cleanup.push(
+      () => removeDir(dir),
+      () => store.close(),
+    );
+    // The first sweep's read of the endpoints answers "none" only once the endpoint is added.
+    const list = store.webhooks.listEndpoints.bind(store.webhooks);
+    let readStarted!: () => void;
+    const reading = new Promise<void>((resolve) => (readStarted = resolve));
+    let finishRead!: () => void;
+    const added = new Promise<void>((resolve) => (finishRead = resolve));
+    vi.spyOn(store.webhooks, 'listEndpoints').mockImplementationOnce(async () => {
+      const none = await list();
+      readStarted();
+      await added;
+      return none;
+    });
+    const looks = vi.spyOn(store.webhooks, 'hasNewEvents');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval', 'Date'] });
+    const webhooks = worker(store);
+    const started = webhooks.start();
+    cleanup.push(() => webhooks.stop());
+    await reading;
+    const hook = await webhookReceiver();
+    cleanup.push(() => hook.close());
+    await webhooks.add({ url: hook.url, events: ['*'] });
+    finishRead();
+    await started;
+    await vi.advanceTimersByTimeAsync(20);
+    expect(looks).toHaveBeenCalled();
+  });
+
   it('an endpoint added through another instance is seen by the next sweep, and its events go out', async () => {
     const dir = tempDir();
     const store = await openSqliteStore(join(dir, 'issuer.db'));
