@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { AuditActor, Logger, StatusChange } from '../model.js';
 import {
@@ -61,7 +62,7 @@ export interface JobRunReport {
  * back-end with its own registry (Iden3) are revoked with one new state, and every status list
  * partition the job touched is published once.
  */
-export class StatusJobs {
+export class StatusJobs extends EventEmitter<{ changed: [] }> {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly leaseMs: number;
   private readonly sweepMs: number;
@@ -73,6 +74,7 @@ export class StatusJobs {
   private stopping = false;
 
   constructor(private readonly deps: StatusJobsOptions) {
+    super();
     this.leaseMs = deps.leaseMs ?? 30_000;
     this.sweepMs = Math.max(1, deps.sweepMs ?? 5000);
     this.chunkSize = Math.max(1, deps.chunkSize ?? 1000);
@@ -196,6 +198,8 @@ export class StatusJobs {
         );
         // The lease went to another instance (this one stalled past it): that one goes on.
         if (!chunk) return undefined;
+        // Its status changes are written, with their events (the tenants' webhook look listens).
+        this.emit('changed');
         for (const p of chunk.partitions) partitions.add(p);
         if (chunk.finished) break;
         // Requests get their turn between chunks.

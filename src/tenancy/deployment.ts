@@ -15,7 +15,7 @@ import { retire } from './retire.js';
 import { type AddTenant, type ChangeTenant, hostOfOrigin, type TenantRecord } from './tenant.js';
 import { conflict, recordOf, refuseInProduction } from './tenant-admission.js';
 import { applyChange, changeRules, followEnabled, identityOf } from './tenant-changes.js';
-import { tenantConfig, tenantContextOverrides } from './tenant-config.js';
+import { lookAfterBackgroundWrites, tenantConfig, tenantContextOverrides } from './tenant-config.js';
 import { TenantConflict } from './tenant-registry.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -212,6 +212,7 @@ export class Deployment {
         await ctx.close();
         return;
       }
+      lookAfterBackgroundWrites(ctx);
       const { schemasReloaded } = this.options;
       if (schemasReloaded) ctx.schemaCatalog.propagate = () => schemasReloaded(record.id);
       for (const listener of this.options.listeners)

@@ -104,7 +104,11 @@ export async function postgresTenantRegistry(url: string): Promise<TenantRegistr
         return 'removed' as const;
       }),
     async version() {
-      const { rows } = await pool.query<{ v: string }>('SELECT coalesce(max(id), 0) AS v FROM tenant_audit');
+      // Rows are never deleted: their count moves with every change, also one that commits after a
+      // change with a higher id (two operators at once), which max(id) alone would not show.
+      const { rows } = await pool.query<{ v: string }>(
+        'SELECT count(*) * 4294967296 + coalesce(max(id), 0) AS v FROM tenant_audit',
+      );
       return Number(rows[0]?.v ?? 0);
     },
     async audit(limit) {

@@ -109,7 +109,10 @@ export function sqliteTenantRegistry(path: string): TenantRegistry {
       })();
     },
     async version() {
-      const row = db.prepare('SELECT coalesce(max(id), 0) AS v FROM tenant_audit').get() as { v: number };
+      // As PostgreSQL's: the count moves with every change (rows are never deleted).
+      const row = db
+        .prepare('SELECT count(*) * 4294967296 + coalesce(max(id), 0) AS v FROM tenant_audit')
+        .get() as { v: number };
       return row.v;
     },
     async audit(limit) {

@@ -97,6 +97,19 @@ export function applyChange(
     drop('oid4vciLoginClientKey');
   }
   const login = settings.oid4vciLogin as TenantSettings['oid4vciLogin'];
+  // A secret is the login provider's own: another provider (or client) gets a new one, or none.
+  const was = before.settings.oid4vciLogin;
+  if (
+    login &&
+    was &&
+    (login.issuer !== was.issuer || login.clientId !== was.clientId) &&
+    !given.oid4vciLoginClientSecret &&
+    !given.oid4vciLoginClientKey
+  )
+    throw invalidParameter(
+      'secrets.oid4vciLoginClientSecret',
+      'required when settings.oid4vciLogin names another issuer or client (or secrets.oid4vciLoginClientKey)',
+    );
   const loginSecret = sealed.oid4vciLoginClientSecret ?? sealed.oid4vciLoginClientKey;
   if (login && loginSecret === undefined)
     throw invalidParameter(

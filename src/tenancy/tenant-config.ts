@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { join } from 'node:path';
 import type { Config, Secrets } from '../config/config.js';
 import type { KeyEncryption } from '../config/key-encryption-key.js';
-import type { ContextOverrides } from '../context.js';
+import type { AppContext, ContextOverrides } from '../context.js';
 import { developmentRequestKey } from '../development/development-files.js';
 import type { Logger } from '../model.js';
 import { MAIN_NAMESPACE } from './namespaces.js';
@@ -112,4 +112,16 @@ export function tenantContextOverrides(overrides: ContextOverrides): ContextOver
     webhooks: { ...idle, lookIdleMaxMs: TENANT_IDLE_MAX_MS, ...overrides.webhooks },
     statusJobs: { ...idle, ...overrides.statusJobs },
   };
+}
+
+/**
+ * A tenant's webhook look backs off while it is idle; what its background work writes (an upload
+ * marked or given up, a bulk status job's chunk, a renewal sweep) may hold events, so each brings
+ * one look within its interval, as a change served to the tenant does (deployment-app.ts).
+ */
+export function lookAfterBackgroundWrites(ctx: AppContext): void {
+  const soon = () => ctx.webhooks.lookSoon();
+  ctx.outbox.on('uploaded', soon).on('failed', soon).on('gave_up', soon);
+  ctx.statusJobs.on('changed', soon);
+  ctx.renewal.on('swept', soon);
 }

@@ -9,6 +9,7 @@ import type {
 import { BackingOffLook } from '../workers/backing-off-look.js';
 import { LeasedSweeper } from '../workers/leased-sweeper.js';
 import { type DeliveryResult, type OutgoingDelivery, WebhookSender } from './deliver.js';
+import { EndpointPresence } from './endpoint-presence.js';
 import { addEndpoint, rotateEndpointSecret } from './endpoints.js';
 import { WebhookPruner } from './prune.js';
 import { webhookHeaders } from './signature.js';
@@ -49,8 +50,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    */
   private readonly loop: LeasedSweeper;
   private looker: BackingOffLook | undefined;
-  /** Any endpoint at the last read (undefined: unread, or one removed since). None: no look reads. */
-  private hasEndpoints: boolean | undefined;
+  private readonly endpoints: EndpointPresence;
   private looking = false;
   private pruner: NodeJS.Timeout | undefined;
   private readonly purge: WebhookPruner;
@@ -76,6 +76,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
     private readonly options: WebhookOptions,
   ) {
     super();
+    this.endpoints = new EndpointPresence(() => store.listEndpoints(), options.sweepMs);
     this.loop = new LeasedSweeper(
       () => this.sweepOnce(),
       options.sweepMs,
@@ -101,7 +102,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   /** Registers an endpoint; answers it with its secret, which is shown this once (endpoints.ts). */
   async add(input: { url: string; events: string[]; description?: string | undefined }) {
     const added = await addEndpoint(this.store, this.signingKeys, input);
-    this.hasEndpoints = true;
+    this.endpoints.added();
     return added;
   }
 
@@ -110,7 +111,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
   }
 
   remove(id: string): Promise<boolean> {
-    this.hasEndpoints = undefined;
+    this.endpoints.removed();
     return this.store.removeEndpoint(id);
   }
 
@@ -200,9 +201,9 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
    */
   private async look(): Promise<boolean | undefined> {
     if (this.looking || !this.loop.running || (this.loop.busy && this.nudge === undefined)) return undefined;
-    if (this.hasEndpoints === false) return false;
     this.looking = true;
     try {
+      if (!(await this.endpoints.mayHaveSome())) return false;
       const found = await this.store.hasNewEvents();
       if (found) this.wake();
       return found;
@@ -270,10 +271,7 @@ export class Webhooks extends EventEmitter<WebhookEvents> {
       for (;;) {
         if (!this.loop.running) break;
         this.poked = false;
-        // Read until one is found (one added through another instance is seen here; one added
-        // through this instance while the read ran stays found).
-        const anyEndpoint = this.hasEndpoints === true || (await this.store.listEndpoints()).length > 0;
-        this.hasEndpoints ||= anyEndpoint;
+        await this.endpoints.refresh();
         // The answered deliveries' "delivered" marks are written by the next lease, in its
         // transaction (one commit for both; docs/benchmarks.md "Webhooks"). Until then their
         // leases keep other instances off them.

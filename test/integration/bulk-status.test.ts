@@ -127,11 +127,17 @@ describe('bulk status changes', () => {
     // The dry run changed nothing.
     expect((await statusOf(issuer, batch)).filter((r) => r.status === 1)).toHaveLength(1);
 
+    // Each chunk written is told (a tenant's webhook look listens): 199 changes in chunks of 37.
+    let chunks = 0;
+    const counted = () => void chunks++;
+    issuer.ctx.statusJobs.on('changed', counted);
     const { jobId, count } = await start(issuer, { change: 'revoke', selector, reason: 'wrong list' });
     expect(jobId).toMatch(/^sj_/);
     expect(count).toBe(200);
     const job = await waitForJob(issuer, jobId);
     expect(job).toMatchObject({ state: 'done', total: 200, done: 200, failed: 0 });
+    issuer.ctx.statusJobs.off('changed', counted);
+    expect(chunks).toBeGreaterThanOrEqual(Math.ceil(200 / 37));
 
     const after = await statusOf(issuer, batch);
     expect(after.every((r) => r.status === 1)).toBe(true);

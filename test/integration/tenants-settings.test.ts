@@ -245,6 +245,12 @@ describe(`changing a tenant (${TEST_STORE})`, () => {
     expect(res.status).toBe(200);
     expect(await grants(a)).toContain('authorization_code');
     expect(await grants(b)).not.toContain('authorization_code');
+    // Another provider never gets this one's secret: a new issuer or client needs its own.
+    const moved = await patch(a, {
+      settings: { oid4vciLogin: { issuer: 'https://login.other.example', clientId: 'acme-issuer' } },
+    });
+    expect(moved.status).toBe(400);
+    expect(JSON.stringify(await moved.json())).toContain('secrets.oid4vciLoginClientSecret');
     // Switching to private_key_jwt replaces the client secret; removing the provider removes its key.
     expect((await patch(a, { secrets: { oid4vciLoginClientKey: p256Pem() } })).status).toBe(200);
     expect(
