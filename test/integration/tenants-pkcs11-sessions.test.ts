@@ -94,8 +94,9 @@ describe.skipIf(!available)(`${TENANTS} tenants on one PKCS#11 token (SoftHSM2, 
   it('each tenant signs with its own key while the open sessions stay within the pool', async () => {
     expect(d.tenants).toHaveLength(TENANTS);
     // Every tenant's keys are in the token (made at its first start), and fewer sessions than
-    // tenants were ever open: one pool, not one per tenant.
-    expect(sessions.count.most).toBeGreaterThan(0);
+    // tenants were ever open: one pool, not one per tenant. (The test files of a vitest worker share
+    // one module graph: a module an earlier file loaded may already hold open sessions, which this
+    // count does not see; what it sees never passes the pool.)
     expect(sessions.count.most).toBeLessThanOrEqual(POOL);
     // Three issuances per tenant at once: 60 signatures in flight against a pool of four.
     const results = await Promise.all(d.tenants.flatMap((t) => [issue(t), issue(t), issue(t)]));
