@@ -1,4 +1,13 @@
 /**
+ * The wait of a loop left alone (a LeasedSweeper's sweeps, a BackingOffLook's looks): `everyMs`
+ * for the first `quietAfter` quiet rounds, then doubling with each one, up to `maxMs`.
+ */
+export function idleWaitMs(quiet: number, quietAfter: number, everyMs: number, maxMs: number): number {
+  const doublings = Math.min(30, Math.max(0, quiet - quietAfter));
+  return Math.min(Math.max(maxMs, everyMs), Math.max(1, everyMs) * 2 ** doublings);
+}
+
+/**
  * A look repeated every `everyMs` (a cheap read for work to do, such as the webhook worker's look
  * for new events) that backs off while it finds nothing: after `quietAfter` looks in a row that
  * find nothing, each wait doubles up to `maxMs`; a look that finds something brings it back to
@@ -28,8 +37,7 @@ export class BackingOffLook {
 
   /** The wait of a look scheduled now, by the back-off. */
   get waitMs(): number {
-    const doublings = Math.min(30, Math.max(0, this.quiet - this.quietAfter));
-    return Math.max(1, Math.min(Math.max(this.maxMs, this.everyMs), this.everyMs * 2 ** doublings));
+    return Math.max(1, idleWaitMs(this.quiet, this.quietAfter, this.everyMs, this.maxMs));
   }
 
   start(): void {

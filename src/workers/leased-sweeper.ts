@@ -1,3 +1,4 @@
+import { idleWaitMs } from './backing-off-look.js';
 /**
  * The loop every background worker over a shared store runs (the upload outbox, webhook delivery,
  * bulk status jobs, renewal): a pass over the store every `everyMs`, because no other instance's
@@ -65,8 +66,7 @@ export class LeasedSweeper<T = void, O = undefined> {
 
   /** The next sweep of a sweeper that backs off: `everyMs`, doubling once it has been left alone. */
   private schedule(): void {
-    const doublings = Math.max(0, this.quiet - LeasedSweeper.IDLE_AFTER);
-    this.waiting = Math.min(this.idleMaxMs, Math.max(1, this.everyMs) * 2 ** Math.min(doublings, 30));
+    this.waiting = idleWaitMs(this.quiet, LeasedSweeper.IDLE_AFTER, this.everyMs, this.idleMaxMs);
     this.interval = setTimeout(() => {
       this.interval = undefined;
       this.quiet++;
