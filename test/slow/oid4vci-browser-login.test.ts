@@ -100,8 +100,11 @@ describe.skipIf(!available)('the authorization code flow, signed in through a re
         return arrived;
       },
     });
-    expect(visited).toContain(new URL(provider.issuer).origin);
-    expect(visited.at(-1)).toBe(new URL(WALLET_REDIRECT).origin);
+    // `arrived` answers when the wallet's URL is requested, before the browser commits it: wait for
+    // the commit itself (an event, not a time) before reading where the browser went.
+    await page.waitForURL(`${WALLET_REDIRECT}**`, { waitUntil: 'commit' });
+    expect(visited, visited.join(' -> ')).toContain(new URL(provider.issuer).origin);
+    expect(visited.at(-1), visited.join(' -> ')).toBe(new URL(WALLET_REDIRECT).origin);
     const verified = await verifySdJwtVc(issuer.url, credential);
     expect(verified.claims).toMatchObject({ givenName: 'Bram' });
     await page.close();
