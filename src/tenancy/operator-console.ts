@@ -1,6 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { invalidParameter } from '../errors.js';
 import { adminKeyMatcher } from '../http/middleware/auth.js';
 import { rateLimiter } from '../http/middleware/rate-limit.js';
 import { parseInput } from '../http/middleware/validate.js';
@@ -8,6 +7,7 @@ import {
   consoleAsset,
   nextOf,
   SIGN_IN_FAILURES_PER_MIN,
+  signInHandler,
   signInPage,
 } from '../http/routes/console/console.js';
 import { html, when } from '../http/routes/console/html.js';
@@ -19,13 +19,11 @@ import {
   requireSession,
   type SessionContext,
   sameOrigin,
-  startSession,
 } from '../http/routes/console/session.js';
 import type { Deployment, ServedTenant } from './deployment.js';
 import { healthOf } from './operator-view.js';
 import { operatorView, TenantIdSchema } from './tenant.js';
 
-const SignInSchema = z.object({ key: z.string().min(1) });
 const TenantParams = z.object({ id: TenantIdSchema });
 
 /** Tenants per page of the list: each row reads its tenant's counts. */
@@ -78,34 +76,20 @@ export function operatorConsoleRouter(deployment: Deployment, operatorKey: strin
   });
   router.get('/assets/:name', consoleAsset);
   router.get('/sign-in', (req, res) => signInPage(res, nextOf(req), undefined, 200, OPERATOR_SIGN_IN));
-  router.post('/sign-in', origin, form, (req, res, next) => {
-    const parsed = SignInSchema.safeParse(req.body ?? {});
-    if (!parsed.success) {
-      next(invalidParameter('key', 'required: the operator key, as a form field'));
-      return;
-    }
-    const actor = matchKey(parsed.data.key);
-    if (actor === undefined) {
-      failedSignIns(req, res, (err?: unknown) => {
-        if (err) {
-          next(err);
-          return;
-        }
-        log.warn(
-          { event: 'console_sign_in_failed', ip: req.ip, console: 'operator' },
-          `operator console: failed sign-in from ${req.ip ?? 'unknown'}`,
-        );
-        signInPage(res, nextOf(req), 'That key is not the operator key.', 403, OPERATOR_SIGN_IN);
-      });
-      return;
-    }
-    startSession(ctx, res, actor, parsed.data.key)
-      .then(() => {
-        log.info({ event: 'console_sign_in', actor, console: 'operator' }, 'operator console: signed in');
-        res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
-      })
-      .catch(next);
-  });
+  router.post(
+    '/sign-in',
+    origin,
+    form,
+    signInHandler(ctx, {
+      matchKey,
+      failedSignIns,
+      console: 'operator console',
+      logFields: { console: 'operator' },
+      missingKey: 'required: the operator key, as a form field',
+      wrongKey: 'That key is not the operator key.',
+      as: OPERATOR_SIGN_IN,
+    }),
+  );
   router.post('/sign-out', origin, session, form, csrf, (req, res, next) => {
     endSession(ctx, req, res)
       .then(() => res.redirect(303, `${CONSOLE_PATH}/sign-in`))

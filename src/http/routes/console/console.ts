@@ -17,6 +17,7 @@ import {
   endSession,
   requireCsrf,
   requireSession,
+  type SessionContext,
   sameOrigin,
   startSession,
 } from './session.js';
@@ -128,45 +129,19 @@ export function consoleRouter(ctx: AppContext, options: ConsoleOptions): express
       message: 'console: too many failed sign-ins from this address; wait a minute',
     },
   );
-  router.post('/sign-in', origin, form, (req, res, next) => {
-    const parsed = SignInSchema.safeParse(req.body ?? {});
-    if (!parsed.success) {
-      next(
-        invalidParameter(
-          'key',
-          'required: the admin key, as a form field (application/x-www-form-urlencoded)',
-        ),
-      );
-      return;
-    }
-    const actor = matchKey(parsed.data.key);
-    if (actor === undefined) {
-      failedSignIns(req, res, (err?: unknown) => {
-        if (err) {
-          next(err);
-          return;
-        }
-        // Never the key itself: where from, and that it failed.
-        ctx.log.warn(
-          { event: 'console_sign_in_failed', ip: req.ip },
-          `console: failed sign-in from ${req.ip ?? 'unknown'}`,
-        );
-        signInPage(res, nextOf(req), 'That key is not an admin key of this issuer.', 403);
-      });
-      return;
-    }
-    startSession(
-      ctx,
-      res,
-      actor,
-      ctx.secrets.keysHashed ? hash('sha256', parsed.data.key, 'hex') : parsed.data.key,
-    )
-      .then(() => {
-        ctx.log.info({ event: 'console_sign_in', actor, ip: req.ip }, `console: ${actor} signed in`);
-        res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
-      })
-      .catch(next);
-  });
+  router.post(
+    '/sign-in',
+    origin,
+    form,
+    signInHandler(ctx, {
+      matchKey,
+      failedSignIns,
+      console: 'console',
+      missingKey: 'required: the admin key, as a form field (application/x-www-form-urlencoded)',
+      wrongKey: 'That key is not an admin key of this issuer.',
+      sessionKey: (key) => (ctx.secrets.keysHashed ? hash('sha256', key, 'hex') : key),
+    }),
+  );
   router.post('/sign-out', origin, session, form, csrf, (req, res, next) => {
     const actor = (res.locals.console as { actor: string }).actor;
     endSession(ctx, req, res)
@@ -226,6 +201,67 @@ function requireReason(required: boolean): RequestHandler {
       return;
     }
     next();
+  };
+}
+
+/** What differs between the admin console's sign-in and the operator console's. */
+export interface SignInOptions {
+  /** The signed-in name of a key, or undefined for a key that is none of ours (constant time). */
+  matchKey: (key: string) => string | undefined;
+  /** Counts a failed sign-in for the address, answering 429 past the limit. */
+  failedSignIns: RequestHandler;
+  /** Which console, in log lines (`console`, `operator console`). */
+  console: string;
+  /** Extra fields of its log lines. */
+  logFields?: Record<string, unknown>;
+  /** The 400's message when the form has no key. */
+  missingKey: string;
+  /** The sign-in page's message for a wrong key (403). */
+  wrongKey: string;
+  as?: SignInAs;
+  /** What the session records of the key (hashed where the keys are kept hashed). */
+  sessionKey?: (key: string) => string;
+}
+
+/**
+ * `POST /console/sign-in` (docs/operations.md "The admin console"): a key from the form starts a
+ * session and goes to `next`; a wrong one counts against the address (429 past the limit) and is
+ * logged with the address, never the key.
+ */
+export function signInHandler(
+  ctx: Pick<SessionContext, 'config' | 'store' | 'log'>,
+  o: SignInOptions,
+): RequestHandler {
+  return (req, res, next) => {
+    const parsed = SignInSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      next(invalidParameter('key', o.missingKey));
+      return;
+    }
+    const actor = o.matchKey(parsed.data.key);
+    if (actor === undefined) {
+      o.failedSignIns(req, res, (err?: unknown) => {
+        if (err) {
+          next(err);
+          return;
+        }
+        ctx.log.warn(
+          { event: 'console_sign_in_failed', ip: req.ip, ...o.logFields },
+          `${o.console}: failed sign-in from ${req.ip ?? 'unknown'}`,
+        );
+        signInPage(res, nextOf(req), o.wrongKey, 403, o.as);
+      });
+      return;
+    }
+    startSession(ctx, res, actor, o.sessionKey ? o.sessionKey(parsed.data.key) : parsed.data.key)
+      .then(() => {
+        ctx.log.info(
+          { event: 'console_sign_in', actor, ip: req.ip, ...o.logFields },
+          `${o.console}: ${actor} signed in`,
+        );
+        res.redirect(303, nextOf(req) ?? CONSOLE_PATH);
+      })
+      .catch(next);
   };
 }
 
