@@ -1,5 +1,5 @@
 import { parseKeyEncryptionKey } from '../config/key-encryption-key.js';
-import { describeTarget, openStore, parseDatabaseUrl } from '../store/engines.js';
+import { describeTarget, type OpenedStore, openStore, parseDatabaseUrl } from '../store/engines.js';
 import type { RenewalStore, SealedRecipient } from '../store/renewal-store.js';
 import type { KeyMaterialStore, SealedRow } from '../store/store.js';
 import { KeyError } from './key-ring.js';
@@ -18,12 +18,14 @@ export interface ResealedRow {
  * Replaces a leaked KEY_ENCRYPTION_KEY (docs/security.md "Keys shared by several instances"): every sealed key row is
  * opened with `previous` and sealed again under `next`, in one transaction. A row that already
  * opens with `next` stays as it is, so the command can run again after instances still on the old
- * key wrote a row; a row that opens with neither stops it and no row changes.
+ * key wrote a row; a row that opens with neither stops it and no row changes. `checkOnly`: the
+ * same walk, changing no row (the tenants of a TENANCY=multi deployment are checked first).
  */
 export async function resealKeys(
   store: Pick<KeyMaterialStore, 'resealAll'>,
   previous: Buffer,
   next: Buffer,
+  options: { checkOnly?: boolean } = {},
 ): Promise<ResealedRow[]> {
   const opens = (kek: Buffer, row: SealedRow) => {
     try {
@@ -34,7 +36,8 @@ export async function resealKeys(
   };
   const rows = await store.resealAll((row) => {
     const old = opens(previous, row);
-    if (old) return sealJson(next, row.kid, row.purpose, old.data);
+    // checkOnly: every row kept as it is, so a run over several stores stops before any changes.
+    if (old) return options.checkOnly ? row.sealed : sealJson(next, row.kid, row.purpose, old.data);
     if (opens(next, row)) return row.sealed;
     throw new KeyError(
       `database:${row.kid} (${row.purpose}): opens with neither KEY_ENCRYPTION_KEY_PREVIOUS nor KEY_ENCRYPTION_KEY; nothing was resealed`,
@@ -133,24 +136,10 @@ export async function countSealedRecipients(
 }
 
 /**
- * `npm run admin -- keys reseal`: the two keys from the environment (KEY_ENCRYPTION_KEY_PREVIOUS,
- * the leaked one, and KEY_ENCRYPTION_KEY, its replacement), the database from DATABASE_URL. On
- * PostgreSQL the sealed keys first (one transaction), then the recipient emails renewal keeps (in
- * batches); on SQLite, whose keys are files, the recipient emails only. Problems name the
- * variable, never its value.
+ * KEY_ENCRYPTION_KEY_PREVIOUS (the leaked key) and KEY_ENCRYPTION_KEY (its replacement) from the
+ * environment, for `keys reseal`. Problems name the variable, never its value.
  */
-export async function resealDatabaseKeys(
-  env: Record<string, string | undefined>,
-  databaseUrl: string,
-  cwd: string,
-): Promise<{
-  database: string;
-  keysInDatabase: boolean;
-  rows: ResealedRow[];
-  recipients: ResealedRecipients;
-}> {
-  const target = parseDatabaseUrl(databaseUrl, cwd);
-  if (typeof target === 'string') throw new KeyError(`DATABASE_URL: ${target}`);
+export function resealKeyPair(env: Record<string, string | undefined>): { previous: Buffer; next: Buffer } {
   const kek = (name: 'KEY_ENCRYPTION_KEY' | 'KEY_ENCRYPTION_KEY_PREVIOUS') => {
     const value = env[name];
     if (value === undefined) throw new KeyError(`${name}: required by keys reseal`);
@@ -162,16 +151,51 @@ export async function resealDatabaseKeys(
   const next = kek('KEY_ENCRYPTION_KEY');
   if (previous.equals(next))
     throw new KeyError('KEY_ENCRYPTION_KEY: is the same key as KEY_ENCRYPTION_KEY_PREVIOUS');
+  return { previous, next };
+}
+
+/** What `keys reseal` did in one store (one namespace of a TENANCY=multi deployment). */
+export interface ResealedStore {
+  keysInDatabase: boolean;
+  rows: ResealedRow[];
+  recipients: ResealedRecipients;
+}
+
+/**
+ * One store: on PostgreSQL the sealed keys first (one transaction; a row that opens with neither
+ * key stops it before any email changes), then the recipient emails renewal keeps (in batches).
+ */
+export async function resealStore(
+  store: Pick<OpenedStore, 'keys' | 'renewals'>,
+  previous: Buffer,
+  next: Buffer,
+): Promise<ResealedStore> {
+  const rows = store.keys ? await resealKeys(store.keys, previous, next) : [];
+  return {
+    keysInDatabase: store.keys !== undefined,
+    rows,
+    recipients: await resealRecipients(store.renewals, previous, next),
+  };
+}
+
+/**
+ * `npm run admin -- keys reseal`: the two keys from the environment (KEY_ENCRYPTION_KEY_PREVIOUS,
+ * the leaked one, and KEY_ENCRYPTION_KEY, its replacement), the database from DATABASE_URL. On
+ * PostgreSQL the sealed keys first (one transaction), then the recipient emails renewal keeps (in
+ * batches); on SQLite, whose keys are files, the recipient emails only. Problems name the
+ * variable, never its value.
+ */
+export async function resealDatabaseKeys(
+  env: Record<string, string | undefined>,
+  databaseUrl: string,
+  cwd: string,
+): Promise<{ database: string } & ResealedStore> {
+  const target = parseDatabaseUrl(databaseUrl, cwd);
+  if (typeof target === 'string') throw new KeyError(`DATABASE_URL: ${target}`);
+  const { previous, next } = resealKeyPair(env);
   const store = await openStore(target, { poolMax: 1 });
   try {
-    // The keys first: a row that opens with neither key stops the command before any email changes.
-    const rows = store.keys ? await resealKeys(store.keys, previous, next) : [];
-    return {
-      database: describeTarget(target),
-      keysInDatabase: store.keys !== undefined,
-      rows,
-      recipients: await resealRecipients(store.renewals, previous, next),
-    };
+    return { database: describeTarget(target), ...(await resealStore(store, previous, next)) };
   } finally {
     await store.close();
   }

@@ -53,3 +53,26 @@ export function openSecrets(kek: Buffer, tenant: TenantRecord): Partial<Record<T
   }
   return open;
 }
+
+/**
+ * `keys reseal` of one sealed secret: opened with the tenant's sealing key derived from
+ * KEY_ENCRYPTION_KEY_PREVIOUS and sealed again under the one derived from KEY_ENCRYPTION_KEY, or
+ * kept when it already opens with the latter; undefined when it opens with neither.
+ */
+export function resealSecret(
+  keys: { previous: Buffer; next: Buffer },
+  tenantId: string,
+  name: TenantSecretName,
+  sealed: string,
+): { sealed: string; resealed: boolean } | undefined {
+  const open = (kek: Buffer) => {
+    try {
+      return { value: openSealedKey(kek, tenantId, purposeOf(name), sealed) as string };
+    } catch {
+      return undefined;
+    }
+  };
+  const old = open(keys.previous);
+  if (old) return { sealed: sealSecret(keys.next, tenantId, name, old.value), resealed: true };
+  return open(keys.next) ? { sealed, resealed: false } : undefined;
+}

@@ -31,6 +31,48 @@ async function withKeyBackend<T>(
   }
 }
 
+type ResealedStore = import('../../keys/reseal.js').ResealedStore;
+type ResealedTenant = import('../../tenancy/reseal-tenants.js').ResealedTenant;
+
+/** The lines of one store's reseal: its rows, its count of keys, its recipient emails. */
+function describeResealed(out: ResealedStore & { database: string }, keysIn?: string): string[] {
+  const lines = out.rows.map(
+    (r) => `${r.purpose} ${r.kid}: ${r.resealed ? 'resealed' : 'already sealed under KEY_ENCRYPTION_KEY'}`,
+  );
+  if (out.keysInDatabase)
+    lines.push(
+      `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction).`,
+    );
+  else
+    lines.push(`${out.database}: the keys are files in ${keysIn ?? 'KEYS_DIR'}, not sealed in the database.`);
+  const { resealed, already, unopenable, reopened } = out.recipients;
+  lines.push(
+    `${resealed} recipient email(s) kept for renewal resealed, ${already} already under KEY_ENCRYPTION_KEY${unopenable > 0 ? `, ${unopenable} opening with neither key (left as they are: their credentials are not renewable)` : ''}.`,
+  );
+  if (reopened > 0)
+    lines.push(
+      `${reopened} credential(s) recorded not_renewable because their email did not open are renewable again: the next renewal sweep takes them.`,
+    );
+  return lines;
+}
+
+/**
+ * TENANCY=multi: one tenant's lines, indented under its name; "KEY_ENCRYPTION_KEY" stands for the
+ * key derived from it for the tenant.
+ */
+function describeTenant(t: ResealedTenant): string[] {
+  const head = `tenant ${t.id} (${t.enabled ? 'enabled' : 'disabled'}, namespace ${t.namespace}):`;
+  const body =
+    t.namespace === 'main'
+      ? ["its rows are the deployment's own namespace's, above (under KEY_ENCRYPTION_KEY itself)"]
+      : describeResealed({ ...t, database: `namespace ${t.namespace}` }, `KEYS_DIR/tenants/${t.id}`);
+  const secrets = t.secrets.map(
+    (s) =>
+      `secrets.${s.name}: ${s.resealed ? 'resealed in the registry' : 'already sealed under KEY_ENCRYPTION_KEY'}`,
+  );
+  return [head, ...[...body, ...secrets].map((l) => `  ${l}`)];
+}
+
 export const keysCommand: RegisterCommand = (program, act) => {
   const keys = program.command('keys').description('credential-signing and partner-JWT keys');
   keys
@@ -174,39 +216,30 @@ export const keysCommand: RegisterCommand = (program, act) => {
   keys
     .command('reseal')
     .description(
-      'seal again under a new KEY_ENCRYPTION_KEY (the old one in KEY_ENCRYPTION_KEY_PREVIOUS) every key kept in PostgreSQL (one transaction) and every recipient email renewal keeps (in batches)',
+      "seal again under a new KEY_ENCRYPTION_KEY (the old one in KEY_ENCRYPTION_KEY_PREVIOUS) every key kept in PostgreSQL (one transaction) and every recipient email renewal keeps (in batches); with TENANCY=multi, every tenant's too, and its secrets in the registry",
     )
     .action(
       act(async (run) => {
+        const { env, databaseUrl, cwd } = run.settings;
+        if (env.TENANCY !== undefined && env.TENANCY !== 'single' && env.TENANCY !== 'multi')
+          throw new UsageError('keys reseal: TENANCY must be single or multi');
         // Loaded here: only this command needs the database drivers.
         const { resealDatabaseKeys } = await import('../../keys/reseal.js');
         const { KeyError } = await import('../../keys/key-ring.js');
-        let out: Awaited<ReturnType<typeof resealDatabaseKeys>>;
+        let out: Awaited<ReturnType<typeof resealDatabaseKeys>> & { tenants?: ResealedTenant[] };
         try {
-          out = await resealDatabaseKeys(run.settings.env, run.settings.databaseUrl, run.settings.cwd);
+          out =
+            env.TENANCY === 'multi'
+              ? await (await import('../../tenancy/reseal-tenants.js')).resealTenants(env, databaseUrl, cwd)
+              : await resealDatabaseKeys(env, databaseUrl, cwd);
         } catch (err) {
           if (err instanceof KeyError) throw new UsageError(`keys reseal: ${err.message}`);
           throw err;
         }
         if (run.json) run.io.out(json(out));
         else {
-          for (const r of out.rows)
-            run.io.out(
-              `${r.purpose} ${r.kid}: ${r.resealed ? 'resealed' : 'already sealed under KEY_ENCRYPTION_KEY'}`,
-            );
-          if (out.keysInDatabase)
-            run.io.out(
-              `${out.rows.filter((r) => r.resealed).length} of ${out.rows.length} key(s) resealed in ${out.database} (one transaction).`,
-            );
-          else run.io.out(`${out.database}: the keys are files in KEYS_DIR, not sealed in the database.`);
-          const { resealed, already, unopenable, reopened } = out.recipients;
-          run.io.out(
-            `${resealed} recipient email(s) kept for renewal resealed, ${already} already under KEY_ENCRYPTION_KEY${unopenable > 0 ? `, ${unopenable} opening with neither key (left as they are: their credentials are not renewable)` : ''}.`,
-          );
-          if (reopened > 0)
-            run.io.out(
-              `${reopened} credential(s) recorded not_renewable because their email did not open are renewable again: the next renewal sweep takes them.`,
-            );
+          for (const line of describeResealed(out)) run.io.out(line);
+          for (const t of out.tenants ?? []) for (const line of describeTenant(t)) run.io.out(line);
           run.io.out(
             'Restart every instance with the new KEY_ENCRYPTION_KEY; an instance still on the old one cannot open these rows and seals new ones under it, so run this again once every instance runs on the new key.',
           );
