@@ -153,7 +153,15 @@ export async function benchTenants(): Promise<Row[]> {
     const singleDir = join(dir, 'single');
     mkdirSync(singleDir);
     const singleDatabase = await databaseOf(singleDir, 'issuer.db');
-    const single = await startBenchServer({ ...common, DATABASE_URL: singleDatabase }, { dir: singleDir });
+    // BENCH_CPU_PROF=<dir>: each process writes a V8 CPU profile on exit, in <dir>/single and <dir>/multi.
+    const profiling = (side: string) =>
+      process.env.BENCH_CPU_PROF
+        ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, side)}`]
+        : [];
+    const single = await startBenchServer(
+      { ...common, DATABASE_URL: singleDatabase },
+      { dir: singleDir, nodeArgs: profiling('single') },
+    );
     closers.push(() => single.close());
     partnerKeys.push(...(await call(agent, `${single.url}/.well-known/jwks.json`, {})).json.keys);
 
@@ -166,15 +174,8 @@ export async function benchTenants(): Promise<Row[]> {
       KEYS_DIR: join(multiDir, 'keys'),
       DATABASE_URL: await databaseOf(multiDir, 'deployment.db'),
     };
-    // BENCH_CPU_PROF=<dir>: the tenants' process writes a V8 CPU profile there on exit.
     const startMulti = () =>
-      startBenchServer(multiEnv, {
-        dir: multiDir,
-        devSecrets: false,
-        nodeArgs: process.env.BENCH_CPU_PROF
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-          : [],
-      });
+      startBenchServer(multiEnv, { dir: multiDir, devSecrets: false, nodeArgs: profiling('multi') });
     let multi: BenchServer = await startMulti();
     const stopMulti = async () => {
       if (multi.child.exitCode === null && multi.child.signalCode === null) {

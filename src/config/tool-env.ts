@@ -38,7 +38,11 @@ export const ToolEnvSchema = z.object({
     '`postgres://postgres@127.0.0.1:5432/postgres`',
     '`npm run bench`',
   ),
-  BENCH_CPU_PROF: tool("A folder for the issuer's V8 CPU profile.", 'unset', '`npm run bench`'),
+  BENCH_CPU_PROF: tool(
+    "A folder for the issuer's V8 CPU profile (the tenants bench: `single/` and `multi/` in it).",
+    'unset',
+    '`npm run bench`',
+  ),
   BENCH_LOOP_FILE: tool(
     'Set by the bench for the issuer it starts, not by hand: where `scripts/bench/loop-probe.mjs` writes the issuer\'s event-loop delay and GC pauses (docs/benchmarks.md "The tail").',
     'unset',
