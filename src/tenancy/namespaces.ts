@@ -3,11 +3,11 @@ import { dirname, join } from 'node:path';
 import type { Config, Secrets } from '../config/config.js';
 import type { Logger } from '../model.js';
 import type { OpenedStore } from '../store/engines.js';
-import { createPool, migrateAll, type PgPool } from '../store/postgres/database.js';
+import { createPool, migrateAll, type PgPool, quoteIdent } from '../store/postgres/database.js';
 import { postgresStoreOn } from '../store/postgres/index.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { postgresTenantRegistry } from './postgres-tenant-registry.js';
-import { quoteIdent, schemaPool } from './schema-pool.js';
+import { schemaPool } from './schema-pool.js';
 import { sqliteTenantRegistry } from './sqlite-tenant-registry.js';
 import type { TenantRegistry } from './tenant-registry.js';
 

@@ -1,20 +1,25 @@
 import { hash } from 'node:crypto';
 import { postgresUnavailable } from '../store/database-unavailable.js';
-import { LOCK_SALT, type PgClient, type PgPool } from '../store/postgres/database.js';
+import {
+  LOCK_SALT,
+  PATH_FREE,
+  type PgClient,
+  type PgPool,
+  POOL_SCHEMA,
+  quoteIdent,
+} from '../store/postgres/database.js';
 
 /** The schema a pooled connection's search_path is set to, kept on the connection. */
 const SEARCH_PATH = Symbol('search_path');
 
-/** A double-quoted identifier (the names passed here are ours: a tenant id is a DNS label). */
-export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;
-
 /**
  * One tenant's view of the deployment's shared pool (docs/several-issuers.md
- * "Where the data lives"): every statement runs with search_path on the tenant's schema only, so no table of
- * another schema is named by any query. The path is set when a connection is checked out for
+ * "Where the data lives"): every statement runs with search_path on the tenant's schema only, or
+ * names that schema itself, so no table of another schema is named by any query. The path is set when a connection is checked out for
  * another schema than its last, before any transaction begins on it. Errors are what the shared
  * pool's own give (DatabaseUnavailableError for a lost connection); a connection whose statement
- * failed is released with the error, as pg-pool's `query` does. `end` leaves the shared pool open.
+ * failed is released with the error, as pg-pool's `query` does. A statement that names the schema
+ * itself (database.ts pathFree) runs on any connection without it. `end` leaves the shared pool open.
  */
 export function schemaPool(shared: PgPool, schema: string): PgPool {
   const setPath = `SET search_path TO ${quoteIdent(schema)}`;
@@ -32,6 +37,11 @@ export function schemaPool(shared: PgPool, schema: string): PgPool {
     return client;
   };
   const query = async (...args: unknown[]) => {
+    // A statement naming its schema runs on any connection as it is (database.ts pathFree).
+    if ((args[0] as { [PATH_FREE]?: boolean } | undefined)?.[PATH_FREE])
+      return (shared.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((err: unknown) => {
+        throw postgresUnavailable(err) ?? err;
+      });
     const client = await connect();
     try {
       // The arguments are pg's own (text and values, or a query config), passed on as they came.
@@ -51,6 +61,7 @@ export function schemaPool(shared: PgPool, schema: string): PgPool {
     get ending() {
       return shared.ending;
     },
+    [POOL_SCHEMA]: schema,
     // public: the schema of a deployment adopted as a tenant keeps its lock keys.
     [LOCK_SALT]: schema === 'public' ? 0 : hash('sha256', schema, 'buffer').readInt32BE(0) & ~1,
   };

@@ -41,6 +41,31 @@ export const LOCK_SALT = Symbol('advisory lock salt');
 export const lockSpace = (pool: object, space: number): number =>
   (space ^ ((pool as { [LOCK_SALT]?: number })[LOCK_SALT] ?? 0)) | 0;
 
+/** A double-quoted identifier (the names passed here are ours: a tenant id is a DNS label). */
+export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/** Where a tenant's view of the shared pool keeps its schema (src/tenancy/schema-pool.ts). */
+export const POOL_SCHEMA = Symbol('schema');
+
+/**
+ * What goes before a name for it to mean `pool`'s namespace under any search_path: `"schema".`
+ * on a tenant's view of the shared pool, nothing on a pool of its own (one issuer).
+ */
+export const schemaPrefix = (pool: object): string => {
+  const schema = (pool as { [POOL_SCHEMA]?: string })[POOL_SCHEMA];
+  return schema === undefined ? '' : `${quoteIdent(schema)}.`;
+};
+
+/** Marks a statement whose every name carries schemaPrefix (pathFree). */
+export const PATH_FREE = Symbol('names its schema');
+
+/**
+ * A statement that names its schema (schemaPrefix) on every table and function: a tenant's view
+ * of the shared pool runs it on whichever connection is free, without setting that connection's
+ * search_path first (one round trip instead of two on the hot path).
+ */
+export const pathFree = <T extends object>(config: T): T => Object.assign(config, { [PATH_FREE]: true });
+
 export interface PoolOptions {
   poolMax: number;
   log?: Logger | undefined;

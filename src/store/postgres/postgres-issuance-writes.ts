@@ -3,7 +3,14 @@ import { credentialDeliveredEvent } from '../../events/builders.js';
 import { filledByDatabase } from '../../events/database-filled.js';
 import type { AuditActor } from '../../model.js';
 import type { InsertOutcome, NewIssuance } from '../issuance-store.js';
-import { LOCK_DEDUPE_NAMESPACE, lockSpace, type PgPool, withTransaction } from './database.js';
+import {
+  LOCK_DEDUPE_NAMESPACE,
+  lockSpace,
+  type PgPool,
+  pathFree,
+  schemaPrefix,
+  withTransaction,
+} from './database.js';
 
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
@@ -34,8 +41,9 @@ const DEADLOCK_RETRIES = 3;
 
 // The records and marks of one turn of the event loop, in one statement, one transaction and one
 // commit (functions/record-issuances.sql).
-const RECORD_ISSUANCES_SQL = `SELECT o, outcome, existing, error_code, error_message
-  FROM record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`;
+const recordIssuancesSql = (schema: string) => `SELECT o, outcome, existing, error_code, error_message
+  FROM ${schema}record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`;
+const RECORD_ISSUANCES_SQL = recordIssuancesSql('');
 
 /** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
 function rowError(code: string, message: string): Error {
@@ -159,7 +167,19 @@ export class PgIssuanceWrites {
   /** The call under way: one at a time, and what arrives meanwhile waits for the next. */
   private writing: Promise<void> | undefined;
 
-  constructor(private readonly pool: PgPool) {}
+  /**
+   * The group's statement: one prepared statement on a pool of its own; on a tenant's view of the
+   * shared pool, the call names the tenant's schema (the function keeps its own search_path), so
+   * it needs no search_path of the connection it runs on.
+   */
+  private readonly statement: { name?: string; text: string };
+
+  constructor(private readonly pool: PgPool) {
+    const schema = schemaPrefix(pool);
+    this.statement = schema
+      ? pathFree({ text: recordIssuancesSql(schema) })
+      : { name: 'pg-record-issuances', text: RECORD_ISSUANCES_SQL };
+  }
 
   /** Resolves once committed. */
   record(
@@ -248,8 +268,7 @@ export class PgIssuanceWrites {
     );
     try {
       ({ rows } = await this.pool.query({
-        name: 'pg-record-issuances',
-        text: RECORD_ISSUANCES_SQL,
+        ...this.statement,
         values: [
           json,
           marks.map((m) => m.credentialId),

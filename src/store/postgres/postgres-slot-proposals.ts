@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { StatusSlot } from '../../model.js';
 import type { IssuanceStore } from '../issuance-store.js';
 import { pickFreeSlot } from '../slot-allocation.js';
-import type { PgPool } from './database.js';
+import { type PgPool, pathFree, schemaPrefix } from './database.js';
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
@@ -13,8 +13,9 @@ const RANDOM_PROBES = 16;
 // Whether candidate slot c.i of partition p is taken: one probe of the slot's unique index per
 // candidate. The LIMIT keeps the planner from turning the probes into an anti-join, which a cached
 // generic plan reads as the whole partition's issuances (7.9 ms instead of 0.13 ms at 2,200 rows).
-const SLOT_TAKEN = `LEFT JOIN LATERAL (SELECT 1 AS taken FROM issuances
+const slotTaken = (schema: string) => `LEFT JOIN LATERAL (SELECT 1 AS taken FROM ${schema}issuances
       WHERE status_partition = p.partition AND status_index = c.i LIMIT 1) t ON true`;
+const SLOT_TAKEN = slotTaken('');
 
 // The first open partition of today's size and bits (after a change of STATUS_LIST_BITS or
 // STATUS_LIST_PARTITION_SIZE new credentials go to a new partition) and the first of the random
@@ -28,18 +29,20 @@ export const PROPOSE_SQL = `SELECT p.partition, p.size,
 // The live duplicates of a batch of hosted issuances (row `o` of the batch, its duplicate's id)
 // and, in the same round trip, up to $9 free slots among random candidates of the first open
 // partition of size $6 and bits $7 (see findLiveDuplicate).
-export const DUPLICATES_AND_PROPOSALS_SQL = `WITH q AS (
+// `schema`: the tables' schema prefix (database.ts schemaPrefix), or none.
+export const duplicatesAndProposalsSql = (schema: string) => `WITH q AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
       WITH ORDINALITY AS q(holder, schema, proof, subject, now, o)),
-  p AS (SELECT partition FROM status_list_partitions WHERE size = $6::int AND bits = $7::smallint AND NOT is_full
+  p AS (SELECT partition FROM ${schema}status_list_partitions WHERE size = $6::int AND bits = $7::smallint AND NOT is_full
     ORDER BY partition LIMIT 1)
   SELECT q.o::int AS o, d.credential_id AS duplicate, NULL::int AS partition, NULL::int AS free
-    FROM q CROSS JOIN LATERAL (SELECT credential_id FROM issuances WHERE holder_did = q.holder AND schema_id = q.schema
+    FROM q CROSS JOIN LATERAL (SELECT credential_id FROM ${schema}issuances WHERE holder_did = q.holder AND schema_id = q.schema
       AND proof_type = q.proof AND subject_hash = q.subject AND channel = 'hosted' AND status = 0 AND expires_at > q.now
       ORDER BY created_at DESC, seq DESC LIMIT 1) d
   UNION ALL
-  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o) ${SLOT_TAKEN}
+  (SELECT NULL, NULL, p.partition, c.i FROM p CROSS JOIN unnest($8::int[]) WITH ORDINALITY AS c(i, o) ${slotTaken(schema)}
     WHERE t.taken IS NULL ORDER BY c.o LIMIT $9)`;
+export const DUPLICATES_AND_PROPOSALS_SQL = duplicatesAndProposalsSql('');
 
 interface DuplicateLookup {
   q: DuplicateQuery;
@@ -78,7 +81,18 @@ export class PgSlotProposals {
   /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
   private lookups: DuplicateLookup[] = [];
 
-  constructor(private readonly pool: PgPool) {}
+  /**
+   * The lookup: one prepared statement on a pool of its own; on a tenant's view of the shared
+   * pool, it names the tenant's tables and runs on any connection (database.ts pathFree).
+   */
+  private readonly lookup: { name?: string; text: string };
+
+  constructor(private readonly pool: PgPool) {
+    const schema = schemaPrefix(pool);
+    this.lookup = schema
+      ? pathFree({ text: duplicatesAndProposalsSql(schema) })
+      : { name: 'pg-live-duplicates-and-proposals', text: duplicatesAndProposalsSql('') };
+  }
 
   async propose(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
     this.shape = { size: partitionSize, bits };
@@ -149,8 +163,7 @@ export class PgSlotProposals {
         partition: number | null;
         free: number | null;
       }>({
-        name: 'pg-live-duplicates-and-proposals',
-        text: DUPLICATES_AND_PROPOSALS_SQL,
+        ...this.lookup,
         values: [
           batch.map((l) => l.q.holderDid),
           batch.map((l) => l.q.schemaId),

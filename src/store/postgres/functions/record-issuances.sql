@@ -4,12 +4,15 @@
 -- as its id and the JSON around `attempts`, which only this statement counts. Migration 023's
 -- four-parameter record_issuances, which built the mark's event here, stays for instances of
 -- earlier versions during a rolling deploy.
+-- It runs under the search_path it was created under (SET ... FROM CURRENT): a call that names its
+-- schema (a tenant's, docs/several-issuers.md "Where the data lives") writes that schema's tables
+-- whatever the search_path of the connection it comes on.
 CREATE OR REPLACE FUNCTION record_issuances(
   p_records JSONB, p_mark_ids TEXT[], p_mark_paths TEXT[], p_mark_ats TIMESTAMPTZ[],
   -- Per mark: its event's id, and its data before and after the value of `attempts`.
   p_mark_event_ids TEXT[], p_mark_event_heads TEXT[], p_mark_event_tails TEXT[]
 ) RETURNS TABLE (o INTEGER, outcome TEXT, existing TEXT, error_code TEXT, error_message TEXT)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   r RECORD;
   res RECORD;
