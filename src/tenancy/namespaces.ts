@@ -5,6 +5,7 @@ import type { Logger } from '../model.js';
 import type { OpenedStore } from '../store/engines.js';
 import { createPool, migrateAll, type PgPool, quoteIdent } from '../store/postgres/database.js';
 import { postgresStoreOn } from '../store/postgres/index.js';
+import { SharedCalls } from '../store/postgres/shared-calls.js';
 import { openSqliteStore } from '../store/sqlite/index.js';
 import { postgresTenantRegistry } from './postgres-tenant-registry.js';
 import { schemaPool } from './schema-pool.js';
@@ -55,6 +56,8 @@ export async function openNamespaces(
     timeouts: 'timeouts' in config.database ? config.database.timeouts : undefined,
     log,
   });
+  // One SharedCalls for every tenant of the pool: their hot statements of a turn go together.
+  const calls = new SharedCalls(shared);
   const schemaOf = (ns: string) => (ns === MAIN_NAMESPACE ? 'public' : ns);
   return {
     registry,
@@ -71,7 +74,7 @@ export async function openNamespaces(
         .catch((err: { code?: string }) => {
           if (err.code !== '23505') throw err;
         });
-      const pool = schemaPool(shared, schema);
+      const pool = schemaPool(shared, schema, calls);
       await migrateAll(pool);
       return postgresStoreOn(pool, async () => undefined);
     },

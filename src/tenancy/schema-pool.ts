@@ -8,6 +8,7 @@ import {
   POOL_SCHEMA,
   quoteIdent,
 } from '../store/postgres/database.js';
+import { POOL_CALLS, type SharedCalls } from '../store/postgres/shared-calls.js';
 
 /** The schema a pooled connection's search_path is set to, kept on the connection. */
 const SEARCH_PATH = Symbol('search_path');
@@ -19,9 +20,10 @@ const SEARCH_PATH = Symbol('search_path');
  * another schema than its last, before any transaction begins on it. Errors are what the shared
  * pool's own give (DatabaseUnavailableError for a lost connection); a connection whose statement
  * failed is released with the error, as pg-pool's `query` does. A statement that names the schema
- * itself (database.ts pathFree) runs on any connection without it. `end` leaves the shared pool open.
+ * itself (database.ts pathFree) runs on any connection without it, and the hot ones go with the
+ * other tenants' of the turn through `calls` (shared-calls.ts). `end` leaves the shared pool open.
  */
-export function schemaPool(shared: PgPool, schema: string): PgPool {
+export function schemaPool(shared: PgPool, schema: string, calls?: SharedCalls): PgPool {
   const setPath = `SET search_path TO ${quoteIdent(schema)}`;
   const connect = async (): Promise<PgClient> => {
     const client = (await shared.connect()) as PgClient & { [SEARCH_PATH]?: string };
@@ -62,6 +64,7 @@ export function schemaPool(shared: PgPool, schema: string): PgPool {
       return shared.ending;
     },
     [POOL_SCHEMA]: schema,
+    [POOL_CALLS]: calls,
     // public: the schema of a deployment adopted as a tenant keeps its lock keys.
     [LOCK_SALT]: schema === 'public' ? 0 : hash('sha256', schema, 'buffer').readInt32BE(0) & ~1,
   };

@@ -111,6 +111,54 @@ describe.skipIf(!available)('tenants on one shared pool: statements that name th
     expect(b1).toBeUndefined();
   });
 
+  it("commits two tenants' writes of one turn in one transaction, each in its own schema", async () => {
+    await look.query(`
+      CREATE TABLE IF NOT EXISTS public.tx_seen (schema TEXT, credential_id TEXT, txid BIGINT);
+      CREATE OR REPLACE FUNCTION public.note_tx() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO public.tx_seen VALUES (TG_TABLE_SCHEMA, NEW.credential_id, txid_current()); RETURN NEW; END $$;
+      CREATE OR REPLACE TRIGGER note_tx AFTER INSERT ON tenant_a.issuances FOR EACH ROW EXECUTE FUNCTION public.note_tx();
+      CREATE OR REPLACE TRIGGER note_tx AFTER INSERT ON tenant_b.issuances FOR EACH ROW EXECUTE FUNCTION public.note_tx();`);
+    const ids = { a: `a-${randomUUID()}`, b: `b-${randomUUID()}` };
+    const [fromA, fromB] = await Promise.all([
+      a.issuances.insertIssuance(hosted(ids.a, `did:example:${randomUUID()}`), { dedupe: true }),
+      b.issuances.insertIssuance(hosted(ids.b, `did:example:${randomUUID()}`), { dedupe: true }),
+    ]);
+    expect([fromA.kind, fromB.kind]).toEqual(['inserted', 'inserted']);
+    const { rows } = await look.query<{ schema: string; txid: string }>(
+      'SELECT schema, txid FROM public.tx_seen WHERE credential_id = ANY($1) ORDER BY schema',
+      [[ids.a, ids.b]],
+    );
+    expect(rows.map((r) => r.schema)).toEqual(['tenant_a', 'tenant_b']);
+    expect(rows[0]!.txid).toBe(rows[1]!.txid);
+    expect(await idsIn('tenant_a')).toContain(ids.a);
+    expect(await idsIn('tenant_a')).not.toContain(ids.b);
+    expect(await idsIn('tenant_b')).toEqual([ids.b]);
+  });
+
+  it("keeps a statement error of one tenant's write from the other tenant's of the same turn", async () => {
+    const signature = 'jsonb, text[], text[], timestamptz[], text[], text[], text[]';
+    await look.query(
+      `ALTER FUNCTION tenant_b.record_issuances(${signature}) RENAME TO record_issuances_away`,
+    );
+    try {
+      const id = `a-${randomUUID()}`;
+      const [fromA, fromB] = await Promise.allSettled([
+        a.issuances.insertIssuance(hosted(id, `did:example:${randomUUID()}`), { dedupe: true }),
+        b.issuances.insertIssuance(hosted(`b-${randomUUID()}`, `did:example:${randomUUID()}`), {
+          dedupe: true,
+        }),
+      ]);
+      expect(fromA).toMatchObject({ status: 'fulfilled', value: { kind: 'inserted' } });
+      // B's own error, as PostgreSQL gave it: the function is not there.
+      expect(fromB).toMatchObject({ status: 'rejected', reason: { code: '42883' } });
+      expect(await idsIn('tenant_a')).toContain(id);
+    } finally {
+      await look.query(
+        `ALTER FUNCTION tenant_b.record_issuances_away(${signature}) RENAME TO record_issuances`,
+      );
+    }
+  });
+
   it('keeps each schema’s record functions on that schema’s path', async () => {
     // The live definitions (functions/*.sql); migration 023's older record_issuances stays beside them.
     const { rows } = await look.query<{ schema: string; name: string; config: string[] | null }>(

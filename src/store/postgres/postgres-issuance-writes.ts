@@ -11,6 +11,7 @@ import {
   schemaPrefix,
   withTransaction,
 } from './database.js';
+import { type SharedCalls, sharedCallsOf } from './shared-calls.js';
 
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
@@ -173,11 +174,15 @@ export class PgIssuanceWrites {
    * it needs no search_path of the connection it runs on.
    */
   private readonly statement: { name?: string; text: string };
+  /** A tenant's: its groups go with the other tenants' of the turn (shared-calls.ts). */
+  private readonly calls: SharedCalls | undefined;
+  private readonly schema: string;
 
   constructor(private readonly pool: PgPool) {
-    const schema = schemaPrefix(pool);
-    this.statement = schema
-      ? pathFree({ text: recordIssuancesSql(schema) })
+    this.schema = schemaPrefix(pool);
+    this.calls = this.schema ? sharedCallsOf(pool) : undefined;
+    this.statement = this.schema
+      ? pathFree({ text: recordIssuancesSql(this.schema) })
       : { name: 'pg-record-issuances', text: RECORD_ISSUANCES_SQL };
   }
 
@@ -266,19 +271,19 @@ export class PgIssuanceWrites {
     const delivered = marks.map((m) =>
       filledByDatabase(credentialDeliveredEvent(m.credentialId, m.storagePath, 0), 'attempts', 0),
     );
+    const values = [
+      json,
+      marks.map((m) => m.credentialId),
+      marks.map((m) => m.storagePath),
+      marks.map((m) => m.at),
+      delivered.map((e) => e.id),
+      delivered.map((e) => e.head),
+      delivered.map((e) => e.tail),
+    ];
     try {
-      ({ rows } = await this.pool.query({
-        ...this.statement,
-        values: [
-          json,
-          marks.map((m) => m.credentialId),
-          marks.map((m) => m.storagePath),
-          marks.map((m) => m.at),
-          delivered.map((e) => e.id),
-          delivered.map((e) => e.head),
-          delivered.map((e) => e.tail),
-        ],
-      }));
+      rows = this.calls
+        ? await this.calls.run('record_issuances', this.schema, this.statement.text, values)
+        : (await this.pool.query({ ...this.statement, values })).rows;
     } catch (err) {
       for (const { r } of ordered) r.reject(err);
       for (const m of marks) m.reject(err);

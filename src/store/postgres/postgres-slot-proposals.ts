@@ -3,6 +3,7 @@ import type { StatusSlot } from '../../model.js';
 import type { IssuanceStore } from '../issuance-store.js';
 import { pickFreeSlot } from '../slot-allocation.js';
 import { type PgPool, pathFree, schemaPrefix } from './database.js';
+import { type SharedCalls, sharedCallsOf } from './shared-calls.js';
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
@@ -86,11 +87,15 @@ export class PgSlotProposals {
    * pool, it names the tenant's tables and runs on any connection (database.ts pathFree).
    */
   private readonly lookup: { name?: string; text: string };
+  /** A tenant's: its lookups go with the other tenants' of the turn (shared-calls.ts). */
+  private readonly calls: SharedCalls | undefined;
+  private readonly schema: string;
 
   constructor(private readonly pool: PgPool) {
-    const schema = schemaPrefix(pool);
-    this.lookup = schema
-      ? pathFree({ text: duplicatesAndProposalsSql(schema) })
+    this.schema = schemaPrefix(pool);
+    this.calls = this.schema ? sharedCallsOf(pool) : undefined;
+    this.lookup = this.schema
+      ? pathFree({ text: duplicatesAndProposalsSql(this.schema) })
       : { name: 'pg-live-duplicates-and-proposals', text: duplicatesAndProposalsSql('') };
   }
 
@@ -157,25 +162,26 @@ export class PgSlotProposals {
     this.lookups = [];
     const shape = this.proposals.length < PROPOSALS_KEPT ? this.shape : undefined;
     try {
-      const { rows } = await this.pool.query<{
+      const values = [
+        batch.map((l) => l.q.holderDid),
+        batch.map((l) => l.q.schemaId),
+        batch.map((l) => l.q.proofType),
+        batch.map((l) => l.q.subjectHash),
+        batch.map((l) => l.q.now),
+        shape?.size ?? null,
+        shape?.bits ?? null,
+        shape ? randomCandidates(shape.size, RANDOM_PROBES + batch.length) : [],
+        batch.length,
+      ];
+      type Row = {
         o: number | null;
         duplicate: string | null;
         partition: number | null;
         free: number | null;
-      }>({
-        ...this.lookup,
-        values: [
-          batch.map((l) => l.q.holderDid),
-          batch.map((l) => l.q.schemaId),
-          batch.map((l) => l.q.proofType),
-          batch.map((l) => l.q.subjectHash),
-          batch.map((l) => l.q.now),
-          shape?.size ?? null,
-          shape?.bits ?? null,
-          shape ? randomCandidates(shape.size, RANDOM_PROBES + batch.length) : [],
-          batch.length,
-        ],
-      });
+      };
+      const rows = this.calls
+        ? await this.calls.run<Row>('live_duplicates', this.schema, this.lookup.text, values)
+        : (await this.pool.query<Row>({ ...this.lookup, values })).rows;
       const duplicates = new Map<number, string>();
       const at = Date.now();
       for (const r of rows) {
