@@ -3,15 +3,8 @@ import { credentialDeliveredEvent } from '../../events/builders.js';
 import { filledByDatabase } from '../../events/database-filled.js';
 import type { AuditActor } from '../../model.js';
 import type { InsertOutcome, NewIssuance } from '../issuance-store.js';
-import {
-  LOCK_DEDUPE_NAMESPACE,
-  lockSpace,
-  type PgPool,
-  pathFree,
-  schemaPrefix,
-  withTransaction,
-} from './database.js';
-import { type SharedCalls, sharedCallsOf } from './shared-calls.js';
+import { LOCK_DEDUPE_NAMESPACE, lockSpace, type PgPool, withTransaction } from './database.js';
+import { hotStatement } from './shared-calls.js';
 
 // Counter rows per partition (see status_list_allocations): few enough to sum on every read.
 export const ALLOCATION_SHARDS = 16;
@@ -45,6 +38,15 @@ const DEADLOCK_RETRIES = 3;
 const recordIssuancesSql = (schema: string) => `SELECT o, outcome, existing, error_code, error_message
   FROM ${schema}record_issuances($1::jsonb, $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`;
 const RECORD_ISSUANCES_SQL = recordIssuancesSql('');
+
+/** A row record_issuances returns: record `o`'s outcome or error (`o` 0: the marks' error). */
+interface RecordRow {
+  o: number;
+  outcome: InsertOutcome['kind'] | null;
+  existing: string | null;
+  error_code: string | null;
+  error_message: string | null;
+}
 
 /** A row's own error, raised inside its subtransaction, as pg would have thrown it alone. */
 function rowError(code: string, message: string): Error {
@@ -168,22 +170,11 @@ export class PgIssuanceWrites {
   /** The call under way: one at a time, and what arrives meanwhile waits for the next. */
   private writing: Promise<void> | undefined;
 
-  /**
-   * The group's statement: one prepared statement on a pool of its own; on a tenant's view of the
-   * shared pool, the call names the tenant's schema (the function keeps its own search_path), so
-   * it needs no search_path of the connection it runs on.
-   */
-  private readonly statement: { name?: string; text: string };
-  /** A tenant's: its groups go with the other tenants' of the turn (shared-calls.ts). */
-  private readonly calls: SharedCalls | undefined;
-  private readonly schema: string;
+  /** The group's call of record_issuances (shared-calls.ts hotStatement). */
+  private readonly recordIssuances: (values: unknown[]) => Promise<RecordRow[]>;
 
   constructor(private readonly pool: PgPool) {
-    this.schema = schemaPrefix(pool);
-    this.calls = this.schema ? sharedCallsOf(pool) : undefined;
-    this.statement = this.schema
-      ? pathFree({ text: recordIssuancesSql(this.schema) })
-      : { name: 'pg-record-issuances', text: RECORD_ISSUANCES_SQL };
+    this.recordIssuances = hotStatement(pool, 'record_issuances', 'pg-record-issuances', recordIssuancesSql);
   }
 
   /** Resolves once committed. */
@@ -260,13 +251,7 @@ export class PgIssuanceWrites {
         recordRow(i + 1, n, digest, options, key, shard, this.pool),
       ),
     );
-    let rows: Array<{
-      o: number;
-      outcome: InsertOutcome['kind'] | null;
-      existing: string | null;
-      error_code: string | null;
-      error_message: string | null;
-    }>;
+    let rows: RecordRow[];
     // Each mark's `credential.delivered`, whose `attempts` the function counts as it marks.
     const delivered = marks.map((m) =>
       filledByDatabase(credentialDeliveredEvent(m.credentialId, m.storagePath, 0), 'attempts', 0),
@@ -281,9 +266,7 @@ export class PgIssuanceWrites {
       delivered.map((e) => e.tail),
     ];
     try {
-      rows = this.calls
-        ? await this.calls.run('record_issuances', this.schema, this.statement.text, values)
-        : (await this.pool.query({ ...this.statement, values })).rows;
+      rows = await this.recordIssuances(values);
     } catch (err) {
       for (const { r } of ordered) r.reject(err);
       for (const m of marks) m.reject(err);

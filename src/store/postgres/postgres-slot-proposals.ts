@@ -2,8 +2,8 @@ import { randomInt } from 'node:crypto';
 import type { StatusSlot } from '../../model.js';
 import type { IssuanceStore } from '../issuance-store.js';
 import { pickFreeSlot } from '../slot-allocation.js';
-import { type PgPool, pathFree, schemaPrefix } from './database.js';
-import { type SharedCalls, sharedCallsOf } from './shared-calls.js';
+import type { PgPool } from './database.js';
+import { hotStatement } from './shared-calls.js';
 
 type DuplicateQuery = Parameters<IssuanceStore['findLiveDuplicate']>[0];
 
@@ -45,6 +45,14 @@ export const duplicatesAndProposalsSql = (schema: string) => `WITH q AS (
     WHERE t.taken IS NULL ORDER BY c.o LIMIT $9)`;
 export const DUPLICATES_AND_PROPOSALS_SQL = duplicatesAndProposalsSql('');
 
+/** A row of the lookup: a duplicate of lookup `o`, or a free slot proposed. */
+interface LookupRow {
+  o: number | null;
+  duplicate: string | null;
+  partition: number | null;
+  free: number | null;
+}
+
 interface DuplicateLookup {
   q: DuplicateQuery;
   resolve(credentialId: string | undefined): void;
@@ -82,21 +90,16 @@ export class PgSlotProposals {
   /** findLiveDuplicate calls waiting for this turn of the event loop's one query. */
   private lookups: DuplicateLookup[] = [];
 
-  /**
-   * The lookup: one prepared statement on a pool of its own; on a tenant's view of the shared
-   * pool, it names the tenant's tables and runs on any connection (database.ts pathFree).
-   */
-  private readonly lookup: { name?: string; text: string };
-  /** A tenant's: its lookups go with the other tenants' of the turn (shared-calls.ts). */
-  private readonly calls: SharedCalls | undefined;
-  private readonly schema: string;
+  /** This turn's lookups in one statement (shared-calls.ts hotStatement). */
+  private readonly lookup: (values: unknown[]) => Promise<LookupRow[]>;
 
   constructor(private readonly pool: PgPool) {
-    this.schema = schemaPrefix(pool);
-    this.calls = this.schema ? sharedCallsOf(pool) : undefined;
-    this.lookup = this.schema
-      ? pathFree({ text: duplicatesAndProposalsSql(this.schema) })
-      : { name: 'pg-live-duplicates-and-proposals', text: duplicatesAndProposalsSql('') };
+    this.lookup = hotStatement(
+      pool,
+      'live_duplicates',
+      'pg-live-duplicates-and-proposals',
+      duplicatesAndProposalsSql,
+    );
   }
 
   async propose(partitionSize: number, bits: 1 | 2): Promise<StatusSlot> {
@@ -173,15 +176,7 @@ export class PgSlotProposals {
         shape ? randomCandidates(shape.size, RANDOM_PROBES + batch.length) : [],
         batch.length,
       ];
-      type Row = {
-        o: number | null;
-        duplicate: string | null;
-        partition: number | null;
-        free: number | null;
-      };
-      const rows = this.calls
-        ? await this.calls.run<Row>('live_duplicates', this.schema, this.lookup.text, values)
-        : (await this.pool.query<Row>({ ...this.lookup, values })).rows;
+      const rows = await this.lookup(values);
       const duplicates = new Map<number, string>();
       const at = Date.now();
       for (const r of rows) {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { postgresUnavailable } from '../database-unavailable.js';
-import type { PgPool } from './database.js';
+import { type PgPool, pathFree, schemaPrefix } from './database.js';
 
 /** Where a tenant's view of the shared pool keeps the pool's SharedCalls (src/tenancy/schema-pool.ts). */
 export const POOL_CALLS = Symbol('shared calls');
@@ -94,4 +94,25 @@ export class SharedCalls {
     for (const { shared_call, ...row } of rows) byCall[shared_call as number]!.push(row);
     for (const [i, call] of calls.entries()) call.resolve(byCall[i]!);
   }
+}
+
+/**
+ * One of a store's hot statements, `sql(schema prefix)`, as `pool` runs it: a prepared statement
+ * named `name` on a pool of its own (one issuer); on a tenant's view of the shared pool, naming the
+ * tenant's schema (no search_path needed) and sent with the other tenants' calls of `kind` of the
+ * same turn.
+ */
+export function hotStatement<R>(
+  pool: PgPool,
+  kind: string,
+  name: string,
+  sql: (schema: string) => string,
+): (values: unknown[]) => Promise<R[]> {
+  const schema = schemaPrefix(pool);
+  const text = sql(schema);
+  if (!schema)
+    return async (values) => (await pool.query<R & pg.QueryResultRow>({ name, text, values })).rows;
+  const calls = sharedCallsOf(pool);
+  if (calls) return (values) => calls.run<R>(kind, schema, text, values);
+  return async (values) => (await pool.query<R & pg.QueryResultRow>(pathFree({ text, values }))).rows;
 }
