@@ -6,12 +6,13 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { JWK } from 'jose';
+import pg from 'pg';
 import { generateHolderKeyPair } from '../../src/envelope/index.js';
 import { createTempDatabase } from '../../test/helpers/services.js';
 import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import { percentile, post, startChild } from './hosted.js';
 import type { Row } from './issuance.js';
-import { type BenchServer, backendsCpuTotalMs, processTreeCpuMs, startBenchServer } from './server.js';
+import { type BenchServer, backendCpuMs, processTreeCpuMs, startBenchServer } from './server.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const OPERATOR_KEY = 'bench-operator-key-0123456789abcdef0123456789';
@@ -146,9 +147,15 @@ export async function benchTenants(): Promise<Row[]> {
     const cpuOf = (server: BenchServer, databaseUrl: string) => ({
       process: processTreeCpuMs(server.child.pid!)!,
       backends: databaseUrl.startsWith('postgres')
-        ? backendsCpuTotalMs(new URL(databaseUrl).pathname.slice(1))
-        : 0,
+        ? backendCpuMs(new URL(databaseUrl).pathname.slice(1))
+        : new Map<string, number>(),
     });
+    /**
+     * The backends' CPU between two readings, process by process: one that ended before the second
+     * reading is left out, one started since counts from zero.
+     */
+    const backendsBetween = (before: Map<string, number>, after: Map<string, number>) =>
+      [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
 
     const singleDir = join(dir, 'single');
     mkdirSync(singleDir);
@@ -231,7 +238,24 @@ export async function benchTenants(): Promise<Row[]> {
     // Hosted issue-vc, the single deployment and the tenants (round robin) alternated.
     const holder = generateHolderKeyPair('x25519');
     let counter = 0;
+    // Before each window on PostgreSQL, both databases vacuumed and analysed, as autovacuum keeps
+    // a production server's tables (a server with it off would let the single deployment's one set
+    // of tables, which takes every issuance, bloat window after window while each tenant's take a
+    // hundredth: the ratio would then measure the bloat).
+    const vacuum = async () => {
+      if (engine !== 'postgres') return;
+      for (const url of [singleDatabase, multiEnv.DATABASE_URL]) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query('VACUUM (ANALYZE)');
+        } finally {
+          await client.end();
+        }
+      }
+    };
     const window = async (server: BenchServer, doors: Door[], ms: number) => {
+      await vacuum();
       const target = new URL(`${server.url}/issue-vc`);
       let ok = 0;
       let failures = 0;
@@ -266,14 +290,15 @@ export async function benchTenants(): Promise<Row[]> {
       );
       const elapsed = (performance.now() - start) / 1000;
       const cpu1 = cpuOf(server, databaseUrl);
+      const backends = backendsBetween(cpu0.backends, cpu1.backends);
       latencies.sort((x, y) => x - y);
       return {
         ok,
         failures,
         perS: ok / elapsed,
         p99: percentile(latencies, 99),
-        cpu: (cpu1.process + cpu1.backends - cpu0.process - cpu0.backends) / Math.max(1, ok),
-        backends: (cpu1.backends - cpu0.backends) / Math.max(1, ok),
+        cpu: (cpu1.process - cpu0.process + backends) / Math.max(1, ok),
+        backends: backends / Math.max(1, ok),
       };
     };
     const sides = {
