@@ -8,8 +8,10 @@ import { idleWaitMs } from './backing-off-look.js';
  * takes, what it logs and reports) is the worker's own `pass`.
  *
  * With `idleMaxMs` above `everyMs`, a sweeper left alone backs off: after `IDLE_AFTER` sweeps with
- * no call, wake or timed pass from outside, each wait doubles up to `idleMaxMs`, and any of those
- * brings it back to `everyMs` at once. Many idle issuers in one process (docs/several-issuers.md
+ * no call or wake from outside, each wait doubles up to `idleMaxMs`, and either brings it back to
+ * `everyMs` at once. A timed pass (`runAt`: a retry, a lease running out) is the worker's own
+ * timer for work it knows of, no sign of another instance's, and leaves the back-off as it is: a
+ * busy tenant whose every sweep sees an upload in flight would otherwise never back off. Many idle issuers in one process (docs/several-issuers.md
  * "Idle tenants") then cost little; local work is never late, and only another instance's
  * leftovers wait up to `idleMaxMs`.
  *
@@ -19,7 +21,7 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** Sweeps at `everyMs` with nothing from outside before the waits start doubling. */
   static readonly IDLE_AFTER = 3;
   private interval: NodeJS.Timeout | undefined;
-  /** Sweeps since the last call, wake or timed pass from outside (idle back-off only). */
+  /** Sweeps since the last call or wake from outside (idle back-off only). */
   private quiet = 0;
   /** The wait of the sweep now scheduled (idle back-off only). */
   private waiting = 0;
@@ -115,7 +117,6 @@ export class LeasedSweeper<T = void, O = undefined> {
   /** A pass at `at` (at once when past); an earlier one already set stands. Nothing once stopped. */
   runAt(at: Date): void {
     if (!this.started) return;
-    this.active();
     if (this.timer && this.timerAt !== undefined && this.timerAt <= at.getTime()) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at.getTime();
@@ -123,7 +124,13 @@ export class LeasedSweeper<T = void, O = undefined> {
       () => {
         this.timer = undefined;
         this.timerAt = undefined;
-        void this.run();
+        // Its own timer, as a sweep's tick: no sign of work from outside (see the class).
+        this.ticking = true;
+        try {
+          void this.run();
+        } finally {
+          this.ticking = false;
+        }
       },
       Math.max(0, at.getTime() - Date.now()),
     );

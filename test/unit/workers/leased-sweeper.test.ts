@@ -40,6 +40,20 @@ describe('LeasedSweeper idle back-off', () => {
     expect(passes).toEqual([]);
   });
 
+  it('a timed pass (runAt) runs at its time and leaves the back-off as it is', async () => {
+    const passes: number[] = [];
+    const start = Date.now();
+    const sweeper = new LeasedSweeper(async () => void passes.push(Date.now()), 100, undefined, 800);
+    sweeper.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(passes.map((t) => t - start)).toEqual([100, 200, 300, 400, 600, 1000]);
+    // Due at 1,100 (a retry, a lease running out): it runs then, and the sweeps go on doubling.
+    sweeper.runAt(new Date(start + 1100));
+    await vi.advanceTimersByTimeAsync(2500);
+    expect(passes.map((t) => t - start)).toEqual([100, 200, 300, 400, 600, 1000, 1100, 1800, 2600, 3400]);
+    await sweeper.stop();
+  });
+
   it("the sweep's own call is no sign of work: a tick that calls run still backs off", async () => {
     let passes = 0;
     const sweeper: LeasedSweeper = new LeasedSweeper(
