@@ -221,6 +221,9 @@ export class SqliteIssuanceStore implements IssuanceStore {
 
   async leaseDueUploads(now: Date, leaseMs: number, limit: number): Promise<IssuanceRecord[]> {
     const t = now.getTime();
+    // Most sweeps find nothing due: a read (the WAL's snapshot) answers them without the write
+    // lock an IMMEDIATE transaction takes; what it finds is leased under the lock, read again.
+    if (this.stmts.due.all(t, t, 1).length === 0) return [];
     return this.db
       .transaction(() => {
         const rows = this.stmts.due.all(t, t, limit);

@@ -252,6 +252,14 @@ export class SqliteWebhookStore implements WebhookStore {
   ): Promise<WebhookDeliveryRecord[]> {
     const t = now.getTime();
     const until = t + leaseMs;
+    // Most sweeps have no marks, no waiting event and nothing due: reads (the WAL's snapshot)
+    // answer them without the write lock an IMMEDIATE transaction takes.
+    if (
+      !delivered &&
+      this.stmts.waitingEvents.all(1).length === 0 &&
+      this.stmts.due.all(t, t, 1).length === 0
+    )
+      return [];
     return this.db
       .transaction(() => {
         // The previous batch's marks share this commit: the rows they change sit on the pages
