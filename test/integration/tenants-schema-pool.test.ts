@@ -159,7 +159,7 @@ describe.skipIf(!available)('tenants on one shared pool: statements that name th
     }
   });
 
-  it('keeps each schema’s record functions on that schema’s path', async () => {
+  it('keeps each schema’s record functions on that schema’s path, on generic plans', async () => {
     // The live definitions (functions/*.sql); migration 023's older record_issuances stays beside them.
     const { rows } = await look.query<{ schema: string; name: string; config: string[] | null }>(
       `SELECT n.nspname AS schema, p.proname AS name, p.proconfig AS config FROM pg_proc p
@@ -170,10 +170,26 @@ describe.skipIf(!available)('tenants on one shared pool: statements that name th
         ORDER BY 1, 2`,
     );
     expect(rows).toEqual([
-      { schema: 'tenant_a', name: 'record_issuance', config: ['search_path=tenant_a'] },
-      { schema: 'tenant_a', name: 'record_issuances', config: ['search_path=tenant_a'] },
-      { schema: 'tenant_b', name: 'record_issuance', config: ['search_path=tenant_b'] },
-      { schema: 'tenant_b', name: 'record_issuances', config: ['search_path=tenant_b'] },
+      {
+        schema: 'tenant_a',
+        name: 'record_issuance',
+        config: ['search_path=tenant_a', 'plan_cache_mode=force_generic_plan'],
+      },
+      {
+        schema: 'tenant_a',
+        name: 'record_issuances',
+        config: ['search_path=tenant_a', 'plan_cache_mode=force_generic_plan'],
+      },
+      {
+        schema: 'tenant_b',
+        name: 'record_issuance',
+        config: ['search_path=tenant_b', 'plan_cache_mode=force_generic_plan'],
+      },
+      {
+        schema: 'tenant_b',
+        name: 'record_issuances',
+        config: ['search_path=tenant_b', 'plan_cache_mode=force_generic_plan'],
+      },
     ]);
   });
 });

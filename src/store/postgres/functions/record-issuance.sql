@@ -3,7 +3,10 @@
 -- group; writes the issuance, its envelope, its status list allocation and its audit row.
 -- It runs under the search_path it was created under (SET ... FROM CURRENT): a call that names its
 -- schema (a tenant's, docs/several-issuers.md "Where the data lives") writes that schema's tables
--- whatever the search_path of the connection it comes on.
+-- whatever the search_path of the connection it comes on. Its statements run on generic plans
+-- from the first call (plan_cache_mode): the plans PostgreSQL settles on after five custom ones
+-- anyway (equality lookups by parameter), without planning those five again in every backend for
+-- every schema, which a process serving many tenants' schemas otherwise does all the time.
 CREATE OR REPLACE FUNCTION record_issuance(
   p_credential_id TEXT, p_channel TEXT, p_user_id TEXT, p_holder_did TEXT, p_schema_id TEXT,
   p_proof_type TEXT, p_nonce BIGINT, p_partition INTEGER, p_index INTEGER, p_subject_hash TEXT,
@@ -19,7 +22,7 @@ CREATE OR REPLACE FUNCTION record_issuance(
   -- The batch-issue run (the bulk selector's batchId) and the credential this one renews.
   p_batch_id TEXT DEFAULT NULL, p_renewed_from TEXT DEFAULT NULL,
   OUT outcome TEXT, OUT existing TEXT
-) LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+) LANGUAGE plpgsql SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   IF p_lock_key IS NOT NULL THEN
     -- Two identical hosted requests on two instances take turns here; each statement below takes

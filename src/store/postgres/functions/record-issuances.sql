@@ -6,13 +6,16 @@
 -- earlier versions during a rolling deploy.
 -- It runs under the search_path it was created under (SET ... FROM CURRENT): a call that names its
 -- schema (a tenant's, docs/several-issuers.md "Where the data lives") writes that schema's tables
--- whatever the search_path of the connection it comes on.
+-- whatever the search_path of the connection it comes on. Its statements run on generic plans
+-- from the first call (plan_cache_mode): the plans PostgreSQL settles on after five custom ones
+-- anyway (equality lookups by parameter), without planning those five again in every backend for
+-- every schema, which a process serving many tenants' schemas otherwise does all the time.
 CREATE OR REPLACE FUNCTION record_issuances(
   p_records JSONB, p_mark_ids TEXT[], p_mark_paths TEXT[], p_mark_ats TIMESTAMPTZ[],
   -- Per mark: its event's id, and its data before and after the value of `attempts`.
   p_mark_event_ids TEXT[], p_mark_event_heads TEXT[], p_mark_event_tails TEXT[]
 ) RETURNS TABLE (o INTEGER, outcome TEXT, existing TEXT, error_code TEXT, error_message TEXT)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   r RECORD;
   res RECORD;
