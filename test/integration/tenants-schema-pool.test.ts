@@ -169,27 +169,14 @@ describe.skipIf(!available)('tenants on one shared pool: statements that name th
             OR (p.proname = 'record_issuance' AND pg_get_function_identity_arguments(p.oid) LIKE '%p_renewed_from%'))
         ORDER BY 1, 2`,
     );
-    expect(rows).toEqual([
-      {
-        schema: 'tenant_a',
-        name: 'record_issuance',
-        config: ['search_path=tenant_a', 'plan_cache_mode=force_generic_plan'],
-      },
-      {
-        schema: 'tenant_a',
-        name: 'record_issuances',
-        config: ['search_path=tenant_a', 'plan_cache_mode=force_generic_plan'],
-      },
-      {
-        schema: 'tenant_b',
-        name: 'record_issuance',
-        config: ['search_path=tenant_b', 'plan_cache_mode=force_generic_plan'],
-      },
-      {
-        schema: 'tenant_b',
-        name: 'record_issuances',
-        config: ['search_path=tenant_b', 'plan_cache_mode=force_generic_plan'],
-      },
-    ]);
+    expect(rows).toEqual(
+      ['tenant_a', 'tenant_b'].flatMap((schema) =>
+        ['record_issuance', 'record_issuances'].map((name) => ({
+          schema,
+          name,
+          config: [`search_path=${schema}`, 'plan_cache_mode=force_generic_plan'],
+        })),
+      ),
+    );
   });
 });
