@@ -9,6 +9,7 @@ import {
   oid4vciOptions,
   operator,
   type TenantView,
+  valueFromEnv,
 } from './tenants.js';
 
 /** The settings `--unset` gives back to the deployment's default, and the secrets it removes. */
@@ -69,12 +70,6 @@ export const tenantsSetCommand: RegisterCommand = (program, act) => {
     )
     .action(
       act(async (run, id: string, opts: SetOptions) => {
-        const fromEnv = (name: string | undefined, flag: string) => {
-          if (name === undefined) return undefined;
-          const value = run.settings.env[name];
-          if (!value) throw new UsageError(`${flag}: ${name} is not set`);
-          return value;
-        };
         if (opts.adminKeyEnv && !opts.addAdminKey)
           throw new UsageError('--admin-key-env: only with --add-admin-key');
         const settings: Record<string, unknown> = {};
@@ -92,9 +87,10 @@ export const tenantsSetCommand: RegisterCommand = (program, act) => {
         const own = oid4vciBody(run, opts);
         if (own.oid4vciLogin) settings.oid4vciLogin = own.oid4vciLogin;
         Object.assign(secrets, own.secrets);
-        const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? (opts.rotateApiKey ? newKey() : undefined);
+        const apiKey =
+          valueFromEnv(run, opts.apiKeyEnv, '--api-key-env') ?? (opts.rotateApiKey ? newKey() : undefined);
         const adminKey = opts.addAdminKey
-          ? (fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey())
+          ? (valueFromEnv(run, opts.adminKeyEnv, '--admin-key-env') ?? newKey())
           : undefined;
         const adminApiKeys: Record<string, string | null> = {};
         for (const name of opts.removeAdminKey ?? []) adminApiKeys[name] = null;

@@ -30,6 +30,14 @@ export const line = (t: TenantView) =>
 /** A new random key, as `openssl rand -base64 32` would print (43 characters, no padding). */
 export const newKey = () => randomBytes(32).toString('base64url');
 
+/** The value of the environment variable a `--…-env <name>` flag names; none without the flag. */
+export function valueFromEnv(run: Run, name: string | undefined, flag: string): string | undefined {
+  if (name === undefined) return undefined;
+  const value = run.settings.env[name];
+  if (!value) throw new UsageError(`${flag}: ${name} is not set`);
+  return value;
+}
+
 /** The flags of a tenant's own OpenID4VCI login provider and secrets (`tenants add` and `set`). */
 export interface Oid4vciFlags {
   loginIssuer?: string;
@@ -71,11 +79,8 @@ export function oid4vciBody(
     return readFileSync(file, 'utf8');
   };
   const secrets: Record<string, string> = {};
-  if (opts.loginClientSecretEnv) {
-    const value = run.settings.env[opts.loginClientSecretEnv];
-    if (!value) throw new UsageError(`--login-client-secret-env: ${opts.loginClientSecretEnv} is not set`);
-    secrets.oid4vciLoginClientSecret = value;
-  }
+  const clientSecret = valueFromEnv(run, opts.loginClientSecretEnv || undefined, '--login-client-secret-env');
+  if (clientSecret) secrets.oid4vciLoginClientSecret = clientSecret;
   const clientKey = fromFile(opts.loginClientKeyFile, '--login-client-key-file');
   if (clientKey) secrets.oid4vciLoginClientKey = clientKey;
   const requestKey = fromFile(opts.requestEncryptionKeyFile, '--request-encryption-key-file');
@@ -152,14 +157,8 @@ export const tenantsCommand: RegisterCommand = (program, act) => {
         },
       ) => {
         const own = oid4vciBody(run, opts);
-        const fromEnv = (name: string | undefined, flag: string) => {
-          if (name === undefined) return undefined;
-          const value = run.settings.env[name];
-          if (!value) throw new UsageError(`${flag}: ${name} is not set`);
-          return value;
-        };
-        const apiKey = fromEnv(opts.apiKeyEnv, '--api-key-env') ?? newKey();
-        const adminKey = fromEnv(opts.adminKeyEnv, '--admin-key-env') ?? newKey();
+        const apiKey = valueFromEnv(run, opts.apiKeyEnv, '--api-key-env') ?? newKey();
+        const adminKey = valueFromEnv(run, opts.adminKeyEnv, '--admin-key-env') ?? newKey();
         // The generated keys exist nowhere else (the registry keeps their digests): --json shows them too.
         const generated = {
           ...(opts.apiKeyEnv ? {} : { apiKey }),
