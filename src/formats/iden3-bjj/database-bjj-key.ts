@@ -68,12 +68,14 @@ export function openStoredBjjKey(stored: StoredIden3Key, kek: Buffer): BjjKey {
 export async function bjjKeyToImport(
   iden3: Pick<Iden3Store, 'getIdentity'>,
   options: Pick<DatabaseBjjKeyOptions, 'keysDir' | 'generateIfMissing'>,
+  /** The identity as the caller read it before it read the key row (else it is read here). */
+  seen?: { identity: Awaited<ReturnType<Iden3Store['getIdentity']>> },
 ): Promise<{ file: string; content: BjjKeyFile | undefined }> {
   const file = join(options.keysDir, BJJ_KEY_FILE);
   const fromFile = await readBjjKeyFile(options.keysDir);
   // A database copied from SQLite (`db copy`) holds the identity but not its key, which is a file
   // there: never put another key next to it (the identity would then refuse every start).
-  const identity = await iden3.getIdentity();
+  const identity = seen ? seen.identity : await iden3.getIdentity();
   if (identity && !fromFile)
     throw new Error(
       `${file}: missing, and the database holds the Iden3 identity ${identity.did} but not its key: start once with the deployment's KEYS_DIR/${BJJ_KEY_FILE} to import it`,
@@ -95,11 +97,14 @@ async function importBjjKey(
   // An instance starting at the same moment may have stored its key and then the identity since
   // our read found no key. Its key row commits before its genesis, so once an identity is seen the
   // key row read after it is there, unless the identity came without its key (a `db copy`).
-  if (await iden3.getIdentity()) {
+  // The identity is read once, before the key row: one read after it could see an identity that
+  // another instance stored (with its key) since, and refuse as if the key were missing.
+  const identity = await iden3.getIdentity();
+  if (identity) {
     const stored = await keys.iden3Key();
     if (stored) return stored;
   }
-  const { file, content: fromFile } = await bjjKeyToImport(iden3, options);
+  const { file, content: fromFile } = await bjjKeyToImport(iden3, options, { identity });
   const content = fromFile ?? newBjjKeyContent('development');
   const created = new Date(content.createdAt);
   const stored = await keys.putIden3KeyIfAbsent({
