@@ -254,7 +254,13 @@ export async function benchTenants(): Promise<Row[]> {
         }
       }
     };
-    const window = async (server: BenchServer, doors: Door[], ms: number) => {
+    /** Hosted issuances on `doors` in turn for `ms`, or (`requests`) until that many were sent. */
+    const window = async (
+      server: BenchServer,
+      doors: Door[],
+      ms: number,
+      requests = Number.POSITIVE_INFINITY,
+    ) => {
       await vacuum();
       const target = new URL(`${server.url}/issue-vc`);
       let ok = 0;
@@ -264,9 +270,10 @@ export async function benchTenants(): Promise<Row[]> {
       const databaseUrl = server === single ? singleDatabase : multiEnv.DATABASE_URL;
       const cpu0 = cpuOf(server, databaseUrl);
       const start = performance.now();
+      let sent = 0;
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
-          while (performance.now() < end) {
+          while (performance.now() < end && sent++ < requests) {
             const n = counter++;
             const d = doors[n % doors.length]!;
             const body = JSON.stringify({
@@ -305,9 +312,12 @@ export async function benchTenants(): Promise<Row[]> {
       single: { server: single, doors: [{ host: undefined, apiKey: single.apiKey }] },
       multi: { server: multi, doors: Array.from({ length: count }, (_, i) => door(i + 1)) },
     };
-    // Warm-up: JIT, keep-alive sockets, every tenant's first issuance (its status list, its pools).
-    for (const side of Object.values(sides)) await window(side.server, side.doors, 2000);
-    await window(multi, sides.multi.doors.slice(0), Math.max(2000, count * 4));
+    // Warm-up, counted rather than timed and the same on both sides: JIT, keep-alive sockets, and
+    // every tenant's first issuances (its status list, its pools, its statements), each tenant
+    // asked twice however slowly those first ones go, so that none falls in a measured window.
+    const warmUp = Math.max(2000, 2 * count);
+    for (const side of Object.values(sides))
+      await window(side.server, side.doors, Number.POSITIVE_INFINITY, warmUp);
     const cpu: Record<keyof typeof sides, number[]> = { single: [], multi: [] };
     for (let round = 1; round <= rounds; round++)
       for (const name of round % 2 ? (['single', 'multi'] as const) : (['multi', 'single'] as const)) {
@@ -345,6 +355,18 @@ export async function benchTenants(): Promise<Row[]> {
         unit: '×',
       },
     );
+
+    // What the tenants cost while nothing is asked of them: their sweeps, looks and key polls.
+    const idleMs = 10_000;
+    const idle0 = cpuOf(multi, multiEnv.DATABASE_URL);
+    await new Promise((done) => setTimeout(done, idleMs));
+    const idle1 = cpuOf(multi, multiEnv.DATABASE_URL);
+    const idleCpu = idle1.process - idle0.process + backendsBetween(idle0.backends, idle1.backends);
+    rows.push({
+      name: `tenants: ${count} tenants asked nothing for ${idleMs / 1000} s, server CPU per second`,
+      value: (idleCpu * 1000) / idleMs,
+      unit: 'ms',
+    });
 
     // A tenant added to the running process until its first hosted issuance is answered (201).
     const next = count + 1;
