@@ -7,6 +7,7 @@ import {
   requireBearer,
   requireKey,
 } from './http/middleware/auth.js';
+import { chain } from './http/middleware/chain.js';
 import { errorHandler, notFound } from './http/middleware/error-handler.js';
 import { idempotent } from './http/middleware/idempotency.js';
 import { jsonBody } from './http/middleware/json-body.js';
@@ -103,15 +104,15 @@ export function createApp(
     if (route.mountedByPath) continue;
     // The test suite's check of each answer against the route's description (no-op otherwise).
     const check = responseContract(route);
-    const chain: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
-    if (route.jwtBody) chain.push(jwtText);
+    const before: RequestHandler[] = [...(check ? [check] : []), ...groups[route.group], ...auth[route.auth]];
+    if (route.jwtBody) before.push(jwtText);
     if (route.method === 'post')
-      chain.push(route.form ? form : route.jsonLimit ? jsonBody(undefined, route.jsonLimit) : json);
-    if (route.group === 'admin') chain.push(catchUpSchemas);
+      before.push(route.form ? form : route.jsonLimit ? jsonBody(undefined, route.jsonLimit) : json);
+    if (route.group === 'admin') before.push(catchUpSchemas);
     const handler = route.idempotency
       ? idempotent(ctx.store.idempotency, route.idempotency, route.handler, ctx.lifecycle)
       : route.handler;
-    app[route.method](route.path, ...chain, requestScope, pinSchemas, handler);
+    app[route.method](route.path, chain([...before, requestScope, pinSchemas, handler]));
   }
   if (serves === 'all' || serves === LISTENER_OF.public) {
     // Every type metadata path shares one description: the first row's stands for all.
