@@ -11,9 +11,9 @@ import { idleWaitMs } from './backing-off-look.js';
  * no call or wake from outside, each wait doubles up to `idleMaxMs`, and either brings it back to
  * `everyMs` at once. A timed pass (`runAt`: a retry, a lease running out) is the worker's own
  * timer for work it knows of, no sign of another instance's, and leaves the back-off as it is: a
- * busy tenant whose every sweep sees an upload in flight would otherwise never back off. Many idle issuers in one process (docs/several-issuers.md
- * "Idle tenants") then cost little; local work is never late, and only another instance's
- * leftovers wait up to `idleMaxMs`.
+ * busy tenant whose every sweep sees an upload in flight would otherwise never back off. Many idle
+ * issuers in one process (docs/several-issuers.md "Idle tenants") then cost little; local work is
+ * never late, and only another instance's leftovers wait up to `idleMaxMs`.
  *
  * `O` is what a call gives its pass (the first caller's, when calls join); `T` what a pass answers.
  */
@@ -72,15 +72,20 @@ export class LeasedSweeper<T = void, O = undefined> {
     this.interval = setTimeout(() => {
       this.interval = undefined;
       this.quiet++;
-      this.ticking = true;
-      try {
-        void this.tick();
-      } finally {
-        this.ticking = false;
-      }
+      this.onOwnTimer(() => this.tick());
       if (this.started) this.schedule();
     }, this.waiting);
     this.interval.unref();
+  }
+
+  /** What the sweeper's own timers start (a sweep's tick, a timed pass): no sign of work from outside. */
+  private onOwnTimer(start: () => unknown): void {
+    this.ticking = true;
+    try {
+      void start();
+    } finally {
+      this.ticking = false;
+    }
   }
 
   /** Work from outside: a sweeper that backs off sweeps at `everyMs` again, from now. */
@@ -124,13 +129,7 @@ export class LeasedSweeper<T = void, O = undefined> {
       () => {
         this.timer = undefined;
         this.timerAt = undefined;
-        // Its own timer, as a sweep's tick: no sign of work from outside (see the class).
-        this.ticking = true;
-        try {
-          void this.run();
-        } finally {
-          this.ticking = false;
-        }
+        this.onOwnTimer(() => this.run());
       },
       Math.max(0, at.getTime() - Date.now()),
     );
