@@ -7,6 +7,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { NewIssuance, Store } from '../../src/store/store.js';
 import { newWebhookEventId } from '../../src/store/webhook-store.js';
+import { removeDir, tempDir } from '../../test/helpers/tmp.js';
 import type { Row } from './issuance.js';
 import { backendCpuMs, backendsCpuTotalMs } from './server.js';
 
@@ -87,31 +88,39 @@ export async function issueAndUpload(store: Store): Promise<void> {
   }
 }
 
-async function run(
-  store: Store,
+/**
+ * `issueAndUpload` `count` times, `CONCURRENCY` at a time, spread in turn over `stores` (several: a
+ * tenant's store each, the load spread over them as over tenants), after a warm-up of two per store
+ * and at least 200 (connections, plans, JIT, each store's first status partition).
+ */
+export async function run(
+  stores: Store[],
   serverCpuMs: () => number,
+  count = COUNT,
 ): Promise<{ perSecond: number; cpuMsPer: number; serverMsPer: number }> {
-  for (let i = 0; i < 200; i++) await issueAndUpload(store); // warm-up: connections, plans, JIT
+  let turn = 0;
+  const next = () => stores[turn++ % stores.length]!;
+  for (let i = 0; i < Math.max(200, 2 * stores.length); i++) await issueAndUpload(next());
   const cpu0 = process.cpuUsage();
   const server0 = serverCpuMs();
   const t0 = performance.now();
-  let left = COUNT;
+  let left = count;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (left-- > 0) await issueAndUpload(store);
+      while (left-- > 0) await issueAndUpload(next());
     }),
   );
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const serverMs = serverCpuMs() - server0;
   const totalCpuMs = (cpu.user + cpu.system) / 1000 + serverMs;
-  return { perSecond: (COUNT / ms) * 1000, cpuMsPer: totalCpuMs / COUNT, serverMsPer: serverMs / COUNT };
+  return { perSecond: (count / ms) * 1000, cpuMsPer: totalCpuMs / count, serverMsPer: serverMs / count };
 }
 
 export async function benchStoreEngines(): Promise<Row[]> {
   const dir = join(tmpdir(), `issuer-bench-${randomBytes(4).toString('hex')}`);
   const sqlite = openSqliteStore(join(dir, 'issuer.db'));
-  const onSqlite = await run(sqlite, () => 0);
+  const onSqlite = await run([sqlite], () => 0);
   await sqlite.close();
 
   const admin = new pg.Client({ connectionString: BENCH_DATABASE_URL, connectionTimeoutMillis: 2000 });
@@ -139,7 +148,7 @@ export async function benchStoreEngines(): Promise<Row[]> {
     const backends = backendCpuMs(name);
     if (backends.size === 0) throw new Error('the PostgreSQL server processes are not visible in /proc here');
     const serverCpuMs = () => backendsCpuTotalMs(name);
-    const onPostgres = await run(store, serverCpuMs);
+    const onPostgres = await run([store], serverCpuMs);
     return [
       { name: 'store: SQLite issue+uploaded/s', value: onSqlite.perSecond, unit: '/s' },
       { name: 'store: PostgreSQL issue+uploaded/s', value: onPostgres.perSecond, unit: '/s' },
@@ -164,5 +173,42 @@ export async function benchStoreEngines(): Promise<Row[]> {
     await postgres?.close();
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
+  }
+}
+
+/**
+ * The store's share of a hosted issuance (`issueAndUpload`, no signing, no HTTP) on one SQLite file,
+ * and the same load spread in turn over `files` files, a tenant's each, as `npm run bench -- tenants`
+ * spreads its issuances (docs/benchmarks.md "Several issuers"): what the engine alone adds when the
+ * writes of a turn no longer share a file (one commit each, pages of their own), in this process.
+ */
+export async function benchStoreSpread(files: number): Promise<Row[]> {
+  const dir = tempDir();
+  const measure = async (n: number) => {
+    const stores = Array.from({ length: n }, (_, i) => openSqliteStore(join(dir, `${n}`, `t${i}.db`)));
+    try {
+      return await run(stores, () => 0, Math.max(COUNT, 6 * n));
+    } finally {
+      for (const store of stores) await store.close();
+    }
+  };
+  try {
+    const one = await measure(1);
+    const spread = await measure(files);
+    return [
+      { name: "tenants: the store's share of an issuance, one SQLite file", value: one.cpuMsPer, unit: 'ms' },
+      {
+        name: `tenants: the store's share of an issuance, spread over ${files} files`,
+        value: spread.cpuMsPer,
+        unit: 'ms',
+      },
+      {
+        name: `tenants: the store's share, ${files} files ÷ one`,
+        value: spread.cpuMsPer / one.cpuMsPer,
+        unit: '×',
+      },
+    ];
+  } finally {
+    removeDir(dir);
   }
 }
