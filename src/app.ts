@@ -1,4 +1,5 @@
 import express, { type RequestHandler } from 'express';
+import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
 import {
   openCors,
@@ -36,6 +37,36 @@ export const LISTENER_OF = {
 /** A route may choose its own listener (`/metrics` answers on the admin one when ADMIN_PORT is set). */
 const listenerOf = (route: Route): Listener => route.listener ?? LISTENER_OF[route.group];
 
+/** What Express reads through `req.app` and `res.app` while it serves a request. */
+function withSettings(app: express.Express, trustProxy: Config['trustProxy']): express.Express {
+  app.disable('x-powered-by');
+  app.set('trust proxy', trustProxy);
+  app.set('etag', false);
+  return app;
+}
+
+const prototypes = new Map<string, Pick<express.Express, 'request' | 'response'>>();
+
+/**
+ * The `request` and `response` prototypes every app of this process with these settings serves
+ * with (docs/architecture.md "One shape for every tenant's requests"). Express gives each app a
+ * pair of its own and puts them under every request it handles: a process with an app per tenant
+ * would see its requests and responses in a shape per tenant, and each property read on them, in
+ * Express and here, would miss V8's inline caches. The pair belongs to an app with no routes and
+ * the same settings, so what `req.app` and `res.app` answer (trust proxy, etag, JSON settings) is
+ * what each app's own would.
+ */
+function sharedPrototypes(trustProxy: Config['trustProxy']): Pick<express.Express, 'request' | 'response'> {
+  const key = JSON.stringify(trustProxy);
+  let pair = prototypes.get(key);
+  if (!pair) {
+    const settings = withSettings(express(), trustProxy);
+    pair = { request: settings.request, response: settings.response };
+    prototypes.set(key, pair);
+  }
+  return pair;
+}
+
 /**
  * The app of one listener (`all`: no ADMIN_PORT, one listener serves every route). Each request
  * goes: observability, then its route's chain (group rate limit and CORS, auth, JSON body,
@@ -46,15 +77,15 @@ export function createApp(
   serves: Listener | 'all' = 'all',
   extras: { doctor?: (() => Promise<DoctorItem[]>) | undefined } = {},
 ): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
+  const app = withSettings(express(), ctx.config.trustProxy);
   // Paths match exactly: `/ADMIN/KEYS` or `/metrics/` is not `/admin/keys` or `/metrics`, so a
   // proxy rule that blocks a path case-sensitively cannot be walked around (docs/security.md
   // "What the server exposes").
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
-  app.set('trust proxy', ctx.config.trustProxy);
-  app.set('etag', false);
+  const shared = sharedPrototypes(ctx.config.trustProxy);
+  app.request = shared.request;
+  app.response = shared.response;
   app.use(requestObservability(ctx.log, ctx.metrics, ctx.lifecycle));
 
   // One limiter instance per group, shared by the group's routes.

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import type { Express } from 'express';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateHolderKeyPair, openEnvelope, privateKeyFromPkcs8Hex } from '../../src/envelope/index.js';
@@ -151,6 +152,25 @@ describe(`several issuers in one deployment (${TEST_STORE})`, () => {
     const unknownForwarded = await d.fetch('nobody.issuers.test', '/issue-vc', { method: 'POST' });
     expect(unknownForwarded.status).toBe(404);
     expect(await unknownForwarded.text()).toBe('');
+  });
+
+  it("every tenant's app serves with one request and response prototype, which reads the deployment's settings", async () => {
+    // src/app.ts sharedPrototypes: requests keep one shape whichever tenant they name.
+    const apps = d.running.deployment
+      .served()
+      .map((t) => t.apps.all as Express | undefined)
+      .filter((app) => app !== undefined);
+    expect(apps.length).toBeGreaterThanOrEqual(2);
+    for (const app of apps) {
+      expect(app.request).toBe(apps[0]!.request);
+      expect(app.response).toBe(apps[0]!.response);
+    }
+    // What Express reads through req.app: TRUST_PROXY=loopback believes a loopback proxy only.
+    const settings = apps[0]!.request.app;
+    expect(settings.get('trust proxy fn')('127.0.0.1', 0)).toBe(true);
+    expect(settings.get('trust proxy fn')('203.0.113.9', 0)).toBe(false);
+    expect(settings.get('etag')).toBe(false);
+    expect(settings.get('x-powered-by')).toBe(false);
   });
 
   it("refuses a tenant's keys on another tenant's host and the operator key on tenant routes", async () => {
