@@ -93,7 +93,7 @@ export async function issueAndUpload(store: Store): Promise<void> {
  * tenant's store each, the load spread over them as over tenants), after a warm-up of two per store
  * and at least 200 (connections, plans, JIT, each store's first status partition).
  */
-export async function run(
+async function run(
   stores: Store[],
   serverCpuMs: () => number,
   count = COUNT,
